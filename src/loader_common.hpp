@@ -1,0 +1,24 @@
+// Pieces both profile loaders share.
+#pragma once
+
+#include <string>
+
+#include "json_check.hpp"
+#include "pulse/profile.hpp"
+
+namespace pulse {
+
+/// Reads `provenance` (method, source, optional generator/references/assumptions).
+Provenance read_provenance(JsonChecker& check, const json& root, const JsonPath& root_path);
+
+/// Checks `$.schema` equals `expected` ("pulse.model/v1"); names the versions it supports.
+void check_schema_tag(JsonChecker& check, const json& root, const std::string& expected);
+
+/// Reads an optional array of strings; records errors for non-strings.
+std::vector<std::string> read_string_list(JsonChecker& check, const json& obj, const JsonPath& path,
+                                          std::string_view key);
+
+/// The file name without directories.
+std::string base_name(const std::string& path);
+
+}  // namespace pulse
