@@ -1,0 +1,111 @@
+// Pieces the partition dynamic programs share: prefix sums over the layer sequence, the
+// lexicographic value they minimise, and the upper-bound schedule that keeps them fast.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "pulse/graph.hpp"
+#include "pulse/partition.hpp"
+
+namespace pulse::detail {
+
+/// Prefix sums over layers: index x covers layers [0, x). `upto` arrays are indexed by
+/// layer + 1 and count carried tensors whose producer is at or before that layer (input
+/// tensors, producer -1, count everywhere).
+struct LayerPrefix {
+  explicit LayerPrefix(const LayerGraph& graph);
+
+  int num_layers = 0;
+  std::vector<double> compute;  ///< forward + backward seconds.
+  std::vector<std::int64_t> params;
+  std::vector<std::int64_t> activation;
+  std::vector<std::int64_t> output;  ///< Per layer, not a prefix.
+  std::vector<std::int64_t> skip_bytes_by_producer;
+  std::vector<std::int64_t> skip_bytes_by_consumer;
+  std::vector<int> skip_count_by_producer;
+  std::vector<int> skip_count_by_consumer;
+  std::vector<std::int64_t> carried_bytes_upto;
+  std::vector<std::int64_t> carried_grad_bytes_upto;
+  std::vector<int> carried_count_upto;
+  std::vector<int> carried_grad_count_upto;
+
+  /// Sums over the inclusive layer range [a, b]; zero when b < a.
+  double compute_in(int a, int b) const { return b < a ? 0.0 : compute[b + 1] - compute[a]; }
+  std::int64_t params_in(int a, int b) const { return b < a ? 0 : params[b + 1] - params[a]; }
+  std::int64_t activation_in(int a, int b) const {
+    return b < a ? 0 : activation[b + 1] - activation[a];
+  }
+};
+
+/// What a device's share costs per microbatch.
+struct DeviceCost {
+  double load = 0;          ///< Compute plus blocking sends, seconds.
+  std::int64_t memory = 0;  ///< Bound on bytes held with the assumed microbatches in flight.
+  std::int64_t bytes = 0;   ///< P2P bytes it sends, both directions.
+};
+
+/// Which quantity the DP minimises the maximum of.
+enum class Objective { time, memory };
+
+/// Lexicographic DP value: the largest primary cost so far, then bytes moved, then the
+/// smallest memory headroom (larger is better).
+struct DpValue {
+  double primary = 0;
+  std::int64_t bytes = 0;
+  std::int64_t headroom = std::numeric_limits<std::int64_t>::max();
+};
+
+inline double primary_of(const DeviceCost& c, Objective objective) {
+  return objective == Objective::time ? c.load : static_cast<double>(c.memory);
+}
+
+inline DpValue extend(const DpValue& v, const DeviceCost& c, Objective objective,
+                      std::int64_t capacity) {
+  return DpValue{std::max(v.primary, primary_of(c, objective)), v.bytes + c.bytes,
+                 std::min(v.headroom, capacity - c.memory)};
+}
+
+/// True when `a` is strictly better than `b`. Primary costs within a relative 1e-12 tie.
+inline bool better(const DpValue& a, const DpValue& b) {
+  const double tol = 1e-12 * std::max(std::fabs(a.primary), std::fabs(b.primary));
+  if (a.primary < b.primary - tol) return true;
+  if (a.primary > b.primary + tol) return false;
+  if (a.bytes != b.bytes) return a.bytes < b.bytes;
+  return a.headroom > b.headroom;
+}
+
+/// Seconds for `count` messages totalling `bytes` on `link`.
+inline double message_time(const LinkClass& link, int count, std::int64_t bytes) {
+  return count * link.latency_s + static_cast<double>(bytes) / link.bandwidth_bytes_per_s;
+}
+
+/// Upper bounds tried in turn, as multiples of the lower bound. A DP run only keeps states
+/// whose devices stay under the bound, so early runs are cheap; the first run that finds a
+/// partition has found the optimum, because the optimum is under that bound too.
+inline const std::vector<double>& upper_bound_factors() {
+  static const std::vector<double> factors = {
+      1.02, 1.05, 1.1, 1.2, 1.4, 1.8, 2.6, 4.2, std::numeric_limits<double>::infinity()};
+  return factors;
+}
+
+/// Runs `program` under each upper bound in turn; the first bound that admits a partition
+/// gives the optimum.
+template <class Program>
+auto solve_increasing(Program& program, double lower_bound) -> decltype(program.run(0.0)) {
+  for (double factor : upper_bound_factors()) {
+    if (auto found = program.run(lower_bound * factor)) return found;
+  }
+  return std::nullopt;
+}
+
+/// The link a non-local skip may take when the DP cannot know its destination: the slowest
+/// among the pipeline's device pairs (so the DP never underestimates).
+LinkClass slowest_link(const PipelineLinks& links);
+/// True when every pair of distinct pipeline devices has the same link.
+bool links_uniform(const PipelineLinks& links);
+
+}  // namespace pulse::detail
