@@ -1,0 +1,52 @@
+// Schedule pass: the order of operations on every device. F(s, m) and B(s, m) for every
+// stage s and microbatch m; with a split backward, B becomes I (input gradient, which
+// unblocks the previous stage) and W (weight gradient, free to fill a bubble).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "pulse/pipeline_model.hpp"
+
+namespace pulse {
+
+enum class OpKind { forward, backward, backward_input, backward_weight };
+
+/// 'F', 'B', 'I' or 'W'.
+char op_letter(OpKind kind);
+
+struct Op {
+  OpKind kind = OpKind::forward;
+  StageId stage = 0;
+  int microbatch = 0;
+
+  bool operator==(const Op&) const = default;
+};
+
+/// Per device, the operations in execution order.
+struct Schedule {
+  std::vector<std::vector<Op>> device_ops;
+  std::string policy;  ///< What produced it, e.g. "v-1f1b-heuristic".
+  bool split_backward = false;
+};
+
+/// Microbatches each device may hold in flight (from its first forward of a microbatch to
+/// its last backward) so that its memory stays under the capacity, capped at `wanted`.
+/// An entry of 0 means not even one microbatch fits on that device.
+std::vector<int> memory_inflight_limits(const PipelineModel& model,
+                                        const std::vector<std::int64_t>& static_bytes,
+                                        std::int64_t capacity, const std::vector<int>& wanted);
+
+/// The in-flight counts the heuristic aims for per device, before memory caps: enough to
+/// keep the device busy while a microbatch travels to the bottom of the pipeline and back.
+std::vector<int> default_inflight(const StageLayout& layout, int num_microbatches);
+
+/// A 1F1B-style list schedule for any layout (the V or a chain): each device, when free,
+/// runs the ready operation that starts earliest, backward before forward on ties, oldest
+/// microbatch first; a device admits a new microbatch only while fewer than
+/// inflight_limit[d] are in flight on it. Respects every dependency; deadlock-free because
+/// all devices admit microbatches in the same order.
+Schedule list_schedule(const PipelineModel& model, int num_microbatches,
+                       const std::vector<int>& inflight_limit, bool split_backward = false);
+
+}  // namespace pulse
