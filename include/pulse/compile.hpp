@@ -1,0 +1,91 @@
+// The plan pipeline, written once as a list of passes:
+//   layer graph -> partition -> schedule -> simulate -> evaluate (iteration, memory, bytes)
+// Without a fixed pipeline degree it runs the list for every candidate and keeps the
+// fastest. Loading and writing are the caller's (the CLI's) business.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pulse/costs.hpp"
+#include "pulse/partition.hpp"
+#include "pulse/pipeline_model.hpp"
+#include "pulse/profile.hpp"
+#include "pulse/result.hpp"
+#include "pulse/schedule.hpp"
+#include "pulse/simulate.hpp"
+
+namespace pulse {
+
+enum class Strategy {
+  pulse,       ///< V placement, skip-aware partition (this project).
+  sequential,  ///< P stages in a row, skips relayed through each boundary.
+};
+
+const char* strategy_name(Strategy s);
+
+struct PlanOptions {
+  Strategy strategy = Strategy::pulse;
+  std::optional<int> pp;  ///< Pipeline degree; searched when absent.
+  std::optional<int> dp;  ///< Data-parallel degree; devices / pp when absent.
+  int microbatch_size = 1;
+  std::optional<int> global_batch;  ///< Default: 8 samples per device of the cluster.
+  MemoryModel memory;
+};
+
+/// How long each pass took, for --stats (never written into a plan).
+struct PassTime {
+  std::string pass;
+  double seconds = 0;
+};
+
+/// One configuration the planner evaluated.
+struct Candidate {
+  int pp = 0;
+  int dp = 0;
+  int num_microbatches = 0;
+  bool feasible = false;
+  double iteration_s = 0;
+  double samples_per_s = 0;
+  std::string reason;  ///< Why it was not feasible.
+};
+
+/// Per pipeline device: the gradient all-reduce across replicas.
+struct AllReduce {
+  std::int64_t bytes = 0;  ///< Gradient bytes each member contributes.
+  double seconds = 0;
+  double start_s = 0;  ///< After the device's last backward.
+};
+
+struct CompiledPlan {
+  PlanOptions options;
+  Strategy strategy = Strategy::pulse;
+  int pp = 1;
+  int dp = 1;
+  int microbatch_size = 1;
+  int num_microbatches = 1;
+  int global_batch = 1;
+  int device_type = 0;  ///< Index into the model's device_types.
+  /// ranks[r][d]: the cluster rank of pipeline device d in data-parallel replica r.
+  std::vector<std::vector<RankId>> ranks;
+  PartitionResult partition;
+  PipelineModel model;
+  std::vector<int> inflight_limit;
+  Schedule schedule;
+  Timeline timeline;
+  std::vector<MemoryBreakdown> static_bytes;
+  std::vector<AllReduce> allreduce;
+  double iteration_s = 0;
+  double samples_per_s = 0;
+  double bubble_ratio = 0;
+  std::vector<Candidate> candidates;  ///< Configurations tried (one when pp is fixed).
+  std::vector<PassTime> pass_times;
+};
+
+/// Compiles a plan. Usage errors for inconsistent options, infeasible when nothing fits
+/// (with what did not fit, by how much, on which device).
+Result<CompiledPlan> compile_plan(const ModelProfile& model, const ClusterProfile& cluster,
+                                  const PlanOptions& options);
+
+}  // namespace pulse

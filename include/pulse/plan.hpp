@@ -1,0 +1,20 @@
+// The plan: the JSON document a training runtime consumes. Deterministic: keys in a fixed
+// order, times rounded to the nanosecond and ratios to 1e-9 so the same inputs give the
+// same bytes, no wall-clock time anywhere in it.
+#pragma once
+
+#include <string>
+
+#include "pulse/compile.hpp"
+#include "pulse/profile.hpp"
+
+namespace pulse {
+
+/// The schema tag of plans this version writes.
+inline constexpr const char* kPlanSchema = "pulse.plan/v1";
+
+/// The plan as JSON text (two-space indented, trailing newline).
+std::string plan_json(const CompiledPlan& plan, const ModelProfile& model,
+                      const ClusterProfile& cluster);
+
+}  // namespace pulse

@@ -1,0 +1,101 @@
+#include "cli/commands.hpp"
+
+#include <unistd.h>
+
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "json_check.hpp"
+#include "pulse/version.hpp"
+
+namespace pulse::cli {
+
+namespace po = boost::program_options;
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> table = {
+      {"plan", "compile a model and a cluster profile into a pipeline plan (JSON)", plan_command},
+  };
+  return table;
+}
+
+namespace {
+
+void print_usage(std::ostream& out) {
+  out << "usage: pulse-plan <command> [options]\n"
+         "       pulse-plan <command> --help\n"
+         "       pulse-plan --version\n\n"
+         "pulse-plan compiles a diffusion model's per-layer profile and a cluster profile into a\n"
+         "pipeline-parallel training plan: the model cut into 2P stages placed as a V (stage d\n"
+         "and 2P-1-d on device d) so every long skip connection stays on its device, a complete\n"
+         "per-device schedule, the parallel degrees, a rank map and predicted figures.\n\n"
+         "commands:\n";
+  for (const Command& c : commands()) out << fmt::format("  {:<10} {}\n", c.name, c.summary);
+  out << "\nexit codes: 0 success, 1 no feasible plan, 2 bad usage or input, 3 internal error\n";
+}
+
+}  // namespace
+
+int report(const Error& error) {
+  std::cerr << "pulse-plan: " << error.message << "\n";
+  return exit_code(error.kind);
+}
+
+bool stderr_is_terminal() {
+  return ::isatty(STDERR_FILENO) == 1;
+}
+
+Result<po::variables_map> parse_options(const std::string& command,
+                                        const std::vector<std::string>& args,
+                                        const po::options_description& options) {
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(options).run(), vm);
+    po::notify(vm);
+  } catch (const po::unknown_option& e) {
+    std::vector<std::string> names;
+    for (const auto& o : options.options()) names.push_back("--" + o->long_name());
+    const std::string guess = closest_match(e.get_option_name(), names);
+    return usage_error(fmt::format("{}: unknown option {}{} (see pulse-plan {} --help)", command,
+                                   e.get_option_name(),
+                                   guess.empty() ? "" : "; did you mean " + guess + "?", command));
+  } catch (const po::error& e) {
+    return usage_error(
+        fmt::format("{}: {} (see pulse-plan {} --help)", command, e.what(), command));
+  }
+  return vm;
+}
+
+int run(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    print_usage(std::cerr);
+    return 2;
+  }
+  const std::string name = args.front();
+  if (name == "help" && args.size() > 1) {
+    // "pulse-plan help plan" is "pulse-plan plan --help".
+    for (const Command& c : commands()) {
+      if (args[1] == c.name) return c.run({"--help"});
+    }
+  }
+  if (name == "--help" || name == "-h" || name == "help") {
+    print_usage(std::cout);
+    return 0;
+  }
+  if (name == "--version") {
+    std::cout << "pulse-plan " << kVersion << "\n";
+    return 0;
+  }
+  for (const Command& c : commands()) {
+    if (name == c.name) return c.run({args.begin() + 1, args.end()});
+  }
+  std::vector<std::string> names;
+  for (const Command& c : commands()) names.push_back(c.name);
+  const std::string guess = closest_match(name, names);
+  return report(usage_error(fmt::format("unknown command \"{}\"{} (see pulse-plan --help)", name,
+                                        guess.empty() ? "" : "; did you mean \"" + guess + "\"?")));
+}
+
+}  // namespace pulse::cli

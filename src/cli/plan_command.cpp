@@ -1,0 +1,172 @@
+// pulse-plan plan: profiles in, plan JSON out.
+#include <chrono>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "pulse/compile.hpp"
+#include "pulse/io.hpp"
+#include "pulse/plan.hpp"
+#include "pulse/units.hpp"
+
+namespace pulse::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+constexpr const char* kPlanHelp = R"(usage: pulse-plan plan --model FILE --cluster FILE [options]
+
+Compiles a model profile and a cluster profile into a plan: stages and their layers, the
+device of every stage, the per-device operation order with predicted times, where every
+skip tensor lives, the PP/DP/microbatch degrees, a rank map and predicted throughput,
+bubble, memory and traffic. The plan goes to stdout, or atomically to -o FILE; a one-line
+summary goes to stderr.
+
+Strategies:
+  pulse       2P stages in a V: stage d and stage 2P-1-d on device d, cut so that every
+              long skip stays on its device (the default)
+  sequential  the conventional baseline: P stages in a row, skip tensors relayed through
+              every stage boundary between producer and consumer
+
+Without --pp, every pipeline degree that divides the cluster (or fits beside --dp) is
+planned and the fastest is kept; the plan's "search" lists them all.
+
+)";
+
+constexpr const char* kPlanExamples = R"(
+examples:
+  pulse-plan plan --model profiles/models/tiny-unet.json \
+                  --cluster profiles/clusters/dgx1-v100-32gb-1n.json
+  pulse-plan plan --model profiles/models/sd2-unet-512.json \
+                  --cluster profiles/clusters/dgx1-v100-32gb-1n.json --pp 4 -o sd2.json
+  pulse-plan plan ... --strategy sequential --pp 4 -o sd2-seq.json   # the baseline
+
+exit codes: 0 plan written; 1 no feasible plan (the message says what does not fit, by how
+much, on which device); 2 bad usage or bad input (nothing written); 3 internal error.
+)";
+
+po::options_description plan_options() {
+  po::options_description o("options");
+  o.add_options()("model", po::value<std::string>()->value_name("FILE"),
+                  "model profile (pulse.model/v1)")("cluster",
+                                                    po::value<std::string>()->value_name("FILE"),
+                                                    "cluster profile (pulse.cluster/v1)")(
+      "strategy", po::value<std::string>()->value_name("NAME")->default_value("pulse"),
+      "pulse or sequential")("pp", po::value<int>()->value_name("N"),
+                             "pipeline degree (default: search)")(
+      "dp", po::value<int>()->value_name("N"), "data-parallel degree (default: devices / pp)")(
+      "microbatch-size", po::value<int>()->value_name("B")->default_value(1),
+      "samples per microbatch")("global-batch", po::value<int>()->value_name("G"),
+                                "samples per iteration (default: 8 per device)")(
+      "zero", po::value<int>()->value_name("0|1")->default_value(0),
+      "1: shard optimizer state over the data-parallel replicas (ZeRO-1)")(
+      "output,o", po::value<std::string>()->value_name("FILE"),
+      "write the plan here (atomically) instead of stdout")(
+      "stats", "print the time of each pass on stderr")("quiet,q", "no summary line on stderr")(
+      "help,h", "this help");
+  return o;
+}
+
+Result<PlanOptions> read_options(const po::variables_map& vm) {
+  PlanOptions o;
+  const std::string strategy = vm["strategy"].as<std::string>();
+  if (strategy == "pulse") {
+    o.strategy = Strategy::pulse;
+  } else if (strategy == "sequential") {
+    o.strategy = Strategy::sequential;
+  } else {
+    return usage_error(
+        fmt::format("plan: --strategy must be pulse or sequential, got \"{}\"", strategy));
+  }
+  auto positive = [&](const char* name) -> Result<std::optional<int>> {
+    if (!vm.count(name)) return std::optional<int>{};
+    const int v = vm[name].as<int>();
+    if (v < 1) return usage_error(fmt::format("plan: --{} must be at least 1, got {}", name, v));
+    return std::optional<int>{v};
+  };
+  for (const char* name : {"pp", "dp", "microbatch-size", "global-batch"}) {
+    auto v = positive(name);
+    if (!v) return v.error();
+  }
+  o.pp = *positive("pp");
+  o.dp = *positive("dp");
+  o.microbatch_size = vm["microbatch-size"].as<int>();
+  o.global_batch = *positive("global-batch");
+  const int zero = vm["zero"].as<int>();
+  if (zero != 0 && zero != 1) {
+    return usage_error(fmt::format("plan: --zero must be 0 or 1, got {}", zero));
+  }
+  o.memory.zero_stage = zero;
+  return o;
+}
+
+std::string summary(const CompiledPlan& p, const ModelProfile& m, const ClusterProfile& c) {
+  int local = 0;
+  for (const SkipPlacement& s : p.model.skips) local += s.local ? 1 : 0;
+  return fmt::format(
+      "{} on {} ({}): pp {} x dp {}, {} stages, microbatch {} x {}, {}/{} skips local, "
+      "iteration {} ({:.1f} samples/s), bubble {:.1f}%",
+      m.name, c.name, strategy_name(p.strategy), p.pp, p.dp, p.model.layout.num_stages(),
+      p.microbatch_size, p.num_microbatches, local, p.model.skips.size(),
+      format_seconds(p.iteration_s), p.samples_per_s, 100.0 * p.bubble_ratio);
+}
+
+}  // namespace
+
+int plan_command(const std::vector<std::string>& args) {
+  const po::options_description options = plan_options();
+  auto vm = parse_options("plan", args, options);
+  if (!vm) return report(vm.error());
+  if (vm->count("help")) {
+    std::cout << kPlanHelp << options << kPlanExamples;
+    return 0;
+  }
+  for (const char* required : {"model", "cluster"}) {
+    if (!vm->count(required)) {
+      return report(
+          usage_error(fmt::format("plan: --{} FILE is required (see pulse-plan plan "
+                                  "--help)",
+                                  required)));
+    }
+  }
+  auto plan_options = read_options(*vm);
+  if (!plan_options) return report(plan_options.error());
+
+  const auto t0 = std::chrono::steady_clock::now();
+  auto model = load_model_profile((*vm)["model"].as<std::string>());
+  auto cluster = load_cluster_profile((*vm)["cluster"].as<std::string>());
+  if (!model || !cluster) {
+    // Report both files' problems in one run.
+    if (!model) report(model.error());
+    if (!cluster) report(cluster.error());
+    return 2;
+  }
+  const double load_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto plan = compile_plan(*model, *cluster, *plan_options);
+  if (!plan) return report(plan.error());
+
+  const auto t1 = std::chrono::steady_clock::now();
+  const std::string text = plan_json(*plan, *model, *cluster);
+  if (vm->count("output")) {
+    const std::string path = (*vm)["output"].as<std::string>();
+    if (auto written = write_file_atomically(path, text); !written) return report(written.error());
+  } else {
+    std::cout << text << std::flush;
+  }
+  const double write_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  if (!vm->count("quiet")) std::cerr << "pulse-plan: " << summary(*plan, *model, *cluster) << "\n";
+  if (vm->count("stats")) {
+    std::cerr << fmt::format("  {:<10} {}\n", "load", format_seconds(load_s));
+    for (const PassTime& t : plan->pass_times) {
+      std::cerr << fmt::format("  {:<10} {}\n", t.pass, format_seconds(t.seconds));
+    }
+    std::cerr << fmt::format("  {:<10} {}\n", "write", format_seconds(write_s));
+  }
+  return 0;
+}
+
+}  // namespace pulse::cli
