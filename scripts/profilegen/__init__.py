@@ -1,0 +1,18 @@
+"""Analytic profile generator for pulse-plan.
+
+Model profiles are derived from each architecture's published configuration (parameter
+counts, forward FLOPs and activation bytes by formula) and a device time model; cluster
+profiles from vendor topology and link figures. Nothing here is measured. The figures
+and their sources are in /work/shared/reference/models_hw.md (cited as "models_hw.md").
+
+Modules:
+  layers    the Layer record and the accounting helpers every architecture uses
+  unet      Stable Diffusion 2 and SDXL UNets (diffusers UNet2DConditionModel)
+  uvit      U-ViT (baofff/U-ViT libs/uvit.py)
+  hunyuan   Hunyuan-DiT (Tencent/HunyuanDiT hydit/modules/models.py)
+  flux      Flux.1 (diffusers FluxTransformer2DModel)
+  timing    the device time model and its constants
+  catalog   which model profiles exist, with provenance, and their JSON form
+  clusters  the cluster profiles
+  summary   the markdown tables in docs/profiles.md
+"""

@@ -1,0 +1,204 @@
+"""The model profiles this repository ships, and their pulse.model/v1 JSON form."""
+
+from dataclasses import dataclass
+from typing import Callable, Dict, List
+
+from . import timing
+from .flux import FLUX1_DEV, build_flux
+from .hunyuan import HUNYUAN_DIT_G2, build_hunyuan
+from .layers import Architecture
+from .unet import SD2_UNET, SDXL_UNET, build_unet
+from .uvit import UVIT_H2, UVIT_L2, build_uvit
+
+GENERATOR = "scripts/gen_profiles.py"
+REFERENCE_NOTES = ("models_hw.md: pulse-plan shared reference (architecture figures, FLOP "
+                   "formulas, saved-activation counts, efficiency defaults, hardware numbers)")
+DEVICE_REFERENCES = [
+    "NVIDIA Tesla V100 SXM2 datasheet: 125 TFLOPS fp16 tensor, 900 GB/s HBM2",
+    "Huawei Ascend 910, Hot Chips 31 (2019): 256 TFLOPS fp16 cube, 32 GB HBM2",
+]
+DIFFUSERS_UNET = ("https://github.com/huggingface/diffusers/blob/main/src/diffusers/models/"
+                  "unets/unet_2d_condition.py (with unet_2d_blocks.py, resnet.py, "
+                  "transformers/transformer_2d.py, attention.py)")
+HUNYUAN_CODE = ("https://github.com/Tencent/HunyuanDiT/blob/main/hydit/modules/models.py "
+                "(with attn_layers.py, poolers.py, embedders.py)")
+
+
+def r6(x: float) -> float:
+    """Six significant digits: stable, diff-friendly numbers."""
+    return float(f"{x:.6g}")
+
+
+@dataclass
+class ModelSpec:
+    name: str
+    description: str
+    build: Callable[[], Architecture]
+    microbatch_sizes: List[int]
+    references: List[str]
+    assumptions: List[str]
+
+
+def _sd2_spec(px: int, repo: str) -> ModelSpec:
+    side = px // 8
+    return ModelSpec(
+        name=f"sd2-unet-{px}",
+        description=(f"Stable Diffusion 2 UNet (diffusers UNet2DConditionModel) at {px} px "
+                     f"(latent 4x{side}x{side}), one layer per diffusers block."),
+        build=lambda: build_unet(SD2_UNET, side),
+        microbatch_sizes=[1, 2, 4, 8, 16, 32],
+        references=[f"https://huggingface.co/{repo}/blob/main/unet/config.json",
+                    DIFFUSERS_UNET, REFERENCE_NOTES + ", section 1"],
+        assumptions=[
+            "One layer per ResnetBlock2D, Transformer2DModel (named attn), Downsample2D and "
+            "Upsample2D; conv_out is conv_norm_out + SiLU + conv_out.",
+            "time_embedding's output_bytes_per_sample is the latent that passes by it.",
+            "Carried: temb (1280 fp16) from time_embedding, trained, so its gradient returns; "
+            "text_context (77 x 1024 fp16, OpenCLIP-H) comes with the batch from the frozen "
+            "text encoder, no gradient.",
+            "The VAE and text encoder are frozen and outside the pipeline (precomputed latents).",
+        ],
+    )
+
+
+def _sdxl_spec() -> ModelSpec:
+    return ModelSpec(
+        name="sdxl-unet-1024",
+        description=("SDXL base UNet at 1024 px (latent 4x128x128), one layer per diffusers "
+                     "block; each Transformer2DModel (1, 2 or 10 transformer layers) is one "
+                     "layer."),
+        build=lambda: build_unet(SDXL_UNET, 128),
+        microbatch_sizes=[1, 2, 4, 8],
+        references=["https://huggingface.co/stabilityai/stable-diffusion-xl-base-1.0/blob/main/"
+                    "unet/config.json", DIFFUSERS_UNET, REFERENCE_NOTES + ", section 2"],
+        assumptions=[
+            "add_embedding (text_time: pooled text 1280 + 6 x 256 size/crop ids) is part of "
+            "the time_embedding layer.",
+            "time_embedding's output_bytes_per_sample is the latent that passes by it.",
+            "Carried: temb (1280 fp16) from time_embedding, with gradient; text_context "
+            "(77 x 2048 fp16, CLIP-L + OpenCLIP-bigG) with the batch, no gradient.",
+        ],
+    )
+
+
+def _uvit_spec(size: str, cfg, config_file: str) -> ModelSpec:
+    return ModelSpec(
+        name=f"uvit-{size.lower()}2-256",
+        description=(f"U-ViT-{size}/2 on ImageNet 256 px latents (4x32x32, 258 tokens), "
+                     "one layer per transformer block."),
+        build=lambda: build_uvit(cfg),
+        microbatch_sizes=[1, 2, 4, 8, 16, 32],
+        references=["https://github.com/baofff/U-ViT/blob/main/libs/uvit.py",
+                    f"https://github.com/baofff/U-ViT/blob/main/configs/{config_file}",
+                    "Bao et al., All are Worth Words: A ViT Backbone for Diffusion Models, "
+                    "arXiv 2209.12152", REFERENCE_NOTES + ", section 4"],
+        assumptions=[
+            "Time and class label are tokens of the sequence, so nothing is carried.",
+            "out{i} concatenates the output of in{n-1-i} and applies skip_linear (2D -> D).",
+            "The published configs set use_checkpoint=True; this profile assumes no "
+            "activation checkpointing (the planner may add it).",
+        ],
+    )
+
+
+def _hunyuan_spec(px: int, sizes: List[int]) -> ModelSpec:
+    side = px // 8
+    return ModelSpec(
+        name=f"hunyuan-dit-g2-{px}",
+        description=(f"Hunyuan-DiT-g/2 at {px} px ({(side // 2) ** 2} tokens), 40 blocks plus "
+                     "embedders and final layer as their own layers."),
+        build=lambda: build_hunyuan(HUNYUAN_DIT_G2, side),
+        microbatch_sizes=sizes,
+        references=[HUNYUAN_CODE, "Li et al., Hunyuan-DiT, arXiv 2405.08748",
+                    REFERENCE_NOTES + ", section 3"],
+        assumptions=[
+            "HunyuanDiT v1.0 layout: image-size and style conditions on (extra_embedder "
+            "input 1024 + 6 x 256 + 1408), qk-norm, learn_sigma (8 output channels).",
+            "block j (j = 21..39) concatenates the output of block 39-j, then skip_norm and "
+            "skip_linear; blocks 19 and 20 neither push nor pop.",
+            "Carried: cond (1408 fp16) from cond_embedding and text_states (333 x 1024 fp16) "
+            "from text_embedding; both come from trained layers, so both have gradients.",
+            "cond_embedding's output_bytes_per_sample is the latent plus the raw CLIP "
+            "(77 x 1024) and mT5 (256 x 2048) states that text_embedding still needs; the RoPE "
+            "tables are parameter-free and recomputed on every stage.",
+        ],
+    )
+
+
+def _flux_spec() -> ModelSpec:
+    return ModelSpec(
+        name="flux1-dev-1024",
+        description=("Flux.1-dev transformer at 1024 px (4096 image + 512 text tokens): 19 "
+                     "double-stream and 38 single-stream blocks plus embedders and head."),
+        build=lambda: build_flux(FLUX1_DEV, 128),
+        microbatch_sizes=[1, 2, 4],
+        references=["https://huggingface.co/black-forest-labs/FLUX.1-dev/blob/main/transformer/"
+                    "config.json", "https://github.com/huggingface/diffusers/blob/main/src/"
+                    "diffusers/models/transformers/transformer_flux.py",
+                    REFERENCE_NOTES + ", section 5"],
+        assumptions=[
+            "No long skips. The main path through the double blocks is the image and the text "
+            "stream together (4608 x 3072 fp16), which the single blocks carry as one sequence.",
+            "Carried: temb (3072 fp16) from time_text_embed (timestep, guidance and pooled CLIP "
+            "MLPs), with gradient. The T5 states enter the main path at context_embedder, so "
+            "they are not carried; the RoPE tables are parameter-free and recomputed per stage.",
+            "The guidance embedder is included (FLUX.1-dev is guidance-distilled).",
+        ],
+    )
+
+
+def model_specs() -> List[ModelSpec]:
+    return [
+        _sd2_spec(512, "stabilityai/stable-diffusion-2-1-base"),
+        _sd2_spec(768, "stabilityai/stable-diffusion-2-1"),
+        _sdxl_spec(),
+        _uvit_spec("L", UVIT_L2, "imagenet256_uvit.py"),
+        _uvit_spec("H", UVIT_H2, "imagenet256_uvit_huge.py"),
+        _hunyuan_spec(1024, [1, 2, 4, 8]),
+        _hunyuan_spec(512, [1, 2, 4, 8, 16]),
+        _flux_spec(),
+    ]
+
+
+def _layer_json(layer, sizes: List[int]) -> Dict:
+    times = timing.profile_times(layer, sizes)
+    return {
+        "name": layer.name,
+        "kind": layer.kind,
+        "params": layer.params,
+        "forward_s": {d: [r6(t) for t in ts] for d, ts in times["forward_s"].items()},
+        "backward_s": {d: [r6(t) for t in ts] for d, ts in times["backward_s"].items()},
+        "backward_weight_fraction": r6(timing.weight_fraction(layer, sizes)),
+        "activation_bytes_per_sample": timing.activation_bytes(layer),
+        "output_bytes_per_sample": layer.out_bytes,
+        "forward_flops_per_sample": layer.forward_flops,
+    }
+
+
+def model_profile(spec: ModelSpec) -> Dict:
+    arch = spec.build()
+    order = {layer.name: i for i, layer in enumerate(arch.layers)}
+    skips = sorted(arch.skips, key=lambda s: (order[s.producer], order[s.consumer]))
+    return {
+        "schema": "pulse.model/v1",
+        "name": spec.name,
+        "description": spec.description,
+        "provenance": {
+            "method": "analytic",
+            "source": ("Analytic, not measured: parameter counts, forward FLOPs and activation "
+                       "bytes computed by formula from the published configuration; times from "
+                       "each device's peak FLOPS and HBM bandwidth times stated efficiencies."),
+            "generator": GENERATOR,
+            "references": spec.references + DEVICE_REFERENCES,
+            "assumptions": spec.assumptions + timing.assumptions(),
+        },
+        "dtype": "fp16",
+        "timing": {"microbatch_sizes": list(spec.microbatch_sizes),
+                   "device_types": [d.name for d in timing.DEVICES]},
+        "layers": [_layer_json(layer, spec.microbatch_sizes) for layer in arch.layers],
+        "skips": [{"producer": s.producer, "consumer": s.consumer,
+                   "bytes_per_sample": s.bytes_per_sample} for s in skips],
+        "carried": [{"name": c.name, "producer": c.producer,
+                     "bytes_per_sample": c.bytes_per_sample,
+                     "needs_gradient": c.needs_gradient} for c in arch.carried],
+    }

@@ -1,0 +1,72 @@
+"""Markdown tables of the generated profiles (pasted into docs/profiles.md, and checked
+against it by tests/test_profiles.py so the document cannot go stale)."""
+
+from typing import Dict, List
+
+from .timing import DEVICES
+
+MIB = float(1 << 20)
+GIB = float(1 << 30)
+
+
+def _train_ms_per_sample(profile: Dict, device: str, index: int) -> float:
+    b = profile["timing"]["microbatch_sizes"][index]
+    total = sum(layer["forward_s"][device][index] + layer["backward_s"][device][index]
+                for layer in profile["layers"])
+    return 1e3 * total / b
+
+
+def _mfu(profile: Dict, device: str, index: int) -> float:
+    """Model FLOPs utilisation of fwd+bwd: 3 x forward FLOPs / (time x peak)."""
+    peak = next(d.peak_flops for d in DEVICES if d.name == device)
+    flops = sum(x["forward_flops_per_sample"] for x in profile["layers"])
+    return 3 * flops / (_train_ms_per_sample(profile, device, index) / 1e3 * peak)
+
+
+def model_table(profiles: List[Dict]) -> List[str]:
+    lines = [
+        "| profile | layers | skips | params | fwd GFLOPs/sample | skip MiB/sample "
+        "| saved act. MiB/sample | fwd+bwd ms/sample V100 / 910A (b) | MFU V100 / 910A |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for p in profiles:
+        layers = p["layers"]
+        sizes = p["timing"]["microbatch_sizes"]
+        index = max(i for i, b in enumerate(sizes) if b <= 8)
+        v100, ascend = (_train_ms_per_sample(p, d, index) for d in p["timing"]["device_types"])
+        mfu = " / ".join(f"{_mfu(p, d, index):.2f}" for d in p["timing"]["device_types"])
+        lines.append(
+            f"| {p['name']} | {len(layers)} | {len(p['skips'])} "
+            f"| {sum(x['params'] for x in layers):,} "
+            f"| {sum(x['forward_flops_per_sample'] for x in layers) / 1e9:,.1f} "
+            f"| {sum(s['bytes_per_sample'] for s in p['skips']) / MIB:,.2f} "
+            f"| {sum(x['activation_bytes_per_sample'] for x in layers) / MIB:,.0f} "
+            f"| {v100:,.1f} / {ascend:,.1f} ({sizes[index]}) | {mfu} |")
+    return lines
+
+
+def _links(profile: Dict) -> str:
+    parts = []
+    for name, link in profile["link_classes"].items():
+        parts.append(f"{name} {link['bandwidth_bytes_per_s'] / 1e9:g} GB/s, "
+                     f"{link['latency_s'] * 1e6:g} us")
+    return "; ".join(parts)
+
+
+def cluster_table(profiles: List[Dict]) -> List[str]:
+    lines = [
+        "| profile | devices | device | memory GiB (reserved) | link classes (per direction, "
+        "latency) | inter-node |",
+        "|---|---|---|---|---|---|",
+    ]
+    for p in profiles:
+        dev = p["device"]
+        lines.append(
+            f"| {p['name']} | {p['nodes']} x {p['devices_per_node']} | {dev['type']} "
+            f"| {dev['memory_bytes'] / GIB:g} ({dev['reserved_bytes'] / GIB:.2f}) "
+            f"| {_links(p)} | {p['inter_node']} |")
+    return lines
+
+
+def summary(models: List[Dict], clusters: List[Dict]) -> str:
+    return "\n".join(model_table(models) + [""] + cluster_table(clusters)) + "\n"

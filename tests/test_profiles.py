@@ -1,0 +1,362 @@
+#!/usr/bin/python3
+"""Tests of the analytic profiles and their generator (standard library only).
+
+Run: /usr/bin/python3 tests/test_profiles.py   (from anywhere; the repo root is found from
+this file's location). Reference figures are from models_hw.md (the shared reference).
+"""
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+GENERATOR = REPO / "scripts" / "gen_profiles.py"
+MODELS = REPO / "profiles" / "models"
+CLUSTERS = REPO / "profiles" / "clusters"
+SCHEMAS = REPO / "schema"
+
+MODEL_NAMES = ["sd2-unet-512", "sd2-unet-768", "sdxl-unet-1024", "uvit-h2-256", "uvit-l2-256",
+               "hunyuan-dit-g2-1024", "hunyuan-dit-g2-512", "flux1-dev-1024"]
+CLUSTER_NAMES = [f"{prefix}-{n}n" for prefix in ("dgx1-v100-16gb", "dgx1-v100-32gb",
+                                                 "atlas800-910a") for n in (1, 2, 4, 8)]
+DEVICE_TYPES = ["V100-SXM2", "Ascend-910A"]
+
+
+def load(path: Path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def model(name: str):
+    return load(MODELS / f"{name}.json")
+
+
+def layer(profile, name: str):
+    return next(x for x in profile["layers"] if x["name"] == name)
+
+
+def run_generator(*args):
+    return subprocess.run([sys.executable, str(GENERATOR), *args], capture_output=True,
+                          text=True, check=False)
+
+
+# --- a JSON Schema (draft-07) subset: enough for schema/model and schema/cluster ---------
+
+TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
+
+
+def _type_ok(value, name: str) -> bool:
+    if name == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if name == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, TYPES[name])
+
+
+def _resolve(schema, root):
+    while "$ref" in schema:
+        path = schema["$ref"].lstrip("#/").split("/")
+        schema = root
+        for key in path:
+            schema = schema[key]
+    return schema
+
+
+def schema_errors(value, schema, root, where="$"):
+    """Every violation of schema by value, as 'path: problem' strings."""
+    schema = _resolve(schema, root)
+    types = schema.get("type")
+    if types is not None:
+        names = types if isinstance(types, list) else [types]
+        if not any(_type_ok(value, t) for t in names):
+            return [f"{where}: expected {types}, got {type(value).__name__}"]
+    errors = []
+    if "const" in schema and value != schema["const"]:
+        errors.append(f"{where}: expected {schema['const']!r}")
+    if "enum" in schema and value not in schema["enum"]:
+        errors.append(f"{where}: expected one of {schema['enum']}")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if "minimum" in schema and value < schema["minimum"]:
+            errors.append(f"{where}: below minimum {schema['minimum']}")
+        if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
+            errors.append(f"{where}: not above {schema['exclusiveMinimum']}")
+        if "exclusiveMaximum" in schema and value >= schema["exclusiveMaximum"]:
+            errors.append(f"{where}: not below {schema['exclusiveMaximum']}")
+    if isinstance(value, str) and len(value) < schema.get("minLength", 0):
+        errors.append(f"{where}: shorter than {schema['minLength']}")
+    if isinstance(value, list):
+        errors += _array_errors(value, schema, root, where)
+    if isinstance(value, dict):
+        errors += _object_errors(value, schema, root, where)
+    return errors
+
+
+def _array_errors(value, schema, root, where):
+    errors = []
+    if len(value) < schema.get("minItems", 0):
+        errors.append(f"{where}: fewer than {schema['minItems']} items")
+    if schema.get("uniqueItems") and len({json.dumps(v) for v in value}) != len(value):
+        errors.append(f"{where}: items not unique")
+    for i, item in enumerate(value):
+        if "items" in schema:
+            errors += schema_errors(item, schema["items"], root, f"{where}[{i}]")
+    return errors
+
+
+def _object_errors(value, schema, root, where):
+    errors = [f"{where}: missing {key}" for key in schema.get("required", []) if key not in value]
+    if len(value) < schema.get("minProperties", 0):
+        errors.append(f"{where}: fewer than {schema['minProperties']} properties")
+    props = schema.get("properties", {})
+    extra = schema.get("additionalProperties", True)
+    for key, item in value.items():
+        if key in props:
+            errors += schema_errors(item, props[key], root, f"{where}.{key}")
+        elif extra is False:
+            errors.append(f"{where}: unexpected key {key}")
+        elif isinstance(extra, dict):
+            errors += schema_errors(item, extra, root, f"{where}.{key}")
+    return errors
+
+
+class SchemaSubsetTest(unittest.TestCase):
+    """The validator below is only worth something if it rejects bad input."""
+
+    def test_rejects_unknown_key_missing_key_and_bad_type(self):
+        schema = load(SCHEMAS / "model.schema.json")
+        bad = model("sd2-unet-512")
+        bad["layers"][0]["typo"] = 1
+        del bad["layers"][1]["params"]
+        bad["layers"][2]["output_bytes_per_sample"] = 1.5
+        errors = schema_errors(bad, schema, schema)
+        self.assertIn("$.layers[0]: unexpected key typo", errors)
+        self.assertIn("$.layers[1]: missing params", errors)
+        self.assertTrue(any(e.startswith("$.layers[2].output_bytes_per_sample") for e in errors))
+
+
+class GeneratorTest(unittest.TestCase):
+    def test_check_passes_on_the_committed_profiles(self):
+        result = run_generator("--check")
+        self.assertEqual(result.returncode, 0, result.stderr)
+
+    def test_regenerates_every_committed_profile_byte_for_byte(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            result = run_generator("--out", tmp)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            generated = sorted(p.relative_to(tmp) for p in Path(tmp).rglob("*.json"))
+            expected = sorted([Path("models", f"{n}.json") for n in MODEL_NAMES]
+                              + [Path("clusters", f"{n}.json") for n in CLUSTER_NAMES])
+            self.assertEqual(generated, expected)
+            for rel in generated:
+                with self.subTest(file=str(rel)):
+                    new = (Path(tmp) / rel).read_bytes()
+                    self.assertEqual(new, (REPO / "profiles" / rel).read_bytes())
+                    self.assertTrue(new.endswith(b"}\n"))
+
+    def test_check_reports_a_changed_and_a_missing_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            shutil.copytree(MODELS, Path(tmp) / "models")
+            shutil.copytree(CLUSTERS, Path(tmp) / "clusters")
+            changed = Path(tmp) / "models" / "uvit-l2-256.json"
+            changed.write_text(changed.read_text().replace('"params": ', '"params": 1', 1))
+            (Path(tmp) / "clusters" / "atlas800-910a-2n.json").unlink()
+            result = run_generator("--check", "--out", tmp)
+            self.assertEqual(result.returncode, 1)
+            self.assertIn("uvit-l2-256.json: differs", result.stderr)
+            self.assertIn("atlas800-910a-2n.json: missing", result.stderr)
+            self.assertEqual(result.stdout, "")
+
+
+class TotalsTest(unittest.TestCase):
+    # (profile, reference total, relative tolerance); models_hw.md "Known parameter counts"
+    PARAMS = [("sd2-unet-512", 865_910_724, 0.0), ("sd2-unet-768", 865_910_724, 0.0),
+              ("sdxl-unet-1024", 2_567_463_684, 0.001), ("uvit-h2-256", 501e6, 0.01),
+              ("uvit-l2-256", 287e6, 0.01), ("hunyuan-dit-g2-1024", 1.5e9, 0.03),
+              ("hunyuan-dit-g2-512", 1.5e9, 0.03), ("flux1-dev-1024", 11.9e9, 0.03)]
+    # Forward FLOPs per sample, models_hw.md sections 1-5.
+    FLOPS = [("sd2-unet-512", 804e9), ("sd2-unet-768", 2149e9), ("sdxl-unet-1024", 6.76e12),
+             ("uvit-h2-256", 266e9), ("uvit-l2-256", 153e9), ("hunyuan-dit-g2-1024", 14.3e12),
+             ("hunyuan-dit-g2-512", 2.94e12), ("flux1-dev-1024", 74.4e12)]
+    SKIPS = {"sd2-unet-512": 12, "sd2-unet-768": 12, "sdxl-unet-1024": 9, "uvit-h2-256": 14,
+             "uvit-l2-256": 10, "hunyuan-dit-g2-1024": 19, "hunyuan-dit-g2-512": 19,
+             "flux1-dev-1024": 0}
+
+    def test_parameter_totals(self):
+        for name, reference, tolerance in self.PARAMS:
+            with self.subTest(profile=name):
+                total = sum(x["params"] for x in model(name)["layers"])
+                if tolerance == 0.0:
+                    self.assertEqual(total, reference)
+                else:
+                    self.assertLessEqual(abs(total - reference), tolerance * reference, total)
+
+    def test_forward_flops_within_five_percent(self):
+        for name, reference in self.FLOPS:
+            with self.subTest(profile=name):
+                total = sum(x["forward_flops_per_sample"] for x in model(name)["layers"])
+                self.assertLessEqual(abs(total - reference), 0.05 * reference, total)
+
+    def test_skip_counts(self):
+        for name, count in self.SKIPS.items():
+            with self.subTest(profile=name):
+                self.assertEqual(len(model(name)["skips"]), count)
+
+    def test_skip_volume(self):
+        # models_hw.md: SD2 12.7 / 28.5 MiB per sample; Hunyuan 19 x 11.0 MiB at 1024 px.
+        mib = float(1 << 20)
+        for name, reference in (("sd2-unet-512", 12.7), ("sd2-unet-768", 28.5),
+                                ("sdxl-unet-1024", 48.8), ("hunyuan-dit-g2-1024", 209.0)):
+            with self.subTest(profile=name):
+                total = sum(s["bytes_per_sample"] for s in model(name)["skips"]) / mib
+                self.assertAlmostEqual(total, reference, delta=0.1)
+
+
+class StructureTest(unittest.TestCase):
+    def test_models_match_the_schema(self):
+        schema = load(SCHEMAS / "model.schema.json")
+        for name in MODEL_NAMES:
+            with self.subTest(profile=name):
+                self.assertEqual(schema_errors(model(name), schema, schema), [])
+
+    def test_clusters_match_the_schema(self):
+        schema = load(SCHEMAS / "cluster.schema.json")
+        for name in CLUSTER_NAMES:
+            with self.subTest(profile=name):
+                self.assertEqual(schema_errors(load(CLUSTERS / f"{name}.json"), schema, schema), [])
+
+    def test_model_consistency(self):
+        for name in MODEL_NAMES:
+            with self.subTest(profile=name):
+                self.check_model(model(name), name)
+
+    def check_model(self, p, name):
+        self.assertEqual(p["name"], name)
+        self.assertEqual(p["provenance"]["method"], "analytic")
+        self.assertEqual(p["provenance"]["generator"], "scripts/gen_profiles.py")
+        sizes = p["timing"]["microbatch_sizes"]
+        self.assertEqual(sizes, sorted(set(sizes)))
+        self.assertEqual(p["timing"]["device_types"], DEVICE_TYPES)
+        names = [x["name"] for x in p["layers"]]
+        self.assertEqual(len(names), len(set(names)), "layer names must be unique")
+        for x in p["layers"]:
+            for key in ("forward_s", "backward_s"):
+                self.assertEqual(sorted(x[key]), sorted(DEVICE_TYPES), x["name"])
+                for times in x[key].values():
+                    self.assertEqual(len(times), len(sizes), x["name"])
+                    self.assertTrue(all(t > 0 for t in times), x["name"])
+            self.assertGreater(x["forward_flops_per_sample"], 0, x["name"])
+        index = {n: i for i, n in enumerate(names)}
+        pairs = [(s["producer"], s["consumer"]) for s in p["skips"]]
+        self.assertEqual(len(pairs), len(set(pairs)), "a skip pair may appear once")
+        for producer, consumer in pairs:
+            self.assertLess(index[producer], index[consumer], f"{producer} -> {consumer}")
+        for c in p["carried"]:
+            self.assertTrue(c["producer"] is None or c["producer"] in index, c["name"])
+
+    def test_skips_are_nested(self):
+        # LIFO push/pop: the first encoder output feeds the last decoder block.
+        for name in MODEL_NAMES:
+            p = model(name)
+            index = {x["name"]: i for i, x in enumerate(p["layers"])}
+            edges = sorted((index[s["producer"]], index[s["consumer"]]) for s in p["skips"])
+            consumers = [c for _, c in edges]
+            with self.subTest(profile=name):
+                self.assertEqual(consumers, sorted(consumers, reverse=True))
+
+    def test_cluster_consistency(self):
+        for name in CLUSTER_NAMES:
+            with self.subTest(profile=name):
+                self.check_cluster(load(CLUSTERS / f"{name}.json"), name)
+
+    def check_cluster(self, c, name):
+        self.assertEqual(c["name"], name)
+        self.assertIn(c["device"]["type"], DEVICE_TYPES)
+        self.assertLess(c["device"]["reserved_bytes"], c["device"]["memory_bytes"])
+        self.assertEqual(c["nodes"], int(name.rsplit("-", 1)[1].rstrip("n")))
+        matrix, n = c["intra_node"], c["devices_per_node"]
+        self.assertEqual(len(matrix), n)
+        for a in range(n):
+            self.assertEqual(len(matrix[a]), n)
+            for b in range(n):
+                cell = matrix[a][b]
+                self.assertEqual(cell == "X", a == b)
+                self.assertEqual(cell, matrix[b][a])
+                self.assertTrue(cell == "X" or cell in c["link_classes"], cell)
+        self.assertIn(c["inter_node"], c["link_classes"])
+
+
+class SpotCheckTest(unittest.TestCase):
+    """Per-layer figures from the models_hw.md tables (rounded there, hence the deltas)."""
+
+    def assert_layer(self, profile, name, params_m, gflops, params_delta=0.005, gf_delta=0.05):
+        x = layer(profile, name)
+        self.assertAlmostEqual(x["params"] / 1e6, params_m, delta=params_delta, msg=name)
+        self.assertAlmostEqual(x["forward_flops_per_sample"] / 1e9, gflops, delta=gf_delta,
+                               msg=name)
+
+    def test_sd2(self):
+        p512, p768 = model("sd2-unet-512"), model("sd2-unet-768")
+        self.assert_layer(p512, "down0.attn0", 2.71, 38.8)
+        self.assert_layer(p768, "down0.attn0", 2.71, 147.5)
+        self.assert_layer(p512, "up1.upsample", 14.75, 30.2)
+        self.assert_layer(p512, "up3.resnet0", 4.41, 32.7)
+        self.assertEqual(layer(p512, "down1.attn0")["output_bytes_per_sample"], 640 * 32 * 32 * 2)
+        self.assertEqual(p512["layers"][0]["name"], "time_embedding")
+        self.assertEqual(p512["layers"][-1]["name"], "conv_out")
+
+    def test_transformers(self):
+        self.assert_layer(model("hunyuan-dit-g2-1024"), "block0", 34.09, 343.0, gf_delta=0.5)
+        self.assert_layer(model("hunyuan-dit-g2-1024"), "block39", 38.06, 376.0, gf_delta=0.5)
+        self.assert_layer(model("uvit-h2-256"), "in0", 15.94, 8.52, gf_delta=0.01)
+        self.assert_layer(model("uvit-h2-256"), "out13", 18.59, 9.89, gf_delta=0.01)
+        self.assert_layer(model("flux1-dev-1024"), "double0", 339.8, 1305.0, 0.05, 0.5)
+        self.assert_layer(model("flux1-dev-1024"), "single37", 141.6, 1305.0, 0.05, 0.5)
+
+    def test_hunyuan_skip_pairs(self):
+        skips = {s["consumer"]: s["producer"] for s in model("hunyuan-dit-g2-1024")["skips"]}
+        self.assertEqual(skips, {f"block{j}": f"block{39 - j}" for j in range(21, 40)})
+
+    def test_saved_activations_are_calibrated_reference_counts(self):
+        # models_hw.md: SD2 at 512 saves about 0.87 GiB/sample (flash), times the 1.4
+        # calibration factor stated in the profile.
+        total = sum(x["activation_bytes_per_sample"] for x in model("sd2-unet-512")["layers"])
+        self.assertAlmostEqual(total / (1 << 30), 0.87 * 1.4, delta=0.02)
+
+
+class TimeModelTest(unittest.TestCase):
+    def test_time_per_sample_falls_with_microbatch_size(self):
+        for name in MODEL_NAMES:
+            p = model(name)
+            sizes = p["timing"]["microbatch_sizes"]
+            for x in p["layers"]:
+                for key in ("forward_s", "backward_s"):
+                    for device, times in x[key].items():
+                        per_sample = [t / b for t, b in zip(times, sizes)]
+                        with self.subTest(profile=name, layer=x["name"], key=key, device=device):
+                            self.assertTrue(all(a > b for a, b in zip(per_sample, per_sample[1:])))
+
+    def test_backward_is_two_to_two_and_a_half_times_forward(self):
+        for name in MODEL_NAMES:
+            for x in model(name)["layers"]:
+                for device in DEVICE_TYPES:
+                    for f, b in zip(x["forward_s"][device], x["backward_s"][device]):
+                        with self.subTest(profile=name, layer=x["name"], device=device):
+                            self.assertTrue(2.0 * f * 0.9999 <= b <= 2.5 * f * 1.0001, (f, b))
+
+
+class DocsTest(unittest.TestCase):
+    def test_docs_tables_match_the_generator(self):
+        result = run_generator("--summary")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        doc = (REPO / "docs" / "profiles.md").read_text(encoding="utf-8")
+        for line in result.stdout.splitlines():
+            if line:
+                self.assertIn(line, doc)
+
+
+if __name__ == "__main__":
+    unittest.main()
