@@ -32,15 +32,17 @@ void read_device(JsonChecker& check, const json& root, ClusterProfile& c) {
   }
 }
 
-void read_link_classes(JsonChecker& check, const json& root, ClusterProfile& c) {
+// Returns whether the section lists class names at all (references can be checked); a class
+// with a bad number is still a known name.
+bool read_link_classes(JsonChecker& check, const json& root, ClusterProfile& c) {
   const JsonPath path = JsonPath{}.key("link_classes");
   const json* classes = check.member(root, JsonPath{}, "link_classes", true);
-  if (!classes) return;
+  if (!classes) return false;
   if (!classes->is_object() || classes->empty()) {
     check.fail(path, fmt::format("expected an object of link class name -> "
                                  "{{bandwidth_bytes_per_s, latency_s}}, got {}",
                                  describe(*classes)));
-    return;
+    return false;
   }
   // nlohmann iterates object keys in sorted order, so class indices are deterministic.
   for (const auto& [name, value] : classes->items()) {
@@ -58,6 +60,7 @@ void read_link_classes(JsonChecker& check, const json& root, ClusterProfile& c) 
     if (value.contains("description")) check.string(value, lp, "description");
     c.link_classes.push_back(std::move(link));
   }
+  return true;
 }
 
 int class_index(const ClusterProfile& c, const std::string& name) {
@@ -73,16 +76,21 @@ std::vector<std::string> class_names(const ClusterProfile& c) {
   return names;
 }
 
-// A link class reference; unknown names get a did-you-mean.
+// A link class reference; unknown names get a did-you-mean. With a broken link_classes
+// section (`classes_valid` false) unknown names are not reported again.
 int resolve_class(JsonChecker& check, const json& value, const JsonPath& path,
-                  const ClusterProfile& c) {
+                  const ClusterProfile& c, bool classes_valid) {
+  if (value == kSelf) {
+    check.fail(path, "\"X\" marks the diagonal only; expected a link class name");
+    return -1;
+  }
   if (!value.is_string()) {
     check.fail(path, fmt::format("expected a link class name, got {}", describe(value)));
     return -1;
   }
   const std::string name = value.get<std::string>();
   const int index = class_index(c, name);
-  if (index >= 0) return index;
+  if (index >= 0 || !classes_valid) return index;
   const std::string guess = closest_match(name, class_names(c));
   check.fail(path,
              guess.empty()
@@ -91,7 +99,8 @@ int resolve_class(JsonChecker& check, const json& value, const JsonPath& path,
   return -1;
 }
 
-void read_intra_node(JsonChecker& check, const json& root, ClusterProfile& c) {
+void read_intra_node(JsonChecker& check, const json& root, ClusterProfile& c,
+                     bool classes_valid) {
   const JsonPath path = JsonPath{}.key("intra_node");
   const json* matrix = check.array(root, JsonPath{}, "intra_node", true);
   if (!matrix) return;
@@ -116,7 +125,7 @@ void read_intra_node(JsonChecker& check, const json& root, ClusterProfile& c) {
         }
         continue;
       }
-      c.intra_node[a][b] = resolve_class(check, row[b], cell, c);
+      c.intra_node[a][b] = resolve_class(check, row[b], cell, c, classes_valid);
     }
   }
   for (std::size_t a = 0; a < n; ++a) {
@@ -144,12 +153,14 @@ Result<ClusterProfile> parse_cluster_profile(std::string_view text, const std::s
   if (!root) return root.error();
   JsonChecker check(file);
   ClusterProfile c;
+  // The tag first: a profile of the other kind (swapped --model and --cluster) gets one
+  // line saying so rather than a list of unknown keys.
+  if (root->is_object() && !check_schema_tag(check, *root, kClusterSchema)) return check.error();
   if (!check.object(*root, JsonPath{},
                     {"schema", "name", "description", "provenance", "device", "devices_per_node",
                      "nodes", "link_classes", "intra_node", "inter_node", "overlap_comm"})) {
     return check.error();
   }
-  check_schema_tag(check, *root, kClusterSchema);
   c.name = check.string(*root, JsonPath{}, "name").value_or("");
   if (root->contains("description")) {
     c.description = check.string(*root, JsonPath{}, "description").value_or("");
@@ -164,10 +175,14 @@ Result<ClusterProfile> parse_cluster_profile(std::string_view text, const std::s
   if (nodes && *nodes > 65536) check.fail(JsonPath{}.key("nodes"), "expected at most 65536");
   c.devices_per_node = static_cast<int>(std::clamp<std::int64_t>(per_node.value_or(0), 0, 4096));
   c.nodes = static_cast<int>(std::clamp<std::int64_t>(nodes.value_or(0), 0, 65536));
-  read_link_classes(check, *root, c);
-  if (per_node && *per_node <= 4096) read_intra_node(check, *root, c);
-  if (const json* inter = check.member(*root, JsonPath{}, "inter_node", c.nodes > 1)) {
-    c.inter_node = resolve_class(check, *inter, JsonPath{}.key("inter_node"), c);
+  const bool classes_valid = read_link_classes(check, *root, c);
+  if (per_node && *per_node <= 4096) read_intra_node(check, *root, c, classes_valid);
+  if (const json* inter = check.member(*root, JsonPath{}, "inter_node", false)) {
+    c.inter_node = resolve_class(check, *inter, JsonPath{}.key("inter_node"), c, classes_valid);
+  } else if (c.nodes > 1) {
+    check.fail(JsonPath{}, fmt::format("missing key \"inter_node\", required because the cluster "
+                                       "has {} nodes",
+                                       c.nodes));
   }
   c.overlap_comm = check.boolean(*root, JsonPath{}, "overlap_comm", false).value_or(false);
   if (!check.ok()) return check.error();

@@ -55,10 +55,13 @@ Result<Config> resolve_config(const ModelProfile& model, const ClusterProfile& c
   c.global_batch = options.global_batch.value_or(kDefaultSamplesPerDevice * devices);
   const int layers = static_cast<int>(model.layers.size());
   const int min_layers = options.strategy == Strategy::pulse ? 2 * pp : pp;
-  if (pp < 1 || c.dp < 1 || static_cast<long>(pp) * c.dp > devices) {
+  if (!options.dp && pp > devices) {
+    return usage_error(fmt::format("--pp {} needs {} devices; cluster {} has {}", pp, pp,
+                                   cluster.name, devices));
+  }
+  if (static_cast<long>(pp) * c.dp > devices) {
     return usage_error(fmt::format("--pp {} x --dp {} needs {} devices; cluster {} has {}", pp,
-                                   c.dp, static_cast<long>(pp) * std::max(c.dp, 1), cluster.name,
-                                   devices));
+                                   c.dp, static_cast<long>(pp) * c.dp, cluster.name, devices));
   }
   if (layers < min_layers) {
     return usage_error(fmt::format(

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -57,34 +59,62 @@ std::string JsonPath::str() const {
 
 Result<std::string> read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return input_error(fmt::format("{}: cannot open file for reading", path));
+  if (!in) {
+    return input_error(fmt::format("{}: cannot open file for reading: {}", path,
+                                   std::strerror(errno)));
+  }
   std::ostringstream buffer;
   buffer << in.rdbuf();
   if (in.bad()) return input_error(fmt::format("{}: read error", path));
   return buffer.str();
 }
 
+namespace {
+
+// 1-based line and column of byte offset `offset` (0-based) in `text`.
+std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t offset) {
+  std::size_t line = 1, column = 1;
+  for (std::size_t i = 0; i < std::min(offset, text.size()); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+}  // namespace
+
 Result<json> parse_json(std::string_view text, const std::string& file) {
   try {
     return json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
-    // e.byte is 1-based: the position of the last character read.
-    std::size_t line = 1, column = 1;
-    const std::size_t end = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
-    for (std::size_t i = 0; i < end; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
-    // nlohmann's message is "[json.exception.parse_error.101] parse error at line ..: what";
-    // keep only the part after the last ": " so the location is ours, in the usual form.
+    // e.byte is 1-based: the position of the last character read. nlohmann's message is
+    // "[json.exception.parse_error.101] parse error at line L, column C: what"; keep what
+    // follows the location so the location is ours, in the usual FILE:LINE:COL form.
+    const auto [line, column] = line_column(text, e.byte > 0 ? e.byte - 1 : 0);
     std::string what = e.what();
-    const auto cut = what.rfind(": ");
+    const auto at = what.find(", column ");
+    const auto cut = at == std::string::npos ? std::string::npos : what.find(": ", at);
     if (cut != std::string::npos) what = what.substr(cut + 2);
     return input_error(fmt::format("{}:{}:{}: malformed JSON: {}", file, line, column, what));
+  } catch (const json::out_of_range& e) {
+    // A number too large for a double (1e999): nlohmann names the token, not its place.
+    std::string what = e.what();
+    const auto quote = what.find('\'');
+    std::string token = quote == std::string::npos ? "" : what.substr(quote + 1);
+    if (!token.empty() && token.back() == '\'') token.pop_back();
+    const std::size_t offset = token.empty() ? std::string::npos : text.find(token);
+    if (offset == std::string::npos) {
+      return input_error(fmt::format("{}: malformed JSON: a number is out of range", file));
+    }
+    const auto [line, column] = line_column(text, offset);
+    return input_error(fmt::format("{}:{}:{}: number {} is out of range for a double", file, line,
+                                   column, token));
+  } catch (const json::exception& e) {
+    return input_error(fmt::format("{}: malformed JSON: {}", file, e.what()));
   }
 }
 
@@ -241,8 +271,10 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates) {
+  // A typo is a few edits, but a very short word is a few edits from anything short:
+  // one or two letters allow one edit.
   std::string best;
-  std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
+  std::size_t best_distance = (word.size() <= 2 ? 1 : std::max<std::size_t>(2, word.size() / 3)) + 1;
   for (const auto& c : candidates) {
     const std::size_t d = edit_distance(word, c);
     if (d < best_distance) {

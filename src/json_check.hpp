@@ -42,6 +42,7 @@ class JsonChecker {
 
   void fail(const JsonPath& path, std::string_view message);
   bool ok() const { return errors_.empty(); }
+  std::size_t error_count() const { return errors_.size(); }
   /// All errors as one input Error (at most kMaxShown listed).
   Error error() const;
   const std::string& file() const { return file_; }

@@ -27,14 +27,33 @@ Provenance read_provenance(JsonChecker& check, const json& root, const JsonPath&
   return p;
 }
 
-void check_schema_tag(JsonChecker& check, const json& root, const std::string& expected) {
+bool check_schema_tag(JsonChecker& check, const json& root, const std::string& expected) {
+  struct Kind {
+    const char* prefix;
+    const char* name;
+    const char* option;
+  };
+  static const Kind kinds[] = {{"pulse.model/", "model", "--model"},
+                               {"pulse.cluster/", "cluster", "--cluster"}};
   const json* tag = check.member(root, JsonPath{}, "schema", true);
-  if (!tag) return;
-  if (!tag->is_string() || tag->get<std::string>() != expected) {
-    check.fail(JsonPath{}.key("schema"),
-               fmt::format("expected \"{}\" (the version this pulse-plan reads), got {}", expected,
-                           describe(*tag)));
+  if (!tag) return true;
+  if (tag->is_string() && *tag == expected) return true;
+  if (tag->is_string()) {
+    // The other kind of profile: most likely --model and --cluster were swapped.
+    const std::string value = tag->get<std::string>();
+    for (const Kind& k : kinds) {
+      if (value.rfind(k.prefix, 0) == 0 && expected.rfind(k.prefix, 0) != 0) {
+        check.fail(JsonPath{}.key("schema"),
+                   fmt::format("this is a {} profile (\"{}\"), expected \"{}\"; pass it with {}",
+                               k.name, value, expected, k.option));
+        return false;
+      }
+    }
   }
+  check.fail(JsonPath{}.key("schema"),
+             fmt::format("expected \"{}\" (the version this pulse-plan reads), got {}", expected,
+                         describe(*tag)));
+  return true;
 }
 
 std::vector<std::string> read_string_list(JsonChecker& check, const json& obj, const JsonPath& path,

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -13,6 +14,7 @@ namespace pulse {
 namespace {
 
 constexpr const char* kModelSchema = "pulse.model/v1";
+constexpr int kMaxMicrobatch = 1 << 20;
 
 void read_timing(JsonChecker& check, const json& root, ModelProfile& m) {
   const JsonPath path = JsonPath{}.key("timing");
@@ -21,20 +23,28 @@ void read_timing(JsonChecker& check, const json& root, ModelProfile& m) {
   if (const json* sizes = check.array(*timing, path, "microbatch_sizes", true)) {
     const JsonPath sp = path.key("microbatch_sizes");
     if (sizes->empty()) check.fail(sp, "expected at least one microbatch size");
+    bool valid = true;
     for (std::size_t i = 0; i < sizes->size(); ++i) {
       const json& s = (*sizes)[i];
-      if (!s.is_number_integer() || s.get<std::int64_t>() < 1 || s.get<std::int64_t>() > 1 << 20) {
-        check.fail(sp.at(i), fmt::format("expected an integer >= 1, got {}", describe(s)));
+      const bool integral = s.is_number() && std::floor(s.get<double>()) == s.get<double>();
+      if (!integral || s.get<double>() < 1 || s.get<double>() > kMaxMicrobatch) {
+        check.fail(sp.at(i), fmt::format("expected an integer from 1 to {}, got {}",
+                                         kMaxMicrobatch, describe(s)));
+        valid = false;
         continue;
       }
-      const int size = s.get<int>();
+      const int size = static_cast<int>(s.get<double>());
       if (!m.microbatch_sizes.empty() && size <= m.microbatch_sizes.back()) {
         check.fail(sp.at(i), fmt::format("microbatch sizes must be strictly increasing, got {} "
                                          "after {}",
                                          size, m.microbatch_sizes.back()));
+        valid = false;
       }
       m.microbatch_sizes.push_back(size);
     }
+    // With a broken size list, per-layer time arrays cannot be checked against it; the
+    // error above is the one to fix.
+    if (!valid) m.microbatch_sizes.clear();
   }
   if (check.member(*timing, path, "device_types", true)) {
     m.device_types = read_string_list(check, *timing, path, "device_types");
@@ -69,7 +79,12 @@ std::vector<std::vector<double>> read_times(JsonChecker& check, const json& laye
   for (const auto& [type, values] : obj->items()) {
     const int d = m.device_type_index(type);
     if (d < 0) {
-      check.fail(tp.key(type), "device type not listed in $.timing.device_types");
+      const std::string guess = closest_match(type, m.device_types);
+      check.fail(tp.key(type), guess.empty()
+                                   ? std::string("device type not listed in $.timing.device_types")
+                                   : fmt::format("device type not listed in $.timing.device_types; "
+                                                 "did you mean \"{}\"?",
+                                                 guess));
       continue;
     }
     if (!values.is_array() || values.size() != m.microbatch_sizes.size()) {
@@ -84,7 +99,13 @@ std::vector<std::vector<double>> read_times(JsonChecker& check, const json& laye
     }
   }
   for (std::size_t d = 0; d < m.device_types.size(); ++d) {
-    if (!obj->contains(m.device_types[d])) {
+    // A misspelt key was reported above with a suggestion; do not report it twice.
+    bool misspelt = false;
+    for (const auto& [type, values] : obj->items()) {
+      misspelt = misspelt || (m.device_type_index(type) < 0 &&
+                              closest_match(type, {m.device_types[d]}) == m.device_types[d]);
+    }
+    if (!misspelt && !obj->contains(m.device_types[d])) {
       check.fail(tp, fmt::format("missing times for device type \"{}\"", m.device_types[d]));
     }
   }
@@ -95,26 +116,29 @@ Layer read_layer(JsonChecker& check, const json& value, const JsonPath& raw_path
                  const ModelProfile& m) {
   Layer layer;
   JsonPath path = raw_path;
+  // Name the layer in every message about it, unknown keys included.
+  if (value.is_object() && value.contains("name") && value["name"].is_string()) {
+    path = path.noted(fmt::format("layer \"{}\"", value["name"].get<std::string>()));
+  }
   if (!check.object(
           value, path,
           {"name", "kind", "params", "forward_s", "backward_s", "backward_weight_fraction",
            "activation_bytes_per_sample", "output_bytes_per_sample", "forward_flops_per_sample"})) {
     return layer;
   }
-  if (auto name = check.string(value, path, "name")) {
-    layer.name = *name;
-    path = path.noted(fmt::format("layer \"{}\"", layer.name));
-  }
+  if (auto name = check.string(value, path, "name")) layer.name = *name;
   if (value.contains("kind")) layer.kind = check.string(value, path, "kind").value_or("");
   layer.params = check.integer(value, path, "params", 0).value_or(0);
   layer.forward_s = read_times(check, value, path, "forward_s", m);
   layer.backward_s = read_times(check, value, path, "backward_s", m);
-  if (auto f = check.number(value, path, "backward_weight_fraction", 0.0, true, false)) {
-    if (*f >= 1.0) {
+  if (const json* f = check.member(value, path, "backward_weight_fraction", false)) {
+    const bool in_range = f->is_number() && f->get<double>() > 0 && f->get<double>() < 1;
+    if (!in_range) {
       check.fail(path.key("backward_weight_fraction"),
-                 fmt::format("expected a number in (0, 1), got {}", *f));
+                 fmt::format("expected a number strictly between 0 and 1, got {}", describe(*f)));
+    } else {
+      layer.backward_weight_fraction = f->get<double>();
     }
-    layer.backward_weight_fraction = *f;
   }
   layer.activation_bytes_per_sample =
       check.integer(value, path, "activation_bytes_per_sample", 0).value_or(0);
@@ -245,12 +269,14 @@ Result<ModelProfile> parse_model_profile(std::string_view text, const std::strin
   if (!root) return root.error();
   JsonChecker check(file);
   ModelProfile m;
+  // The tag first: a profile of the other kind (swapped --model and --cluster) gets one
+  // line saying so rather than a list of unknown keys.
+  if (root->is_object() && !check_schema_tag(check, *root, kModelSchema)) return check.error();
   if (!check.object(*root, JsonPath{},
                     {"schema", "name", "description", "provenance", "dtype", "timing", "layers",
                      "skips", "carried"})) {
     return check.error();
   }
-  check_schema_tag(check, *root, kModelSchema);
   m.name = check.string(*root, JsonPath{}, "name").value_or("");
   if (root->contains("description")) {
     m.description = check.string(*root, JsonPath{}, "description").value_or("");

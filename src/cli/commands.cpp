@@ -49,17 +49,45 @@ bool stderr_is_terminal() {
 Result<po::variables_map> parse_options(const std::string& command,
                                         const std::vector<std::string>& args,
                                         const po::options_description& options) {
+  // Stray words are collected under a hidden name so the error can quote them; option
+  // prefixes are not guessed (--p must not silently mean --pp).
+  po::options_description all;
+  all.add(options);
+  all.add_options()("unexpected-argument", po::value<std::vector<std::string>>());
+  po::positional_options_description rest;
+  rest.add("unexpected-argument", -1);
+  const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(args).options(options).run(), vm);
+    po::store(po::command_line_parser(args).options(all).positional(rest).style(style).run(), vm);
     po::notify(vm);
+    if (vm.count("unexpected-argument")) {
+      return usage_error(fmt::format("{}: unexpected argument \"{}\" (options take the form "
+                                     "--name VALUE; see pulse-plan {} --help)",
+                                     command,
+                                     vm["unexpected-argument"].as<std::vector<std::string>>()[0],
+                                     command));
+    }
   } catch (const po::unknown_option& e) {
-    std::vector<std::string> names;
-    for (const auto& o : options.options()) names.push_back("--" + o->long_name());
-    const std::string guess = closest_match(e.get_option_name(), names);
+    // A prefix of several options names them all; otherwise suggest the closest spelling.
+    const std::string given = e.get_option_name();
+    std::vector<std::string> names, extending;
+    for (const auto& o : options.options()) {
+      names.push_back("--" + o->long_name());
+      if (names.back().rfind(given, 0) == 0) extending.push_back(names.back());
+    }
+    std::string hint;
+    if (!extending.empty()) {
+      hint = "; did you mean " + extending[0];
+      for (std::size_t i = 1; i < extending.size(); ++i) {
+        hint += (i + 1 == extending.size() ? " or " : ", ") + extending[i];
+      }
+      hint += "?";
+    } else if (const std::string guess = closest_match(given, names); !guess.empty()) {
+      hint = "; did you mean " + guess + "?";
+    }
     return usage_error(fmt::format("{}: unknown option {}{} (see pulse-plan {} --help)", command,
-                                   e.get_option_name(),
-                                   guess.empty() ? "" : "; did you mean " + guess + "?", command));
+                                   given, hint, command));
   } catch (const po::error& e) {
     return usage_error(
         fmt::format("{}: {} (see pulse-plan {} --help)", command, e.what(), command));
