@@ -36,11 +36,13 @@ class SequentialDynamicProgram {
         objective_(objective) {
     live_bytes_.assign(L_, 0);
     live_count_.assign(L_, 0);
+    by_producer_.assign(L_, {});
     for (const SkipPair& s : request.graph->skip_pairs()) {
       for (int x = s.producer; x < s.consumer; ++x) {
         live_bytes_[x] += s.bytes;
         live_count_[x] += 1;
       }
+      by_producer_[s.producer].push_back({s.consumer, s.bytes});
     }
   }
 
@@ -60,7 +62,8 @@ class SequentialDynamicProgram {
     DeviceCost cost;
   };
 
-  DeviceCost cost(int s, int a, int b) const;
+  /// `inside`: bytes of skips with both ends in [a, b], cached on the device.
+  DeviceCost cost(int s, int a, int b, std::int64_t inside) const;
   bool within(const DeviceCost& c, double bound) const {
     if (objective_ == Objective::memory) return static_cast<double>(c.memory) <= bound;
     return c.load <= bound && c.memory <= r_.memory_capacity;
@@ -72,9 +75,10 @@ class SequentialDynamicProgram {
   Objective objective_;
   std::vector<std::int64_t> live_bytes_;  // [x]: skip bytes crossing the cut after layer x
   std::vector<int> live_count_;
+  std::vector<std::vector<std::pair<int, std::int64_t>>> by_producer_;  // (consumer, bytes)
 };
 
-DeviceCost SequentialDynamicProgram::cost(int s, int a, int b) const {
+DeviceCost SequentialDynamicProgram::cost(int s, int a, int b, std::int64_t inside) const {
   const LayerPrefix& p = prefix_;
   DeviceCost c;
   double sends = 0;
@@ -95,7 +99,7 @@ DeviceCost SequentialDynamicProgram::cost(int s, int a, int b) const {
   }
   c.load = p.compute_in(a, b) + (r_.overlap_comm ? 0.0 : sends);
   c.memory = r_.memory.static_bytes(p.params_in(a, b), r_.dp) +
-             static_cast<std::int64_t>(r_.inflight[s]) * (p.activation_in(a, b) + relayed);
+             static_cast<std::int64_t>(r_.inflight[s]) * (p.activation_in(a, b) + relayed + inside);
   return c;
 }
 
@@ -109,12 +113,16 @@ std::optional<SequentialDynamicProgram::Found> SequentialDynamicProgram::run(dou
     for (int b = s; b <= L_ - P_ + s; ++b) {
       if (s == P_ - 1 && b != L_ - 1) continue;
       Cell best;
+      std::int64_t inside = 0;
       for (int a = b; a >= s; --a) {
+        for (const auto& [consumer, bytes] : by_producer_[a]) {
+          if (consumer <= b) inside += bytes;
+        }
         if (time && prefix_.compute_in(a, b) > bound) break;
         const Cell* prev = s == 0 ? nullptr : &table[s - 1][a - 1];
         if (s == 0 && a != 0) continue;
         if (prev && prev->start < 0) continue;
-        const DeviceCost c = cost(s, a, b);
+        const DeviceCost c = cost(s, a, b, inside);
         if (!within(c, bound)) continue;
         const DpValue v =
             detail::extend(prev ? prev->value : DpValue{}, c, objective_, r_.memory_capacity);
