@@ -1,0 +1,130 @@
+// Partition benchmark: time of the skip-aware V partitioner (and the sequential baseline)
+// on generated models, L in {50, 200, 1000} layers and P in {2, 8, 32}.
+//
+//   build/bench_partition [--repeat N]
+//
+// Generated models are UNet-shaped: an encoder, a middle and a mirrored decoder, most
+// encoder layers feeding a nested skip to their mirror, layer costs varying with
+// "resolution" as in a UNet. A second shape has no skips at all (a plain DiT), where the V
+// partitioner has no locality band to exploit. Times are medians of --repeat runs; the
+// "x ref" column divides by the time of a fixed reference workload (sorting 2^20 integers)
+// measured in the same run, so figures from noisy, shared machines can be compared.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "pulse/graph.hpp"
+#include "pulse/partition.hpp"
+
+using namespace pulse;
+
+namespace {
+
+ModelProfile generate(int layers, bool skips, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> jitter(0.7, 1.3);
+  std::bernoulli_distribution has_skip(0.6);
+  ModelProfile m;
+  m.name = "generated";
+  m.microbatch_sizes = {1};
+  m.device_types = {"T"};
+  const int encoder = layers * 45 / 100, middle_end = layers - encoder;
+  for (int i = 0; i < layers; ++i) {
+    // Distance from the ends stands for resolution: outer layers are larger activations
+    // and more compute, inner ones carry more parameters.
+    const int depth = std::min(i, layers - 1 - i);
+    const double outer = 1.0 - static_cast<double>(depth) / (layers / 2.0 + 1);
+    Layer l;
+    l.name = "layer" + std::to_string(i);
+    l.params = static_cast<std::int64_t>(1e6 * (1.5 - outer) * jitter(rng));
+    const double forward = 1e-3 * (0.5 + 2.0 * outer) * jitter(rng);
+    l.forward_s = {{forward}};
+    l.backward_s = {{2 * forward}};
+    l.activation_bytes_per_sample = static_cast<std::int64_t>(4e6 * (0.2 + outer));
+    l.output_bytes_per_sample = static_cast<std::int64_t>(1e6 * (0.2 + outer));
+    m.layers.push_back(l);
+  }
+  if (skips) {
+    for (int p = 0; p < encoder; ++p) {
+      const int c = layers - 1 - p;
+      if (c >= middle_end && has_skip(rng)) {
+        m.skips.push_back(Skip{"", p, c, m.layers[p].output_bytes_per_sample});
+      }
+    }
+  }
+  return m;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double reference_workload() {
+  std::mt19937 rng(1);
+  std::vector<std::uint32_t> v(1 << 20);
+  for (auto& x : v) x = rng();
+  const auto t0 = std::chrono::steady_clock::now();
+  std::sort(v.begin(), v.end());
+  return seconds_since(t0);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int repeat = 5;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--repeat") == 0) repeat = std::max(1, std::atoi(argv[i + 1]));
+  }
+  std::vector<double> refs;
+  for (int i = 0; i < 5; ++i) refs.push_back(reference_workload());
+  const double ref = median(refs);
+  std::printf("reference workload (sort 2^20 ints): %.2f ms\n\n", ref * 1e3);
+  std::printf("| shape  |    L |  P | V partition ms |   x ref | states | V objective / bound "
+              "| sequential ms |\n");
+  std::printf("|--------|-----:|---:|---------------:|--------:|-------:|--------------------:"
+              "|--------------:|\n");
+  for (bool skips : {true, false}) {
+    for (int L : {50, 200, 1000}) {
+      const ModelProfile model = generate(L, skips, 42);
+      const LayerGraph g = LayerGraph::build(model, 0, 1);
+      for (int P : {2, 8, 32}) {
+        if (2 * P > L) continue;
+        PartitionRequest r;
+        r.graph = &g;
+        r.pp = P;
+        r.links.assign(P, std::vector<LinkClass>(P, LinkClass{"L", 2e10, 1e-5}));
+        r.memory_capacity = std::int64_t{32} << 30;
+        r.inflight.assign(P, 1);
+        std::vector<double> v_times, s_times;
+        PartitionOutcome v;
+        for (int k = 0; k < repeat; ++k) {
+          auto t0 = std::chrono::steady_clock::now();
+          v = partition_v(r, SkipPolicy::local_only);
+          if (!v.found) v = partition_v(r, SkipPolicy::allow_nonlocal);
+          v_times.push_back(seconds_since(t0));
+          t0 = std::chrono::steady_clock::now();
+          const PartitionOutcome s = partition_sequential(r);
+          s_times.push_back(seconds_since(t0));
+          if (!s.found) return 1;
+        }
+        if (!v.found) return 1;
+        const double vt = median(v_times);
+        std::printf("| %-6s | %4d | %2d | %14.2f | %7.4f | %6d | %19.4f | %13.2f |\n",
+                    skips ? "unet" : "noskip", L, P, vt * 1e3, vt / ref,
+                    v.result.states_explored, v.result.objective_s / v.result.lower_bound_s,
+                    median(s_times) * 1e3);
+      }
+    }
+  }
+  return 0;
+}
