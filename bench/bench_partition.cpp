@@ -89,10 +89,12 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 5; ++i) refs.push_back(reference_workload());
   const double ref = median(refs);
   std::printf("reference workload (sort 2^20 ints): %.2f ms\n\n", ref * 1e3);
-  std::printf("| shape  |    L |  P | V partition ms |   x ref | states | V objective / bound "
-              "| sequential ms |\n");
-  std::printf("|--------|-----:|---:|---------------:|--------:|-------:|--------------------:"
-              "|--------------:|\n");
+  std::printf(
+      "| shape  |    L |  P | V partition ms |   x ref | states | V objective / bound "
+      "| sequential ms |\n");
+  std::printf(
+      "|--------|-----:|---:|---------------:|--------:|-------:|--------------------:"
+      "|--------------:|\n");
   for (bool skips : {true, false}) {
     for (int L : {50, 200, 1000}) {
       const ModelProfile model = generate(L, skips, 42);
@@ -120,9 +122,8 @@ int main(int argc, char** argv) {
         if (!v.found) return 1;
         const double vt = median(v_times);
         std::printf("| %-6s | %4d | %2d | %14.2f | %7.4f | %6d | %19.4f | %13.2f |\n",
-                    skips ? "unet" : "noskip", L, P, vt * 1e3, vt / ref,
-                    v.result.states_explored, v.result.objective_s / v.result.lower_bound_s,
-                    median(s_times) * 1e3);
+                    skips ? "unet" : "noskip", L, P, vt * 1e3, vt / ref, v.result.states_explored,
+                    v.result.objective_s / v.result.lower_bound_s, median(s_times) * 1e3);
       }
     }
   }

@@ -102,6 +102,34 @@ auto solve_increasing(Program& program, double lower_bound) -> decltype(program.
   return std::nullopt;
 }
 
+/// When no partition fits: runs `memory_program` (a DP minimising the largest device memory)
+/// and reports that partition's fullest device, so the message can say by how much.
+template <class Program>
+MemoryShortfall smallest_shortfall(Program& memory_program, const PartitionRequest& request,
+                                   std::int64_t total_params) {
+  MemoryShortfall shortfall;
+  shortfall.capacity_bytes = request.memory_capacity;
+  const double floor =
+      static_cast<double>(request.memory.static_bytes(total_params, request.dp)) / request.pp;
+  if (auto found = solve_increasing(memory_program, std::max(floor, 1.0))) {
+    for (std::size_t d = 0; d < found->devices.size(); ++d) {
+      if (found->devices[d].memory > shortfall.needed_bytes) {
+        shortfall.needed_bytes = found->devices[d].memory;
+        shortfall.device = static_cast<DeviceId>(d);
+      }
+    }
+  }
+  return shortfall;
+}
+
+/// Copies per-device loads and memory bounds into a result.
+inline void record_devices(const std::vector<DeviceCost>& devices, PartitionResult& result) {
+  for (const DeviceCost& c : devices) {
+    result.device_load_s.push_back(c.load);
+    result.device_memory_bytes.push_back(c.memory);
+  }
+}
+
 /// The link a non-local skip may take when the DP cannot know its destination: the slowest
 /// among the pipeline's device pairs (so the DP never underestimates).
 LinkClass slowest_link(const PipelineLinks& links);

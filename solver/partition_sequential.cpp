@@ -176,23 +176,11 @@ PartitionOutcome partition_sequential(const PartitionRequest& request) {
       local = local && r.layout.stage_of(s.producer) == r.layout.stage_of(s.consumer);
     }
     r.all_skips_local = local;
-    for (const DeviceCost& c : found->devices) {
-      r.device_load_s.push_back(c.load);
-      r.device_memory_bytes.push_back(c.memory);
-    }
+    detail::record_devices(found->devices, r);
     return outcome;
   }
   SequentialDynamicProgram memory_dp(request, Objective::memory);
-  const double floor =
-      static_cast<double>(request.memory.static_bytes(prefix.params[L], request.dp)) / request.pp;
-  if (auto found = detail::solve_increasing(memory_dp, std::max(floor, 1.0))) {
-    const auto worst = std::max_element(
-        found->devices.begin(), found->devices.end(),
-        [](const DeviceCost& a, const DeviceCost& b) { return a.memory < b.memory; });
-    outcome.shortfall.device = static_cast<DeviceId>(worst - found->devices.begin());
-    outcome.shortfall.needed_bytes = worst->memory;
-    outcome.shortfall.capacity_bytes = request.memory_capacity;
-  }
+  outcome.shortfall = detail::smallest_shortfall(memory_dp, request, prefix.params[L]);
   return outcome;
 }
 

@@ -375,10 +375,7 @@ PartitionResult to_result(const VDynamicProgram::Found& f, const PartitionReques
   out.objective_s = f.value.primary;
   out.bytes_per_microbatch = f.value.bytes;
   out.states_explored = f.states;
-  for (const DeviceCost& c : f.devices) {
-    out.device_load_s.push_back(c.load);
-    out.device_memory_bytes.push_back(c.memory);
-  }
+  detail::record_devices(f.devices, out);
   return out;
 }
 
@@ -409,16 +406,7 @@ PartitionOutcome partition_v(const PartitionRequest& request, SkipPolicy policy)
   if (policy == SkipPolicy::local_only) return outcome;  // the caller retries non-locally
   // Nothing fits: find the partition with the smallest peak memory, to say by how much.
   VDynamicProgram memory_dp(request, policy, Objective::memory);
-  const double memory_floor =
-      static_cast<double>(request.memory.static_bytes(prefix.params[L], request.dp)) / request.pp;
-  if (auto found = detail::solve_increasing(memory_dp, std::max(memory_floor, 1.0))) {
-    const auto worst = std::max_element(
-        found->devices.begin(), found->devices.end(),
-        [](const DeviceCost& a, const DeviceCost& b) { return a.memory < b.memory; });
-    outcome.shortfall.device = static_cast<DeviceId>(worst - found->devices.begin());
-    outcome.shortfall.needed_bytes = worst->memory;
-    outcome.shortfall.capacity_bytes = request.memory_capacity;
-  }
+  outcome.shortfall = detail::smallest_shortfall(memory_dp, request, prefix.params[L]);
   return outcome;
 }
 

@@ -99,8 +99,7 @@ int resolve_class(JsonChecker& check, const json& value, const JsonPath& path,
   return -1;
 }
 
-void read_intra_node(JsonChecker& check, const json& root, ClusterProfile& c,
-                     bool classes_valid) {
+void read_intra_node(JsonChecker& check, const json& root, ClusterProfile& c, bool classes_valid) {
   const JsonPath path = JsonPath{}.key("intra_node");
   const json* matrix = check.array(root, JsonPath{}, "intra_node", true);
   if (!matrix) return;

@@ -56,8 +56,8 @@ Result<Config> resolve_config(const ModelProfile& model, const ClusterProfile& c
   const int layers = static_cast<int>(model.layers.size());
   const int min_layers = options.strategy == Strategy::pulse ? 2 * pp : pp;
   if (!options.dp && pp > devices) {
-    return usage_error(fmt::format("--pp {} needs {} devices; cluster {} has {}", pp, pp,
-                                   cluster.name, devices));
+    return usage_error(
+        fmt::format("--pp {} needs {} devices; cluster {} has {}", pp, pp, cluster.name, devices));
   }
   if (static_cast<long>(pp) * c.dp > devices) {
     return usage_error(fmt::format("--pp {} x --dp {} needs {} devices; cluster {} has {}", pp,

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -60,8 +60,8 @@ std::string JsonPath::str() const {
 Result<std::string> read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return input_error(fmt::format("{}: cannot open file for reading: {}", path,
-                                   std::strerror(errno)));
+    return input_error(
+        fmt::format("{}: cannot open file for reading: {}", path, std::strerror(errno)));
   }
   std::ostringstream buffer;
   buffer << in.rdbuf();
@@ -111,8 +111,8 @@ Result<json> parse_json(std::string_view text, const std::string& file) {
       return input_error(fmt::format("{}: malformed JSON: a number is out of range", file));
     }
     const auto [line, column] = line_column(text, offset);
-    return input_error(fmt::format("{}:{}:{}: number {} is out of range for a double", file, line,
-                                   column, token));
+    return input_error(
+        fmt::format("{}:{}:{}: number {} is out of range for a double", file, line, column, token));
   } catch (const json::exception& e) {
     return input_error(fmt::format("{}: malformed JSON: {}", file, e.what()));
   }
@@ -274,7 +274,8 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
   // A typo is a few edits, but a very short word is a few edits from anything short:
   // one or two letters allow one edit.
   std::string best;
-  std::size_t best_distance = (word.size() <= 2 ? 1 : std::max<std::size_t>(2, word.size() / 3)) + 1;
+  std::size_t best_distance =
+      (word.size() <= 2 ? 1 : std::max<std::size_t>(2, word.size() / 3)) + 1;
   for (const auto& c : candidates) {
     const std::size_t d = edit_distance(word, c);
     if (d < best_distance) {

@@ -28,8 +28,8 @@ void read_timing(JsonChecker& check, const json& root, ModelProfile& m) {
       const json& s = (*sizes)[i];
       const bool integral = s.is_number() && std::floor(s.get<double>()) == s.get<double>();
       if (!integral || s.get<double>() < 1 || s.get<double>() > kMaxMicrobatch) {
-        check.fail(sp.at(i), fmt::format("expected an integer from 1 to {}, got {}",
-                                         kMaxMicrobatch, describe(s)));
+        check.fail(sp.at(i), fmt::format("expected an integer from 1 to {}, got {}", kMaxMicrobatch,
+                                         describe(s)));
         valid = false;
         continue;
       }

@@ -74,7 +74,8 @@ void Checker::index_ops() {
                          m_.layout.device[t.op.stage]));
       }
       const Key key{static_cast<int>(t.op.kind), t.op.stage, t.op.microbatch};
-      if (!ops_.emplace(key, &t).second) fail(fmt::format("device {}: {} runs twice", d, name(t.op)));
+      if (!ops_.emplace(key, &t).second)
+        fail(fmt::format("device {}: {} runs twice", d, name(t.op)));
     }
   }
   const std::vector<OpKind> kinds =
@@ -131,8 +132,8 @@ void Checker::check_dependencies() {
       }
     }
     for (const Transfer& t : m_.transfers) {
-      check_after(*find(OpKind::forward, t.to, mb), *find(OpKind::forward, t.from, mb),
-                  t.forward_s, "transfer");
+      check_after(*find(OpKind::forward, t.to, mb), *find(OpKind::forward, t.from, mb), t.forward_s,
+                  "transfer");
       check_after(*grad(t.from, mb), *grad(t.to, mb), t.backward_s, "gradient transfer");
     }
   }
@@ -153,9 +154,10 @@ void Checker::check_memory() {
     for (const auto& e : events) peak = std::max(peak, inflight += e.second);
     const std::int64_t bound = r_.static_bytes[d].total() + peak * per_mb[d];
     if (bound > r_.memory_capacity) {
-      fail(fmt::format("device {}: {} microbatches in flight need up to {} bytes, over the "
-                       "{} byte capacity",
-                       d, peak, bound, r_.memory_capacity));
+      fail(
+          fmt::format("device {}: {} microbatches in flight need up to {} bytes, over the "
+                      "{} byte capacity",
+                      d, peak, bound, r_.memory_capacity));
     }
   }
 }

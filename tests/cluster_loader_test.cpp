@@ -86,8 +86,7 @@ TEST(ClusterLoader, MinimalProfileLoads) {
   EXPECT_EQ(c.link_classes[0].name, "IB");
   EXPECT_EQ(c.link_classes[1].name, "NVL");
   EXPECT_EQ(c.link_classes[2].name, "PCIE");
-  EXPECT_EQ(c.intra_node,
-            (std::vector<std::vector<int>>{{-1, 1, 2}, {1, -1, 1}, {2, 1, -1}}));
+  EXPECT_EQ(c.intra_node, (std::vector<std::vector<int>>{{-1, 1, 2}, {1, -1, 1}, {2, 1, -1}}));
   EXPECT_EQ(c.inter_node, 0);
   EXPECT_FALSE(c.overlap_comm);
   // Rank 4 is local device 1 of node 1.
@@ -201,10 +200,10 @@ TEST(ClusterLoader, MemoryMustBePositive) {
 // --- Link classes -----------------------------------------------------------------------
 
 TEST(ClusterLoader, BandwidthMustBePositive) {
-  EXPECT_EQ(mutated_cluster_error(
-                [](json& j) { j["link_classes"]["NVL"]["bandwidth_bytes_per_s"] = 0; }),
-            "c.json: $.link_classes.NVL.bandwidth_bytes_per_s: expected a finite number > 0, "
-            "got 0");
+  EXPECT_EQ(
+      mutated_cluster_error([](json& j) { j["link_classes"]["NVL"]["bandwidth_bytes_per_s"] = 0; }),
+      "c.json: $.link_classes.NVL.bandwidth_bytes_per_s: expected a finite number > 0, "
+      "got 0");
   EXPECT_EQ(mutated_cluster_error(
                 [](json& j) { j["link_classes"]["NVL"]["bandwidth_bytes_per_s"] = -4e10; }),
             "c.json: $.link_classes.NVL.bandwidth_bytes_per_s: expected a finite number > 0, "
@@ -242,7 +241,9 @@ TEST(ClusterLoader, IntraNodeWrongNumberOfRows) {
 }
 
 TEST(ClusterLoader, IntraNodeRowOfTheWrongLength) {
-  EXPECT_EQ(mutated_cluster_error([](json& j) { j["intra_node"][1] = {"NVL", "X"}; }),
+  EXPECT_EQ(mutated_cluster_error([](json& j) {
+              j["intra_node"][1] = {"NVL", "X"};
+            }),
             "c.json: $.intra_node[1]: expected a row of 3 link class names, got an array of 2");
 }
 

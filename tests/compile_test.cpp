@@ -33,8 +33,8 @@ CompiledPlan compile_ok(const Inputs& in, const PlanOptions& o) {
 }
 
 void expect_valid_schedule(const CompiledPlan& p, const ClusterProfile& c) {
-  ScheduleCheckRequest r{&p.model, &p.timeline, p.num_microbatches, false, p.static_bytes,
-                         c.usable_memory()};
+  ScheduleCheckRequest r{&p.model, &p.timeline,    p.num_microbatches,
+                         false,    p.static_bytes, c.usable_memory()};
   const auto problems = check_schedule(r);
   EXPECT_TRUE(problems.empty()) << problems.front();
 }

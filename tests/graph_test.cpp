@@ -9,8 +9,7 @@ namespace pulse {
 namespace {
 
 TEST(Graph, VerticesAndEdgesCarryCostsAndBytes) {
-  const ModelProfile model = test::make_model({{0.001, 10, 20, 30}, {0.002}, {0.003}}, {{0, 2}},
-                                              7);
+  const ModelProfile model = test::make_model({{0.001, 10, 20, 30}, {0.002}, {0.003}}, {{0, 2}}, 7);
   const LayerGraph g = LayerGraph::build(model, 0, 4);  // microbatch of 4 samples
   ASSERT_EQ(g.num_layers(), 3);
   EXPECT_DOUBLE_EQ(g.layer(0).forward_s, 0.004);  // one size profiled: scaled per sample

@@ -99,8 +99,8 @@ TEST(ModelLoader, MinimalProfileLoads) {
 
 TEST(ModelLoader, IntegralFloatsAreAcceptedAsIntegers) {
   // Generators write 1e6 or 4.0 for integers; the loader accepts integral floats.
-  auto r = parse_model_profile(model_with([](json& j) { j["layers"][0]["params"] = 1e6; }),
-                               "m.json");
+  auto r =
+      parse_model_profile(model_with([](json& j) { j["layers"][0]["params"] = 1e6; }), "m.json");
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->layers[0].params, 1000000);
 }
@@ -252,9 +252,8 @@ TEST(ModelLoader, NumberOverflowIsAnInputError) {
   EXPECT_EQ(r->error().kind, ErrorKind::input);
   const std::size_t line = 1 + std::count(text.begin(), text.begin() + text.find("1e999"), '\n');
   const std::size_t column = text.find("1e999") - text.rfind('\n', text.find("1e999"));
-  EXPECT_EQ(r->error().message,
-            "m.json:" + std::to_string(line) + ":" + std::to_string(column) +
-                ": number 1e999 is out of range for a double");
+  EXPECT_EQ(r->error().message, "m.json:" + std::to_string(line) + ":" + std::to_string(column) +
+                                    ": number 1e999 is out of range for a double");
 }
 
 TEST(ModelLoader, NegativeIntegers) {
@@ -326,12 +325,16 @@ TEST(ModelLoader, MisspelledDeviceTypeInALayer) {
 }
 
 TEST(ModelLoader, DuplicateDeviceType) {
-  EXPECT_EQ(mutated_model_error([](json& j) { j["timing"]["device_types"] = {"GPU", "GPU"}; }),
+  EXPECT_EQ(mutated_model_error([](json& j) {
+              j["timing"]["device_types"] = {"GPU", "GPU"};
+            }),
             "m.json: $.timing.device_types[1]: duplicate device type \"GPU\"");
 }
 
 TEST(ModelLoader, MicrobatchSizesStrictlyIncreasing) {
-  EXPECT_EQ(mutated_model_error([](json& j) { j["timing"]["microbatch_sizes"] = {2, 1}; }),
+  EXPECT_EQ(mutated_model_error([](json& j) {
+              j["timing"]["microbatch_sizes"] = {2, 1};
+            }),
             "m.json: $.timing.microbatch_sizes[1]: microbatch sizes must be strictly increasing, "
             "got 1 after 2");
   // Equal sizes are not increasing either (times arrays lengthened to match).
@@ -355,23 +358,31 @@ TEST(ModelLoader, MicrobatchSizesEmpty) {
 TEST(ModelLoader, BadMicrobatchSizeIsReportedOnce) {
   // With a broken size list the per-layer time arrays are not checked against it: the one
   // real error is the only line.
-  EXPECT_EQ(mutated_model_error([](json& j) { j["timing"]["microbatch_sizes"] = {0, 2}; }),
+  EXPECT_EQ(mutated_model_error([](json& j) {
+              j["timing"]["microbatch_sizes"] = {0, 2};
+            }),
             "m.json: $.timing.microbatch_sizes[0]: expected an integer from 1 to 1048576, got 0");
 }
 
 TEST(ModelLoader, MicrobatchSizeAboveTheLimit) {
-  EXPECT_EQ(mutated_model_error([](json& j) { j["timing"]["microbatch_sizes"] = {1, 2000000}; }),
+  EXPECT_EQ(mutated_model_error([](json& j) {
+              j["timing"]["microbatch_sizes"] = {1, 2000000};
+            }),
             "m.json: $.timing.microbatch_sizes[1]: expected an integer from 1 to 1048576, got "
             "2000000");
 }
 
 TEST(ModelLoader, MicrobatchSizeWrittenAsIntegralFloat) {
   // As for params (1e6), an integral float is an integer; a fractional one is not.
-  const auto fine = parse_model_profile(
-      model_with([](json& j) { j["timing"]["microbatch_sizes"] = {1.0, 2}; }), "m.json");
+  const auto fine = parse_model_profile(model_with([](json& j) {
+                                          j["timing"]["microbatch_sizes"] = {1.0, 2};
+                                        }),
+                                        "m.json");
   ASSERT_TRUE(fine.ok()) << fine.error().message;
   EXPECT_EQ(fine->microbatch_sizes, (std::vector<int>{1, 2}));
-  EXPECT_EQ(mutated_model_error([](json& j) { j["timing"]["microbatch_sizes"] = {1.5, 2}; }),
+  EXPECT_EQ(mutated_model_error([](json& j) {
+              j["timing"]["microbatch_sizes"] = {1.5, 2};
+            }),
             "m.json: $.timing.microbatch_sizes[0]: expected an integer from 1 to 1048576, got 1.5");
 }
 
@@ -421,14 +432,13 @@ TEST(ModelLoader, SkipToItself) {
 }
 
 TEST(ModelLoader, DuplicateSkip) {
-  EXPECT_EQ(mutated_model_error([](json& j) {
-              j["skips"].push_back({{"producer", "enc"}, {"consumer", "mid"}, {"bytes_per_sample", 8}});
-              j["skips"].push_back({{"name", "again"},
-                                    {"producer", "enc"},
-                                    {"consumer", "dec"},
-                                    {"bytes_per_sample", 8}});
-            }),
-            "m.json: $.skips[2]: duplicate skip \"enc\" -> \"dec\" (first at $.skips[0])");
+  EXPECT_EQ(
+      mutated_model_error([](json& j) {
+        j["skips"].push_back({{"producer", "enc"}, {"consumer", "mid"}, {"bytes_per_sample", 8}});
+        j["skips"].push_back(
+            {{"name", "again"}, {"producer", "enc"}, {"consumer", "dec"}, {"bytes_per_sample", 8}});
+      }),
+      "m.json: $.skips[2]: duplicate skip \"enc\" -> \"dec\" (first at $.skips[0])");
 }
 
 // --- Carried tensors ------------------------------------------------------------------
@@ -446,7 +456,9 @@ TEST(ModelLoader, CarriedTensorWithUnknownProducer) {
 TEST(ModelLoader, CarriedTensorProblems) {
   EXPECT_EQ(mutated_model_error([](json& j) {
               j["carried"] = {
-                  {{"name", "temb"}, {"producer", nullptr}, {"bytes_per_sample", 8},
+                  {{"name", "temb"},
+                   {"producer", nullptr},
+                   {"bytes_per_sample", 8},
                    {"needs_gradient", true}},
                   {{"name", "temb"}, {"bytes_per_sample", 8}, {"needs_gradient", "yes"}}};
             }),
@@ -490,7 +502,8 @@ TEST(ModelLoader, ManyErrorsAreCappedWithACount) {
   std::istringstream in(message);
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   ASSERT_EQ(lines.size(), 26u) << message;
-  EXPECT_EQ(lines[0], "m.json: $.layers[0].params (layer \"layer0\"): expected an integer >= 0, got -1");
+  EXPECT_EQ(lines[0],
+            "m.json: $.layers[0].params (layer \"layer0\"): expected an integer >= 0, got -1");
   EXPECT_EQ(lines[24],
             "m.json: $.layers[24].params (layer \"layer24\"): expected an integer >= 0, got -1");
   EXPECT_EQ(lines[25], "m.json: ... and 5 more errors");

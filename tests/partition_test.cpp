@@ -47,8 +47,8 @@ TEST(PartitionV, TinyUnetTwoDevicesHandOptimum) {
   // The bottom {3,4,5,6} splits evenly after layer 4 (27 ms each).
   const ModelProfile model = tiny_unet();
   const LayerGraph g = LayerGraph::build(model, 0, 1);
-  const PartitionOutcome out = partition_v(request_for(g, 2, test::free_links(2)),
-                                           SkipPolicy::local_only);
+  const PartitionOutcome out =
+      partition_v(request_for(g, 2, test::free_links(2)), SkipPolicy::local_only);
   ASSERT_TRUE(out.found);
   EXPECT_NEAR(out.result.objective_s, 0.054, 1e-12);
   EXPECT_EQ(out.result.layout.first_layer, (std::vector<LayerId>{0, 3, 5, 7, 10}));
@@ -64,8 +64,8 @@ TEST(PartitionV, TinyUnetThreeDevicesHandOptimum) {
   //   after 1 and 3: (18, 42, 30);      after 2 and 3: (36, 24, 30)  <- optimum, 36 ms
   const ModelProfile model = tiny_unet();
   const LayerGraph g = LayerGraph::build(model, 0, 1);
-  const PartitionOutcome out = partition_v(request_for(g, 3, test::free_links(3)),
-                                           SkipPolicy::local_only);
+  const PartitionOutcome out =
+      partition_v(request_for(g, 3, test::free_links(3)), SkipPolicy::local_only);
   ASSERT_TRUE(out.found);
   EXPECT_NEAR(out.result.objective_s, 0.036, 1e-12);
   EXPECT_EQ(out.result.layout.first_layer, (std::vector<LayerId>{0, 3, 4, 5, 6, 7, 10}));
@@ -122,16 +122,15 @@ TEST(PartitionV, MemoryShortfallNamesDeviceAndBytes) {
   EXPECT_EQ(out.shortfall.capacity_bytes, 30000);
   EXPECT_EQ(out.shortfall.device, 0);
   // One more byte of headroom per device and it fits.
-  EXPECT_TRUE(partition_v(request_for(g, 2, test::free_links(2), 34000),
-                          SkipPolicy::allow_nonlocal)
-                  .found);
+  EXPECT_TRUE(
+      partition_v(request_for(g, 2, test::free_links(2), 34000), SkipPolicy::allow_nonlocal).found);
 }
 
 TEST(PartitionV, SingleDeviceHoldsBothStages) {
   const ModelProfile model = tiny_unet();
   const LayerGraph g = LayerGraph::build(model, 0, 1);
-  const PartitionOutcome out = partition_v(request_for(g, 1, test::free_links(1)),
-                                           SkipPolicy::local_only);
+  const PartitionOutcome out =
+      partition_v(request_for(g, 1, test::free_links(1)), SkipPolicy::local_only);
   ASSERT_TRUE(out.found);
   EXPECT_NEAR(out.result.objective_s, 0.090, 1e-12);
   EXPECT_EQ(out.result.layout.device, (std::vector<DeviceId>{0, 0}));
@@ -144,7 +143,9 @@ struct Shape {
   std::vector<std::pair<int, int>> (*skips)(int, std::mt19937&);
 };
 
-std::vector<std::pair<int, int>> no_skips(int, std::mt19937&) { return {}; }
+std::vector<std::pair<int, int>> no_skips(int, std::mt19937&) {
+  return {};
+}
 
 class BruteForceAgreement : public ::testing::TestWithParam<Shape> {};
 
@@ -191,8 +192,8 @@ TEST_P(BruteForceAgreement, VAndSequentialMatchExhaustiveSearch) {
       ASSERT_EQ(got.found, expected.objective >= 0) << "sequential, trial " << trial;
       if (got.found) {
         EXPECT_NEAR(got.result.objective_s, expected.objective, 1e-12);
-        const PipelineModel m = build_pipeline_model(g, got.result.layout,
-                                                     SkipRouting::forwarded, r.links, false);
+        const PipelineModel m =
+            build_pipeline_model(g, got.result.layout, SkipRouting::forwarded, r.links, false);
         EXPECT_EQ(got.result.device_memory_bytes, test::memory_bound(m, r));
       }
     }

@@ -85,9 +85,8 @@ TEST(PipelineModel, CarriedTensorsTravelOnlyToDevicesThatLackThem) {
   EXPECT_EQ(v.transfers[0].backward.carried, 20);
   EXPECT_EQ(v.transfers[0].forward_messages, 3);
   EXPECT_EQ(v.transfers[1].forward.carried, 0);
-  const PipelineModel seq = build_pipeline_model(g, sequential_layout({0, 4, 7, 10}, 3),
-                                                 SkipRouting::forwarded, test::free_links(3),
-                                                 false);
+  const PipelineModel seq = build_pipeline_model(
+      g, sequential_layout({0, 4, 7, 10}, 3), SkipRouting::forwarded, test::free_links(3), false);
   EXPECT_EQ(seq.bytes_per_microbatch().carried, 2 * (320 + 20));
 }
 
@@ -97,14 +96,12 @@ TEST(PipelineModel, DeviceLoadChargesSendsToTheSender) {
   const auto m = test::make_model({{0.001, 1, 1, 1000}, {0.001, 1, 1, 1000}}, {});
   const LayerGraph g = LayerGraph::build(m, 0, 1);
   const auto links = test::uniform_links(2, 1e6, 1e-3);
-  const PipelineModel pm =
-      build_pipeline_model(g, sequential_layout({0, 1, 2}, 2), SkipRouting::forwarded, links,
-                           false);
+  const PipelineModel pm = build_pipeline_model(g, sequential_layout({0, 1, 2}, 2),
+                                                SkipRouting::forwarded, links, false);
   EXPECT_NEAR(pm.device_load()[0], 0.003 + 0.002, 1e-15);
   EXPECT_NEAR(pm.device_load()[1], 0.003 + 0.002, 1e-15);
   const PipelineModel overlapped =
-      build_pipeline_model(g, sequential_layout({0, 1, 2}, 2), SkipRouting::forwarded, links,
-                           true);
+      build_pipeline_model(g, sequential_layout({0, 1, 2}, 2), SkipRouting::forwarded, links, true);
   EXPECT_NEAR(overlapped.device_load()[0], 0.003, 1e-15);
 }
 

@@ -105,8 +105,7 @@ TEST(Simulate, RejectsMissingDuplicateAndDeadlockedSchedules) {
   Schedule s = list_schedule(m, 2, {2, 1});
   Schedule missing = s;
   missing.device_ops[0].pop_back();
-  EXPECT_EQ(simulate(m, missing, 2, zero).error().message,
-            "schedule has 7 operations, expected 8");
+  EXPECT_EQ(simulate(m, missing, 2, zero).error().message, "schedule has 7 operations, expected 8");
   Schedule twice = s;
   twice.device_ops[0][1] = twice.device_ops[0][0];
   EXPECT_EQ(simulate(m, twice, 2, zero).error().message,

@@ -8,7 +8,9 @@
 
 namespace pulse::test {
 
-std::string source_dir() { return PULSE_SOURCE_DIR; }
+std::string source_dir() {
+  return PULSE_SOURCE_DIR;
+}
 std::string profile_path(const std::string& relative) {
   return fmt::format("{}/profiles/{}", source_dir(), relative);
 }

@@ -62,11 +62,10 @@ Result<po::variables_map> parse_options(const std::string& command,
     po::store(po::command_line_parser(args).options(all).positional(rest).style(style).run(), vm);
     po::notify(vm);
     if (vm.count("unexpected-argument")) {
-      return usage_error(fmt::format("{}: unexpected argument \"{}\" (options take the form "
-                                     "--name VALUE; see pulse-plan {} --help)",
-                                     command,
-                                     vm["unexpected-argument"].as<std::vector<std::string>>()[0],
-                                     command));
+      return usage_error(fmt::format(
+          "{}: unexpected argument \"{}\" (options take the form "
+          "--name VALUE; see pulse-plan {} --help)",
+          command, vm["unexpected-argument"].as<std::vector<std::string>>()[0], command));
     }
   } catch (const po::unknown_option& e) {
     // A prefix of several options names them all; otherwise suggest the closest spelling.
