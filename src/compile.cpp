@@ -156,41 +156,25 @@ void evaluate(CompiledPlan& plan, const ClusterProfile& cluster) {
   plan.bubble_ratio = idle / (plan.pp * plan.timeline.makespan_s);
 }
 
-// Multiples of the minimum in-flight count the schedule portfolio tries.
-constexpr int kInflightMultiples[] = {1, 2, 3};
-
-Status schedule_portfolio(CompiledPlan& plan, const std::vector<int>& base, std::int64_t capacity) {
+// Pass 3: the schedule, from the synthesizer (list schedules, then integer programs).
+Status schedule_pass(CompiledPlan& plan, std::int64_t capacity) {
+  ScheduleRequest request;
+  request.model = &plan.model;
+  request.num_microbatches = plan.num_microbatches;
+  request.static_bytes = plan.static_bytes;
+  request.memory_capacity = capacity;
+  request.split_backward = plan.options.split_backward;
+  request.max_nodes = plan.options.solver_max_nodes;
+  request.max_seconds = plan.options.solver_max_seconds;
+  auto answer = synthesize_schedule(request);
+  if (!answer) return answer.error();
   std::vector<std::int64_t> static_totals;
   for (const MemoryBreakdown& m : plan.static_bytes) static_totals.push_back(m.total());
-  std::vector<int> tried;
-  bool have = false;
-  for (int multiple : kInflightMultiples) {
-    std::vector<int> wanted(base.size());
-    for (std::size_t d = 0; d < base.size(); ++d) {
-      wanted[d] = std::min(plan.num_microbatches, multiple * base[d]);
-    }
-    const std::vector<int> limits =
-        memory_inflight_limits(plan.model, static_totals, capacity, wanted);
-    if (limits == tried) continue;
-    tried = limits;
-    for (int d = 0; d < plan.pp; ++d) {
-      if (limits[d] < 1) {
-        return internal_error(
-            fmt::format("partition left no room for a microbatch on pipeline "
-                        "device {}",
-                        d));
-      }
-    }
-    Schedule schedule = list_schedule(plan.model, plan.num_microbatches, limits);
-    auto timeline = simulate(plan.model, schedule, plan.num_microbatches, plan.static_bytes);
-    if (!timeline) return timeline.error();
-    if (have && timeline->makespan_s >= plan.timeline.makespan_s * (1 - 1e-9)) continue;
-    have = true;
-    plan.inflight_limit = limits;
-    plan.schedule = std::move(schedule);
-    plan.schedule.policy = plan.strategy == Strategy::pulse ? "v-1f1b-list" : "1f1b-list";
-    plan.timeline = std::move(*timeline);
-  }
+  plan.inflight_limit = memory_inflight_limits(plan.model, static_totals, capacity,
+                                               std::vector<int>(plan.pp, plan.num_microbatches));
+  plan.schedule = std::move(answer->schedule);
+  plan.timeline = std::move(answer->timeline);
+  plan.solver = std::move(*answer);
   return Ok{};
 }
 
@@ -235,12 +219,11 @@ Result<CompiledPlan> compile_fixed(const ModelProfile& model, const ClusterProfi
                                     cluster.overlap_comm);
   clock.lap("partition");
 
-  // Pass 3: schedule. The list schedule is tried with a few in-flight allowances (each
-  // capped by the device's memory) and the shortest makespan kept: on a V, admitting only
-  // the minimum round-trip count makes microbatches move in lockstep waves.
+  // Pass 3: schedule.
   plan.static_bytes = static_memory(plan.model, options.memory, c.dp);
-  auto scheduled = schedule_portfolio(plan, wanted, request.memory_capacity);
-  if (!scheduled) return scheduled.error();
+  if (auto scheduled = schedule_pass(plan, request.memory_capacity); !scheduled) {
+    return scheduled.error();
+  }
   clock.lap("schedule");
 
   // Pass 4: evaluate: the data-parallel all-reduce, iteration time, throughput, bubble.

@@ -115,6 +115,17 @@ double ExecutionEngine::send_all(DeviceId d, double t, const std::vector<std::si
   return busy;
 }
 
+void ExecutionEngine::consumer_devices(const Op& op, std::vector<DeviceId>& out) const {
+  out.push_back(model_.layout.device[op.stage]);
+  if (op.kind == OpKind::forward) {
+    for (std::size_t t : out_of_[op.stage])
+      out.push_back(model_.layout.device[model_.transfers[t].to]);
+  } else if (op.kind != OpKind::backward_weight) {
+    for (std::size_t t : into_[op.stage])
+      out.push_back(model_.layout.device[model_.transfers[t].from]);
+  }
+}
+
 TimedOp ExecutionEngine::execute(const Op& op) {
   const DeviceId d = model_.layout.device[op.stage];
   const double start = ready_time(op).value();

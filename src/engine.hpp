@@ -29,6 +29,9 @@ class ExecutionEngine {
   bool executed(const Op& op) const;
 
   double device_free(DeviceId d) const { return device_free_[d]; }
+  /// Devices whose ops may become ready, or ready earlier, once `op` has executed: its own
+  /// and those it sends to.
+  void consumer_devices(const Op& op, std::vector<DeviceId>& out) const;
   double compute_time(const Op& op) const;
 
   // Recorded times, for the memory pass. NaN until executed.

@@ -48,6 +48,7 @@ ojson options(const PlanOptions& o) {
           {"dp", optional_int(o.dp)},
           {"microbatch_size", o.microbatch_size},
           {"global_batch", optional_int(o.global_batch)},
+          {"split_backward", o.split_backward},
           {"memory",
            {{"weight_bytes_per_param", o.memory.weight_bytes_per_param},
             {"gradient_bytes_per_param", o.memory.gradient_bytes_per_param},
@@ -293,6 +294,25 @@ ojson search(const CompiledPlan& p) {
   return out;
 }
 
+// How the schedule was found. No wall-clock time: `stopped_by` says whether the
+// deterministic node limit or the wall-clock safety limit ended the search.
+ojson solver(const CompiledPlan& p) {
+  const ScheduleAnswer& a = p.solver;
+  return {
+      {"status", a.status},
+      {"method", a.method},
+      {"stopped_by", a.stopped_by},
+      {"makespan_s", seconds(a.makespan_s)},
+      {"lower_bound_s", seconds(a.lower_bound_s)},
+      {"gap", ratio(a.gap)},
+      {"heuristic_makespan_s", seconds(a.heuristic_makespan_s)},
+      {"list_evaluations", a.list_evaluations},
+      {"milp_solves", a.milp_solves},
+      {"milp_nodes", a.milp_nodes},
+      {"limits",
+       {{"max_nodes", p.options.solver_max_nodes}, {"max_seconds", p.options.solver_max_seconds}}}};
+}
+
 ojson partition(const CompiledPlan& p, const ModelProfile& model) {
   const LayerGraph graph = LayerGraph::build(model, p.device_type, p.microbatch_size);
   const std::vector<double> load = p.model.device_load();
@@ -325,6 +345,7 @@ std::string plan_json(const CompiledPlan& p, const ModelProfile& model,
   plan["schedule_info"] = {{"policy", p.schedule.policy},
                            {"split_backward", p.schedule.split_backward},
                            {"makespan_s", seconds(p.timeline.makespan_s)}};
+  plan["solver"] = solver(p);
   plan["comm"] = comm(p);
   plan["predicted"] = predicted(p, cluster);
   plan["rank_map"] = rank_map(p, cluster);

@@ -51,84 +51,161 @@ std::vector<int> default_inflight(const StageLayout& layout, int num_microbatche
   return k;
 }
 
-namespace {
+// Weight-gradient ops rank below every other kind whatever the search assigns the others
+// (ranks 0..3 per device): they are what fills bubbles.
+constexpr int kWeightRank = 1000;
 
-// Candidate order: earliest start, then backward before forward before weight-gradient,
-// then the oldest microbatch, then the later stage, then the lower device.
-using Key = std::tuple<double, int, int, int, int>;
-
-int kind_rank(OpKind k) {
-  return k == OpKind::forward ? 1 : (k == OpKind::backward_weight ? 2 : 0);
+ListPolicy ListPolicy::backward_first(int num_stages) {
+  return ListPolicy{std::vector<int>(num_stages, 1), std::vector<int>(num_stages, 0),
+                    std::vector<int>(num_stages, kWeightRank)};
 }
 
-struct DeviceQueue {
-  std::vector<StageId> stages;
-  StageId admitting = 0;  // the device's first stage: a microbatch enters the device there
-  int inflight = 0;
-};
+ListPolicy ListPolicy::forward_first(int num_stages) {
+  return ListPolicy{std::vector<int>(num_stages, 0), std::vector<int>(num_stages, 1),
+                    std::vector<int>(num_stages, kWeightRank)};
+}
+
+namespace {
+
+// Candidate order: earliest start, then the policy's rank, then the oldest microbatch, then
+// the later stage, then the lower device.
+using Key = std::tuple<double, int, int, int, int>;
+
+int rank_of(const ListPolicy& p, const Op& op) {
+  switch (op.kind) {
+    case OpKind::forward:
+      return p.forward_rank[op.stage];
+    case OpKind::backward_weight:
+      return p.weight_rank[op.stage];
+    default:
+      return p.backward_rank[op.stage];
+  }
+}
 
 }  // namespace
 
 Schedule list_schedule(const PipelineModel& model, int num_microbatches,
                        const std::vector<int>& inflight_limit, bool split_backward) {
-  const int S = model.layout.num_stages(), M = num_microbatches;
-  const int P = model.num_devices();
-  detail::ExecutionEngine engine(model, M);
-  std::vector<int> next_f(S, 0), next_b(S, 0), next_w(S, 0);
-  std::vector<DeviceQueue> queues(P);
-  for (DeviceId d = 0; d < P; ++d) {
-    queues[d].stages = model.layout.stages_on(d);
-    queues[d].admitting = queues[d].stages.front();
-  }
-  Schedule schedule;
-  schedule.device_ops.assign(P, {});
-  schedule.split_backward = split_backward;
-  const OpKind back = split_backward ? OpKind::backward_input : OpKind::backward;
-  const std::size_t total = static_cast<std::size_t>(S) * M * (split_backward ? 3 : 2);
-  for (std::size_t done = 0; done < total; ++done) {
-    std::optional<Key> best_key;
-    Op best_op;
-    auto consider = [&](DeviceId d, const Op& op) {
-      const auto ready = engine.ready_time(op);
-      if (!ready) return;
-      const Key key{*ready, kind_rank(op.kind), op.microbatch, -op.stage, d};
-      if (!best_key || key < *best_key) {
-        best_key = key;
-        best_op = op;
-      }
-    };
-    for (DeviceId d = 0; d < P; ++d) {
-      const DeviceQueue& q = queues[d];
-      for (StageId s : q.stages) {
-        const bool admits = s == q.admitting;
-        if (next_f[s] < M && (!admits || q.inflight < inflight_limit[d])) {
-          consider(d, Op{OpKind::forward, s, next_f[s]});
-        }
-        if (next_b[s] < next_f[s]) consider(d, Op{back, s, next_b[s]});
-        if (split_backward && next_w[s] < next_b[s]) {
-          consider(d, Op{OpKind::backward_weight, s, next_w[s]});
-        }
-      }
+  return list_schedule(model, num_microbatches, inflight_limit, split_backward,
+                       ListPolicy::backward_first(model.layout.num_stages()));
+}
+
+namespace {
+
+// The list scheduler's state. Each device's best candidate is cached and recomputed only
+// when something that can change it happened: the device ran an op (its free time and its
+// queue moved) or an op sent it an input.
+class ListScheduler {
+ public:
+  ListScheduler(const PipelineModel& model, int M, const std::vector<int>& limits, bool split,
+                const ListPolicy& policy)
+      : model_(model),
+        M_(M),
+        limits_(limits),
+        split_(split),
+        policy_(policy),
+        engine_(model, M),
+        next_f_(model.layout.num_stages(), 0),
+        next_b_(model.layout.num_stages(), 0),
+        next_w_(model.layout.num_stages(), 0),
+        queues_(model.num_devices()),
+        best_(model.num_devices()) {
+    for (DeviceId d = 0; d < model.num_devices(); ++d) {
+      queues_[d].stages = model.layout.stages_on(d);
+      queues_[d].admitting = queues_[d].stages.front();
+      refresh(d);
     }
-    if (!best_key) throw std::logic_error("list_schedule: no operation is ready (deadlock)");
-    const DeviceId d = std::get<4>(*best_key);
-    engine.execute(best_op);
-    schedule.device_ops[d].push_back(best_op);
-    DeviceQueue& q = queues[d];
-    const StageId s = best_op.stage;
-    if (best_op.kind == OpKind::forward) {
-      ++next_f[s];
+  }
+
+  Schedule run(double* makespan_s) {
+    const int S = model_.layout.num_stages(), P = model_.num_devices();
+    Schedule schedule;
+    schedule.device_ops.assign(P, {});
+    schedule.split_backward = split_;
+    const std::size_t total = static_cast<std::size_t>(S) * M_ * (split_ ? 3 : 2);
+    double makespan = 0;
+    std::vector<DeviceId> dirty;
+    for (std::size_t done = 0; done < total; ++done) {
+      DeviceId d = -1;
+      for (DeviceId e = 0; e < P; ++e) {
+        if (best_[e] && (d < 0 || best_[e]->first < best_[d]->first)) d = e;
+      }
+      if (d < 0) throw std::logic_error("list_schedule: no operation is ready (deadlock)");
+      const Op op = best_[d]->second;
+      makespan = std::max(makespan, engine_.execute(op).busy_until_s);
+      schedule.device_ops[d].push_back(op);
+      advance(d, op);
+      dirty.clear();
+      engine_.consumer_devices(op, dirty);
+      std::sort(dirty.begin(), dirty.end());
+      dirty.erase(std::unique(dirty.begin(), dirty.end()), dirty.end());
+      for (DeviceId e : dirty) refresh(e);
+    }
+    schedule.policy = "list";
+    if (makespan_s) *makespan_s = makespan;
+    return schedule;
+  }
+
+ private:
+  struct DeviceQueue {
+    std::vector<StageId> stages;
+    StageId admitting = 0;  // the device's first stage: a microbatch enters the device there
+    int inflight = 0;
+  };
+
+  void refresh(DeviceId d) {
+    const OpKind back = split_ ? OpKind::backward_input : OpKind::backward;
+    const DeviceQueue& q = queues_[d];
+    best_[d].reset();
+    auto consider = [&](const Op& op) {
+      const auto ready = engine_.ready_time(op);
+      if (!ready) return;
+      const Key key{*ready, rank_of(policy_, op), op.microbatch, -op.stage, d};
+      if (!best_[d] || key < best_[d]->first) best_[d] = {key, op};
+    };
+    for (StageId s : q.stages) {
+      const bool admits = s == q.admitting;
+      if (next_f_[s] < M_ && (!admits || q.inflight < limits_[d])) {
+        consider(Op{OpKind::forward, s, next_f_[s]});
+      }
+      if (next_b_[s] < next_f_[s]) consider(Op{back, s, next_b_[s]});
+      if (split_ && next_w_[s] < next_b_[s]) consider(Op{OpKind::backward_weight, s, next_w_[s]});
+    }
+  }
+
+  void advance(DeviceId d, const Op& op) {
+    DeviceQueue& q = queues_[d];
+    const StageId s = op.stage;
+    if (op.kind == OpKind::forward) {
+      ++next_f_[s];
       if (s == q.admitting) ++q.inflight;
-    } else if (best_op.kind == OpKind::backward_weight) {
-      ++next_w[s];
+    } else if (op.kind == OpKind::backward_weight) {
+      ++next_w_[s];
       if (s == q.admitting) --q.inflight;
     } else {
-      ++next_b[s];
-      if (s == q.admitting && !split_backward) --q.inflight;
+      ++next_b_[s];
+      if (s == q.admitting && !split_) --q.inflight;
     }
   }
-  schedule.policy = "1f1b-list";
-  return schedule;
+
+  const PipelineModel& model_;
+  int M_;
+  const std::vector<int>& limits_;
+  bool split_;
+  const ListPolicy& policy_;
+  detail::ExecutionEngine engine_;
+  std::vector<int> next_f_, next_b_, next_w_;
+  std::vector<DeviceQueue> queues_;
+  std::vector<std::optional<std::pair<Key, Op>>> best_;
+};
+
+}  // namespace
+
+Schedule list_schedule(const PipelineModel& model, int num_microbatches,
+                       const std::vector<int>& inflight_limit, bool split_backward,
+                       const ListPolicy& policy, double* makespan_s) {
+  return ListScheduler(model, num_microbatches, inflight_limit, split_backward, policy)
+      .run(makespan_s);
 }
 
 }  // namespace pulse

@@ -14,6 +14,7 @@
 #include "pulse/profile.hpp"
 #include "pulse/result.hpp"
 #include "pulse/schedule.hpp"
+#include "pulse/schedule_ilp.hpp"
 #include "pulse/simulate.hpp"
 
 namespace pulse {
@@ -32,6 +33,12 @@ struct PlanOptions {
   int microbatch_size = 1;
   std::optional<int> global_batch;  ///< Default: 8 samples per device of the cluster.
   MemoryModel memory;
+  /// Backward as input-gradient (I) and weight-gradient (W) ops, zero-bubble style.
+  bool split_backward = false;
+  /// Schedule synthesis limits: branch-and-bound nodes per integer program (deterministic)
+  /// and a wall-clock safety limit per schedule, seconds (0: list schedules only).
+  int solver_max_nodes = 5000;
+  double solver_max_seconds = 2.0;
 };
 
 /// How long each pass took, for --stats (never written into a plan).
@@ -71,9 +78,10 @@ struct CompiledPlan {
   std::vector<std::vector<RankId>> ranks;
   PartitionResult partition;
   PipelineModel model;
-  std::vector<int> inflight_limit;
+  std::vector<int> inflight_limit;  ///< Per device, what memory allows.
   Schedule schedule;
   Timeline timeline;
+  ScheduleAnswer solver;  ///< How the schedule was found (its schedule/timeline moved out).
   std::vector<MemoryBreakdown> static_bytes;
   std::vector<AllReduce> allreduce;
   double iteration_s = 0;

@@ -41,11 +41,31 @@ std::vector<int> memory_inflight_limits(const PipelineModel& model,
 /// keep the device busy while a microbatch travels to the bottom of the pipeline and back.
 std::vector<int> default_inflight(const StageLayout& layout, int num_microbatches);
 
-/// A 1F1B-style list schedule for any layout (the V or a chain): each device, when free,
-/// runs the ready operation that starts earliest, backward before forward on ties, oldest
-/// microbatch first; a device admits a new microbatch only while fewer than
-/// inflight_limit[d] are in flight on it. Respects every dependency; deadlock-free because
-/// all devices admit microbatches in the same order.
+/// Which ready operation a list schedule prefers when several could start at the same time:
+/// the lowest rank, then the oldest microbatch, then the later stage. Ranks are per stage
+/// and kind, so each device's preference among its own op types can be chosen apart.
+struct ListPolicy {
+  std::vector<int> forward_rank;   ///< Per stage.
+  std::vector<int> backward_rank;  ///< Per stage: B, or I with a split backward.
+  std::vector<int> weight_rank;    ///< Per stage: W (split backward only).
+
+  /// 1F1B's rule: backward before forward, draining microbatches and freeing memory early.
+  static ListPolicy backward_first(int num_stages);
+  /// Forward before backward: fills the pipeline; with room for many microbatches in flight
+  /// it reaches the lower bound on uniform V pipelines.
+  static ListPolicy forward_first(int num_stages);
+};
+
+/// A list schedule for any layout (the V or a chain): each device, when free, runs the
+/// ready operation that starts earliest, ties broken by `policy`. A device admits a new
+/// microbatch only while fewer than inflight_limit[d] are in flight on it. Respects every
+/// dependency; deadlock-free because all devices admit microbatches in the same order.
+/// `makespan_s`, when given, receives the schedule's makespan (what `simulate` would say).
+Schedule list_schedule(const PipelineModel& model, int num_microbatches,
+                       const std::vector<int>& inflight_limit, bool split_backward,
+                       const ListPolicy& policy, double* makespan_s = nullptr);
+
+/// The same with backward-first ranks.
 Schedule list_schedule(const PipelineModel& model, int num_microbatches,
                        const std::vector<int>& inflight_limit, bool split_backward = false);
 

@@ -49,23 +49,31 @@ much, on which device); 2 bad usage or bad input (nothing written); 3 internal e
 
 po::options_description plan_options() {
   po::options_description o("options");
-  o.add_options()("model", po::value<std::string>()->value_name("FILE"),
-                  "model profile (pulse.model/v1)")("cluster",
-                                                    po::value<std::string>()->value_name("FILE"),
-                                                    "cluster profile (pulse.cluster/v1)")(
-      "strategy", po::value<std::string>()->value_name("NAME")->default_value("pulse"),
-      "pulse or sequential")("pp", po::value<int>()->value_name("N"),
-                             "pipeline degree (default: search)")(
-      "dp", po::value<int>()->value_name("N"), "data-parallel degree (default: devices / pp)")(
-      "microbatch-size", po::value<int>()->value_name("B")->default_value(1),
-      "samples per microbatch")("global-batch", po::value<int>()->value_name("G"),
-                                "samples per iteration (default: 8 per device)")(
-      "zero", po::value<int>()->value_name("0|1")->default_value(0),
-      "1: shard optimizer state over the data-parallel replicas (ZeRO-1)")(
-      "output,o", po::value<std::string>()->value_name("FILE"),
-      "write the plan here (atomically) instead of stdout")(
-      "stats", "print the time of each pass on stderr")("quiet,q", "no summary line on stderr")(
-      "help,h", "this help");
+  // One statement per option: a chained add_options() call does not survive clang-format.
+  auto add = o.add_options();
+  add("model", po::value<std::string>()->value_name("FILE"), "model profile (pulse.model/v1)");
+  add("cluster", po::value<std::string>()->value_name("FILE"),
+      "cluster profile (pulse.cluster/v1)");
+  add("strategy", po::value<std::string>()->value_name("NAME")->default_value("pulse"),
+      "pulse or sequential");
+  add("pp", po::value<int>()->value_name("N"), "pipeline degree (default: search)");
+  add("dp", po::value<int>()->value_name("N"), "data-parallel degree (default: devices / pp)");
+  add("microbatch-size", po::value<int>()->value_name("B")->default_value(1),
+      "samples per microbatch");
+  add("global-batch", po::value<int>()->value_name("G"),
+      "samples per iteration (default: 8 per device)");
+  add("zero", po::value<int>()->value_name("0|1")->default_value(0),
+      "1: shard optimizer state over the data-parallel replicas (ZeRO-1)");
+  add("split-backward", "backward as input-gradient (I) and weight-gradient (W) ops");
+  add("solver-nodes", po::value<int>()->value_name("N")->default_value(5000),
+      "branch-and-bound nodes per integer program (the deterministic work limit)");
+  add("solver-time-limit", po::value<double>()->value_name("S")->default_value(2.0),
+      "wall-clock safety limit of the schedule search, seconds (0: list schedules only)");
+  add("output,o", po::value<std::string>()->value_name("FILE"),
+      "write the plan here (atomically) instead of stdout");
+  add("stats", "print the time of each pass on stderr");
+  add("quiet,q", "no summary line on stderr");
+  add("help,h", "this help");
   return o;
 }
 
@@ -99,6 +107,12 @@ Result<PlanOptions> read_options(const po::variables_map& vm) {
     return usage_error(fmt::format("plan: --zero must be 0 or 1, got {}", zero));
   }
   o.memory.zero_stage = zero;
+  o.split_backward = vm.count("split-backward") > 0;
+  o.solver_max_nodes = vm["solver-nodes"].as<int>();
+  o.solver_max_seconds = vm["solver-time-limit"].as<double>();
+  if (o.solver_max_nodes < 0 || !(o.solver_max_seconds >= 0)) {
+    return usage_error("plan: --solver-nodes and --solver-time-limit must not be negative");
+  }
   return o;
 }
 

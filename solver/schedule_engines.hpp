@@ -1,0 +1,58 @@
+// The integer-programming engines of the schedule synthesizer (internal to solver/).
+#pragma once
+
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "milp.hpp"
+#include "op_graph.hpp"
+#include "pulse/schedule.hpp"
+#include "pulse/simulate.hpp"
+
+namespace pulse::detail {
+
+struct EngineInput {
+  const PipelineModel* model = nullptr;
+  int num_microbatches = 1;
+  std::vector<int> inflight_limit;  ///< Per device, from memory.
+  bool split_backward = false;
+};
+
+struct EngineOutput {
+  bool found = false;
+  Schedule schedule;
+  milp::Result milp;
+};
+
+/// Operations the exact model would have.
+int exact_model_size(const OpGraph& g, int num_microbatches);
+
+/// The exact disjunctive model, warm-started from `best_known` (whose makespan is also the
+/// horizon). See schedule_exact.cpp.
+EngineOutput solve_exact(const OpGraph& g, const EngineInput& in, const Timeline& best_known,
+                         const milp::Limits& limits);
+
+struct SearchInput {
+  int num_microbatches = 1;
+  std::vector<int> memory_cap;  ///< Per device: most microbatches in flight memory allows.
+  bool split_backward = false;
+  int max_evaluations = 400;  ///< Deterministic work limit: list schedules tried.
+  int max_sweeps = 3;
+  std::function<bool()> expired;  ///< Wall-clock safety limit.
+};
+
+struct SearchResult {
+  bool found = false;
+  Schedule schedule;
+  double makespan_s = 0;
+  ListPolicy policy;
+  std::vector<int> limits;
+  int evaluations = 0;
+};
+
+/// The best list schedule over a portfolio of rules and in-flight limits, improved by
+/// coordinate descent on per-device ranks and limits. See schedule_search.cpp.
+SearchResult search_list_schedules(const PipelineModel& model, const SearchInput& input);
+
+}  // namespace pulse::detail

@@ -1,0 +1,148 @@
+// The schedule synthesizer: the heuristic list schedule, then a search over list-schedule
+// policies, then the exact ILP when the instance is small; every candidate is replayed by the
+// simulator and the shortest kept. See include/pulse/schedule_ilp.hpp.
+
+#include "pulse/schedule_ilp.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "op_graph.hpp"
+#include "pulse/units.hpp"
+#include "schedule_engines.hpp"
+
+namespace pulse {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Best {
+  Schedule schedule;
+  Timeline timeline;
+  std::string method;
+  bool have = false;
+
+  // Keeps `candidate` if it is valid and strictly shorter.
+  bool offer(Schedule candidate, const ScheduleRequest& r, std::string how) {
+    auto t = simulate(*r.model, candidate, r.num_microbatches, r.static_bytes);
+    if (!t) return false;
+    if (have && t->makespan_s >= timeline.makespan_s * (1 - 1e-9)) return false;
+    schedule = std::move(candidate);
+    timeline = std::move(*t);
+    method = std::move(how);
+    have = true;
+    return true;
+  }
+};
+
+class Deadline {
+ public:
+  explicit Deadline(double seconds) : seconds_(seconds), start_(Clock::now()) {}
+  double left() const {
+    return seconds_ - std::chrono::duration<double>(Clock::now() - start_).count();
+  }
+  bool expired() const { return left() <= 0; }
+
+ private:
+  double seconds_;
+  Clock::time_point start_;
+};
+
+Schedule first_list_schedule(const ScheduleRequest& r, const std::vector<int>& memory_cap) {
+  std::vector<int> limits = default_inflight(r.model->layout, r.num_microbatches);
+  for (std::size_t d = 0; d < limits.size(); ++d) limits[d] = std::min(limits[d], memory_cap[d]);
+  return list_schedule(*r.model, r.num_microbatches, limits, r.split_backward,
+                       ListPolicy::backward_first(r.model->layout.num_stages()));
+}
+
+milp::Limits limits_for(const ScheduleRequest& r, const Deadline& deadline) {
+  milp::Limits l;
+  l.max_nodes = r.max_nodes;
+  l.max_seconds = std::max(0.0, deadline.left());
+  l.seed = r.seed;
+  return l;
+}
+
+}  // namespace
+
+Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& r) {
+  const Deadline deadline(r.max_seconds);
+  std::vector<std::int64_t> static_totals;
+  for (const MemoryBreakdown& m : r.static_bytes) static_totals.push_back(m.total());
+  const std::vector<int> memory_cap =
+      memory_inflight_limits(*r.model, static_totals, r.memory_capacity,
+                             std::vector<int>(r.model->num_devices(), r.num_microbatches));
+  for (int d = 0; d < r.model->num_devices(); ++d) {
+    if (memory_cap[d] < 1) {
+      return infeasible_error(
+          fmt::format("pipeline device {} cannot hold one microbatch in "
+                      "flight within {}",
+                      d, format_bytes(r.memory_capacity)));
+    }
+  }
+  // The heuristic: issue 2's V 1F1B list schedule (backward first, the round-trip minimum
+  // in flight). Everything after it can only replace it with something shorter.
+  Best best;
+  if (!best.offer(first_list_schedule(r, memory_cap), r, "list")) {
+    return internal_error("the list schedule did not replay");
+  }
+  ScheduleAnswer a;
+  a.heuristic_makespan_s = best.timeline.makespan_s;
+  const detail::OpGraph graph = detail::build_op_graph(*r.model, r.split_backward);
+  a.lower_bound_s = detail::schedule_lower_bound(graph, r.num_microbatches, memory_cap);
+  auto at_bound = [&] { return best.timeline.makespan_s <= a.lower_bound_s * (1 + 1e-9); };
+  bool out_of_time = r.max_seconds <= 0, proven = false;
+
+  // Policy search over list schedules.
+  if (!out_of_time && !at_bound()) {
+    detail::SearchInput search{r.num_microbatches, memory_cap, r.split_backward,
+                               r.max_evaluations,  3,          [&] { return deadline.expired(); }};
+    const detail::SearchResult found = detail::search_list_schedules(*r.model, search);
+    a.list_evaluations = found.evaluations;
+    if (found.found) best.offer(found.schedule, r, "list-search");
+  }
+  // The exact integer program, when the instance is small enough to prove optimality.
+  const detail::EngineInput in{r.model, r.num_microbatches, memory_cap, r.split_backward};
+  auto account = [&](const detail::EngineOutput& o) {
+    ++a.milp_solves;
+    a.milp_nodes += o.milp.nodes;
+    a.stopped_by = o.milp.stopped_by;
+    out_of_time = out_of_time || o.milp.stopped_by == "time limit";
+  };
+  if (!out_of_time && !deadline.expired() && !at_bound() &&
+      detail::exact_model_size(graph, r.num_microbatches) <= r.exact_max_ops) {
+    const auto exact = detail::solve_exact(graph, in, best.timeline, limits_for(r, deadline));
+    account(exact);
+    if (exact.found) best.offer(exact.schedule, r, "exact-ilp");
+    proven = exact.milp.status == milp::Status::optimal && !r.model->overlap_comm;
+    // The model's timing is the engine's only with blocking sends; then its proven bound is
+    // a bound on every schedule and may beat the one-machine bound.
+    if (!r.model->overlap_comm && exact.milp.bound > a.lower_bound_s) {
+      a.lower_bound_s = std::min(exact.milp.bound, best.timeline.makespan_s);
+    }
+  }
+  proven = proven || at_bound();
+  a.schedule = std::move(best.schedule);
+  a.schedule.policy = best.method;
+  a.timeline = std::move(best.timeline);
+  a.method = best.method;
+  a.makespan_s = a.timeline.makespan_s;
+  a.gap = a.makespan_s / a.lower_bound_s - 1;
+  if (proven) {
+    a.status = "optimal";
+  } else if (out_of_time || deadline.expired()) {
+    a.status = "time_limit";
+  } else {
+    a.status = best.method == "list" ? "heuristic" : "feasible";
+  }
+  if (a.milp_solves == 0) {
+    a.stopped_by = out_of_time ? "time limit" : at_bound() ? "lower bound" : "not run";
+  }
+  return a;
+}
+
+}  // namespace pulse
