@@ -1,15 +1,18 @@
-// The conventional baseline: P contiguous stages, stage s on device s, and every skip
-// tensor relayed through each stage boundary between its producer and its consumer (what
-// chain-only runtimes such as PyTorch pipelining and DeepSpeed do).
+// The conventional baselines: P contiguous stages, stage s on device s, and every skip
+// tensor either relayed through each stage boundary between its producer and its consumer
+// (what chain-only runtimes such as PyTorch pipelining and DeepSpeed do) or sent directly
+// from the producer's stage to the consumer's (a runtime with point-to-point skip support).
 //
 //   V_0(b)   = cost_0([0, b])
 //   V_s(b)   = min over a of max(V_{s-1}(a-1), cost_s([a, b]))      s = 1..P-1
 //   answer   = V_{P-1}(L-1)
 //
-// cost_s([a, b]) = compute + forward send at cut b (output, live skips, carried tensors;
-// one message each) + backward send at cut a-1, as PipelineModel derives them; memory_s
-// (weights and state plus in-flight activations and relayed skips) must fit. The same
-// growing upper bound as the V partitioner prunes the search.
+// cost_s([a, b]) = compute + forward send at cut b (output, carried tensors, and relayed
+// skips; one message each) + backward send at cut a-1, as PipelineModel derives them; with
+// direct routing, skips leaving [a, b] are sent forward and skips entering it have their
+// gradients sent back, on the slowest link. memory_s (weights and state plus in-flight
+// activations and the skips held) must fit. The same growing upper bound as the V
+// partitioner prunes the search.
 
 #include <algorithm>
 #include <optional>
@@ -33,7 +36,9 @@ class SequentialDynamicProgram {
         prefix_(*request.graph),
         L_(prefix_.num_layers),
         P_(request.pp),
-        objective_(objective) {
+        objective_(objective),
+        direct_(request.routing == SkipRouting::direct),
+        slowest_(detail::slowest_link(request.links)) {
     live_bytes_.assign(L_, 0);
     live_count_.assign(L_, 0);
     by_producer_.assign(L_, {});
@@ -43,6 +48,12 @@ class SequentialDynamicProgram {
         live_count_[x] += 1;
       }
       by_producer_[s.producer].push_back({s.consumer, s.bytes});
+      if (direct_) {  // direct skips never ride on the main path
+        for (int x = s.producer; x < s.consumer; ++x) {
+          live_bytes_[x] -= s.bytes;
+          live_count_[x] -= 1;
+        }
+      }
     }
   }
 
@@ -62,8 +73,11 @@ class SequentialDynamicProgram {
     DeviceCost cost;
   };
 
-  /// `inside`: bytes of skips with both ends in [a, b], cached on the device.
-  DeviceCost cost(int s, int a, int b, std::int64_t inside) const;
+  /// `inside`: skips with both ends in [a, b] (bytes, count), cached on the device.
+  DeviceCost cost(int s, int a, int b, std::int64_t inside, int inside_count) const;
+  /// Direct routing: skips sent from [a, b] and gradients sent back into it.
+  double direct_sends(int a, int b, std::int64_t inside, int inside_count, DeviceCost& c,
+                      std::int64_t& held) const;
   bool within(const DeviceCost& c, double bound) const {
     if (objective_ == Objective::memory) return static_cast<double>(c.memory) <= bound;
     return c.load <= bound && c.memory <= r_.memory_capacity;
@@ -76,9 +90,25 @@ class SequentialDynamicProgram {
   std::vector<std::int64_t> live_bytes_;  // [x]: skip bytes crossing the cut after layer x
   std::vector<int> live_count_;
   std::vector<std::vector<std::pair<int, std::int64_t>>> by_producer_;  // (consumer, bytes)
+  bool direct_;
+  LinkClass slowest_;
 };
 
-DeviceCost SequentialDynamicProgram::cost(int s, int a, int b, std::int64_t inside) const {
+double SequentialDynamicProgram::direct_sends(int a, int b, std::int64_t inside, int inside_count,
+                                              DeviceCost& c, std::int64_t& held) const {
+  const LayerPrefix& p = prefix_;
+  const std::int64_t produced = p.skip_bytes_by_producer[b + 1] - p.skip_bytes_by_producer[a];
+  const std::int64_t consumed = p.skip_bytes_by_consumer[b + 1] - p.skip_bytes_by_consumer[a];
+  const int produced_n = p.skip_count_by_producer[b + 1] - p.skip_count_by_producer[a];
+  const int consumed_n = p.skip_count_by_consumer[b + 1] - p.skip_count_by_consumer[a];
+  c.bytes += (produced - inside) + (consumed - inside);
+  held = produced + consumed - inside;
+  return detail::message_time(slowest_, produced_n - inside_count, produced - inside) +
+         detail::message_time(slowest_, consumed_n - inside_count, consumed - inside);
+}
+
+DeviceCost SequentialDynamicProgram::cost(int s, int a, int b, std::int64_t inside,
+                                          int inside_count) const {
   const LayerPrefix& p = prefix_;
   DeviceCost c;
   double sends = 0;
@@ -97,9 +127,11 @@ DeviceCost SequentialDynamicProgram::cost(int s, int a, int b, std::int64_t insi
     c.bytes += bytes;
     relayed += live_bytes_[a - 1];
   }
+  std::int64_t held = relayed + inside;
+  if (direct_) sends += direct_sends(a, b, inside, inside_count, c, held);
   c.load = p.compute_in(a, b) + (r_.overlap_comm ? 0.0 : sends);
   c.memory = r_.memory.static_bytes(p.params_in(a, b), r_.dp) +
-             static_cast<std::int64_t>(r_.inflight[s]) * (p.activation_in(a, b) + relayed + inside);
+             static_cast<std::int64_t>(r_.inflight[s]) * (p.activation_in(a, b) + held);
   return c;
 }
 
@@ -114,15 +146,19 @@ std::optional<SequentialDynamicProgram::Found> SequentialDynamicProgram::run(dou
       if (s == P_ - 1 && b != L_ - 1) continue;
       Cell best;
       std::int64_t inside = 0;
+      int inside_count = 0;
       for (int a = b; a >= s; --a) {
         for (const auto& [consumer, bytes] : by_producer_[a]) {
-          if (consumer <= b) inside += bytes;
+          if (consumer <= b) {
+            inside += bytes;
+            ++inside_count;
+          }
         }
         if (time && prefix_.compute_in(a, b) > bound) break;
         const Cell* prev = s == 0 ? nullptr : &table[s - 1][a - 1];
         if (s == 0 && a != 0) continue;
         if (prev && prev->start < 0) continue;
-        const DeviceCost c = cost(s, a, b, inside);
+        const DeviceCost c = cost(s, a, b, inside, inside_count);
         if (!within(c, bound)) continue;
         const DpValue v =
             detail::extend(prev ? prev->value : DpValue{}, c, objective_, r_.memory_capacity);
@@ -165,11 +201,11 @@ PartitionOutcome partition_sequential(const PartitionRequest& request) {
     PartitionResult& r = outcome.result;
     outcome.found = true;
     r.layout = sequential_layout(found->first_layer, request.pp);
-    r.method = "sequential-dp";
+    r.method = request.routing == SkipRouting::direct ? "sequential-dp-direct" : "sequential-dp";
     r.objective_s = found->value.primary;
     r.lower_bound_s = lower_bound;
     r.bytes_per_microbatch = found->value.bytes;
-    r.exact = true;
+    r.exact = request.routing == SkipRouting::forwarded || detail::links_uniform(request.links);
     r.states_explored = found->states;
     bool local = true;
     for (const SkipPair& s : graph.skip_pairs()) {

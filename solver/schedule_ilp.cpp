@@ -59,6 +59,36 @@ Schedule first_list_schedule(const ScheduleRequest& r, const std::vector<int>& m
                        ListPolicy::backward_first(r.model->layout.num_stages()));
 }
 
+// The baselines' own schedules: 1F1B is the heuristic list schedule itself; GPipe holds
+// every microbatch in flight.
+Result<ScheduleAnswer> fixed_schedule(const ScheduleRequest& r, const std::vector<int>& memory_cap,
+                                      Best& best, ScheduleAnswer& a) {
+  if (r.family == ScheduleFamily::gpipe) {
+    for (int d = 0; d < r.model->num_devices(); ++d) {
+      if (memory_cap[d] < r.num_microbatches) {
+        return infeasible_error(fmt::format(
+            "GPipe keeps all {} microbatches in flight; pipeline device {} has room for {}",
+            r.num_microbatches, d, memory_cap[d]));
+      }
+    }
+    best.have = false;
+    if (!best.offer(gpipe_schedule(*r.model, r.num_microbatches, r.split_backward), r, "gpipe")) {
+      return internal_error("the GPipe schedule did not replay");
+    }
+  } else {
+    best.method = "1f1b";
+  }
+  a.schedule = std::move(best.schedule);
+  a.schedule.policy = best.method;
+  a.timeline = std::move(best.timeline);
+  a.method = best.method;
+  a.makespan_s = a.timeline.makespan_s;
+  a.gap = a.makespan_s / a.lower_bound_s - 1;
+  a.status = "fixed";
+  a.stopped_by = "not run";
+  return a;
+}
+
 milp::Limits limits_for(const ScheduleRequest& r, const Deadline& deadline) {
   milp::Limits l;
   l.max_nodes = r.max_nodes;
@@ -94,6 +124,7 @@ Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& r) {
   a.heuristic_makespan_s = best.timeline.makespan_s;
   const detail::OpGraph graph = detail::build_op_graph(*r.model, r.split_backward);
   a.lower_bound_s = detail::schedule_lower_bound(graph, r.num_microbatches, memory_cap);
+  if (r.family != ScheduleFamily::synthesized) return fixed_schedule(r, memory_cap, best, a);
   auto at_bound = [&] { return best.timeline.makespan_s <= a.lower_bound_s * (1 + 1e-9); };
   bool out_of_time = r.max_seconds <= 0, proven = false;
 

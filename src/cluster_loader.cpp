@@ -155,9 +155,10 @@ Result<ClusterProfile> parse_cluster_profile(std::string_view text, const std::s
   // The tag first: a profile of the other kind (swapped --model and --cluster) gets one
   // line saying so rather than a list of unknown keys.
   if (root->is_object() && !check_schema_tag(check, *root, kClusterSchema)) return check.error();
-  if (!check.object(*root, JsonPath{},
-                    {"schema", "name", "description", "provenance", "device", "devices_per_node",
-                     "nodes", "link_classes", "intra_node", "inter_node", "overlap_comm"})) {
+  if (!check.object(
+          *root, JsonPath{},
+          {"schema", "name", "description", "provenance", "device", "devices_per_node", "nodes",
+           "link_classes", "intra_node", "inter_node", "overlap_comm", "allreduce"})) {
     return check.error();
   }
   c.name = check.string(*root, JsonPath{}, "name").value_or("");
@@ -184,6 +185,13 @@ Result<ClusterProfile> parse_cluster_profile(std::string_view text, const std::s
                                        c.nodes));
   }
   c.overlap_comm = check.boolean(*root, JsonPath{}, "overlap_comm", false).value_or(false);
+  if (root->contains("allreduce")) {
+    c.allreduce = check.string(*root, JsonPath{}, "allreduce").value_or("ring");
+    if (c.allreduce != "ring" && c.allreduce != "hierarchical") {
+      check.fail(JsonPath{}.key("allreduce"),
+                 fmt::format("expected \"ring\" or \"hierarchical\", got \"{}\"", c.allreduce));
+    }
+  }
   if (!check.ok()) return check.error();
   c.file.name = base_name(file);
   c.file.path = file;

@@ -11,14 +11,51 @@
 
 namespace pulse {
 
+namespace {
+
+// Indexed by Strategy.
+constexpr StrategyTraits kStrategies[] = {
+    {"pulse", true, SkipRouting::direct, true, ScheduleFamily::synthesized},
+    {"v-naive", true, SkipRouting::direct, false, ScheduleFamily::synthesized},
+    {"1f1b", false, SkipRouting::forwarded, true, ScheduleFamily::one_f_one_b},
+    {"1f1b-direct", false, SkipRouting::direct, true, ScheduleFamily::one_f_one_b},
+    {"gpipe", false, SkipRouting::forwarded, true, ScheduleFamily::gpipe},
+};
+
+}  // namespace
+
+const StrategyTraits& traits(Strategy s) {
+  return kStrategies[static_cast<int>(s)];
+}
+
 const char* strategy_name(Strategy s) {
-  return s == Strategy::pulse ? "pulse" : "sequential";
+  return traits(s).name;
+}
+
+std::optional<Strategy> parse_strategy(std::string_view name) {
+  if (name == "sequential") return Strategy::one_f_one_b;
+  for (int i = 0; i < static_cast<int>(std::size(kStrategies)); ++i) {
+    if (name == kStrategies[i].name) return static_cast<Strategy>(i);
+  }
+  return std::nullopt;
+}
+
+std::string strategy_names() {
+  std::string out;
+  for (const StrategyTraits& t : kStrategies)
+    out += (out.empty() ? "" : ", ") + std::string(t.name);
+  return out;
 }
 
 namespace {
 
 /// Global batch when none is given: 8 samples per device of the cluster.
 constexpr int kDefaultSamplesPerDevice = 8;
+
+LayerGraph without_skips(ModelProfile model, int device_type, int microbatch) {
+  model.skips.clear();
+  return LayerGraph::build(model, device_type, microbatch);
+}
 
 class PassClock {
  public:
@@ -54,7 +91,7 @@ Result<Config> resolve_config(const ModelProfile& model, const ClusterProfile& c
   c.dp = options.dp.value_or(devices / std::max(pp, 1));
   c.global_batch = options.global_batch.value_or(kDefaultSamplesPerDevice * devices);
   const int layers = static_cast<int>(model.layers.size());
-  const int min_layers = options.strategy == Strategy::pulse ? 2 * pp : pp;
+  const int min_layers = traits(options.strategy).v_placement ? 2 * pp : pp;
   if (!options.dp && pp > devices) {
     return usage_error(
         fmt::format("--pp {} needs {} devices; cluster {} has {}", pp, pp, cluster.name, devices));
@@ -102,7 +139,8 @@ std::string shortfall_message(const ModelProfile& model, const ClusterProfile& c
 }
 
 // Partition with the in-flight counts the schedule wants; if memory forbids, with one
-// microbatch in flight per device; Pulse first insists on local skips, then allows others.
+// microbatch in flight per device. Skip-aware V placement first insists on local skips,
+// then allows others; v-naive balances a graph without skips (and pays for them later).
 Result<PartitionResult> run_partition(PartitionRequest request, Strategy strategy,
                                       const std::vector<int>& wanted, const ModelProfile& model,
                                       const ClusterProfile& cluster, const Config& c) {
@@ -110,50 +148,28 @@ Result<PartitionResult> run_partition(PartitionRequest request, Strategy strateg
   PartitionOutcome outcome;
   for (const bool full : {true, false}) {
     request.inflight = full ? wanted : one;
-    if (strategy == Strategy::sequential) {
+    const StrategyTraits& t = traits(strategy);
+    if (!t.v_placement) {
+      request.routing = t.routing;
       outcome = partition_sequential(request);
-    } else {
+    } else if (t.skip_aware) {
       outcome = partition_v(request, SkipPolicy::local_only);
       if (!outcome.found) outcome = partition_v(request, SkipPolicy::allow_nonlocal);
+    } else {
+      outcome = partition_v(request, SkipPolicy::allow_nonlocal);
     }
     if (outcome.found) return outcome.result;
   }
   return infeasible_error(shortfall_message(model, cluster, c, outcome.shortfall));
 }
 
-std::vector<AllReduce> all_reduce(const CompiledPlan& plan, const ClusterProfile& cluster) {
-  std::vector<AllReduce> out(plan.pp);
-  const std::vector<std::int64_t> params = plan.model.device_params();
-  for (int d = 0; d < plan.pp; ++d) {
-    AllReduce& a = out[d];
-    a.bytes = plan.options.memory.gradient_bytes(params[d]);
-    const auto& ops = plan.timeline.devices[d].ops;
-    a.start_s = ops.empty() ? 0.0 : ops.back().busy_until_s;
-    if (plan.dp < 2) continue;
-    // Ring over the replicas of pipeline device d: 2(D-1) steps of bytes/D each, paced by
-    // the slowest link of the ring.
-    double bandwidth = std::numeric_limits<double>::infinity(), latency = 0;
-    for (int r = 0; r < plan.dp; ++r) {
-      const LinkClass& l = cluster.link(plan.ranks[r][d], plan.ranks[(r + 1) % plan.dp][d]);
-      bandwidth = std::min(bandwidth, l.bandwidth_bytes_per_s);
-      latency = std::max(latency, l.latency_s);
-    }
-    const double steps = 2.0 * (plan.dp - 1);
-    a.seconds = steps * latency + steps / plan.dp * static_cast<double>(a.bytes) / bandwidth;
-  }
-  return out;
-}
-
-void evaluate(CompiledPlan& plan, const ClusterProfile& cluster) {
-  plan.allreduce = all_reduce(plan, cluster);
-  plan.iteration_s = plan.timeline.makespan_s;
-  for (const AllReduce& a : plan.allreduce) {
-    plan.iteration_s = std::max(plan.iteration_s, a.start_s + a.seconds);
-  }
-  plan.samples_per_s = plan.global_batch / plan.iteration_s;
-  double idle = 0;
-  for (const DeviceTimeline& d : plan.timeline.devices) idle += d.idle_s;
-  plan.bubble_ratio = idle / (plan.pp * plan.timeline.makespan_s);
+void evaluate_plan(CompiledPlan& plan, const ClusterProfile& cluster) {
+  const Evaluation e = evaluate(plan.model, plan.timeline, plan.ranks, plan.global_batch,
+                                plan.options.memory, cluster);
+  plan.allreduce = e.allreduce;
+  plan.iteration_s = e.iteration_s;
+  plan.samples_per_s = e.samples_per_s;
+  plan.bubble_ratio = e.bubble_ratio;
 }
 
 // Pass 3: the schedule, from the synthesizer (list schedules, then integer programs).
@@ -164,6 +180,7 @@ Status schedule_pass(CompiledPlan& plan, std::int64_t capacity) {
   request.static_bytes = plan.static_bytes;
   request.memory_capacity = capacity;
   request.split_backward = plan.options.split_backward;
+  request.family = traits(plan.strategy).schedule;
   request.max_nodes = plan.options.solver_max_nodes;
   request.max_seconds = plan.options.solver_max_seconds;
   auto answer = synthesize_schedule(request);
@@ -193,30 +210,41 @@ Result<CompiledPlan> compile_fixed(const ModelProfile& model, const ClusterProfi
   plan.device_type = device_type;
   plan.ranks = default_ranks(c.pp, c.dp);
 
-  // Pass 1: the layer graph at this microbatch size on this device type.
+  // Pass 1: the layer graph at this microbatch size on this device type (and, for a
+  // strategy blind to skips, the graph it partitions: the same without skip edges).
+  const StrategyTraits& strategy = traits(options.strategy);
   const LayerGraph graph = LayerGraph::build(model, device_type, c.microbatch);
+  const LayerGraph blind =
+      strategy.skip_aware ? LayerGraph{} : without_skips(model, device_type, c.microbatch);
   clock.lap("graph");
 
   // Pass 2: partition.
   PartitionRequest request;
-  request.graph = &graph;
+  request.graph = strategy.skip_aware ? &graph : &blind;
   request.pp = c.pp;
   request.links = pipeline_links(cluster, plan.ranks[0]);
   request.overlap_comm = cluster.overlap_comm;
   request.memory_capacity = cluster.usable_memory();
   request.memory = options.memory;
   request.dp = c.dp;
-  const StageLayout shape = options.strategy == Strategy::pulse
+  const StageLayout shape = strategy.v_placement
                                 ? v_layout(std::vector<LayerId>(2 * c.pp + 1, 0), c.pp)
                                 : sequential_layout(std::vector<LayerId>(c.pp + 1, 0), c.pp);
-  const std::vector<int> wanted = default_inflight(shape, c.num_microbatches);
+  const std::vector<int> wanted = strategy.schedule == ScheduleFamily::gpipe
+                                      ? std::vector<int>(c.pp, c.num_microbatches)
+                                      : default_inflight(shape, c.num_microbatches);
   auto partition = run_partition(request, options.strategy, wanted, model, cluster, c);
   if (!partition) return partition.error();
   plan.partition = std::move(*partition);
-  const SkipRouting routing =
-      options.strategy == Strategy::pulse ? SkipRouting::direct : SkipRouting::forwarded;
-  plan.model = build_pipeline_model(graph, plan.partition.layout, routing, request.links,
+  plan.model = build_pipeline_model(graph, plan.partition.layout, strategy.routing, request.links,
                                     cluster.overlap_comm);
+  round_to_nanoseconds(plan.model);
+  if (!strategy.skip_aware) {  // the partitioner did not see them; the plan must
+    plan.partition.all_skips_local = true;
+    for (const SkipPlacement& s : plan.model.skips) {
+      plan.partition.all_skips_local = plan.partition.all_skips_local && s.local;
+    }
+  }
   clock.lap("partition");
 
   // Pass 3: schedule.
@@ -227,7 +255,7 @@ Result<CompiledPlan> compile_fixed(const ModelProfile& model, const ClusterProfi
   clock.lap("schedule");
 
   // Pass 4: evaluate: the data-parallel all-reduce, iteration time, throughput, bubble.
-  evaluate(plan, cluster);
+  evaluate_plan(plan, cluster);
   clock.lap("evaluate");
   return plan;
 }

@@ -20,6 +20,7 @@ ExecutionEngine::ExecutionEngine(const PipelineModel& model, int num_microbatche
     into_[model.transfers[t].to].push_back(t);
   }
   device_free_.assign(model.num_devices(), 0.0);
+  sends_.assign(model.num_devices(), {});
   link_free_.assign(model.num_devices(), std::vector<double>(model.num_devices(), 0.0));
   const std::size_t n = static_cast<std::size_t>(S) * M_;
   f_start_.assign(n, kNotYet);
@@ -110,6 +111,7 @@ double ExecutionEngine::send_all(DeviceId d, double t, const std::vector<std::si
     link = end;
     (forward ? fwd_send_end_ : bwd_send_end_)[tr][m] = end;
     (forward ? fwd_arrival_ : bwd_arrival_)[tr][m] = end;
+    sends_[d].push_back(TimedSend{tr, m, forward, to, start, end});
     if (!model_.overlap_comm) busy = end;
   }
   return busy;

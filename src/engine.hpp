@@ -47,6 +47,8 @@ class ExecutionEngine {
   double arrival(std::size_t transfer, int m, bool forward) const {
     return (forward ? fwd_arrival_ : bwd_arrival_)[transfer][m];
   }
+  /// Sends each device made so far, in order.
+  const std::vector<TimedSend>& sends(DeviceId d) const { return sends_[d]; }
 
  private:
   std::size_t idx(StageId s, int m) const { return static_cast<std::size_t>(s) * M_ + m; }
@@ -55,6 +57,7 @@ class ExecutionEngine {
 
   const PipelineModel& model_;
   int M_;
+  std::vector<std::vector<TimedSend>> sends_;     // per sending device
   std::vector<std::vector<std::size_t>> out_of_;  // [stage]: transfers with from == stage
   std::vector<std::vector<std::size_t>> into_;    // [stage]: transfers with to == stage
   std::vector<double> device_free_;

@@ -1,6 +1,7 @@
 #include "pulse/pipeline_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 
@@ -200,6 +201,19 @@ Bytes PipelineModel::bytes_per_microbatch() const {
     total.carried += t.forward.carried + t.backward.carried;
   }
   return total;
+}
+
+void round_to_nanoseconds(PipelineModel& model) {
+  const auto ns = [](double& t) { t = std::round(t * 1e9) / 1e9; };
+  for (StageCost& s : model.stages) {
+    ns(s.forward_s);
+    ns(s.backward_s);
+    ns(s.backward_weight_s);
+  }
+  for (Transfer& t : model.transfers) {
+    ns(t.forward_s);
+    ns(t.backward_s);
+  }
 }
 
 PipelineLinks pipeline_links(const ClusterProfile& cluster, const std::vector<RankId>& ranks) {

@@ -1,6 +1,7 @@
 #include "pulse/plan.hpp"
 
 #include <cmath>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -70,7 +71,7 @@ ojson parallelism(const CompiledPlan& p, const ModelProfile& model, const Cluste
 }
 
 std::string stage_side(const CompiledPlan& p, StageId s) {
-  if (p.strategy == Strategy::sequential) return "chain";
+  if (!traits(p.strategy).v_placement) return "chain";
   return s < p.pp ? "encoder" : "decoder";
 }
 
@@ -193,6 +194,20 @@ ojson devices(const CompiledPlan& p, const ModelProfile& model) {
   return out;
 }
 
+// P2P bytes of one iteration by the link class they cross (both directions, all replicas).
+ojson link_class_bytes(const CompiledPlan& p) {
+  std::map<std::string, std::int64_t> by_class;
+  const std::int64_t scale = static_cast<std::int64_t>(p.num_microbatches) * p.dp;
+  for (const Transfer& t : p.model.transfers) {
+    const DeviceId a = p.model.layout.device[t.from], b = p.model.layout.device[t.to];
+    by_class[p.model.links[a][b].name] += t.forward.total() * scale;
+    by_class[p.model.links[b][a].name] += t.backward.total() * scale;
+  }
+  ojson out = ojson::object();
+  for (const auto& [name, bytes] : by_class) out[name] = bytes;
+  return out;
+}
+
 ojson comm(const CompiledPlan& p) {
   const Bytes mb = p.model.bytes_per_microbatch();
   const std::int64_t scale = static_cast<std::int64_t>(p.num_microbatches) * p.dp;
@@ -204,6 +219,7 @@ ojson comm(const CompiledPlan& p) {
           {"activation_bytes_per_iteration", mb.activation * scale},
           {"carried_bytes_per_iteration", mb.carried * scale},
           {"p2p_bytes_per_microbatch_per_pipeline", bytes_json(mb)},
+          {"p2p_bytes_per_link_class", link_class_bytes(p)},
           {"allreduce_bytes_per_iteration", allreduce}};
 }
 

@@ -84,6 +84,28 @@ int rank_of(const ListPolicy& p, const Op& op) {
 
 }  // namespace
 
+Schedule gpipe_schedule(const PipelineModel& model, int num_microbatches, bool split_backward) {
+  Schedule s;
+  s.policy = "gpipe";
+  s.split_backward = split_backward;
+  const OpKind back = split_backward ? OpKind::backward_input : OpKind::backward;
+  for (DeviceId d = 0; d < model.num_devices(); ++d) {
+    const std::vector<StageId> stages = model.layout.stages_on(d);
+    std::vector<Op> ops;
+    for (int m = 0; m < num_microbatches; ++m) {
+      for (StageId st : stages) ops.push_back({OpKind::forward, st, m});
+    }
+    for (int m = 0; m < num_microbatches; ++m) {
+      for (auto st = stages.rbegin(); st != stages.rend(); ++st) {
+        ops.push_back({back, *st, m});
+        if (split_backward) ops.push_back({OpKind::backward_weight, *st, m});
+      }
+    }
+    s.device_ops.push_back(std::move(ops));
+  }
+  return s;
+}
+
 Schedule list_schedule(const PipelineModel& model, int num_microbatches,
                        const std::vector<int>& inflight_limit, bool split_backward) {
   return list_schedule(model, num_microbatches, inflight_limit, split_backward,

@@ -188,8 +188,10 @@ Result<Timeline> simulate(const PipelineModel& model, const Schedule& schedule,
       return internal_error("schedule deadlocks: " + stuck);
     }
   }
-  for (auto& dev : timeline.devices) {
+  for (int d = 0; d < P; ++d) {
+    DeviceTimeline& dev = timeline.devices[d];
     dev.idle_s = std::max(0.0, timeline.makespan_s - dev.compute_s - dev.send_s);
+    dev.sends = engine.sends(d);
   }
   memory_pass(model, engine, num_microbatches, timeline);
   for (int d = 0; d < P; ++d) {

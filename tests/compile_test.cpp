@@ -73,7 +73,7 @@ TEST(Compile, SequentialBaselinePaysForSkips) {
   const Inputs in = shipped("sd2-unet-512", "dgx1-v100-32gb-1n");
   PlanOptions o;
   o.pp = 4;
-  o.strategy = Strategy::sequential;
+  o.strategy = Strategy::one_f_one_b;
   const CompiledPlan p = compile_ok(in, o);
   const json plan = json::parse(plan_json(p, in.model, in.cluster));
   EXPECT_EQ(plan["stages"].size(), 4u);

@@ -187,15 +187,19 @@ TEST_P(BruteForceAgreement, VAndSequentialMatchExhaustiveSearch) {
         }
         ++compared;
       }
-      const auto expected = test::brute_force_sequential(r);
-      const auto got = partition_sequential(r);
-      ASSERT_EQ(got.found, expected.objective >= 0) << "sequential, trial " << trial;
-      if (got.found) {
-        EXPECT_NEAR(got.result.objective_s, expected.objective, 1e-12);
-        const PipelineModel m =
-            build_pipeline_model(g, got.result.layout, SkipRouting::forwarded, r.links, false);
-        EXPECT_EQ(got.result.device_memory_bytes, test::memory_bound(m, r));
+      for (SkipRouting routing : {SkipRouting::forwarded, SkipRouting::direct}) {
+        r.routing = routing;
+        const auto expected = test::brute_force_sequential(r);
+        const auto got = partition_sequential(r);
+        ASSERT_EQ(got.found, expected.objective >= 0) << "sequential, trial " << trial;
+        if (got.found) {
+          EXPECT_NEAR(got.result.objective_s, expected.objective, 1e-12);
+          const PipelineModel m =
+              build_pipeline_model(g, got.result.layout, routing, r.links, false);
+          EXPECT_EQ(got.result.device_memory_bytes, test::memory_bound(m, r));
+        }
       }
+      r.routing = SkipRouting::forwarded;
     }
   }
   EXPECT_GT(compared, 100);  // the comparison really ran on many instances

@@ -171,7 +171,7 @@ BruteForce brute_force_sequential(const PartitionRequest& r) {
     std::vector<LayerId> first{0};
     first.insert(first.end(), cuts.begin(), cuts.end());
     first.push_back(n);
-    consider(r, sequential_layout(first, r.pp), SkipRouting::forwarded, false, best);
+    consider(r, sequential_layout(first, r.pp), r.routing, false, best);
   });
   return best;
 }

@@ -53,6 +53,7 @@ struct BruteForce {
   std::int64_t min_peak_memory = -1;  ///< Smallest largest-device memory bound over all.
 };
 BruteForce brute_force_v(const PartitionRequest& request, bool local_only);
+/// Sequential layouts, skips routed as request.routing says.
 BruteForce brute_force_sequential(const PartitionRequest& request);
 
 /// The memory bound the partitioners use, recomputed from a pipeline model.

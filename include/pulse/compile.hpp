@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "pulse/costs.hpp"
+#include "pulse/evaluate.hpp"
 #include "pulse/partition.hpp"
 #include "pulse/pipeline_model.hpp"
 #include "pulse/profile.hpp"
@@ -19,12 +20,31 @@
 
 namespace pulse {
 
+/// How a job is cut, placed and scheduled. Every strategy is evaluated by the same engine.
 enum class Strategy {
-  pulse,       ///< V placement, skip-aware partition (this project).
-  sequential,  ///< P stages in a row, skips relayed through each boundary.
+  pulse,                     ///< V placement, skip-aware partition, synthesized schedule.
+  v_naive,                   ///< V placement, cuts balanced ignoring skips, synthesized schedule.
+  one_f_one_b,               ///< P stages in a row, skips relayed through each boundary, 1F1B.
+  one_f_one_b_direct,        ///< P stages in a row, skips sent straight to the consumer, 1F1B.
+  gpipe,                     ///< P stages in a row, skips relayed, GPipe (all forwards first).
+  sequential = one_f_one_b,  ///< The foundation's name for 1f1b.
 };
 
+/// What a strategy is made of.
+struct StrategyTraits {
+  const char* name;     ///< As on the command line and in plans.
+  bool v_placement;     ///< 2P stages in a V; else P stages in a row.
+  SkipRouting routing;  ///< How non-local skips travel.
+  bool skip_aware;      ///< The partitioner sees skips (false: balanced ignoring them).
+  ScheduleFamily schedule;
+};
+
+const StrategyTraits& traits(Strategy s);
 const char* strategy_name(Strategy s);
+/// The strategy called `name`; "sequential" is accepted for 1f1b (the foundation's name).
+std::optional<Strategy> parse_strategy(std::string_view name);
+/// Every strategy name, for help texts and messages.
+std::string strategy_names();
 
 struct PlanOptions {
   Strategy strategy = Strategy::pulse;
@@ -56,13 +76,6 @@ struct Candidate {
   double iteration_s = 0;
   double samples_per_s = 0;
   std::string reason;  ///< Why it was not feasible.
-};
-
-/// Per pipeline device: the gradient all-reduce across replicas.
-struct AllReduce {
-  std::int64_t bytes = 0;  ///< Gradient bytes each member contributes.
-  double seconds = 0;
-  double start_s = 0;  ///< After the device's last backward.
 };
 
 struct CompiledPlan {

@@ -30,6 +30,10 @@ struct PartitionRequest {
   /// Microbatches in flight per device the memory check assumes (the schedule never holds
   /// more on that device).
   std::vector<int> inflight;
+  /// partition_sequential only: how skips reach consumers on other stages. Direct skips are
+  /// charged on the slowest pipeline link (the consumer's stage is not known while the
+  /// producer's is placed); exact when the pipeline's links are uniform.
+  SkipRouting routing = SkipRouting::forwarded;
 };
 
 /// The most memory-frugal partition still needs more than a device has.
@@ -69,8 +73,9 @@ enum class SkipPolicy {
 /// a zero shortfall (needed_bytes == 0): the caller should retry with allow_nonlocal.
 PartitionOutcome partition_v(const PartitionRequest& request, SkipPolicy policy);
 
-/// Conventional baseline: pp contiguous stages on pp devices, skips forwarded through every
-/// boundary between producer and consumer.
+/// Conventional baselines: pp contiguous stages on pp devices, skips forwarded through every
+/// boundary between producer and consumer (request.routing forwarded), or sent straight from
+/// producer stage to consumer stage (direct).
 PartitionOutcome partition_sequential(const PartitionRequest& request);
 
 }  // namespace pulse

@@ -107,6 +107,10 @@ PipelineModel build_pipeline_model(const LayerGraph& graph, const StageLayout& l
                                    SkipRouting routing, const PipelineLinks& links,
                                    bool overlap_comm);
 
+/// Rounds every stage and transfer time to the nanosecond: the plan writes times at that
+/// resolution, so a plan re-read from its JSON replays to the same figures.
+void round_to_nanoseconds(PipelineModel& model);
+
 /// Links among a pipeline's devices placed on the given cluster ranks.
 PipelineLinks pipeline_links(const ClusterProfile& cluster, const std::vector<RankId>& ranks);
 

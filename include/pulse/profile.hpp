@@ -109,6 +109,9 @@ struct ClusterProfile {
   std::vector<std::vector<int>> intra_node;
   int inter_node = -1;  ///< Class index between nodes; -1 when there is one node.
   bool overlap_comm = false;
+  /// Data-parallel gradient all-reduce: "ring" over all replicas, or "hierarchical"
+  /// (reduce-scatter in the node, all-reduce across nodes, all-gather in the node).
+  std::string allreduce = "ring";
 
   int num_devices() const { return devices_per_node * nodes; }
   int node_of(RankId r) const { return r / devices_per_node; }

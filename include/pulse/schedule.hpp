@@ -65,6 +65,10 @@ Schedule list_schedule(const PipelineModel& model, int num_microbatches,
                        const std::vector<int>& inflight_limit, bool split_backward,
                        const ListPolicy& policy, double* makespan_s = nullptr);
 
+/// GPipe: each device runs every forward of its stages (microbatch by microbatch), then every
+/// backward. Holds all microbatches in flight.
+Schedule gpipe_schedule(const PipelineModel& model, int num_microbatches, bool split_backward);
+
 /// The same with backward-first ranks.
 Schedule list_schedule(const PipelineModel& model, int num_microbatches,
                        const std::vector<int>& inflight_limit, bool split_backward = false);

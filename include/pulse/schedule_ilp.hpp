@@ -26,8 +26,16 @@
 
 namespace pulse {
 
+/// Which kind of schedule a request asks for.
+enum class ScheduleFamily {
+  synthesized,  ///< The best the synthesizer finds (heuristic, search, exact ILP).
+  one_f_one_b,  ///< The 1F1B list schedule itself (the baselines' schedule).
+  gpipe,        ///< GPipe: every forward, then every backward; all microbatches in flight.
+};
+
 struct ScheduleRequest {
   const PipelineModel* model = nullptr;
+  ScheduleFamily family = ScheduleFamily::synthesized;
   int num_microbatches = 1;
   std::vector<MemoryBreakdown> static_bytes;  ///< Per device.
   std::int64_t memory_capacity = 0;           ///< Usable bytes per device.

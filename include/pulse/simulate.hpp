@@ -29,8 +29,19 @@ struct TimedOp {
   double busy_until_s = 0;  ///< Blocking sends done (== end_s when sends overlap compute).
 };
 
+/// One point-to-point message batch: a transfer's tensors for one microbatch, one way.
+struct TimedSend {
+  std::size_t transfer = 0;  ///< Index into PipelineModel::transfers.
+  int microbatch = 0;
+  bool forward = true;  ///< Activations (true) or gradients (false).
+  DeviceId to = 0;
+  double start_s = 0;
+  double end_s = 0;
+};
+
 struct DeviceTimeline {
   std::vector<TimedOp> ops;
+  std::vector<TimedSend> sends;  ///< Sends this device made, in order.
   double compute_s = 0;
   double send_s = 0;     ///< Time blocked in sends.
   double idle_s = 0;     ///< Up to the pipeline makespan.

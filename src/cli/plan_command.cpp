@@ -8,6 +8,7 @@
 #include "pulse/compile.hpp"
 #include "pulse/io.hpp"
 #include "pulse/plan.hpp"
+#include "pulse/trace.hpp"
 #include "pulse/units.hpp"
 
 namespace pulse::cli {
@@ -24,11 +25,16 @@ skip tensor lives, the PP/DP/microbatch degrees, a rank map and predicted throug
 bubble, memory and traffic. The plan goes to stdout, or atomically to -o FILE; a one-line
 summary goes to stderr.
 
-Strategies:
-  pulse       2P stages in a V: stage d and stage 2P-1-d on device d, cut so that every
-              long skip stays on its device (the default)
-  sequential  the conventional baseline: P stages in a row, skip tensors relayed through
-              every stage boundary between producer and consumer
+Strategies (all evaluated by the same engine, so their figures compare):
+  pulse        2P stages in a V: stage d and stage 2P-1-d on device d, cut so that every
+               long skip stays on its device; synthesized schedule (the default)
+  v-naive      the same V, cut to balance compute while ignoring skips; skips that end
+               up on other devices are sent there
+  1f1b         P stages in a row, skip tensors relayed through every stage boundary
+               between producer and consumer (as chain-only runtimes do); 1F1B schedule.
+               "sequential" is accepted for it
+  1f1b-direct  P stages in a row, skip tensors sent straight to the consumer's stage; 1F1B
+  gpipe        as 1f1b, with the GPipe schedule (every forward, then every backward)
 
 Without --pp, every pipeline degree that divides the cluster (or fits beside --dp) is
 planned and the fastest is kept; the plan's "search" lists them all.
@@ -55,7 +61,7 @@ po::options_description plan_options() {
   add("cluster", po::value<std::string>()->value_name("FILE"),
       "cluster profile (pulse.cluster/v1)");
   add("strategy", po::value<std::string>()->value_name("NAME")->default_value("pulse"),
-      "pulse or sequential");
+      "pulse, v-naive, 1f1b, 1f1b-direct or gpipe");
   add("pp", po::value<int>()->value_name("N"), "pipeline degree (default: search)");
   add("dp", po::value<int>()->value_name("N"), "data-parallel degree (default: devices / pp)");
   add("microbatch-size", po::value<int>()->value_name("B")->default_value(1),
@@ -71,6 +77,8 @@ po::options_description plan_options() {
       "wall-clock safety limit of the schedule search, seconds (0: list schedules only)");
   add("output,o", po::value<std::string>()->value_name("FILE"),
       "write the plan here (atomically) instead of stdout");
+  add("trace", po::value<std::string>()->value_name("FILE"),
+      "also write the simulated timeline as a Chrome trace (chrome://tracing, Perfetto)");
   add("stats", "print the time of each pass on stderr");
   add("quiet,q", "no summary line on stderr");
   add("help,h", "this help");
@@ -80,13 +88,12 @@ po::options_description plan_options() {
 Result<PlanOptions> read_options(const po::variables_map& vm) {
   PlanOptions o;
   const std::string strategy = vm["strategy"].as<std::string>();
-  if (strategy == "pulse") {
-    o.strategy = Strategy::pulse;
-  } else if (strategy == "sequential") {
-    o.strategy = Strategy::sequential;
+  if (const auto s = parse_strategy(strategy)) {
+    o.strategy = *s;
   } else {
     return usage_error(
-        fmt::format("plan: --strategy must be pulse or sequential, got \"{}\"", strategy));
+        fmt::format("plan: --strategy must be one of {} (sequential means 1f1b), got \"{}\"",
+                    strategy_names(), strategy));
   }
   auto positive = [&](const char* name) -> Result<std::optional<int>> {
     if (!vm.count(name)) return std::optional<int>{};
@@ -169,6 +176,12 @@ int plan_command(const std::vector<std::string>& args) {
     if (auto written = write_file_atomically(path, text); !written) return report(written.error());
   } else {
     std::cout << text << std::flush;
+  }
+  if (vm->count("trace")) {
+    const std::string trace = chrome_trace(*plan);
+    if (auto written = write_file_atomically((*vm)["trace"].as<std::string>(), trace); !written) {
+      return report(written.error());
+    }
   }
   const double write_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
