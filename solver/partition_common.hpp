@@ -2,6 +2,7 @@
 // lexicographic value they minimise, and the upper-bound schedule that keeps them fast.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -76,6 +77,13 @@ inline bool better(const DpValue& a, const DpValue& b) {
   if (a.primary > b.primary + tol) return false;
   if (a.bytes != b.bytes) return a.bytes < b.bytes;
   return a.headroom > b.headroom;
+}
+
+/// A device's load per microbatch from its compute and its sends: blocking sends add to the
+/// compute; overlapped ones run beside it, so the slower of the two paces the device. (The
+/// same rule as PipelineModel::device_load.)
+inline double device_load(double compute, double sends, bool overlap_comm) {
+  return overlap_comm ? std::max(compute, sends) : compute + sends;
 }
 
 /// Seconds for `count` messages totalling `bytes` on `link`.

@@ -129,7 +129,7 @@ DeviceCost SequentialDynamicProgram::cost(int s, int a, int b, std::int64_t insi
   }
   std::int64_t held = relayed + inside;
   if (direct_) sends += direct_sends(a, b, inside, inside_count, c, held);
-  c.load = p.compute_in(a, b) + (r_.overlap_comm ? 0.0 : sends);
+  c.load = detail::device_load(p.compute_in(a, b), sends, r_.overlap_comm);
   c.memory = r_.memory.static_bytes(p.params_in(a, b), r_.dp) +
              static_cast<std::int64_t>(r_.inflight[s]) * (p.activation_in(a, b) + held);
   return c;

@@ -220,7 +220,8 @@ DeviceCost VDynamicProgram::side_cost(int d, int i, int j, int i2, int j2) const
         detail::message_time(slowest_, fwd_n, fwd_b) + detail::message_time(slowest_, bwd_n, bwd_b);
     c.bytes += fwd_b + bwd_b;
   }
-  c.load = p.compute_in(i + 1, i2) + p.compute_in(j2, j - 1) + (r_.overlap_comm ? 0.0 : sends);
+  c.load = detail::device_load(p.compute_in(i + 1, i2) + p.compute_in(j2, j - 1), sends,
+                               r_.overlap_comm);
   const std::int64_t params = p.params_in(i + 1, i2) + p.params_in(j2, j - 1);
   const std::int64_t act = p.activation_in(i + 1, i2) + p.activation_in(j2, j - 1);
   c.memory = r_.memory.static_bytes(params, r_.dp) +
@@ -250,7 +251,7 @@ DeviceCost VDynamicProgram::middle_cost(int i, int j) const {
         detail::message_time(slowest_, fwd_n, fwd_b) + detail::message_time(slowest_, bwd_n, bwd_b);
     c.bytes += fwd_b + bwd_b;
   }
-  c.load = p.compute_in(i + 1, j - 1) + (r_.overlap_comm ? 0.0 : sends);
+  c.load = detail::device_load(p.compute_in(i + 1, j - 1), sends, r_.overlap_comm);
   c.memory = r_.memory.static_bytes(p.params_in(i + 1, j - 1), r_.dp) +
              static_cast<std::int64_t>(r_.inflight[d]) * (p.activation_in(i + 1, j - 1) + held);
   return c;

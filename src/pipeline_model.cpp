@@ -159,15 +159,19 @@ PipelineModel build_pipeline_model(const LayerGraph& graph, const StageLayout& l
 }
 
 std::vector<double> PipelineModel::device_load() const {
-  std::vector<double> load(num_devices(), 0.0);
+  std::vector<double> compute(num_devices(), 0.0), sends(num_devices(), 0.0);
   for (StageId s = 0; s < layout.num_stages(); ++s) {
-    load[layout.device[s]] += stages[s].forward_s + stages[s].backward_s;
+    compute[layout.device[s]] += stages[s].forward_s + stages[s].backward_s;
   }
-  if (!overlap_comm) {
-    for (const Transfer& t : transfers) {
-      load[layout.device[t.from]] += t.forward_s;
-      load[layout.device[t.to]] += t.backward_s;
-    }
+  for (const Transfer& t : transfers) {
+    sends[layout.device[t.from]] += t.forward_s;
+    sends[layout.device[t.to]] += t.backward_s;
+  }
+  // Blocking sends add to the compute; overlapped sends run beside it and the slower of the
+  // two paces the device (overlap does not make a slow link free).
+  std::vector<double> load(num_devices());
+  for (int d = 0; d < num_devices(); ++d) {
+    load[d] = overlap_comm ? std::max(compute[d], sends[d]) : compute[d] + sends[d];
   }
   return load;
 }

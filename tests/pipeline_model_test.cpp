@@ -100,9 +100,15 @@ TEST(PipelineModel, DeviceLoadChargesSendsToTheSender) {
                                                 SkipRouting::forwarded, links, false);
   EXPECT_NEAR(pm.device_load()[0], 0.003 + 0.002, 1e-15);
   EXPECT_NEAR(pm.device_load()[1], 0.003 + 0.002, 1e-15);
+  // Overlapped, the 2 ms of sends hide behind 3 ms of compute...
   const PipelineModel overlapped =
       build_pipeline_model(g, sequential_layout({0, 1, 2}, 2), SkipRouting::forwarded, links, true);
   EXPECT_NEAR(overlapped.device_load()[0], 0.003, 1e-15);
+  // ...but on a link 10x slower the 11 ms send paces the device: overlap is not free.
+  const PipelineModel slow =
+      build_pipeline_model(g, sequential_layout({0, 1, 2}, 2), SkipRouting::forwarded,
+                           test::uniform_links(2, 1e5, 1e-3), true);
+  EXPECT_NEAR(slow.device_load()[0], 0.001 + 0.01, 1e-15);
 }
 
 }  // namespace

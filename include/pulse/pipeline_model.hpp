@@ -90,8 +90,9 @@ struct PipelineModel {
   PipelineLinks links;
 
   int num_devices() const { return layout.num_devices; }
-  /// Per device: compute of its stages plus the sends it blocks on, for one microbatch.
-  /// The steady-state period of the pipeline is the largest of these.
+  /// Per device, for one microbatch: compute of its stages plus the sends it blocks on, or
+  /// with overlapped sends the larger of the two. The steady-state period of the pipeline
+  /// is at least the largest of these.
   std::vector<double> device_load() const;
   /// Per device: parameters held.
   std::vector<std::int64_t> device_params() const;
