@@ -1,5 +1,7 @@
 #include "pulse/compile.hpp"
 
+#include "compile_internal.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
@@ -47,10 +49,13 @@ std::string strategy_names() {
   return out;
 }
 
+namespace detail {
+
 namespace {
 
-/// Global batch when none is given: 8 samples per device of the cluster.
-constexpr int kDefaultSamplesPerDevice = 8;
+// Screening effort: a short policy search, no integer program.
+constexpr int kScreenEvaluations = 24;
+constexpr double kScreenSeconds = 0.25;
 
 LayerGraph without_skips(ModelProfile model, int device_type, int microbatch) {
   model.skips.clear();
@@ -77,55 +82,6 @@ class PassClock {
   std::vector<PassTime>& out_;
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
-
-struct Config {
-  int pp = 1, dp = 1, microbatch = 1, num_microbatches = 1, global_batch = 1;
-};
-
-Result<Config> resolve_config(const ModelProfile& model, const ClusterProfile& cluster,
-                              const PlanOptions& options, int pp) {
-  Config c;
-  const int devices = cluster.num_devices();
-  c.pp = pp;
-  c.microbatch = options.microbatch_size;
-  c.dp = options.dp.value_or(devices / std::max(pp, 1));
-  c.global_batch = options.global_batch.value_or(kDefaultSamplesPerDevice * devices);
-  const int layers = static_cast<int>(model.layers.size());
-  const int min_layers = traits(options.strategy).v_placement ? 2 * pp : pp;
-  if (!options.dp && pp > devices) {
-    return usage_error(
-        fmt::format("--pp {} needs {} devices; cluster {} has {}", pp, pp, cluster.name, devices));
-  }
-  if (static_cast<long>(pp) * c.dp > devices) {
-    return usage_error(fmt::format("--pp {} x --dp {} needs {} devices; cluster {} has {}", pp,
-                                   c.dp, static_cast<long>(pp) * c.dp, cluster.name, devices));
-  }
-  if (layers < min_layers) {
-    return usage_error(fmt::format(
-        "--pp {} with strategy {} needs at least {} layers ({} stages "
-        "of one layer or more); model {} has {}",
-        pp, strategy_name(options.strategy), min_layers, min_layers, model.name, layers));
-  }
-  const long per_step = static_cast<long>(c.dp) * c.microbatch;
-  if (c.global_batch % per_step != 0) {
-    return usage_error(
-        fmt::format("global batch {} is not divisible by dp {} x microbatch size "
-                    "{} = {}",
-                    c.global_batch, c.dp, c.microbatch, per_step));
-  }
-  c.num_microbatches = static_cast<int>(c.global_batch / per_step);
-  return c;
-}
-
-// Replica r's pipeline occupies ranks r*pp .. r*pp+pp-1, so a pipeline no larger than a
-// node stays inside one node and the data-parallel replicas span nodes.
-std::vector<std::vector<RankId>> default_ranks(int pp, int dp) {
-  std::vector<std::vector<RankId>> ranks(dp, std::vector<RankId>(pp));
-  for (int r = 0; r < dp; ++r) {
-    for (int d = 0; d < pp; ++d) ranks[r][d] = r * pp + d;
-  }
-  return ranks;
-}
 
 std::string shortfall_message(const ModelProfile& model, const ClusterProfile& cluster,
                               const Config& c, const MemoryShortfall& s) {
@@ -163,6 +119,20 @@ Result<PartitionResult> run_partition(PartitionRequest request, Strategy strateg
   return infeasible_error(shortfall_message(model, cluster, c, outcome.shortfall));
 }
 
+// Bytes and messages per microbatch crossing each boundary between neighbouring pipeline
+// devices (both directions), what placement weighs links by.
+void boundary_traffic(const PipelineModel& m, PlacementRequest& r) {
+  r.boundary_bytes.assign(std::max(0, m.num_devices() - 1), 0);
+  r.boundary_messages.assign(r.boundary_bytes.size(), 0);
+  for (const Transfer& t : m.transfers) {
+    const DeviceId a = m.layout.device[t.from], b = m.layout.device[t.to];
+    if (std::abs(a - b) != 1) continue;
+    const int boundary = std::min(a, b);
+    r.boundary_bytes[boundary] += t.forward.total() + t.backward.total();
+    r.boundary_messages[boundary] += t.forward_messages + t.backward_messages;
+  }
+}
+
 void evaluate_plan(CompiledPlan& plan, const ClusterProfile& cluster) {
   const Evaluation e = evaluate(plan.model, plan.timeline, plan.ranks, plan.global_batch,
                                 plan.options.memory, cluster);
@@ -172,8 +142,8 @@ void evaluate_plan(CompiledPlan& plan, const ClusterProfile& cluster) {
   plan.bubble_ratio = e.bubble_ratio;
 }
 
-// Pass 3: the schedule, from the synthesizer (list schedules, then integer programs).
-Status schedule_pass(CompiledPlan& plan, std::int64_t capacity) {
+// Pass 4: the schedule, from the synthesizer (list schedules, then integer programs).
+Status schedule_pass(CompiledPlan& plan, std::int64_t capacity, Effort effort) {
   ScheduleRequest request;
   request.model = &plan.model;
   request.num_microbatches = plan.num_microbatches;
@@ -183,6 +153,11 @@ Status schedule_pass(CompiledPlan& plan, std::int64_t capacity) {
   request.family = traits(plan.strategy).schedule;
   request.max_nodes = plan.options.solver_max_nodes;
   request.max_seconds = plan.options.solver_max_seconds;
+  if (effort == Effort::screen) {
+    request.max_evaluations = kScreenEvaluations;
+    request.exact_max_ops = 0;
+    request.max_seconds = std::min(request.max_seconds, kScreenSeconds);
+  }
   auto answer = synthesize_schedule(request);
   if (!answer) return answer.error();
   std::vector<std::int64_t> static_totals;
@@ -195,9 +170,85 @@ Status schedule_pass(CompiledPlan& plan, std::int64_t capacity) {
   return Ok{};
 }
 
-Result<CompiledPlan> compile_fixed(const ModelProfile& model, const ClusterProfile& cluster,
-                                   const PlanOptions& options, const Config& c, int device_type,
-                                   std::vector<PassTime>& times) {
+// Passes 2 and 3: partition, then place the pipelines for the traffic that partition moves
+// and partition again on the links the placement chose (the cuts may shift).
+Status partition_and_place(CompiledPlan& plan, PartitionRequest& request, const LayerGraph& graph,
+                           const ModelProfile& model, const ClusterProfile& cluster,
+                           const Config& c) {
+  const StrategyTraits& strategy = traits(plan.strategy);
+  const StageLayout shape = strategy.v_placement
+                                ? v_layout(std::vector<LayerId>(2 * c.pp + 1, 0), c.pp)
+                                : sequential_layout(std::vector<LayerId>(c.pp + 1, 0), c.pp);
+  const std::vector<int> wanted = strategy.schedule == ScheduleFamily::gpipe
+                                      ? std::vector<int>(c.pp, c.num_microbatches)
+                                      : default_inflight(shape, c.num_microbatches);
+  PlacementRequest where{&cluster, c.pp, c.dp, {}, {}};
+  plan.placement = place_pipelines(where);  // equal weights first
+  for (int round = 0; round < 2; ++round) {
+    request.links = pipeline_links(cluster, plan.placement.ranks[0]);
+    auto partition = run_partition(request, plan.strategy, wanted, model, cluster, c);
+    if (!partition) return partition.error();
+    plan.partition = std::move(*partition);
+    plan.model = build_pipeline_model(graph, plan.partition.layout, strategy.routing, request.links,
+                                      cluster.overlap_comm);
+    if (round == 1 || !plan.placement.topology_aware) break;
+    boundary_traffic(plan.model, where);
+    Placement weighed = place_pipelines(where);
+    if (weighed.ranks == plan.placement.ranks) break;
+    plan.placement = std::move(weighed);
+  }
+  plan.ranks = plan.placement.ranks;
+  round_to_nanoseconds(plan.model);
+  if (!strategy.skip_aware) {  // the partitioner did not see skips; the plan must
+    plan.partition.all_skips_local = true;
+    for (const SkipPlacement& s : plan.model.skips) {
+      plan.partition.all_skips_local = plan.partition.all_skips_local && s.local;
+    }
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+Result<Config> resolve_config(const ModelProfile& model, const ClusterProfile& cluster,
+                              const PlanOptions& options, int pp, int dp, int microbatch) {
+  Config c;
+  const int devices = cluster.num_devices();
+  c.pp = pp;
+  c.dp = dp;
+  c.microbatch = microbatch;
+  c.global_batch = options.global_batch.value_or(kDefaultSamplesPerDevice * devices);
+  const int layers = static_cast<int>(model.layers.size());
+  const int min_layers = traits(options.strategy).v_placement ? 2 * pp : pp;
+  if (!options.dp && pp > devices) {
+    return usage_error(
+        fmt::format("--pp {} needs {} devices; cluster {} has {}", pp, pp, cluster.name, devices));
+  }
+  if (pp < 1 || dp < 1 || static_cast<long>(pp) * dp > devices) {
+    return usage_error(fmt::format("--pp {} x --dp {} needs {} devices; cluster {} has {}", pp, dp,
+                                   static_cast<long>(pp) * dp, cluster.name, devices));
+  }
+  if (layers < min_layers) {
+    return usage_error(fmt::format(
+        "--pp {} with strategy {} needs at least {} layers ({} stages "
+        "of one layer or more); model {} has {}",
+        pp, strategy_name(options.strategy), min_layers, min_layers, model.name, layers));
+  }
+  const long per_step = static_cast<long>(dp) * microbatch;
+  if (c.global_batch % per_step != 0) {
+    return usage_error(
+        fmt::format("global batch {} is not divisible by dp {} x microbatch size "
+                    "{} = {}",
+                    c.global_batch, dp, microbatch, per_step));
+  }
+  c.num_microbatches = static_cast<int>(c.global_batch / per_step);
+  return c;
+}
+
+Result<CompiledPlan> compile_configuration(const ModelProfile& model, const ClusterProfile& cluster,
+                                           const PlanOptions& options, const Config& c,
+                                           int device_type, Effort effort,
+                                           std::vector<PassTime>& times) {
   PassClock clock(times);
   CompiledPlan plan;
   plan.options = options;
@@ -208,7 +259,6 @@ Result<CompiledPlan> compile_fixed(const ModelProfile& model, const ClusterProfi
   plan.num_microbatches = c.num_microbatches;
   plan.global_batch = c.global_batch;
   plan.device_type = device_type;
-  plan.ranks = default_ranks(c.pp, c.dp);
 
   // Pass 1: the layer graph at this microbatch size on this device type (and, for a
   // strategy blind to skips, the graph it partitions: the same without skip edges).
@@ -218,121 +268,32 @@ Result<CompiledPlan> compile_fixed(const ModelProfile& model, const ClusterProfi
       strategy.skip_aware ? LayerGraph{} : without_skips(model, device_type, c.microbatch);
   clock.lap("graph");
 
-  // Pass 2: partition.
+  // Passes 2 and 3: partition and placement.
   PartitionRequest request;
   request.graph = strategy.skip_aware ? &graph : &blind;
   request.pp = c.pp;
-  request.links = pipeline_links(cluster, plan.ranks[0]);
   request.overlap_comm = cluster.overlap_comm;
   request.memory_capacity = cluster.usable_memory();
   request.memory = options.memory;
   request.dp = c.dp;
-  const StageLayout shape = strategy.v_placement
-                                ? v_layout(std::vector<LayerId>(2 * c.pp + 1, 0), c.pp)
-                                : sequential_layout(std::vector<LayerId>(c.pp + 1, 0), c.pp);
-  const std::vector<int> wanted = strategy.schedule == ScheduleFamily::gpipe
-                                      ? std::vector<int>(c.pp, c.num_microbatches)
-                                      : default_inflight(shape, c.num_microbatches);
-  auto partition = run_partition(request, options.strategy, wanted, model, cluster, c);
-  if (!partition) return partition.error();
-  plan.partition = std::move(*partition);
-  plan.model = build_pipeline_model(graph, plan.partition.layout, strategy.routing, request.links,
-                                    cluster.overlap_comm);
-  round_to_nanoseconds(plan.model);
-  if (!strategy.skip_aware) {  // the partitioner did not see them; the plan must
-    plan.partition.all_skips_local = true;
-    for (const SkipPlacement& s : plan.model.skips) {
-      plan.partition.all_skips_local = plan.partition.all_skips_local && s.local;
-    }
+  if (auto placed = partition_and_place(plan, request, graph, model, cluster, c); !placed) {
+    return placed.error();
   }
   clock.lap("partition");
 
-  // Pass 3: schedule.
+  // Pass 4: schedule.
   plan.static_bytes = static_memory(plan.model, options.memory, c.dp);
-  if (auto scheduled = schedule_pass(plan, request.memory_capacity); !scheduled) {
+  if (auto scheduled = schedule_pass(plan, request.memory_capacity, effort); !scheduled) {
     return scheduled.error();
   }
   clock.lap("schedule");
 
-  // Pass 4: evaluate: the data-parallel all-reduce, iteration time, throughput, bubble.
+  // Pass 5: evaluate: the data-parallel all-reduce, iteration time, throughput, bubble.
   evaluate_plan(plan, cluster);
   clock.lap("evaluate");
   return plan;
 }
 
-Candidate summarize(const Config& c, const Result<CompiledPlan>& r) {
-  Candidate k;
-  k.pp = c.pp;
-  k.dp = c.dp;
-  k.num_microbatches = c.num_microbatches;
-  k.feasible = r.ok();
-  if (r) {
-    k.iteration_s = r->iteration_s;
-    k.samples_per_s = r->samples_per_s;
-  } else {
-    k.reason = r.error().message;
-  }
-  return k;
-}
-
-}  // namespace
-
-Result<CompiledPlan> compile_plan(const ModelProfile& model, const ClusterProfile& cluster,
-                                  const PlanOptions& options) {
-  const int device_type = model.device_type_index(cluster.device_type);
-  if (device_type < 0) {
-    std::string known;
-    for (const auto& t : model.device_types) known += (known.empty() ? "" : ", ") + t;
-    return input_error(
-        fmt::format("{}: model profile has times for device types [{}], but "
-                    "cluster profile {} has devices of type \"{}\"",
-                    model.file.path, known, cluster.file.path, cluster.device_type));
-  }
-  if (options.microbatch_size < 1) return usage_error("--microbatch-size must be at least 1");
-  std::vector<PassTime> times;
-  try {
-    std::vector<int> degrees;
-    if (options.pp) {
-      degrees.push_back(*options.pp);
-    } else {
-      const int n = cluster.num_devices();
-      const int limit = options.dp ? n / *options.dp : n;
-      for (int p = 1; p <= limit; ++p) {
-        if (options.dp || n % p == 0) degrees.push_back(p);
-      }
-    }
-    std::optional<CompiledPlan> best;
-    std::vector<Candidate> candidates;
-    std::optional<Error> first_error;
-    for (int pp : degrees) {
-      auto config = resolve_config(model, cluster, options, pp);
-      if (!config) {
-        if (options.pp) return config.error();
-        candidates.push_back(Candidate{pp, 0, 0, false, 0, 0, config.error().message});
-        if (!first_error) first_error = config.error();
-        continue;
-      }
-      auto plan = compile_fixed(model, cluster, options, *config, device_type, times);
-      candidates.push_back(summarize(*config, plan));
-      if (!plan) {
-        if (plan.error().kind == ErrorKind::internal || options.pp) return plan.error();
-        if (!first_error || first_error->kind != ErrorKind::infeasible) first_error = plan.error();
-        continue;
-      }
-      if (!best || plan->samples_per_s > best->samples_per_s * (1 + 1e-9)) best = std::move(*plan);
-    }
-    if (!best) {
-      if (!first_error) return usage_error("no pipeline degree to try");
-      std::string reasons;
-      for (const Candidate& k : candidates) reasons += fmt::format("\n  pp {}: {}", k.pp, k.reason);
-      return Error{first_error->kind, "no configuration fits:" + reasons};
-    }
-    best->candidates = std::move(candidates);
-    best->pass_times = std::move(times);
-    return std::move(*best);
-  } catch (const std::exception& e) {
-    return internal_error(std::string("internal error: ") + e.what());
-  }
-}
+}  // namespace detail
 
 }  // namespace pulse

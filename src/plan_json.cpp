@@ -47,7 +47,7 @@ ojson options(const PlanOptions& o) {
   return {{"strategy", strategy_name(o.strategy)},
           {"pp", optional_int(o.pp)},
           {"dp", optional_int(o.dp)},
-          {"microbatch_size", o.microbatch_size},
+          {"microbatch_size", optional_int(o.microbatch_size)},
           {"global_batch", optional_int(o.global_batch)},
           {"split_backward", o.split_backward},
           {"memory",
@@ -289,7 +289,11 @@ ojson rank_map(const CompiledPlan& p, const ClusterProfile& c) {
           {"ranks", ranks},
           {"pipeline_groups", pipelines},
           {"data_parallel_groups", replicas},
-          {"unused_ranks", unused}};
+          {"unused_ranks", unused},
+          {"placement",
+           {{"topology_aware", p.placement.topology_aware},
+            {"note", p.placement.note},
+            {"boundary_links", p.placement.boundary_links}}}};
 }
 
 ojson search(const CompiledPlan& p) {
@@ -297,14 +301,17 @@ ojson search(const CompiledPlan& p) {
   for (const Candidate& k : p.candidates) {
     ojson entry = {{"pp", k.pp},
                    {"dp", k.dp},
+                   {"microbatch_size", k.microbatch_size},
                    {"num_microbatches", k.num_microbatches},
-                   {"feasible", k.feasible}};
+                   {"feasible", k.feasible},
+                   {"chosen", k.chosen},
+                   {"synthesized", k.synthesized}};
     if (k.feasible) {
       entry["iteration_s"] = seconds(k.iteration_s);
       entry["samples_per_s"] = quantize(k.samples_per_s, 1e6);
-    } else {
-      entry["reason"] = k.reason;
+      entry["peak_memory_bytes"] = k.peak_memory_bytes;
     }
+    if (!k.reason.empty()) entry["reason"] = k.reason;
     out.push_back(entry);
   }
   return out;

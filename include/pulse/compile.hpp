@@ -1,9 +1,13 @@
 // The plan pipeline, written once as a list of passes:
-//   layer graph -> partition -> schedule -> simulate -> evaluate (iteration, memory, bytes)
-// Without a fixed pipeline degree it runs the list for every candidate and keeps the
-// fastest. Loading and writing are the caller's (the CLI's) business.
+//   layer graph -> partition -> placement -> schedule -> evaluate (iteration, memory, bytes)
+// compile_plan runs it for one configuration when pp, dp and the microbatch size are all
+// given; otherwise the tuner (solver/tuner.cpp) searches them: every candidate is screened
+// with a cheap schedule, the best few get the full schedule synthesis, the fastest wins and
+// every other candidate is kept with the reason it lost. Loading and writing are the
+// caller's (the CLI's) business.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +16,7 @@
 #include "pulse/evaluate.hpp"
 #include "pulse/partition.hpp"
 #include "pulse/pipeline_model.hpp"
+#include "pulse/placement.hpp"
 #include "pulse/profile.hpp"
 #include "pulse/result.hpp"
 #include "pulse/schedule.hpp"
@@ -49,9 +54,9 @@ std::string strategy_names();
 struct PlanOptions {
   Strategy strategy = Strategy::pulse;
   std::optional<int> pp;  ///< Pipeline degree; searched when absent.
-  std::optional<int> dp;  ///< Data-parallel degree; devices / pp when absent.
-  int microbatch_size = 1;
-  std::optional<int> global_batch;  ///< Default: 8 samples per device of the cluster.
+  std::optional<int> dp;  ///< Data-parallel degree; searched (devices / pp) when absent.
+  std::optional<int> microbatch_size;  ///< Samples per microbatch; searched when absent.
+  std::optional<int> global_batch;     ///< Default: 8 samples per device of the cluster.
   MemoryModel memory;
   /// Backward as input-gradient (I) and weight-gradient (W) ops, zero-bubble style.
   bool split_backward = false;
@@ -59,6 +64,11 @@ struct PlanOptions {
   /// and a wall-clock safety limit per schedule, seconds (0: list schedules only).
   int solver_max_nodes = 5000;
   double solver_max_seconds = 2.0;
+  /// Tuner: how many of the best screened candidates get the full schedule synthesis
+  /// (0: all of them, an exhaustive sweep).
+  int tuner_top_k = 3;
+  /// Tuner progress: called after each candidate with (done, total). Optional.
+  std::function<void(int, int)> progress;
 };
 
 /// How long each pass took, for --stats (never written into a plan).
@@ -71,11 +81,15 @@ struct PassTime {
 struct Candidate {
   int pp = 0;
   int dp = 0;
+  int microbatch_size = 0;
   int num_microbatches = 0;
   bool feasible = false;
+  bool synthesized = false;  ///< Got the full schedule synthesis (else: screened only).
+  bool chosen = false;
   double iteration_s = 0;
   double samples_per_s = 0;
-  std::string reason;  ///< Why it was not feasible.
+  std::int64_t peak_memory_bytes = 0;  ///< Largest device peak.
+  std::string reason;  ///< Why it lost: out of memory (where, by how much), not divisible, ...
 };
 
 struct CompiledPlan {
@@ -100,7 +114,8 @@ struct CompiledPlan {
   double iteration_s = 0;
   double samples_per_s = 0;
   double bubble_ratio = 0;
-  std::vector<Candidate> candidates;  ///< Configurations tried (one when pp is fixed).
+  std::vector<Candidate> candidates;  ///< Configurations tried, best first.
+  Placement placement;                ///< How ranks were chosen.
   std::vector<PassTime> pass_times;
 };
 

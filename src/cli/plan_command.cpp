@@ -36,8 +36,14 @@ Strategies (all evaluated by the same engine, so their figures compare):
   1f1b-direct  P stages in a row, skip tensors sent straight to the consumer's stage; 1F1B
   gpipe        as 1f1b, with the GPipe schedule (every forward, then every backward)
 
-Without --pp, every pipeline degree that divides the cluster (or fits beside --dp) is
-planned and the fastest is kept; the plan's "search" lists them all.
+Tuning: whatever of --pp, --dp and --microbatch-size is not given is searched. Every
+pipeline degree that divides the cluster (or fits beside --dp), with the data-parallel
+degree filling the cluster, at every power-of-two microbatch size the profile covers, is
+planned with a cheap schedule; the best three get the full schedule synthesis and the
+fastest wins. Pipelines are placed on the fastest links (an NVLink-connected set on a
+DGX-1, an HCCS group on an Ascend 910A server), ordered so the boundaries that move the
+most bytes get the strongest links; replicas spread over nodes. The plan's "search" lists
+every configuration with its figures or the reason it lost; --explain prints them.
 
 )";
 
@@ -64,8 +70,8 @@ po::options_description plan_options() {
       "pulse, v-naive, 1f1b, 1f1b-direct or gpipe");
   add("pp", po::value<int>()->value_name("N"), "pipeline degree (default: search)");
   add("dp", po::value<int>()->value_name("N"), "data-parallel degree (default: devices / pp)");
-  add("microbatch-size", po::value<int>()->value_name("B")->default_value(1),
-      "samples per microbatch");
+  add("microbatch-size", po::value<int>()->value_name("B"),
+      "samples per microbatch (default: search)");
   add("global-batch", po::value<int>()->value_name("G"),
       "samples per iteration (default: 8 per device)");
   add("zero", po::value<int>()->value_name("0|1")->default_value(0),
@@ -80,6 +86,10 @@ po::options_description plan_options() {
   add("trace", po::value<std::string>()->value_name("FILE"),
       "also write the simulated timeline as a Chrome trace (chrome://tracing, Perfetto)");
   add("stats", "print the time of each pass on stderr");
+  add("explain", "print every configuration tried, and why each lost, on stderr");
+  add("exhaustive",
+      "give every configuration the full schedule synthesis (slow; for checking "
+      "the tuner)");
   add("quiet,q", "no summary line on stderr");
   add("help,h", "this help");
   return o;
@@ -107,7 +117,7 @@ Result<PlanOptions> read_options(const po::variables_map& vm) {
   }
   o.pp = *positive("pp");
   o.dp = *positive("dp");
-  o.microbatch_size = vm["microbatch-size"].as<int>();
+  o.microbatch_size = *positive("microbatch-size");
   o.global_batch = *positive("global-batch");
   const int zero = vm["zero"].as<int>();
   if (zero != 0 && zero != 1) {
@@ -115,12 +125,28 @@ Result<PlanOptions> read_options(const po::variables_map& vm) {
   }
   o.memory.zero_stage = zero;
   o.split_backward = vm.count("split-backward") > 0;
+  if (vm.count("exhaustive")) o.tuner_top_k = 0;
   o.solver_max_nodes = vm["solver-nodes"].as<int>();
   o.solver_max_seconds = vm["solver-time-limit"].as<double>();
   if (o.solver_max_nodes < 0 || !(o.solver_max_seconds >= 0)) {
     return usage_error("plan: --solver-nodes and --solver-time-limit must not be negative");
   }
   return o;
+}
+
+// What was tried, best first, and why each configuration lost.
+std::string explanation(const CompiledPlan& p) {
+  std::string out = fmt::format("{:>4} {:>5} {:>5} {:>5}  {:>11}  {:>11}  {:>10}  {}\n", "pp", "dp",
+                                "mb", "M", "samples/s", "iteration", "peak mem", "verdict");
+  for (const Candidate& c : p.candidates) {
+    const std::string figures =
+        c.feasible ? fmt::format("{:>11.2f}  {:>11}  {:>10}", c.samples_per_s,
+                                 format_seconds(c.iteration_s), format_bytes(c.peak_memory_bytes))
+                   : fmt::format("{:>11}  {:>11}  {:>10}", "-", "-", "-");
+    out += fmt::format("{:>4} {:>5} {:>5} {:>5}  {}  {}\n", c.pp, c.dp, c.microbatch_size,
+                       c.num_microbatches, figures, c.chosen ? "chosen" : c.reason);
+  }
+  return out;
 }
 
 std::string summary(const CompiledPlan& p, const ModelProfile& m, const ClusterProfile& c) {
@@ -166,6 +192,12 @@ int plan_command(const std::vector<std::string>& args) {
   }
   const double load_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (stderr_is_terminal() && !vm->count("quiet")) {
+    plan_options->progress = [](int done, int total) {
+      std::cerr << fmt::format("\rpulse-plan: tuning, {}/{} configurations", done, total)
+                << (done == total ? "\r\033[K" : "") << std::flush;
+    };
+  }
   auto plan = compile_plan(*model, *cluster, *plan_options);
   if (!plan) return report(plan.error());
 
@@ -186,6 +218,7 @@ int plan_command(const std::vector<std::string>& args) {
   const double write_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   if (!vm->count("quiet")) std::cerr << "pulse-plan: " << summary(*plan, *model, *cluster) << "\n";
+  if (vm->count("explain")) std::cerr << explanation(*plan);
   if (vm->count("stats")) {
     std::cerr << fmt::format("  {:<10} {}\n", "load", format_seconds(load_s));
     for (const PassTime& t : plan->pass_times) {
