@@ -27,7 +27,7 @@ packages=(
   libboost-program-options-dev libboost-graph-dev
   nlohmann-json3-dev libfmt-dev libssl-dev
   libgtest-dev libgmock-dev
-  python3 python3-jsonschema
+  python3 python3-jsonschema python3-torch
 )
 missing=()
 for p in "${packages[@]}"; do

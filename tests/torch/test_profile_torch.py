@@ -1,0 +1,129 @@
+#!/usr/bin/python3
+"""The PyTorch profiler front end on the example UNet: real model -> profile -> plan.
+
+Profiles examples/small_unet.py on the CPU (two small microbatch sizes, few repeats, to stay
+within seconds), validates the profile against schema/model.schema.json, checks it against
+the model itself (parameters, skip and carried tensor sizes computed independently), plans
+it with pulse-plan on the CPU cluster, and checks that the checked-in profiles still
+describe the model (their bytes and parameters equal a fresh measurement's).
+"""
+
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+import common
+
+OPTS = None
+SCHEMA = os.path.join(common.ROOT, "schema", "model.schema.json")
+
+
+def profile(model_spec, out, *extra):
+    common.run([sys.executable, os.path.join(common.ROOT, "scripts", "profile_torch.py"),
+                "--model", model_spec, "-o", out, *extra])
+    with open(out) as f:
+        return json.load(f)
+
+
+def independent_sizes(model):
+    """Bytes per sample of every skip and carried tensor, from one plain forward."""
+    import torch
+    batch = model.make_batch(1, seed=0)
+    sizes, env, h = {}, dict(batch), model.first_input(batch)
+    with torch.no_grad():
+        for name, block in zip(model.block_names, model.blocks):
+            h, produced = block(h, env)
+            env.update(produced)
+            for k, v in produced.items():
+                sizes[k] = v.numel() * v.element_size()
+            for s in model.skips:
+                if s["producer"] == name:
+                    env[s["name"]] = h
+                    sizes[s["name"]] = h.numel() * h.element_size()
+    return sizes
+
+
+def structure(prof):
+    """What must not depend on the machine: names, kinds, parameters and bytes."""
+    return {
+        "layers": [(l["name"], l["kind"], l["params"], l["output_bytes_per_sample"],
+                    l["activation_bytes_per_sample"]) for l in prof["layers"]],
+        "skips": prof["skips"], "carried": prof["carried"], "dtype": prof["dtype"],
+    }
+
+
+@common.requires_torch
+class ProfileSmallUNet(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        import blocklist
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.path = os.path.join(cls.tmp.name, "small-unet-cpu.json")
+        cls.prof = profile(common.SMALL_UNET + ":build", cls.path, "--sizes", "1,2",
+                           "--warmup", "1", "--repeats", "3")
+        cls.model = blocklist.load_factory(common.SMALL_UNET + ":build")()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_schema(self):
+        import jsonschema
+        with open(SCHEMA) as f:
+            jsonschema.validate(self.prof, json.load(f))
+        self.assertEqual(self.prof["provenance"]["method"], "measured")
+        self.assertEqual(self.prof["timing"]["device_types"], ["CPU"])
+        self.assertIn("PyTorch", self.prof["provenance"]["source"])
+
+    def test_layers_and_parameters(self):
+        self.assertEqual([l["name"] for l in self.prof["layers"]], self.model.block_names)
+        total = sum(p.numel() for p in self.model.parameters())
+        self.assertEqual(sum(l["params"] for l in self.prof["layers"]), total)
+        for layer, block in zip(self.prof["layers"], self.model.blocks):
+            self.assertEqual(layer["params"], sum(p.numel() for p in block.parameters()))
+
+    def test_skip_and_carried_bytes(self):
+        sizes = independent_sizes(self.model)
+        self.assertEqual(len(self.prof["skips"]), len(self.model.skips))
+        for s, spec in zip(self.prof["skips"], self.model.skips):
+            self.assertEqual((s["producer"], s["consumer"]), (spec["producer"], spec["consumer"]))
+            self.assertEqual(s["bytes_per_sample"], sizes[spec["name"]], s["name"])
+        for c in self.prof["carried"]:
+            self.assertEqual(c["bytes_per_sample"], sizes[c["name"]], c["name"])
+
+    def test_plausible_times_and_bytes(self):
+        sizes = self.prof["timing"]["microbatch_sizes"]
+        for layer in self.prof["layers"]:
+            self.assertGreater(layer["activation_bytes_per_sample"], 0, layer["name"])
+            self.assertGreater(layer["output_bytes_per_sample"], 0, layer["name"])
+            for key in ("forward_s", "backward_s"):
+                self.assertTrue(all(t > 0 for t in layer[key]["CPU"]), layer["name"])
+        # Per-sample step time must not grow steeply with the microbatch (it falls on CPU
+        # here); summed over blocks so one noisy block cannot decide it.
+        per_sample = [sum(l["forward_s"]["CPU"][i] + l["backward_s"]["CPU"][i]
+                          for l in self.prof["layers"]) / b for i, b in enumerate(sizes)]
+        self.assertLess(per_sample[-1], 2.0 * per_sample[0], per_sample)
+
+    def test_plans_with_all_skips_local(self):
+        out = os.path.join(self.tmp.name, "plan.json")
+        plan = common.plan(OPTS.binary, self.path, out, "--pp", "2", "--dp", "1")
+        self.assertEqual(plan["inputs"]["model"]["provenance"], "measured")
+        self.assertTrue(plan["partition"]["all_skips_local"])
+        self.assertEqual({s["route"] for s in plan["skips"]}, {"local"})
+        self.assertEqual(len(plan["skips"]), len(self.model.skips))
+
+    def test_checked_in_profiles_describe_the_model(self):
+        fresh64 = profile(common.SMALL_UNET + ":build_test",
+                          os.path.join(self.tmp.name, "t64.json"), "--dtype", "float64",
+                          "--sizes", "1", "--warmup", "0", "--repeats", "1")
+        for path, fresh in ((common.MEASURED_PROFILE, self.prof), (common.TEST_PROFILE, fresh64)):
+            with open(path) as f:
+                self.assertEqual(structure(json.load(f)), structure(fresh),
+                                 f"{path} is stale: regenerate it (docs/torch.md)")
+
+
+if __name__ == "__main__":
+    OPTS, argv = common.main([])
+    unittest.main(argv=argv)
