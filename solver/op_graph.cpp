@@ -109,9 +109,14 @@ OpGraph build_op_graph(const PipelineModel& m, bool split) {
   g.by_device.assign(m.num_devices(), {});
   for (std::size_t i = 0; i < g.ops.size(); ++i) g.by_device[g.ops[i].device].push_back(i);
   for (DeviceId d = 0; d < m.num_devices(); ++d) {
-    const StageId first = m.layout.stages_on(d).front();
-    g.admitting.push_back(g.find(OpKind::forward, first));
-    g.releasing.push_back(g.find(split ? OpKind::backward_weight : OpKind::backward, first));
+    const std::vector<StageId> stages = m.layout.stages_on(d);
+    if (stages.empty()) {  // an idle device (possible in hand-made layouts)
+      g.admitting.push_back(-1);
+      g.releasing.push_back(-1);
+      continue;
+    }
+    g.admitting.push_back(g.find(OpKind::forward, stages.front()));
+    g.releasing.push_back(g.find(split ? OpKind::backward_weight : OpKind::backward, stages.front()));
   }
   longest_paths(g);
   return g;
@@ -172,7 +177,7 @@ double schedule_lower_bound(const OpGraph& g, int M, const std::vector<int>& inf
     }
     for (std::size_t d = 0; d < g.by_device.size(); ++d) {
       const int K = inflight_limit[d];
-      if (m >= K) {
+      if (m >= K && g.admitting[d] >= 0) {
         const int enter = g.admitting[d], leave = g.releasing[d];
         release[enter][m] =
             std::max(release[enter][m], release[leave][m - K] + g.ops[leave].occupancy);

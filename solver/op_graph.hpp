@@ -28,8 +28,8 @@ struct OpGraph {
   std::vector<OpType> ops;  ///< In topological order.
   std::vector<OpEdge> edges;
   std::vector<std::vector<int>> by_device;
-  std::vector<int> admitting;  ///< Per device: its first stage's forward, where microbatches enter.
-  std::vector<int> releasing;  ///< Per device: the op after which its first stage frees memory.
+  std::vector<int> admitting;  ///< Per device: its first stage's forward (-1: no stage).
+  std::vector<int> releasing;  ///< Per device: the op freeing its first stage's memory (-1).
   std::vector<double> head;    ///< Per op: longest path from the start of the microbatch.
   std::vector<double> tail;    ///< Per op: longest path from its start to the microbatch's end.
   double critical_path = 0;    ///< One microbatch alone, start to end.

@@ -98,7 +98,7 @@ struct ExactBuilder {
     }
     for (std::size_t d = 0; d < g.by_device.size(); ++d) {
       const int enter = g.admitting[d], leave = g.releasing[d], K = in.inflight_limit[d];
-      for (int m = 0; m + K < M; ++m) {
+      for (int m = 0; enter >= 0 && m + K < M; ++m) {
         model.add_row(fmt::format("mem[{},{}]", d, m), {{s[enter][m + K], 1}, {s[leave][m], -1}},
                       g.ops[leave].occupancy, milp::kInfinity);  // (e)
       }

@@ -143,6 +143,7 @@ void Checker::check_memory() {
   const std::vector<std::int64_t> per_mb = m_.per_microbatch_bytes();
   for (int d = 0; d < m_.num_devices(); ++d) {
     const std::vector<StageId> stages = m_.layout.stages_on(d);
+    if (stages.empty()) continue;  // an idle device holds nothing
     // A microbatch is on the device from its first forward there to its last backward.
     std::vector<std::pair<double, int>> events;
     for (int mb = 0; mb < r_.num_microbatches; ++mb) {

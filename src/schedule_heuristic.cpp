@@ -44,6 +44,7 @@ std::vector<int> default_inflight(const StageLayout& layout, int num_microbatche
   std::vector<int> k(layout.num_devices, 1);
   for (DeviceId d = 0; d < layout.num_devices; ++d) {
     const std::vector<StageId> mine = layout.stages_on(d);
+    if (mine.empty()) continue;  // an idle device (possible in hand-made layouts)
     const int span = layout.num_stages() - mine.front();
     const int per_device = static_cast<int>(mine.size());
     k[d] = std::clamp((span + per_device - 1) / per_device, 1, num_microbatches);
@@ -134,7 +135,7 @@ class ListScheduler {
         best_(model.num_devices()) {
     for (DeviceId d = 0; d < model.num_devices(); ++d) {
       queues_[d].stages = model.layout.stages_on(d);
-      queues_[d].admitting = queues_[d].stages.front();
+      queues_[d].admitting = queues_[d].stages.empty() ? -1 : queues_[d].stages.front();
       refresh(d);
     }
   }

@@ -198,3 +198,26 @@ TEST(ScheduleIlp, SameRequestSameSchedule) {
 
 }  // namespace
 }  // namespace pulse
+
+namespace pulse {
+namespace {
+
+TEST(ScheduleIlp, IdleDeviceInAHandMadeLayoutIsHarmless) {
+  // Two stages, both on device 0 of two (a plan written by hand can say so): nothing may
+  // assume every device runs a stage.
+  const LayerGraph g = LayerGraph::build(test::make_model({{1.0}, {1.0}}, {}), 0, 1);
+  StageLayout layout;
+  layout.first_layer = {0, 1, 2};
+  layout.device = {0, 0};
+  layout.num_devices = 2;
+  const PipelineModel m =
+      build_pipeline_model(g, layout, SkipRouting::direct, test::free_links(2), false);
+  // Device 0 runs both stages: its round trip spans 2 stages of its own, so 1 in flight.
+  EXPECT_EQ(default_inflight(m.layout, 3), (std::vector<int>{1, 1}));
+  const ScheduleAnswer a = solve(request(m, 3));
+  EXPECT_DOUBLE_EQ(a.makespan_s, 3 * 6.0);  // all the work on device 0, back to back
+  EXPECT_TRUE(a.timeline.devices[1].ops.empty());
+}
+
+}  // namespace
+}  // namespace pulse
