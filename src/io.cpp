@@ -70,4 +70,13 @@ Status write_file_atomically(const std::string& path, std::string_view content) 
   return Ok{};
 }
 
+Status write_output(const std::string& path, std::string_view content) {
+  if (path != "-") return write_file_atomically(path, content);
+  std::fwrite(content.data(), 1, content.size(), stdout);
+  if (std::fflush(stdout) != 0) {
+    return internal_error(fmt::format("stdout: write failed: {}", std::strerror(errno)));
+  }
+  return Ok{};
+}
+
 }  // namespace pulse

@@ -82,7 +82,7 @@ po::options_description plan_options() {
   add("solver-time-limit", po::value<double>()->value_name("S")->default_value(2.0),
       "wall-clock safety limit of the schedule search, seconds (0: list schedules only)");
   add("output,o", po::value<std::string>()->value_name("FILE"),
-      "write the plan here (atomically) instead of stdout");
+      "write the plan here (atomically) instead of stdout; - is stdout");
   add("trace", po::value<std::string>()->value_name("FILE"),
       "also write the simulated timeline as a Chrome trace (chrome://tracing, Perfetto)");
   add("stats", "print the time of each pass on stderr");
@@ -205,13 +205,13 @@ int plan_command(const std::vector<std::string>& args) {
   const std::string text = plan_json(*plan, *model, *cluster);
   if (vm->count("output")) {
     const std::string path = (*vm)["output"].as<std::string>();
-    if (auto written = write_file_atomically(path, text); !written) return report(written.error());
+    if (auto written = write_output(path, text); !written) return report(written.error());
   } else {
     std::cout << text << std::flush;
   }
   if (vm->count("trace")) {
     const std::string trace = chrome_trace(*plan);
-    if (auto written = write_file_atomically((*vm)["trace"].as<std::string>(), trace); !written) {
+    if (auto written = write_output((*vm)["trace"].as<std::string>(), trace); !written) {
       return report(written.error());
     }
   }
