@@ -14,23 +14,9 @@ namespace {
 
 using nlohmann::json;
 
-struct Inputs {
-  ModelProfile model;
-  ClusterProfile cluster;
-};
-
-Inputs shipped(const std::string& model, const std::string& cluster) {
-  auto m = load_model_profile(test::profile_path("models/" + model + ".json"));
-  auto c = load_cluster_profile(test::profile_path("clusters/" + cluster + ".json"));
-  EXPECT_TRUE(m.ok() && c.ok());
-  return {m.value(), c.value()};
-}
-
-CompiledPlan compile_ok(const Inputs& in, const PlanOptions& o) {
-  auto plan = compile_plan(in.model, in.cluster, o);
-  EXPECT_TRUE(plan.ok()) << (plan.ok() ? "" : plan.error().message);
-  return plan.value();
-}
+using test::compile_ok;
+using test::Inputs;
+using test::shipped;
 
 void expect_valid_schedule(const CompiledPlan& p, const ClusterProfile& c) {
   ScheduleCheckRequest r{&p.model, &p.timeline,    p.num_microbatches,

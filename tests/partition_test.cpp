@@ -143,6 +143,11 @@ struct Shape {
   std::vector<std::pair<int, int>> (*skips)(int, std::mt19937&);
 };
 
+// Test listings show the shape's name, not the struct's bytes.
+void PrintTo(const Shape& shape, std::ostream* os) {
+  *os << shape.name;
+}
+
 std::vector<std::pair<int, int>> no_skips(int, std::mt19937&) {
   return {};
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The JSON Schemas in schema/ are the contract: every shipped profile must satisfy its
-schema, and so must every plan pulse-plan writes (planned here for a few shipped models,
-both strategies). Uses Debian's python3-jsonschema.
+schema, and so must every plan pulse-plan writes: every shipped model on both hardware
+families with both strategies, every plan the golden CLI cases write, and the fixture plans
+the golden cases read. Each of those plans must also pass `pulse-plan validate` against the
+profiles it was made from. Uses Debian's python3-jsonschema.
 
     /usr/bin/python3 tests/test_schemas.py --binary build/pulse-plan
 """
@@ -9,15 +11,22 @@ import argparse
 import glob
 import json
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
 import unittest
+from pathlib import Path
 
 import jsonschema
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "cli"))
+import run_golden  # noqa: E402  (the golden runner: its case parser and runner)
+
 BINARY = None
+FIXTURE_PLANS = os.path.join(ROOT, "tests", "cli", "fixtures", "plans")
 
 
 def load(path):
@@ -25,51 +34,117 @@ def load(path):
         return json.load(f)
 
 
+def validator(name):
+    schema = load(os.path.join(ROOT, "schema", f"{name}.schema.json"))
+    jsonschema.Draft7Validator.check_schema(schema)
+    return jsonschema.Draft7Validator(schema)
+
+
+def schema_errors(plan):
+    """Every way `plan` (a parsed document) breaks schema/plan.schema.json."""
+    return [f"{list(e.path)}: {e.message}" for e in validator("plan").iter_errors(plan)]
+
+
+def profile(kind, name):
+    return os.path.join(ROOT, "profiles", kind + "s", name + ".json")
+
+
 class Schemas(unittest.TestCase):
-    def validator(self, name):
-        schema = load(os.path.join(ROOT, "schema", f"{name}.schema.json"))
-        jsonschema.Draft7Validator.check_schema(schema)
-        return jsonschema.Draft7Validator(schema)
+    def assert_valid_plan(self, path, model, cluster, label):
+        self.assertEqual(schema_errors(load(path)), [], label)
+        proc = subprocess.run([BINARY, "validate", path, "--model", model, "--cluster", cluster],
+                              capture_output=True, text=True)
+        self.assertEqual(proc.returncode, 0, f"{label}:\n{proc.stdout}{proc.stderr}")
 
     def test_shipped_profiles_match_their_schemas(self):
         for kind in ("model", "cluster"):
-            validator = self.validator(kind)
+            v = validator(kind)
             files = sorted(glob.glob(os.path.join(ROOT, "profiles", kind + "s", "*.json")))
             self.assertGreater(len(files), 0)
             for path in files:
-                errors = [e.message for e in validator.iter_errors(load(path))]
+                errors = [e.message for e in v.iter_errors(load(path))]
                 self.assertEqual(errors, [], path)
 
     def test_plans_match_the_plan_schema(self):
-        validator = self.validator("plan")
-        cases = [
-            ("tiny-unet", "dgx1-v100-32gb-1n", []),
+        # Every shipped model on a V100 node and two 910A servers (or, for a model profiled
+        # on other devices, on the first shipped cluster of its device type), both strategies.
+        clusters = {os.path.basename(p)[:-5]: load(p)["device"]["type"]
+                    for p in sorted(glob.glob(os.path.join(ROOT, "profiles", "clusters", "*.json")))}
+        cases = []
+        for path in sorted(glob.glob(os.path.join(ROOT, "profiles", "models", "*.json"))):
+            types = load(path)["timing"]["device_types"]
+            chosen = [c for c in ("dgx1-v100-32gb-1n", "atlas800-910a-2n") if clusters[c] in types]
+            chosen = chosen or [c for c in clusters if clusters[c] in types][:1]
+            cases += [(os.path.basename(path)[:-5], c, ["--strategy", s]) for c in chosen
+                      for s in ("pulse", "sequential")]
+        cases += [
             ("sd2-unet-512", "dgx1-v100-32gb-1n", ["--pp", "4"]),
             ("sd2-unet-512", "atlas800-910a-4n", ["--pp", "4", "--strategy", "sequential"]),
             ("hunyuan-dit-g2-512", "atlas800-910a-1n", ["--pp", "4", "--zero", "1"]),
+            ("uvit-l2-256", "dgx1-v100-16gb-2n", ["--microbatch-size", "2"]),
         ]
+        planned = 0
         with tempfile.TemporaryDirectory() as tmp:
             for model, cluster, extra in cases:
                 out = os.path.join(tmp, "plan.json")
-                cmd = [BINARY, "plan", "--quiet", "-o", out,
-                       "--model", os.path.join(ROOT, "profiles", "models", model + ".json"),
-                       "--cluster", os.path.join(ROOT, "profiles", "clusters", cluster + ".json")]
-                subprocess.run(cmd + extra, check=True)
-                errors = [f"{list(e.path)}: {e.message}" for e in validator.iter_errors(load(out))]
-                self.assertEqual(errors, [], f"{model} on {cluster} {extra}")
+                cmd = [BINARY, "plan", "--quiet", "-o", out, "--model", profile("model", model),
+                       "--cluster", profile("cluster", cluster)] + extra
+                if subprocess.run(cmd, capture_output=True).returncode == 1:
+                    continue  # does not fit this cluster
+                self.assertTrue(os.path.exists(out), " ".join(cmd))
+                self.assert_valid_plan(out, profile("model", model), profile("cluster", cluster),
+                                       f"{model} on {cluster} {extra}")
+                os.remove(out)
+                planned += 1
+        self.assertGreaterEqual(planned, 30)
+
+    def test_plans_the_golden_cases_write(self):
+        """Every case that runs `plan` successfully: its plan (file or stdout) is checked."""
+        root, checked = Path(ROOT), 0
+        for path in sorted(Path(ROOT, "tests/cli/cases").glob("*.case")):
+            case = run_golden.parse_case(path)
+            if not case.args.startswith("plan ") or case.exit != 0 or case.xfail:
+                continue
+            keep = []
+            try:
+                run = run_golden.run_once(case, Path(BINARY), root, keep)
+                if run.exit != 0:
+                    continue  # the golden runner reports that
+                words = shlex.split(run_golden.substitute(case.args, root, run.tmp))
+                if "--model" not in words or "--cluster" not in words:
+                    continue  # plan --help and the like
+                model = os.path.join(run.tmp, words[words.index("--model") + 1])
+                cluster = os.path.join(run.tmp, words[words.index("--cluster") + 1])
+                outputs = [str(p) for p in run.tmp.rglob("*.json")
+                           if load(p).get("schema") == "pulse.plan/v1"]
+                if run.stdout.startswith('{\n  "schema": "pulse.plan/'):
+                    outputs.append(os.path.join(run.tmp, "stdout.plan.json"))
+                    with open(outputs[-1], "w") as f:
+                        f.write(run.stdout)
+                for out in outputs:
+                    self.assert_valid_plan(out, model, cluster, f"{path.name}: {out}")
+                    checked += 1
+            finally:
+                for tmp in keep:
+                    shutil.rmtree(tmp, ignore_errors=True)
+        self.assertGreater(checked, 5)
+
+    def test_fixture_plans_match_the_plan_schema(self):
+        files = sorted(glob.glob(os.path.join(FIXTURE_PLANS, "*.plan.json")))
+        self.assertGreater(len(files), 0)
+        for path in files:
+            self.assertEqual(schema_errors(load(path)), [], path)
 
     def test_schema_rejects_a_broken_plan(self):
         # The schema must be able to fail: a plan with an op kind it does not know.
-        validator = self.validator("plan")
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "plan.json")
             subprocess.run([BINARY, "plan", "--quiet", "-o", out,
-                            "--model", os.path.join(ROOT, "profiles/models/tiny-unet.json"),
-                            "--cluster", os.path.join(ROOT, "profiles/clusters/dgx1-v100-32gb-1n.json")],
-                           check=True)
+                            "--model", profile("model", "tiny-unet"),
+                            "--cluster", profile("cluster", "dgx1-v100-32gb-1n")], check=True)
             plan = load(out)
             plan["schedule"][0]["ops"][0]["op"] = "X"
-            self.assertTrue(list(validator.iter_errors(plan)))
+            self.assertTrue(schema_errors(plan))
 
 
 if __name__ == "__main__":

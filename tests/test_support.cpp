@@ -5,6 +5,7 @@
 #include <limits>
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 namespace pulse::test {
 
@@ -13,6 +14,20 @@ std::string source_dir() {
 }
 std::string profile_path(const std::string& relative) {
   return fmt::format("{}/profiles/{}", source_dir(), relative);
+}
+
+Inputs shipped(const std::string& model, const std::string& cluster) {
+  auto m = load_model_profile(profile_path("models/" + model + ".json"));
+  auto c = load_cluster_profile(profile_path("clusters/" + cluster + ".json"));
+  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
+  EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.error().message);
+  return {m.value(), c.value()};
+}
+
+CompiledPlan compile_ok(const Inputs& in, const PlanOptions& options) {
+  auto plan = compile_plan(in.model, in.cluster, options);
+  EXPECT_TRUE(plan.ok()) << (plan.ok() ? "" : plan.error().message);
+  return plan.value();
 }
 
 ModelProfile make_model(const std::vector<LayerSpec>& layers,

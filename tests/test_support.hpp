@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "pulse/compile.hpp"
 #include "pulse/graph.hpp"
 #include "pulse/partition.hpp"
 #include "pulse/pipeline_model.hpp"
@@ -45,6 +46,15 @@ ClusterProfile make_cluster(int per_node, int nodes, std::int64_t memory_bytes,
 std::vector<std::pair<int, int>> random_nested_skips(int n, std::mt19937& rng);
 /// Random skips that may cross.
 std::vector<std::pair<int, int>> random_skips(int n, std::mt19937& rng);
+
+/// A shipped model and cluster profile, loaded (a failure fails the test).
+struct Inputs {
+  ModelProfile model;
+  ClusterProfile cluster;
+};
+Inputs shipped(const std::string& model, const std::string& cluster);
+/// compile_plan that must succeed (a failure fails the test with the planner's message).
+CompiledPlan compile_ok(const Inputs& in, const PlanOptions& options);
 
 /// The best objective found by trying every V partition (brute force), or -1 if none fits.
 struct BruteForce {

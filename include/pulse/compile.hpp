@@ -27,12 +27,11 @@ namespace pulse {
 
 /// How a job is cut, placed and scheduled. Every strategy is evaluated by the same engine.
 enum class Strategy {
-  pulse,                     ///< V placement, skip-aware partition, synthesized schedule.
-  v_naive,                   ///< V placement, cuts balanced ignoring skips, synthesized schedule.
-  one_f_one_b,               ///< P stages in a row, skips relayed through each boundary, 1F1B.
-  one_f_one_b_direct,        ///< P stages in a row, skips sent straight to the consumer, 1F1B.
-  gpipe,                     ///< P stages in a row, skips relayed, GPipe (all forwards first).
-  sequential = one_f_one_b,  ///< The foundation's name for 1f1b.
+  pulse,               ///< V placement, skip-aware partition, synthesized schedule.
+  v_naive,             ///< V placement, cuts balanced ignoring skips, synthesized schedule.
+  one_f_one_b,         ///< P stages in a row, skips relayed through each boundary, 1F1B.
+  one_f_one_b_direct,  ///< P stages in a row, skips sent straight to the consumer, 1F1B.
+  gpipe,               ///< P stages in a row, skips relayed, GPipe (all forwards first).
 };
 
 /// What a strategy is made of.

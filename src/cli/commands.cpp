@@ -16,6 +16,11 @@ namespace po = boost::program_options;
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"plan", "compile a model and a cluster profile into a pipeline plan (JSON)", plan_command},
+      {"diff", "compare two plans: degrees, moved layers, placement, time, memory, traffic",
+       diff_command},
+      {"validate", "check a plan against its model and cluster profiles", validate_command},
+      {"export", "write a plan as a PyTorch schedule CSV, a Graphviz graph or an HTML report",
+       export_command},
   };
   return table;
 }
@@ -32,7 +37,8 @@ void print_usage(std::ostream& out) {
          "per-device schedule, the parallel degrees, a rank map and predicted figures.\n\n"
          "commands:\n";
   for (const Command& c : commands()) out << fmt::format("  {:<10} {}\n", c.name, c.summary);
-  out << "\nexit codes: 0 success, 1 no feasible plan, 2 bad usage or input, 3 internal error\n";
+  out << "\nexit codes: 0 success, 1 no feasible plan (validate: violations found), 2 bad usage or "
+         "input,\n  3 internal error, 4 a diff threshold crossed\n";
 }
 
 }  // namespace

@@ -33,7 +33,20 @@ Result<boost::program_options::variables_map> parse_options(
 /// True when stderr is a terminal (progress and colour go there only then).
 bool stderr_is_terminal();
 
+/// For commands that take files as positional arguments (diff, validate, export): splits
+/// `args` into the positional words and the rest (options with their values, for
+/// parse_options). Words after "--" are positional.
+struct SplitArguments {
+  std::vector<std::string> positional;
+  std::vector<std::string> options;
+};
+SplitArguments split_positional(const std::vector<std::string>& args,
+                                const boost::program_options::options_description& options);
+
 // Subcommands.
 int plan_command(const std::vector<std::string>& args);
+int diff_command(const std::vector<std::string>& args);
+int validate_command(const std::vector<std::string>& args);
+int export_command(const std::vector<std::string>& args);
 
 }  // namespace pulse::cli

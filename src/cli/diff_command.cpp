@@ -1,0 +1,146 @@
+// pulse-plan diff: two plans side by side, with CI switches.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "pulse/diff.hpp"
+#include "pulse/plan_reader.hpp"
+
+namespace pulse::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+/// Exit code when a --fail-if threshold trips (the report is still printed).
+constexpr int kThresholdExit = 4;
+
+constexpr const char* kDiffHelp =
+    R"txt(usage: pulse-plan diff OLD NEW [--json] [--fail-if-slower PCT] [--fail-if-more-traffic PCT]
+                       [--color auto|always|never]
+
+Compares two plans semantically, typically one model planned for two clusters: the
+degrees (pp, dp, microbatches), the placement (stage -> device, pipeline ranks, skips
+kept local), every stage's layers, the schedule, predicted time and throughput, traffic
+(point-to-point, of it skip tensors, all-reduce) and peak memory per device, old value
+beside new with the change; then every layer that moved to another stage or device.
+
+Colour (green better, red worse, yellow changed) only when stdout is a terminal, unless
+--color says otherwise; NO_COLOR in the environment turns auto colour off.
+
+For CI, --fail-if-slower PCT exits 4 when NEW's throughput (samples/s) is more than PCT
+percent below OLD's, and --fail-if-more-traffic PCT when NEW moves more than PCT percent
+more point-to-point bytes per sample. The report is printed either way.
+
+)txt";
+
+constexpr const char* kDiffExamples = R"txt(
+examples:
+  pulse-plan diff sd2-v100.json sd2-910a.json
+  pulse-plan diff old.json new.json --json > diff.json
+  pulse-plan diff main.json branch.json --fail-if-slower 2 --fail-if-more-traffic 10
+
+exit codes: 0 report printed; 2 bad usage or a plan that cannot be read; 3 internal error;
+4 a --fail-if threshold tripped (the report is printed, the reason is on stderr).
+)txt";
+
+po::options_description diff_options() {
+  po::options_description o("options");
+  o.add_options()("json", "print the diff as JSON (pulse.plan-diff/v1) instead of a table")(
+      "fail-if-slower", po::value<double>()->value_name("PCT"),
+      "exit 4 if NEW's samples/s is more than PCT percent below OLD's")(
+      "fail-if-more-traffic", po::value<double>()->value_name("PCT"),
+      "exit 4 if NEW moves more than PCT percent more P2P bytes per sample")(
+      "color", po::value<std::string>()->value_name("WHEN")->default_value("auto"),
+      "auto, always or never")("help,h", "this help");
+  return o;
+}
+
+Result<bool> use_color(const std::string& when) {
+  if (when == "always") return true;
+  if (when == "never") return false;
+  if (when != "auto") {
+    return usage_error(
+        fmt::format("diff: --color must be auto, always or never, got \"{}\"", when));
+  }
+  const char* no_color = std::getenv("NO_COLOR");
+  const char* term = std::getenv("TERM");
+  return ::isatty(STDOUT_FILENO) == 1 && (no_color == nullptr || *no_color == '\0') &&
+         !(term != nullptr && std::string(term) == "dumb");
+}
+
+Result<std::optional<double>> threshold(const po::variables_map& vm, const char* name) {
+  if (!vm.count(name)) return std::optional<double>{};
+  const double v = vm[name].as<double>();
+  if (!std::isfinite(v) || v < 0) {
+    return usage_error(fmt::format("diff: --{} must be a percentage >= 0, got {}", name, v));
+  }
+  return std::optional<double>{v};
+}
+
+// The reasons the thresholds trip, one line each; empty when none does.
+std::vector<std::string> tripped(const PlanDiff& d, std::optional<double> slower,
+                                 std::optional<double> traffic) {
+  std::vector<std::string> out;
+  if (slower && d.slowdown_pct > *slower) {
+    out.push_back(
+        fmt::format("{} is {:.1f}% slower than {} (samples/s), over the "
+                    "--fail-if-slower {} threshold",
+                    d.new_name, d.slowdown_pct, d.old_name, *slower));
+  }
+  if (traffic && d.traffic_increase_pct > *traffic) {
+    out.push_back(std::isfinite(d.traffic_increase_pct)
+                      ? fmt::format("{} moves {:.1f}% more point-to-point bytes per sample than "
+                                    "{}, over the --fail-if-more-traffic {} threshold",
+                                    d.new_name, d.traffic_increase_pct, d.old_name, *traffic)
+                      : fmt::format("{} moves point-to-point bytes, {} moved none "
+                                    "(--fail-if-more-traffic {})",
+                                    d.new_name, d.old_name, *traffic));
+  }
+  return out;
+}
+
+}  // namespace
+
+int diff_command(const std::vector<std::string>& args) {
+  const po::options_description options = diff_options();
+  const SplitArguments split = split_positional(args, options);
+  auto vm = parse_options("diff", split.options, options);
+  if (!vm) return report(vm.error());
+  if (vm->count("help")) {
+    std::cout << kDiffHelp << options << kDiffExamples;
+    return 0;
+  }
+  if (split.positional.size() != 2) {
+    return report(usage_error(
+        fmt::format("diff: expected two plan files, OLD and NEW, got {} (see pulse-plan diff "
+                    "--help)",
+                    split.positional.size())));
+  }
+  auto color = use_color((*vm)["color"].as<std::string>());
+  if (!color) return report(color.error());
+  auto slower = threshold(*vm, "fail-if-slower");
+  if (!slower) return report(slower.error());
+  auto traffic = threshold(*vm, "fail-if-more-traffic");
+  if (!traffic) return report(traffic.error());
+  auto a = load_plan(split.positional[0]);
+  auto b = load_plan(split.positional[1]);
+  if (!a || !b) {
+    if (!a) report(a.error());
+    if (!b) report(b.error());
+    return 2;
+  }
+  const PlanDiff d = diff_plans({&*a, &*b});
+  std::cout << (vm->count("json") ? format_diff_json(d) : format_diff_table(d, {*color}))
+            << std::flush;
+  const std::vector<std::string> reasons = tripped(d, *slower, *traffic);
+  for (const std::string& r : reasons) std::cerr << "pulse-plan: diff: " << r << "\n";
+  return reasons.empty() ? 0 : kThresholdExit;
+}
+
+}  // namespace pulse::cli
