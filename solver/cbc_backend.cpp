@@ -126,7 +126,10 @@ Result solve(const Model& m, const Limits& limits) {
   model.passInEventHandler(&handler);
   CbcMain0(model);
   // One thread, fixed seeds, elapsed-time limit as a safety net, the node limit as the
-  // deterministic bound on work.
+  // deterministic bound on work. No CGL preprocessing: when a limit stops the search
+  // before preprocessing has produced a solution, CglPreProcess::postProcess dereferences
+  // a null solver (CBC 2.10.8, Debian 12; reproduced under CPU load, where the wall-clock
+  // limit fires early). Our disjunctive models are small; the cuts still run.
   const std::vector<std::string> args = {"pulse-plan",
                                          "-log",
                                          "0",
@@ -142,6 +145,8 @@ Result solve(const Model& m, const Limits& limits) {
                                          fmt::format("{}", std::max(limits.max_seconds, 0.0)),
                                          "-maxNodes",
                                          std::to_string(limits.max_nodes),
+                                         "-preprocess",
+                                         "off",
                                          "-ratioGap",
                                          fmt::format("{}", limits.relative_gap),
                                          "-solve",
