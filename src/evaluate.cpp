@@ -1,6 +1,7 @@
 #include "pulse/evaluate.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 
@@ -45,9 +46,25 @@ double allreduce_seconds(std::int64_t bytes, const std::vector<RankId>& ranks,
   return intra + ring_seconds(b / static_cast<double>(g), leaders, cluster);
 }
 
+std::vector<double> allreduce_times(const PipelineModel& model,
+                                    const std::vector<std::vector<RankId>>& ranks,
+                                    const MemoryModel& memory, const ClusterProfile& cluster) {
+  const std::vector<std::int64_t> params = model.device_params();
+  std::vector<double> out(model.num_devices());
+  for (int d = 0; d < model.num_devices(); ++d) {
+    std::vector<RankId> replicas;
+    for (const auto& replica : ranks) replicas.push_back(replica[d]);
+    // To the nanosecond, like every time in a plan, so a replay from the plan is exact.
+    out[d] =
+        std::round(allreduce_seconds(memory.gradient_bytes(params[d]), replicas, cluster) * 1e9) /
+        1e9;
+  }
+  return out;
+}
+
 Evaluation evaluate(const PipelineModel& model, const Timeline& timeline,
-                    const std::vector<std::vector<RankId>>& ranks, int global_batch,
-                    const MemoryModel& memory, const ClusterProfile& cluster) {
+                    const std::vector<double>& allreduce_s, int global_batch,
+                    const MemoryModel& memory) {
   Evaluation e;
   const int P = model.num_devices();
   const std::vector<std::int64_t> params = model.device_params();
@@ -58,9 +75,7 @@ Evaluation evaluate(const PipelineModel& model, const Timeline& timeline,
     a.bytes = memory.gradient_bytes(params[d]);
     const auto& ops = timeline.devices[d].ops;
     a.start_s = ops.empty() ? 0.0 : ops.back().busy_until_s;
-    std::vector<RankId> replicas;
-    for (const auto& replica : ranks) replicas.push_back(replica[d]);
-    a.seconds = allreduce_seconds(a.bytes, replicas, cluster);
+    a.seconds = allreduce_s[d];
     e.iteration_s = std::max(e.iteration_s, a.start_s + a.seconds);
   }
   e.allreduce_exposed_s = e.iteration_s - timeline.makespan_s;
@@ -69,6 +84,13 @@ Evaluation evaluate(const PipelineModel& model, const Timeline& timeline,
   for (const DeviceTimeline& d : timeline.devices) idle += d.idle_s;
   e.bubble_ratio = idle / (P * timeline.makespan_s);
   return e;
+}
+
+Evaluation evaluate(const PipelineModel& model, const Timeline& timeline,
+                    const std::vector<std::vector<RankId>>& ranks, int global_batch,
+                    const MemoryModel& memory, const ClusterProfile& cluster) {
+  return evaluate(model, timeline, allreduce_times(model, ranks, memory, cluster), global_batch,
+                  memory);
 }
 
 }  // namespace pulse

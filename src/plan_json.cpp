@@ -90,6 +90,7 @@ ojson stages(const CompiledPlan& p, const ModelProfile& model) {
                    {"layers", names},
                    {"forward_s", seconds(c.forward_s)},
                    {"backward_s", seconds(c.backward_s)},
+                   {"backward_weight_s", seconds(c.backward_weight_s)},
                    {"params", c.params},
                    {"activation_bytes_per_microbatch", c.activation_bytes}});
   }
@@ -141,6 +142,7 @@ ojson transfers(const CompiledPlan& p, const ModelProfile& model) {
   for (const Transfer& t : p.model.transfers) {
     ojson names = ojson::array();
     for (int k : t.skips) names.push_back(model.skips[k].name);
+    const DeviceId from = p.model.layout.device[t.from], to = p.model.layout.device[t.to];
     out.push_back({{"from_stage", t.from},
                    {"to_stage", t.to},
                    {"from_device", p.model.layout.device[t.from]},
@@ -152,6 +154,8 @@ ojson transfers(const CompiledPlan& p, const ModelProfile& model) {
                    {"backward_messages", t.backward_messages},
                    {"forward_s", seconds(t.forward_s)},
                    {"backward_s", seconds(t.backward_s)},
+                   {"forward_link", p.model.links[from][to].name},
+                   {"backward_link", p.model.links[to][from].name},
                    {"skips", names}});
   }
   return out;
@@ -223,7 +227,7 @@ ojson comm(const CompiledPlan& p) {
           {"allreduce_bytes_per_iteration", allreduce}};
 }
 
-ojson predicted(const CompiledPlan& p, const ClusterProfile& cluster) {
+ojson predicted(const CompiledPlan& p, std::int64_t capacity_bytes) {
   ojson devs = ojson::array();
   double exposed = 0;
   for (int d = 0; d < p.pp; ++d) {
@@ -237,7 +241,7 @@ ojson predicted(const CompiledPlan& p, const ClusterProfile& cluster) {
                     {"allreduce_s", seconds(a.seconds)},
                     {"max_inflight", t.max_inflight},
                     {"peak_memory_bytes", t.peak.total()},
-                    {"capacity_bytes", cluster.usable_memory()},
+                    {"capacity_bytes", capacity_bytes},
                     {"memory",
                      {{"weights", t.peak.weights},
                       {"gradients", t.peak.gradients},
@@ -369,11 +373,21 @@ std::string plan_json(const CompiledPlan& p, const ModelProfile& model,
                            {"split_backward", p.schedule.split_backward},
                            {"makespan_s", seconds(p.timeline.makespan_s)}};
   plan["solver"] = solver(p);
+  // The cluster settings the figures assume, so that `simulate` can replay the plan
+  // without the cluster file.
+  plan["cost_model"] = {{"overlap_comm", cluster.overlap_comm},
+                        {"allreduce", cluster.allreduce},
+                        {"time_quantum_s", 1e-9}};
   plan["comm"] = comm(p);
-  plan["predicted"] = predicted(p, cluster);
+  plan["predicted"] = predicted(p, cluster.usable_memory());
   plan["rank_map"] = rank_map(p, cluster);
   plan["search"] = search(p);
   return plan.dump(2) + "\n";
+}
+
+std::string figures_json(const CompiledPlan& plan, std::int64_t capacity_bytes) {
+  const ojson figures = {{"comm", comm(plan)}, {"predicted", predicted(plan, capacity_bytes)}};
+  return figures.dump(2) + "\n";
 }
 
 }  // namespace pulse

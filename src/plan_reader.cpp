@@ -132,6 +132,7 @@ void PlanParser::run(const json& root) {
   carried(root);
   transfers(root);
   schedule(root);
+  cost_model(root);
   comm(root);
   predicted(root);
   rank_map(root);
@@ -240,6 +241,10 @@ void PlanParser::stages(const json& root) {
     }
     s.forward_s = seconds(*obj, path, "forward_s", false);
     s.backward_s = seconds(*obj, path, "backward_s", false);
+    s.has_times = obj->contains("forward_s") && obj->contains("backward_s");
+    if (obj->contains("backward_weight_s")) {
+      s.backward_weight_s = seconds(*obj, path, "backward_weight_s");
+    }
     s.params = bytes(*obj, path, "params", false);
     s.activation_bytes_per_microbatch = bytes(*obj, path, "activation_bytes_per_microbatch", false);
     p_.stages.push_back(std::move(s));

@@ -75,6 +75,7 @@ class PlanParser {
   void carried(const json& root);
   void transfers(const json& root);
   void schedule(const json& root);
+  void cost_model(const json& root);
   void schedule_ops(const json& ops, const JsonPath& path, std::vector<PlanOp>& out);
   void comm(const json& root);
   void predicted(const json& root);

@@ -50,8 +50,30 @@ void PlanParser::transfers(const json& root) {
     t.backward = read_bytes(c_, *obj, path, "backward_bytes_per_microbatch");
     t.forward_s = seconds(*obj, path, "forward_s", false);
     t.backward_s = seconds(*obj, path, "backward_s", false);
+    t.has_times = obj->contains("forward_s") && obj->contains("backward_s");
+    if (obj->contains("forward_messages"))
+      t.forward_messages = integer(*obj, path, "forward_messages", 0);
+    if (obj->contains("backward_messages"))
+      t.backward_messages = integer(*obj, path, "backward_messages", 0);
+    t.forward_link = text(*obj, path, "forward_link", false);
+    t.backward_link = text(*obj, path, "backward_link", false);
     t.skips = strings(*obj, path, "skips", false);
     p_.transfers.push_back(std::move(t));
+  }
+}
+
+void PlanParser::cost_model(const json& root) {
+  const json* o = section(root, JsonPath{}, "cost_model", false);
+  if (!o) return;
+  const JsonPath path = JsonPath{}.key("cost_model");
+  PlanCostModel& m = p_.cost_model;
+  m.present = true;
+  m.overlap_comm = flag(*o, path, "overlap_comm");
+  m.allreduce = text(*o, path, "allreduce");
+  if ((*o).contains("allreduce") && (*o)["allreduce"].is_string() && m.allreduce != "ring" &&
+      m.allreduce != "hierarchical") {
+    c_.fail(path.key("allreduce"),
+            fmt::format("expected \"ring\" or \"hierarchical\", got \"{}\"", m.allreduce));
   }
 }
 

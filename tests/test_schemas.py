@@ -3,7 +3,8 @@
 schema, and so must every plan pulse-plan writes: every shipped model on both hardware
 families with both strategies, every plan the golden CLI cases write, and the fixture plans
 the golden cases read. Each of those plans must also pass `pulse-plan validate` against the
-profiles it was made from. Uses Debian's python3-jsonschema.
+profiles it was made from, and `pulse-plan simulate --check` on its own cost model and on
+that cluster (the report matching schema/simulation.schema.json). Uses Debian's python3-jsonschema.
 
     /usr/bin/python3 tests/test_schemas.py --binary build/pulse-plan
 """
@@ -55,6 +56,16 @@ class Schemas(unittest.TestCase):
         proc = subprocess.run([BINARY, "validate", path, "--model", model, "--cluster", cluster],
                               capture_output=True, text=True)
         self.assertEqual(proc.returncode, 0, f"{label}:\n{proc.stdout}{proc.stderr}")
+        # The simulator replays the plan to exactly its own predicted figures, both on the
+        # plan's cost model and on the cluster's; its report matches its schema.
+        for extra in ([], ["--cluster", cluster]):
+            proc = subprocess.run([BINARY, "simulate", path, "--json", "--check"] + extra,
+                                  capture_output=True, text=True)
+            self.assertEqual(proc.returncode, 0, f"{label} simulate {extra}:\n{proc.stderr}")
+            report = json.loads(proc.stdout)
+            errors = [e.message for e in validator("simulation").iter_errors(report)]
+            self.assertEqual(errors, [], label)
+            self.assertTrue(report["matches_plan"], label)
 
     def test_shipped_profiles_match_their_schemas(self):
         for kind in ("model", "cluster"):

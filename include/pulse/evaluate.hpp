@@ -38,7 +38,18 @@ struct Evaluation {
   double allreduce_exposed_s = 0;  ///< Iteration time beyond the pipeline makespan.
 };
 
-/// `ranks[r][d]`: cluster rank of pipeline device d in replica r.
+/// Per pipeline device: its gradient all-reduce among the replicas, `ranks[r][d]` being the
+/// cluster rank of pipeline device d in replica r; seconds, rounded to the nanosecond.
+std::vector<double> allreduce_times(const PipelineModel& model,
+                                    const std::vector<std::vector<RankId>>& ranks,
+                                    const MemoryModel& memory, const ClusterProfile& cluster);
+
+/// From a replayed timeline and each device's all-reduce time to the iteration's figures.
+Evaluation evaluate(const PipelineModel& model, const Timeline& timeline,
+                    const std::vector<double>& allreduce_s, int global_batch,
+                    const MemoryModel& memory);
+
+/// The same, with the all-reduce times computed on `cluster` (allreduce_times).
 Evaluation evaluate(const PipelineModel& model, const Timeline& timeline,
                     const std::vector<std::vector<RankId>>& ranks, int global_batch,
                     const MemoryModel& memory, const ClusterProfile& cluster);

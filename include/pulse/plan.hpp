@@ -17,4 +17,9 @@ inline constexpr const char* kPlanSchema = "pulse.plan/v1";
 std::string plan_json(const CompiledPlan& plan, const ModelProfile& model,
                       const ClusterProfile& cluster);
 
+/// The figures a plan states, `{"comm": ..., "predicted": ...}`, formatted exactly as in
+/// plan_json: what `simulate` reports for a replay, from the same code, so a replay and the
+/// plan it replays can be compared key by key. `capacity_bytes`: usable memory per device.
+std::string figures_json(const CompiledPlan& plan, std::int64_t capacity_bytes);
+
 }  // namespace pulse

@@ -57,6 +57,8 @@ struct PlanStage {
   std::vector<std::string> layers;  ///< Layer names in execution order.
   double forward_s = 0;
   double backward_s = 0;
+  bool has_times = false;         ///< forward_s and backward_s were both given.
+  double backward_weight_s = -1;  ///< The W share of backward_s; -1 when absent.
   std::int64_t params = 0;
   std::int64_t activation_bytes_per_microbatch = 0;
 };
@@ -100,7 +102,19 @@ struct PlanTransfer {
   Bytes backward;             ///< Per microbatch.
   double forward_s = 0;
   double backward_s = 0;
+  bool has_times = false;     ///< forward_s and backward_s were both given.
+  int forward_messages = -1;  ///< -1 when absent.
+  int backward_messages = -1;
+  std::string forward_link;  ///< Link class name, or "" when absent.
+  std::string backward_link;
   std::vector<std::string> skips;
+};
+
+/// `cost_model`: the cluster settings the predicted figures assume.
+struct PlanCostModel {
+  bool present = false;
+  bool overlap_comm = false;
+  std::string allreduce;  ///< "ring" or "hierarchical".
 };
 
 /// One operation of a device's schedule with its predicted times.
@@ -183,6 +197,7 @@ struct Plan {
   std::vector<PlanTransfer> transfers;
   std::vector<std::vector<PlanOp>> schedule;  ///< [pipeline device]: ops in execution order.
   PlanScheduleInfo schedule_info;
+  PlanCostModel cost_model;
   PlanComm comm;
   PlanPredicted predicted;
   PlanRankMap rank_map;

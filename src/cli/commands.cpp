@@ -18,6 +18,10 @@ const std::vector<Command>& commands() {
       {"plan", "compile a model and a cluster profile into a pipeline plan (JSON)", plan_command},
       {"diff", "compare two plans: degrees, moved layers, placement, time, memory, traffic",
        diff_command},
+      {"simulate",
+       "replay a plan on the cost model: time, bubble, memory, traffic; compare with its "
+       "predictions",
+       simulate_command},
       {"validate", "check a plan against its model and cluster profiles", validate_command},
       {"export", "write a plan as a PyTorch schedule CSV, a Graphviz graph or an HTML report",
        export_command},

@@ -48,5 +48,6 @@ int plan_command(const std::vector<std::string>& args);
 int diff_command(const std::vector<std::string>& args);
 int validate_command(const std::vector<std::string>& args);
 int export_command(const std::vector<std::string>& args);
+int simulate_command(const std::vector<std::string>& args);
 
 }  // namespace pulse::cli
