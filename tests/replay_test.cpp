@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -234,6 +236,37 @@ TEST(Replay, TraceOfAReplayHasOneCompleteEventPerOp) {
     if (e["ph"] == "X" && e["cat"] == "compute") ++compute;
   }
   EXPECT_EQ(compute, ops);
+}
+
+TEST(Replay, WhatIsSentIsReceived) {
+  // Every message of the replay goes to the device that consumes it, once per microbatch
+  // and direction, and the bytes each device receives are the bytes the plan says flow
+  // into its stages (forward) or back out of them (gradients).
+  const Inputs in = shipped("sd2-unet-512", "dgx1-v100-32gb-1n");
+  for (Strategy s : {Strategy::pulse, Strategy::one_f_one_b}) {
+    const CompiledPlan p = compile_ok(in, options(s, 4, 2));
+    auto r = replay_text(plan_json(p, in.model, in.cluster));
+    ASSERT_TRUE(r.ok());
+    const PipelineModel& m = r->figures.model;
+    std::vector<std::int64_t> received(m.num_devices(), 0), expected(m.num_devices(), 0);
+    std::map<std::tuple<std::size_t, int, bool>, int> seen;
+    for (const DeviceTimeline& d : r->figures.timeline.devices) {
+      for (const TimedSend& x : d.sends) {
+        const Transfer& t = m.transfers[x.transfer];
+        EXPECT_EQ(x.to, m.layout.device[x.forward ? t.to : t.from]);
+        EXPECT_GE(x.end_s, x.start_s);
+        received[x.to] += (x.forward ? t.forward : t.backward).total();
+        ++seen[{x.transfer, x.microbatch, x.forward}];
+      }
+    }
+    for (const Transfer& t : m.transfers) {
+      expected[m.layout.device[t.to]] += t.forward.total() * r->figures.num_microbatches;
+      expected[m.layout.device[t.from]] += t.backward.total() * r->figures.num_microbatches;
+    }
+    EXPECT_EQ(received, expected) << strategy_name(s);
+    EXPECT_EQ(seen.size(), 2 * m.transfers.size() * r->figures.num_microbatches);
+    for (const auto& [key, count] : seen) EXPECT_EQ(count, 1);
+  }
 }
 
 std::string error_of(const json& doc, const ClusterProfile* cluster = nullptr) {
