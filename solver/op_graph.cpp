@@ -14,20 +14,6 @@ int OpGraph::find(OpKind kind, StageId stage) const {
 
 namespace {
 
-double compute_of(const StageCost& c, OpKind k) {
-  switch (k) {
-    case OpKind::forward:
-      return c.forward_s;
-    case OpKind::backward:
-      return c.backward_s;
-    case OpKind::backward_input:
-      return c.backward_s - c.backward_weight_s;
-    case OpKind::backward_weight:
-      return c.backward_weight_s;
-  }
-  return 0;
-}
-
 // Adds the edges carried by transfers: forward ones from F(from), gradients from the
 // backward op of `to`. `offset` accumulates the blocking sends before each.
 void add_transfer_edges(const PipelineModel& m, OpGraph& g, OpKind back) {
@@ -77,14 +63,14 @@ OpGraph build_op_graph(const PipelineModel& m, bool split) {
   const int S = m.layout.num_stages();
   const OpKind back = split ? OpKind::backward_input : OpKind::backward;
   for (StageId s = 0; s < S; ++s) {
-    const double c = compute_of(m.stages[s], OpKind::forward);
+    const double c = op_compute_s(m.stages[s], OpKind::forward);
     g.ops.push_back({OpKind::forward, s, m.layout.device[s], c, c});
   }
   for (StageId s = S - 1; s >= 0; --s) {
-    const double c = compute_of(m.stages[s], back);
+    const double c = op_compute_s(m.stages[s], back);
     g.ops.push_back({back, s, m.layout.device[s], c, c});
     if (split) {
-      const double w = compute_of(m.stages[s], OpKind::backward_weight);
+      const double w = op_compute_s(m.stages[s], OpKind::backward_weight);
       g.ops.push_back({OpKind::backward_weight, s, m.layout.device[s], w, w});
     }
   }
@@ -116,7 +102,8 @@ OpGraph build_op_graph(const PipelineModel& m, bool split) {
       continue;
     }
     g.admitting.push_back(g.find(OpKind::forward, stages.front()));
-    g.releasing.push_back(g.find(split ? OpKind::backward_weight : OpKind::backward, stages.front()));
+    g.releasing.push_back(
+        g.find(split ? OpKind::backward_weight : OpKind::backward, stages.front()));
   }
   longest_paths(g);
   return g;

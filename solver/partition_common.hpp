@@ -60,6 +60,14 @@ struct DpValue {
   std::int64_t headroom = std::numeric_limits<std::int64_t>::max();
 };
 
+/// A partition DP's answer: stage boundaries, its value, each device's cost, states explored.
+struct DpFound {
+  std::vector<LayerId> first_layer;
+  DpValue value;
+  std::vector<DeviceCost> devices;
+  int states = 0;
+};
+
 inline double primary_of(const DeviceCost& c, Objective objective) {
   return objective == Objective::time ? c.load : static_cast<double>(c.memory);
 }

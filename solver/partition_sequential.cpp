@@ -25,6 +25,7 @@ namespace pulse {
 namespace {
 
 using detail::DeviceCost;
+using detail::DpFound;
 using detail::DpValue;
 using detail::LayerPrefix;
 using detail::Objective;
@@ -57,12 +58,7 @@ class SequentialDynamicProgram {
     }
   }
 
-  struct Found {
-    std::vector<LayerId> first_layer;
-    DpValue value;
-    std::vector<DeviceCost> devices;
-    int states = 0;
-  };
+  using Found = DpFound;
 
   std::optional<Found> run(double bound);
 

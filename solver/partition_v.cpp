@@ -37,6 +37,7 @@ namespace pulse {
 namespace {
 
 using detail::DeviceCost;
+using detail::DpFound;
 using detail::DpValue;
 using detail::LayerPrefix;
 using detail::Objective;
@@ -58,12 +59,7 @@ class VDynamicProgram {
     slot_.assign(static_cast<std::size_t>(L_ + 1) * (L_ + 1), -1);
   }
 
-  struct Found {
-    std::vector<LayerId> first_layer;
-    DpValue value;
-    std::vector<DeviceCost> devices;
-    int states = 0;
-  };
+  using Found = DpFound;
 
   /// The best partition whose devices all stay at or under `bound`, if any.
   std::optional<Found> run(double bound);

@@ -34,18 +34,7 @@ ExecutionEngine::ExecutionEngine(const PipelineModel& model, int num_microbatche
 }
 
 double ExecutionEngine::compute_time(const Op& op) const {
-  const StageCost& c = model_.stages[op.stage];
-  switch (op.kind) {
-    case OpKind::forward:
-      return c.forward_s;
-    case OpKind::backward:
-      return c.backward_s;
-    case OpKind::backward_input:
-      return c.backward_s - c.backward_weight_s;
-    case OpKind::backward_weight:
-      return c.backward_weight_s;
-  }
-  return 0;
+  return op_compute_s(model_.stages[op.stage], op.kind);
 }
 
 bool ExecutionEngine::executed(const Op& op) const {

@@ -148,14 +148,20 @@ PipelineModel build_pipeline_model(const LayerGraph& graph, const StageLayout& l
   m.stages = stage_costs(graph, layout);
   add_main_transfers(graph, m);
   add_skip_transfers(graph, m);
-  for (Transfer& t : m.transfers) {
-    const DeviceId a = layout.device[t.from], b = layout.device[t.to];
-    t.forward_s = t.forward_messages * links[a][b].latency_s +
-                  static_cast<double>(t.forward.total()) / links[a][b].bandwidth_bytes_per_s;
-    t.backward_s = t.backward_messages * links[b][a].latency_s +
-                   static_cast<double>(t.backward.total()) / links[b][a].bandwidth_bytes_per_s;
-  }
+  time_transfers(m);
   return m;
+}
+
+void time_transfers(PipelineModel& m) {
+  for (Transfer& t : m.transfers) {
+    const DeviceId a = m.layout.device[t.from], b = m.layout.device[t.to];
+    const LinkClass& ab = m.links[a][b];
+    const LinkClass& ba = m.links[b][a];
+    t.forward_s = t.forward_messages * ab.latency_s +
+                  static_cast<double>(t.forward.total()) / ab.bandwidth_bytes_per_s;
+    t.backward_s = t.backward_messages * ba.latency_s +
+                   static_cast<double>(t.backward.total()) / ba.bandwidth_bytes_per_s;
+  }
 }
 
 std::vector<double> PipelineModel::device_load() const {

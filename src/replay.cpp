@@ -193,15 +193,7 @@ void Rebuild::links() {
   const int P = p_.pp();
   if (cluster_) {
     m_.links = pipeline_links(*cluster_, out_.figures.ranks[0]);
-    for (Transfer& t : m_.transfers) {
-      const DeviceId a = m_.layout.device[t.from], b = m_.layout.device[t.to];
-      const LinkClass& ab = m_.links[a][b];
-      const LinkClass& ba = m_.links[b][a];
-      t.forward_s = t.forward_messages * ab.latency_s +
-                    static_cast<double>(t.forward.total()) / ab.bandwidth_bytes_per_s;
-      t.backward_s = t.backward_messages * ba.latency_s +
-                     static_cast<double>(t.backward.total()) / ba.bandwidth_bytes_per_s;
-    }
+    time_transfers(m_);
     round_to_nanoseconds(m_);
     return;
   }

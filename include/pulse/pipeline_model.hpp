@@ -108,6 +108,10 @@ PipelineModel build_pipeline_model(const LayerGraph& graph, const StageLayout& l
                                    SkipRouting routing, const PipelineLinks& links,
                                    bool overlap_comm);
 
+/// Sets every transfer's forward_s and backward_s from its messages and bytes on
+/// `model.links`: messages x latency + bytes / bandwidth, each direction on its own link.
+void time_transfers(PipelineModel& model);
+
 /// Rounds every stage and transfer time to the nanosecond: the plan writes times at that
 /// resolution, so a plan re-read from its JSON replays to the same figures.
 void round_to_nanoseconds(PipelineModel& model);

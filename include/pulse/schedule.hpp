@@ -15,6 +15,10 @@ enum class OpKind { forward, backward, backward_input, backward_weight };
 /// 'F', 'B', 'I' or 'W'.
 char op_letter(OpKind kind);
 
+/// Compute time of an op of `kind` on a stage with costs `cost` (I is backward minus its
+/// weight-gradient share, W that share).
+double op_compute_s(const StageCost& cost, OpKind kind);
+
 struct Op {
   OpKind kind = OpKind::forward;
   StageId stage = 0;
