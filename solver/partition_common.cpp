@@ -49,6 +49,12 @@ LayerPrefix::LayerPrefix(const LayerGraph& graph) : num_layers(graph.num_layers(
   }
 }
 
+double LayerPrefix::load_lower_bound(int pp) const {
+  double heaviest = 0;
+  for (int l = 0; l < num_layers; ++l) heaviest = std::max(heaviest, compute_in(l, l));
+  return std::max(compute[num_layers] / pp, heaviest);
+}
+
 LinkClass slowest_link(const PipelineLinks& links) {
   LinkClass worst{"slowest", std::numeric_limits<double>::infinity(), 0.0};
   for (std::size_t a = 0; a < links.size(); ++a) {

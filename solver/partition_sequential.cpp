@@ -190,10 +190,11 @@ PartitionOutcome partition_sequential(const PartitionRequest& request) {
   const int L = graph.num_layers();
   if (L < request.pp) return outcome;
   const LayerPrefix prefix(graph);
-  const double lower_bound = prefix.compute[L] / request.pp;
+  const double lower_bound = prefix.load_lower_bound(request.pp);
 
   SequentialDynamicProgram time_dp(request, Objective::time);
-  if (auto found = detail::solve_increasing(time_dp, lower_bound)) {
+  if (auto found =
+          detail::solve_increasing(time_dp, lower_bound, detail::coarse_upper_bound_factors())) {
     PartitionResult& r = outcome.result;
     outcome.found = true;
     r.layout = sequential_layout(found->first_layer, request.pp);

@@ -23,7 +23,19 @@
 // cost_d(E, D) = compute(E) + compute(D) + blocking sends, exactly as PipelineModel
 // derives them (tests check the two agree). The DP runs under an upper bound U on the
 // primary cost, pruning states that cannot stay under it; U grows geometrically from the
-// lower bound until a partition appears (upper_bound_factors).
+// lower bound until a partition appears (fine_upper_bound_factors).
+//
+// The band is narrow when U is close to an even share of the work. It is not when one layer
+// outweighs several devices' shares: every device may then take several shares, the states
+// fill the (i, j) triangle and a run examines billions of transitions (a 1000-layer model
+// whose heaviest layer is 10% of the compute, at P = 32, ran for more than four minutes).
+// So an exact run stops after request.exact_transition_budget transitions, and from then on
+// the program runs a bounded search: from each state and each encoder end i', only the
+// fullest decoder segment under U (the smallest j'; with skips kept local, also the emptiest,
+// as locality may leave the fullest no way on), and at each level only the kBeamWidth
+// states whose optimistic completion max(V, what is left / devices left) is smallest. Its
+// answer is a valid partition whose costs are computed exactly, but it is not proven optimal,
+// and the result says so (PartitionResult::exact).
 
 #include <algorithm>
 #include <limits>
@@ -42,7 +54,8 @@ using detail::DpValue;
 using detail::LayerPrefix;
 using detail::Objective;
 
-constexpr int kMaxLayers = 4000;  // The dense state index is (L+1)^2 ints.
+constexpr int kMaxLayers = 4000;         // The dense state index is (L+1)^2 ints.
+constexpr std::size_t kBeamWidth = 512;  // States kept per level by the bounded search.
 
 class VDynamicProgram {
  public:
@@ -53,7 +66,8 @@ class VDynamicProgram {
         P_(request.pp),
         local_only_(policy == SkipPolicy::local_only),
         objective_(objective),
-        slowest_(detail::slowest_link(request.links)) {
+        slowest_(detail::slowest_link(request.links)),
+        budget_(request.exact_transition_budget) {
     build_crossing_tables();
     if (!local_only_) build_skip_grid();
     slot_.assign(static_cast<std::size_t>(L_ + 1) * (L_ + 1), -1);
@@ -61,7 +75,8 @@ class VDynamicProgram {
 
   using Found = DpFound;
 
-  /// The best partition whose devices all stay at or under `bound`, if any.
+  /// The best partition whose devices all stay at or under `bound`, if any. Exact until a
+  /// run exceeds the transition budget; bounded from then on (see the top of the file).
   std::optional<Found> run(double bound);
 
  private:
@@ -72,6 +87,8 @@ class VDynamicProgram {
     DeviceCost cost;  // of the device that led here
   };
 
+  std::optional<Found> run_once(double bound);
+  void keep_most_promising(int level);
   void build_crossing_tables();
   void build_skip_grid();
   void expand(int d, const State& from, int from_index, double bound);
@@ -98,6 +115,10 @@ class VDynamicProgram {
   std::vector<int> max_producer_crossing_;  // [j]: max p over skips p < j <= c; -1 if none
   std::vector<std::int64_t> grid_bytes_;    // [(a)*(L+1)+b]: skips with p < a, c < b
   std::vector<int> grid_count_;
+  std::int64_t budget_;
+  std::int64_t transitions_ = 0;  // in the current run
+  bool over_budget_ = false;      // the current exact run gave up
+  bool bounded_ = false;          // runs are bounded searches from now on
   std::vector<std::vector<State>> levels_;
   std::vector<int> slot_;  // dense (i+1, j) -> index in the level being built
   std::vector<std::size_t> touched_;
@@ -278,6 +299,13 @@ void VDynamicProgram::expand(int d, const State& from, int from_index, double bo
   const bool time = objective_ == Objective::time;
   // Per-parameter bytes for pruning; one byte of slack per device absorbs rounding.
   const double spp = r_.memory.static_bytes(1 << 20, r_.dp) / static_cast<double>(1 << 20);
+  // Largest x with compute[x] <= compute[i2 + 1] + rest * bound. The right side grows with
+  // i2, so one forward walk finds it for every i2 (a binary search per i2 cost more than
+  // the transitions themselves on long models).
+  int fits = static_cast<int>(std::upper_bound(p.compute.begin(), p.compute.end(),
+                                               p.compute[i + 2] + rest * bound) -
+                              p.compute.begin()) -
+             1;
   for (int i2 = i + 1; i2 + 1 + 2 * rest <= j - 1; ++i2) {
     const double compute_e = p.compute_in(i + 1, i2);
     if (time && compute_e > bound) break;
@@ -287,33 +315,129 @@ void VDynamicProgram::expand(int d, const State& from, int from_index, double bo
     if (time) {
       // The devices after this one must fit what is left: compute(i2+1 .. j2-1) <= rest * U.
       const double cap = p.compute[i2 + 1] + rest * bound;
-      const auto it = std::upper_bound(p.compute.begin(), p.compute.end(), cap);
-      j2_hi = std::min<int>(j2_hi, static_cast<int>(it - p.compute.begin()) - 1);
+      while (fits < L_ && p.compute[fits + 1] <= cap) ++fits;
+      j2_hi = std::min(j2_hi, fits);
     }
-    for (int j2 = j2_hi; j2 >= i2 + 1 + 2 * rest; --j2) {
-      if (time && compute_e + p.compute_in(j2, j - 1) > bound) break;
-      if (local_only_ && max_producer_crossing_[j2] > i2) continue;
+    const int j2_min = i2 + 1 + 2 * rest;
+    // Device d's cost for D = [j2, j-1], if it stays within the bound and leaves the devices
+    // after it able to hold the remaining weights and their state.
+    auto edge = [&](int j2) -> std::optional<DeviceCost> {
+      if (local_only_ && max_producer_crossing_[j2] > i2) return std::nullopt;
       const DeviceCost cost = side_cost(d, i, j, i2, j2);
-      if (!within(cost, bound)) continue;
-      // The devices after this one must also hold the remaining weights and their state.
+      if (!within(cost, bound)) return std::nullopt;
       const double rest_static = spp * static_cast<double>(p.params_in(i2 + 1, j2 - 1)) - rest;
-      if (rest_static > rest * (time ? static_cast<double>(r_.memory_capacity) : bound)) continue;
+      if (rest_static > rest * (time ? static_cast<double>(r_.memory_capacity) : bound)) {
+        return std::nullopt;
+      }
+      return cost;
+    };
+    auto take = [&](int j2, const DeviceCost& cost) {
       relax(d + 1, i2, j2, detail::extend(from.value, cost, objective_, r_.memory_capacity),
             from_index, cost);
+    };
+    if (!bounded_) {
+      for (int j2 = j2_hi; j2 >= j2_min; --j2) {
+        if (time && compute_e + p.compute_in(j2, j - 1) > bound) break;
+        if (++transitions_ > budget_) {
+          over_budget_ = true;
+          return;
+        }
+        if (const auto cost = edge(j2)) take(j2, *cost);
+      }
+      continue;
+    }
+    // Bounded search: only the fullest decoder segment, the smallest j2 that passes.
+    int lo = j2_min;
+    if (time) {
+      const double room = bound - compute_e;
+      lo = std::max(lo, static_cast<int>(std::lower_bound(p.compute.begin(), p.compute.end(),
+                                                          p.compute[j] - room) -
+                                         p.compute.begin()));
+      // The search works on a rearranged sum; settle rounding with the test the loop uses.
+      while (lo > j2_min && compute_e + p.compute_in(lo - 1, j - 1) <= bound) --lo;
+      while (lo <= j2_hi && compute_e + p.compute_in(lo, j - 1) > bound) ++lo;
+    }
+    int fullest = j2_hi + 1;
+    for (int j2 = lo; j2 <= j2_hi; ++j2) {
+      if (const auto cost = edge(j2)) {
+        take(j2, *cost);
+        fullest = j2;
+        break;
+      }
+    }
+    // And the emptiest, where skip locality may rule out every continuation of the fullest:
+    // a second way on. Without that constraint the fullest always has one at U = infinity.
+    if (!local_only_ || r_.graph->skip_pairs().empty()) continue;
+    for (int j2 = j2_hi; j2 > fullest; --j2) {
+      if (const auto cost = edge(j2)) {
+        take(j2, *cost);
+        break;
+      }
     }
   }
 }
 
+// Bounded search: keeps the kBeamWidth states of `level` with the smallest optimistic
+// completion, the larger of the value so far and an even share of what is left over the
+// devices left; ties go to fewer bytes, more headroom, then position, so the cut is
+// deterministic.
+void VDynamicProgram::keep_most_promising(int level) {
+  std::vector<State>& states = levels_[level];
+  if (states.size() <= kBeamWidth) return;
+  const int left = P_ - level;
+  const double spp = r_.memory.static_bytes(1 << 20, r_.dp) / static_cast<double>(1 << 20);
+  auto key = [&](const State& s) {
+    const double rest = objective_ == Objective::time
+                            ? prefix_.compute_in(s.i + 1, s.j - 1)
+                            : spp * static_cast<double>(prefix_.params_in(s.i + 1, s.j - 1));
+    return std::max(s.value.primary, rest / left);
+  };
+  std::vector<std::pair<double, int>> order;
+  order.reserve(states.size());
+  for (std::size_t k = 0; k < states.size(); ++k) {
+    order.emplace_back(key(states[k]), static_cast<int>(k));
+  }
+  // A strict total order ((i, j) is unique in a level), so the kept set is the same on any
+  // machine; selection rather than a full sort, as a level can hold 10^5 states here.
+  auto before = [&](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first < b.first;
+    const State& x = states[a.second];
+    const State& y = states[b.second];
+    if (x.value.bytes != y.value.bytes) return x.value.bytes < y.value.bytes;
+    if (x.value.headroom != y.value.headroom) return x.value.headroom > y.value.headroom;
+    return std::pair(x.i, x.j) < std::pair(y.i, y.j);
+  };
+  std::nth_element(order.begin(), order.begin() + kBeamWidth, order.end(), before);
+  std::sort(order.begin(), order.begin() + kBeamWidth, before);
+  std::vector<State> kept;
+  kept.reserve(kBeamWidth);
+  for (std::size_t k = 0; k < kBeamWidth; ++k) kept.push_back(states[order[k].second]);
+  states = std::move(kept);
+}
+
 std::optional<VDynamicProgram::Found> VDynamicProgram::run(double bound) {
+  if (!bounded_) {
+    std::optional<Found> found = run_once(bound);
+    if (!over_budget_) return found;
+    bounded_ = true;  // looser bounds would cost more still
+  }
+  return run_once(bound);
+}
+
+std::optional<VDynamicProgram::Found> VDynamicProgram::run_once(double bound) {
+  transitions_ = 0;
+  over_budget_ = false;
   levels_.assign(P_, {});
   levels_[0].push_back(State{-1, L_, DpValue{}, -1, DeviceCost{}});
   int states = 1;
   for (int d = 0; d + 1 < P_; ++d) {
     for (std::size_t k : touched_) slot_[k] = -1;
     touched_.clear();
-    for (std::size_t s = 0; s < levels_[d].size(); ++s) {
+    for (std::size_t s = 0; s < levels_[d].size() && !over_budget_; ++s) {
       expand(d, levels_[d][s], static_cast<int>(s), bound);
     }
+    if (over_budget_) return std::nullopt;
+    if (bounded_) keep_most_promising(d + 1);
     states += static_cast<int>(levels_[d + 1].size());
     if (levels_[d + 1].empty()) return std::nullopt;
   }
@@ -325,7 +449,10 @@ std::optional<VDynamicProgram::Found> VDynamicProgram::run(double bound) {
     const DpValue v = detail::extend(s.value, middle, objective_, r_.memory_capacity);
     if (!best || detail::better(v, best->value)) best = reconstruct(s, middle, v);
   }
-  if (best) best->states = states;
+  if (best) {
+    best->states = states;
+    best->exact = !bounded_;
+  }
   return best;
 }
 
@@ -369,6 +496,7 @@ PartitionResult to_result(const VDynamicProgram::Found& f, const PartitionReques
   PartitionResult out;
   out.layout = v_layout(f.first_layer, r.pp);
   out.method = policy == SkipPolicy::local_only ? "v-dp-local" : "v-dp-nonlocal";
+  if (!f.exact) out.method += "-bounded";
   out.objective_s = f.value.primary;
   out.bytes_per_microbatch = f.value.bytes;
   out.states_explored = f.states;
@@ -384,10 +512,13 @@ PartitionOutcome partition_v(const PartitionRequest& request, SkipPolicy policy)
   const int L = graph.num_layers();
   if (L < 2 * request.pp || L > kMaxLayers) return outcome;
   const LayerPrefix prefix(graph);
-  const double lower_bound = prefix.compute[L] / request.pp;
+  // Device 0 runs the first and the last layer, whatever the cuts.
+  const double lower_bound = std::max(prefix.load_lower_bound(request.pp),
+                                      prefix.compute_in(0, 0) + prefix.compute_in(L - 1, L - 1));
 
   VDynamicProgram time_dp(request, policy, Objective::time);
-  if (auto found = detail::solve_increasing(time_dp, lower_bound)) {
+  if (auto found =
+          detail::solve_increasing(time_dp, lower_bound, detail::fine_upper_bound_factors())) {
     outcome.found = true;
     outcome.result = to_result(*found, request, policy);
     outcome.result.lower_bound_s = lower_bound;
@@ -396,8 +527,8 @@ PartitionOutcome partition_v(const PartitionRequest& request, SkipPolicy policy)
         graph, outcome.result.layout, SkipRouting::direct, request.links, request.overlap_comm);
     for (const SkipPlacement& s : model.skips) local = local && s.local;
     outcome.result.all_skips_local = local;
-    outcome.result.exact =
-        policy == SkipPolicy::local_only || local || detail::links_uniform(request.links);
+    outcome.result.exact = found->exact && (policy == SkipPolicy::local_only || local ||
+                                            detail::links_uniform(request.links));
     return outcome;
   }
   if (policy == SkipPolicy::local_only) return outcome;  // the caller retries non-locally

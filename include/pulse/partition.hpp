@@ -34,6 +34,11 @@ struct PartitionRequest {
   /// charged on the slowest pipeline link (the consumer's stage is not known while the
   /// producer's is placed); exact when the pipeline's links are uniform.
   SkipRouting routing = SkipRouting::forwarded;
+  /// partition_v only: transitions one exact DP run may examine before the partitioner
+  /// switches to its bounded search (partition_v.cpp), whose answer is marked not exact.
+  /// The default keeps a run to a fraction of a second; it only binds when the bound is
+  /// loose against an even share, as when one layer outweighs several devices' shares.
+  std::int64_t exact_transition_budget = 1'000'000;
 };
 
 /// The most memory-frugal partition still needs more than a device has.
@@ -47,7 +52,7 @@ struct PartitionResult {
   StageLayout layout;
   std::string method;                     ///< "v-dp-local", "v-dp-nonlocal", "sequential-dp".
   double objective_s = 0;                 ///< Largest device load per microbatch.
-  double lower_bound_s = 0;               ///< Total compute / pp: no partition can beat it.
+  double lower_bound_s = 0;               ///< No partition can beat it (partition_common.hpp).
   std::int64_t bytes_per_microbatch = 0;  ///< P2P bytes of one microbatch, both directions.
   bool all_skips_local = false;
   bool exact = false;  ///< The objective is proven optimal for this cost model.
