@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -54,5 +55,25 @@ struct SearchResult {
 /// The best list schedule over a portfolio of rules and in-flight limits, improved by
 /// coordinate descent on per-device ranks and limits. See schedule_search.cpp.
 SearchResult search_list_schedules(const PipelineModel& model, const SearchInput& input);
+
+struct OrderSearchInput {
+  int num_microbatches = 1;
+  std::vector<int> memory_cap;  ///< Per device: most microbatches in flight memory allows.
+  std::vector<MemoryBreakdown> static_bytes;
+  int max_evaluations = 0;        ///< Deterministic work limit: replays.
+  std::function<bool()> expired;  ///< Wall-clock safety limit.
+};
+
+struct OrderSearchResult {
+  Schedule schedule;
+  double makespan_s = 0;
+  bool improved = false;  ///< The makespan dropped below the start's.
+  int evaluations = 0;
+};
+
+/// Local search over per-device op orders from `start` (reinsertions within a window),
+/// each candidate replayed. See schedule_order_search.cpp.
+OrderSearchResult search_orders(const PipelineModel& model, const OrderSearchInput& input,
+                                Schedule start);
 
 }  // namespace pulse::detail

@@ -20,6 +20,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Op replays the order search may spend in all (evaluations times ops per replay).
+constexpr long kOrderOpReplays = 1'500'000;
+
 struct Best {
   Schedule schedule;
   Timeline timeline;
@@ -135,6 +138,18 @@ Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& r) {
     const detail::SearchResult found = detail::search_list_schedules(*r.model, search);
     a.list_evaluations = found.evaluations;
     if (found.found) best.offer(found.schedule, r, "list-search");
+  }
+  // Local search over explicit op orders, from the best so far. Replays cost in proportion
+  // to the ops, so large instances get fewer of them (about half a second here at most).
+  const long ops = static_cast<long>(graph.ops.size()) * r.num_microbatches;
+  const int order_budget =
+      static_cast<int>(std::min<long>(r.max_order_evaluations, kOrderOpReplays / ops));
+  if (!out_of_time && !at_bound() && order_budget > 0 && !deadline.expired()) {
+    detail::OrderSearchInput search{r.num_microbatches, memory_cap, r.static_bytes, order_budget,
+                                    [&] { return deadline.expired(); }};
+    detail::OrderSearchResult found = detail::search_orders(*r.model, search, best.schedule);
+    a.order_evaluations = found.evaluations;
+    if (found.improved) best.offer(std::move(found.schedule), r, "order-search");
   }
   // The exact integer program, when the instance is small enough to prove optimality.
   const detail::EngineInput in{r.model, r.num_microbatches, memory_cap, r.split_backward};

@@ -155,6 +155,7 @@ Status schedule_pass(CompiledPlan& plan, std::int64_t capacity, Effort effort) {
   request.max_seconds = plan.options.solver_max_seconds;
   if (effort == Effort::screen) {
     request.max_evaluations = kScreenEvaluations;
+    request.max_order_evaluations = 0;
     request.exact_max_ops = 0;
     request.max_seconds = std::min(request.max_seconds, kScreenSeconds);
   }

@@ -334,6 +334,7 @@ ojson solver(const CompiledPlan& p) {
       {"gap", ratio(a.gap)},
       {"heuristic_makespan_s", seconds(a.heuristic_makespan_s)},
       {"list_evaluations", a.list_evaluations},
+      {"order_evaluations", a.order_evaluations},
       {"milp_solves", a.milp_solves},
       {"milp_nodes", a.milp_nodes},
       {"limits",

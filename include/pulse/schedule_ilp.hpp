@@ -49,6 +49,8 @@ struct ScheduleRequest {
   int exact_max_ops = 72;
   /// List schedules the policy search may try (a deterministic work limit).
   int max_evaluations = 400;
+  /// Replays the order search may make (a deterministic work limit); 0 skips it.
+  int max_order_evaluations = 2000;
   int seed = 1;
 };
 
@@ -59,7 +61,7 @@ struct ScheduleAnswer {
   /// not proven; "heuristic": no integer program improved on the list schedule;
   /// "time_limit": the wall-clock limit stopped the search first.
   std::string status;
-  std::string method;      ///< "list", "list-search" or "exact-ilp".
+  std::string method;      ///< "list", "list-search", "order-search" or "exact-ilp".
   std::string stopped_by;  ///< What ended the last integer program: "optimal", "node limit", ...
   double makespan_s = 0;
   double lower_bound_s = 0;
@@ -67,7 +69,8 @@ struct ScheduleAnswer {
   double heuristic_makespan_s = 0;
   int milp_solves = 0;
   int milp_nodes = 0;
-  int list_evaluations = 0;  ///< List schedules the policy search tried.
+  int list_evaluations = 0;   ///< List schedules the policy search tried.
+  int order_evaluations = 0;  ///< Replays the order search made.
 };
 
 /// Synthesizes a schedule at least as short as the list schedule, never over the memory
