@@ -62,6 +62,16 @@ Schedule first_list_schedule(const ScheduleRequest& r, const std::vector<int>& m
                        ListPolicy::backward_first(r.model->layout.num_stages()));
 }
 
+// Moves the best schedule into the answer, with its makespan and its gap to the bound.
+void adopt(Best& best, ScheduleAnswer& a) {
+  a.schedule = std::move(best.schedule);
+  a.schedule.policy = best.method;
+  a.timeline = std::move(best.timeline);
+  a.method = best.method;
+  a.makespan_s = a.timeline.makespan_s;
+  a.gap = a.makespan_s / a.lower_bound_s - 1;
+}
+
 // The baselines' own schedules: 1F1B is the heuristic list schedule itself; GPipe holds
 // every microbatch in flight.
 Result<ScheduleAnswer> fixed_schedule(const ScheduleRequest& r, const std::vector<int>& memory_cap,
@@ -81,12 +91,7 @@ Result<ScheduleAnswer> fixed_schedule(const ScheduleRequest& r, const std::vecto
   } else {
     best.method = "1f1b";
   }
-  a.schedule = std::move(best.schedule);
-  a.schedule.policy = best.method;
-  a.timeline = std::move(best.timeline);
-  a.method = best.method;
-  a.makespan_s = a.timeline.makespan_s;
-  a.gap = a.makespan_s / a.lower_bound_s - 1;
+  adopt(best, a);
   a.status = "fixed";
   a.stopped_by = "not run";
   return a;
@@ -172,12 +177,7 @@ Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& r) {
     }
   }
   proven = proven || at_bound();
-  a.schedule = std::move(best.schedule);
-  a.schedule.policy = best.method;
-  a.timeline = std::move(best.timeline);
-  a.method = best.method;
-  a.makespan_s = a.timeline.makespan_s;
-  a.gap = a.makespan_s / a.lower_bound_s - 1;
+  adopt(best, a);
   if (proven) {
     a.status = "optimal";
   } else if (out_of_time || deadline.expired()) {

@@ -204,6 +204,21 @@ ModelProfile random_model(std::mt19937& rng, int max_layers, const Shape& shape)
   return test::make_model(layers, shape.skips(n, rng), 3000);
 }
 
+// A V partition reports what the pipeline model of its layout says: the largest device
+// load, each device's memory bound (within the cap), and local skips when asked for.
+void expect_reported_as_modelled(const LayerGraph& g, const PartitionRequest& r,
+                                 const PartitionResult& got, bool local) {
+  const PipelineModel m =
+      build_pipeline_model(g, got.layout, SkipRouting::direct, r.links, r.overlap_comm);
+  EXPECT_NEAR(max_load(m), got.objective_s, 1e-12);
+  const auto memory = test::memory_bound(m, r);
+  EXPECT_EQ(got.device_memory_bytes, memory);
+  EXPECT_LE(*std::max_element(memory.begin(), memory.end()), r.memory_capacity);
+  if (local) {
+    EXPECT_TRUE(got.all_skips_local);
+  }
+}
+
 class BruteForceAgreement : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(BruteForceAgreement, VAndSequentialMatchExhaustiveSearch) {
@@ -229,15 +244,8 @@ TEST_P(BruteForceAgreement, VAndSequentialMatchExhaustiveSearch) {
         if (!got.found) continue;
         EXPECT_NEAR(got.result.objective_s, expected.objective, 1e-12)
             << "trial " << trial << " pp " << pp << " local " << local;
-        const PipelineModel m = build_pipeline_model(g, got.result.layout, SkipRouting::direct,
-                                                     r.links, r.overlap_comm);
-        EXPECT_NEAR(max_load(m), got.result.objective_s, 1e-12);
-        const auto memory = test::memory_bound(m, r);
-        EXPECT_EQ(got.result.device_memory_bytes, memory);
-        EXPECT_LE(*std::max_element(memory.begin(), memory.end()), r.memory_capacity);
-        if (local) {
-          EXPECT_TRUE(got.result.all_skips_local);
-        }
+        SCOPED_TRACE("trial " + std::to_string(trial) + " pp " + std::to_string(pp));
+        expect_reported_as_modelled(g, r, got.result, local);
         ++compared;
       }
       for (SkipRouting routing : {SkipRouting::forwarded, SkipRouting::direct}) {
@@ -292,15 +300,8 @@ TEST_P(BruteForceAgreement, BoundedSearchIsValidAndNeverBeatsTheOptimum) {
         if (!got.found) continue;
         EXPECT_FALSE(got.result.exact);
         EXPECT_GE(got.result.objective_s, expected.objective - 1e-12) << "trial " << trial;
-        const PipelineModel m = build_pipeline_model(g, got.result.layout, SkipRouting::direct,
-                                                     r.links, r.overlap_comm);
-        EXPECT_NEAR(max_load(m), got.result.objective_s, 1e-12) << "trial " << trial;
-        const auto memory = test::memory_bound(m, r);
-        EXPECT_EQ(got.result.device_memory_bytes, memory);
-        EXPECT_LE(*std::max_element(memory.begin(), memory.end()), r.memory_capacity);
-        if (local) {
-          EXPECT_TRUE(got.result.all_skips_local);
-        }
+        SCOPED_TRACE("trial " + std::to_string(trial) + " pp " + std::to_string(pp));
+        expect_reported_as_modelled(g, r, got.result, local);
         ++compared;
         optimal += got.result.objective_s <= expected.objective + 1e-12;
       }
