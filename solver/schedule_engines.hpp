@@ -36,11 +36,15 @@ EngineOutput solve_exact(const OpGraph& g, const EngineInput& in, const Timeline
 
 struct SearchInput {
   int num_microbatches = 1;
-  std::vector<int> memory_cap;  ///< Per device: most microbatches in flight memory allows.
+  std::vector<int> memory_cap;  ///< Per device: most microbatches in flight memory can allow.
+  std::vector<int> safe_cap;    ///< Per device: in-flight counts that fit in any order.
+  std::vector<std::int64_t> free_bytes;  ///< Per device: capacity less the static state.
   bool split_backward = false;
   int max_evaluations = 400;  ///< Deterministic work limit: list schedules tried.
   int max_sweeps = 3;
   std::function<bool()> expired;  ///< Wall-clock safety limit.
+  /// Checks the memory rule by replay; asked only when a limit exceeds `safe_cap`.
+  std::function<bool(const Schedule&)> fits;
 };
 
 struct SearchResult {
@@ -58,10 +62,10 @@ SearchResult search_list_schedules(const PipelineModel& model, const SearchInput
 
 struct OrderSearchInput {
   int num_microbatches = 1;
-  std::vector<int> memory_cap;  ///< Per device: most microbatches in flight memory allows.
   std::vector<MemoryBreakdown> static_bytes;
-  int max_evaluations = 0;        ///< Deterministic work limit: replays.
-  std::function<bool()> expired;  ///< Wall-clock safety limit.
+  std::int64_t memory_capacity = 0;  ///< Candidates must stay within it (within_memory).
+  int max_evaluations = 0;           ///< Deterministic work limit: replays.
+  std::function<bool()> expired;     ///< Wall-clock safety limit.
 };
 
 struct OrderSearchResult {

@@ -29,10 +29,10 @@ struct Best {
   std::string method;
   bool have = false;
 
-  // Keeps `candidate` if it is valid and strictly shorter.
+  // Keeps `candidate` if it replays within the memory rule and is strictly shorter.
   bool offer(Schedule candidate, const ScheduleRequest& r, std::string how) {
     auto t = simulate(*r.model, candidate, r.num_microbatches, r.static_bytes);
-    if (!t) return false;
+    if (!t || !within_memory(*t, r.static_bytes, r.memory_capacity)) return false;
     if (have && t->makespan_s >= timeline.makespan_s * (1 - 1e-9)) return false;
     schedule = std::move(candidate);
     timeline = std::move(*t);
@@ -111,9 +111,14 @@ Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& r) {
   const Deadline deadline(r.max_seconds);
   std::vector<std::int64_t> static_totals;
   for (const MemoryBreakdown& m : r.static_bytes) static_totals.push_back(m.total());
+  // Microbatches in flight that fit whatever the order (the heuristic stays within these),
+  // and the most that any order within the memory rule can reach (searches go up to these,
+  // checked by replay; the lower bound and the exact model use them).
+  const std::vector<int> all_of_them(r.model->num_devices(), r.num_microbatches);
   const std::vector<int> memory_cap =
-      memory_inflight_limits(*r.model, static_totals, r.memory_capacity,
-                             std::vector<int>(r.model->num_devices(), r.num_microbatches));
+      memory_inflight_limits(*r.model, static_totals, r.memory_capacity, all_of_them);
+  const std::vector<int> reach_cap =
+      resident_inflight_limits(*r.model, static_totals, r.memory_capacity, all_of_them);
   for (int d = 0; d < r.model->num_devices(); ++d) {
     if (memory_cap[d] < 1) {
       return infeasible_error(
@@ -131,15 +136,27 @@ Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& r) {
   ScheduleAnswer a;
   a.heuristic_makespan_s = best.timeline.makespan_s;
   const detail::OpGraph graph = detail::build_op_graph(*r.model, r.split_backward);
-  a.lower_bound_s = detail::schedule_lower_bound(graph, r.num_microbatches, memory_cap);
+  a.lower_bound_s = detail::schedule_lower_bound(graph, r.num_microbatches, reach_cap);
   if (r.family != ScheduleFamily::synthesized) return fixed_schedule(r, memory_cap, best, a);
   auto at_bound = [&] { return best.timeline.makespan_s <= a.lower_bound_s * (1 + 1e-9); };
-  bool out_of_time = r.max_seconds <= 0, proven = false;
+  bool out_of_time = r.max_seconds <= 0;
 
   // Policy search over list schedules.
   if (!out_of_time && !at_bound()) {
-    detail::SearchInput search{r.num_microbatches, memory_cap, r.split_backward,
-                               r.max_evaluations,  3,          [&] { return deadline.expired(); }};
+    std::vector<std::int64_t> free_bytes;
+    for (std::int64_t s : static_totals) free_bytes.push_back(r.memory_capacity - s);
+    detail::SearchInput search{r.num_microbatches,
+                               reach_cap,
+                               memory_cap,
+                               free_bytes,
+                               r.split_backward,
+                               r.max_evaluations,
+                               3,
+                               [&] { return deadline.expired(); },
+                               [&](const Schedule& s) {
+                                 auto t = simulate(*r.model, s, r.num_microbatches, r.static_bytes);
+                                 return t && within_memory(*t, r.static_bytes, r.memory_capacity);
+                               }};
     const detail::SearchResult found = detail::search_list_schedules(*r.model, search);
     a.list_evaluations = found.evaluations;
     if (found.found) best.offer(found.schedule, r, "list-search");
@@ -150,33 +167,34 @@ Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& r) {
   const int order_budget =
       static_cast<int>(std::min<long>(r.max_order_evaluations, kOrderOpReplays / ops));
   if (!out_of_time && !at_bound() && order_budget > 0 && !deadline.expired()) {
-    detail::OrderSearchInput search{r.num_microbatches, memory_cap, r.static_bytes, order_budget,
-                                    [&] { return deadline.expired(); }};
+    detail::OrderSearchInput search{r.num_microbatches, r.static_bytes, r.memory_capacity,
+                                    order_budget, [&] { return deadline.expired(); }};
     detail::OrderSearchResult found = detail::search_orders(*r.model, search, best.schedule);
     a.order_evaluations = found.evaluations;
     if (found.improved) best.offer(std::move(found.schedule), r, "order-search");
   }
   // The exact integer program, when the instance is small enough to prove optimality.
-  const detail::EngineInput in{r.model, r.num_microbatches, memory_cap, r.split_backward};
+  const detail::EngineInput in{r.model, r.num_microbatches, reach_cap, r.split_backward};
   auto account = [&](const detail::EngineOutput& o) {
     ++a.milp_solves;
     a.milp_nodes += o.milp.nodes;
     a.stopped_by = o.milp.stopped_by;
     out_of_time = out_of_time || o.milp.stopped_by == "time limit";
   };
-  if (!out_of_time && !deadline.expired() && !at_bound() &&
+  // It limits in-flight counts, not bytes: run only where the two agree (memory binds the
+  // same whatever the order), so that its optimum is optimal for the memory rule too.
+  if (!out_of_time && !deadline.expired() && !at_bound() && reach_cap == memory_cap &&
       detail::exact_model_size(graph, r.num_microbatches) <= r.exact_max_ops) {
     const auto exact = detail::solve_exact(graph, in, best.timeline, limits_for(r, deadline));
     account(exact);
     if (exact.found) best.offer(exact.schedule, r, "exact-ilp");
-    proven = exact.milp.status == milp::Status::optimal && !r.model->overlap_comm;
     // The model's timing is the engine's only with blocking sends; then its proven bound is
     // a bound on every schedule and may beat the one-machine bound.
     if (!r.model->overlap_comm && exact.milp.bound > a.lower_bound_s) {
       a.lower_bound_s = std::min(exact.milp.bound, best.timeline.makespan_s);
     }
   }
-  proven = proven || at_bound();
+  const bool proven = at_bound();
   adopt(best, a);
   if (proven) {
     a.status = "optimal";

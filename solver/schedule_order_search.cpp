@@ -65,10 +65,9 @@ class OrderSearch {
   std::optional<Score> replay(const Schedule& s) {
     ++best_.evaluations;
     auto t = simulate(m_, s, in_.num_microbatches, in_.static_bytes);
-    if (!t) return std::nullopt;
+    if (!t || !within_memory(*t, in_.static_bytes, in_.memory_capacity)) return std::nullopt;
     Score score{t->makespan_s, 0};
     for (std::size_t d = 0; d < t->devices.size(); ++d) {
-      if (t->devices[d].max_inflight > in_.memory_cap[d]) return std::nullopt;
       for (const TimedOp& op : t->devices[d].ops) score.sum_end += op.end_s;
     }
     return score;

@@ -203,6 +203,23 @@ std::vector<std::int64_t> PipelineModel::per_microbatch_bytes() const {
   return bytes;
 }
 
+std::vector<std::int64_t> PipelineModel::per_microbatch_skip_bytes() const {
+  std::vector<std::int64_t> bytes = per_microbatch_bytes();
+  for (StageId s = 0; s < layout.num_stages(); ++s) {
+    bytes[layout.device[s]] -= stages[s].activation_bytes;
+  }
+  return bytes;
+}
+
+std::vector<std::int64_t> PipelineModel::per_microbatch_stay_bytes() const {
+  std::vector<std::int64_t> held = per_microbatch_skip_bytes();
+  for (DeviceId d = 0; d < num_devices(); ++d) {
+    const std::vector<StageId> mine = layout.stages_on(d);
+    if (!mine.empty()) held[d] += stages[mine.front()].activation_bytes;
+  }
+  return held;
+}
+
 Bytes PipelineModel::bytes_per_microbatch() const {
   Bytes total;
   for (const Transfer& t : transfers) {

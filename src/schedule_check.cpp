@@ -140,25 +140,41 @@ void Checker::check_dependencies() {
 }
 
 void Checker::check_memory() {
-  const std::vector<std::int64_t> per_mb = m_.per_microbatch_bytes();
+  // Skip tensors cached, sent or received on a device: the per-microbatch bound less its
+  // stages' activations, charged for the microbatch's whole stay.
+  std::vector<std::int64_t> skip = m_.per_microbatch_bytes();
+  for (StageId s = 0; s < m_.layout.num_stages(); ++s) {
+    skip[m_.layout.device[s]] -= m_.stages[s].activation_bytes;
+  }
   for (int d = 0; d < m_.num_devices(); ++d) {
     const std::vector<StageId> stages = m_.layout.stages_on(d);
     if (stages.empty()) continue;  // an idle device holds nothing
-    // A microbatch is on the device from its first forward there to its last backward.
-    std::vector<std::pair<double, int>> events;
+    // A stage holds its activations from its forward's start to its last backward's end;
+    // a microbatch is on the device from its first stage's forward to that stage's last
+    // backward. Byte deltas in time order, frees before allocations at one instant.
+    std::vector<std::tuple<double, std::int64_t, int>> events;  // time, bytes, microbatches
     for (int mb = 0; mb < r_.num_microbatches; ++mb) {
-      events.push_back({find(OpKind::forward, stages.front(), mb)->start_s, +1});
-      events.push_back({last(stages.front(), mb)->end_s, -1});
+      for (StageId s : stages) {
+        const bool first = s == stages.front();
+        const std::int64_t bytes = m_.stages[s].activation_bytes + (first ? skip[d] : 0);
+        events.push_back({find(OpKind::forward, s, mb)->start_s, bytes, first ? 1 : 0});
+        events.push_back({last(s, mb)->end_s, -bytes, first ? -1 : 0});
+      }
     }
     std::sort(events.begin(), events.end());
-    int inflight = 0, peak = 0;
-    for (const auto& e : events) peak = std::max(peak, inflight += e.second);
-    const std::int64_t bound = r_.static_bytes[d].total() + peak * per_mb[d];
-    if (bound > r_.memory_capacity) {
-      fail(
-          fmt::format("device {}: {} microbatches in flight need up to {} bytes, over the "
-                      "{} byte capacity",
-                      d, peak, bound, r_.memory_capacity));
+    std::int64_t held = 0, peak = 0;
+    int inflight = 0, inflight_at_peak = 0;
+    double when = 0;
+    for (const auto& [time, bytes, microbatches] : events) {
+      held += bytes;
+      inflight += microbatches;
+      if (held > peak) std::tie(peak, when, inflight_at_peak) = std::tuple{held, time, inflight};
+    }
+    const std::int64_t total = r_.static_bytes[d].total() + peak;
+    if (total > r_.memory_capacity) {
+      fail(fmt::format("device {}: {} microbatches in flight hold {} bytes with the static state "
+                       "at {:.9f} s, over the {} byte capacity",
+                       d, inflight_at_peak, total, when, r_.memory_capacity));
     }
   }
 }

@@ -36,18 +36,34 @@ char op_letter(OpKind kind) {
   return '?';
 }
 
-std::vector<int> memory_inflight_limits(const PipelineModel& model,
-                                        const std::vector<std::int64_t>& static_bytes,
-                                        std::int64_t capacity, const std::vector<int>& wanted) {
-  const std::vector<std::int64_t> per_mb = model.per_microbatch_bytes();
-  std::vector<int> limits(model.num_devices(), 0);
-  for (int d = 0; d < model.num_devices(); ++d) {
+namespace {
+
+// How many microbatches, each holding per_mb[d] bytes, fit beside the static state.
+std::vector<int> fitting(const std::vector<std::int64_t>& per_mb,
+                         const std::vector<std::int64_t>& static_bytes, std::int64_t capacity,
+                         const std::vector<int>& wanted) {
+  std::vector<int> limits(per_mb.size(), 0);
+  for (std::size_t d = 0; d < per_mb.size(); ++d) {
     const std::int64_t free = capacity - static_bytes[d];
     if (free <= 0) continue;
     const std::int64_t fits = per_mb[d] > 0 ? free / per_mb[d] : wanted[d];
     limits[d] = static_cast<int>(std::min<std::int64_t>(wanted[d], fits));
   }
   return limits;
+}
+
+}  // namespace
+
+std::vector<int> memory_inflight_limits(const PipelineModel& model,
+                                        const std::vector<std::int64_t>& static_bytes,
+                                        std::int64_t capacity, const std::vector<int>& wanted) {
+  return fitting(model.per_microbatch_bytes(), static_bytes, capacity, wanted);
+}
+
+std::vector<int> resident_inflight_limits(const PipelineModel& model,
+                                          const std::vector<std::int64_t>& static_bytes,
+                                          std::int64_t capacity, const std::vector<int>& wanted) {
+  return fitting(model.per_microbatch_stay_bytes(), static_bytes, capacity, wanted);
 }
 
 std::vector<int> default_inflight(const StageLayout& layout, int num_microbatches) {
@@ -71,13 +87,17 @@ std::vector<int> default_inflight(const StageLayout& layout, int num_microbatche
 constexpr int kWeightRank = 1000;
 
 ListPolicy ListPolicy::backward_first(int num_stages) {
-  return ListPolicy{std::vector<int>(num_stages, 1), std::vector<int>(num_stages, 0),
-                    std::vector<int>(num_stages, kWeightRank)};
+  return ListPolicy{std::vector<int>(num_stages, 1),
+                    std::vector<int>(num_stages, 0),
+                    std::vector<int>(num_stages, kWeightRank),
+                    {}};
 }
 
 ListPolicy ListPolicy::forward_first(int num_stages) {
-  return ListPolicy{std::vector<int>(num_stages, 0), std::vector<int>(num_stages, 1),
-                    std::vector<int>(num_stages, kWeightRank)};
+  return ListPolicy{std::vector<int>(num_stages, 0),
+                    std::vector<int>(num_stages, 1),
+                    std::vector<int>(num_stages, kWeightRank),
+                    {}};
 }
 
 namespace {
@@ -145,6 +165,7 @@ class ListScheduler {
         next_f_(model.layout.num_stages(), 0),
         next_b_(model.layout.num_stages(), 0),
         next_w_(model.layout.num_stages(), 0),
+        open_(model.layout.num_stages(), 0),
         queues_(model.num_devices()),
         best_(model.num_devices()) {
     for (DeviceId d = 0; d < model.num_devices(); ++d) {
@@ -202,7 +223,8 @@ class ListScheduler {
     };
     for (StageId s : q.stages) {
       const bool admits = s == q.admitting;
-      if (next_f_[s] < M_ && (!admits || q.inflight < limits_[d])) {
+      const bool room = admits ? q.inflight < limits_[d] : window_open(s);
+      if (next_f_[s] < M_ && room) {
         consider(Op{OpKind::forward, s, next_f_[s]});
       }
       if (next_b_[s] < next_f_[s]) consider(Op{back, s, next_b_[s]});
@@ -210,18 +232,27 @@ class ListScheduler {
     }
   }
 
+  bool window_open(StageId s) const {
+    const auto& w = policy_.window_limit;
+    return w.empty() || w[s] <= 0 || open_[s] < w[s];
+  }
+
   void advance(DeviceId d, const Op& op) {
     DeviceQueue& q = queues_[d];
     const StageId s = op.stage;
+    const bool last = op.kind == OpKind::backward_weight || (op.kind != OpKind::forward && !split_);
     if (op.kind == OpKind::forward) {
       ++next_f_[s];
+      ++open_[s];
       if (s == q.admitting) ++q.inflight;
     } else if (op.kind == OpKind::backward_weight) {
       ++next_w_[s];
-      if (s == q.admitting) --q.inflight;
     } else {
       ++next_b_[s];
-      if (s == q.admitting && !split_) --q.inflight;
+    }
+    if (last) {
+      --open_[s];
+      if (s == q.admitting) --q.inflight;
     }
   }
 
@@ -232,6 +263,7 @@ class ListScheduler {
   const ListPolicy& policy_;
   detail::ExecutionEngine engine_;
   std::vector<int> next_f_, next_b_, next_w_;
+  std::vector<int> open_;  // per stage: microbatches between its forward and last backward
   std::vector<DeviceQueue> queues_;
   std::vector<std::optional<std::pair<Key, Op>>> best_;
 };

@@ -70,6 +70,7 @@ struct MemEvent {
   std::int64_t delta;
   bool skip;  // skip cache, else activations
   int inflight_delta;
+  std::int64_t resident_delta = 0;  // under the memory rule (within_memory)
 };
 
 // The holders of one skip tensor (or its gradient) over time: the producing device until
@@ -104,14 +105,16 @@ void skip_events(const PipelineModel& model, const detail::ExecutionEngine& e,
 void memory_pass(const PipelineModel& model, const detail::ExecutionEngine& e, int M,
                  Timeline& timeline) {
   const int P = model.num_devices();
+  const std::vector<std::int64_t> skip_share = model.per_microbatch_skip_bytes();
   std::vector<std::vector<MemEvent>> events(P);
   for (StageId s = 0; s < model.layout.num_stages(); ++s) {
     const DeviceId d = model.layout.device[s];
     const bool admits = model.layout.stages_on(d).front() == s;
+    const std::int64_t a = model.stages[s].activation_bytes;
+    const std::int64_t resident = a + (admits ? skip_share[d] : 0);
     for (int m = 0; m < M; ++m) {
-      const std::int64_t a = model.stages[s].activation_bytes;
-      events[d].push_back({e.forward_start(s, m), a, false, admits ? 1 : 0});
-      events[d].push_back({e.backward_done(s, m), -a, false, admits ? -1 : 0});
+      events[d].push_back({e.forward_start(s, m), a, false, admits ? 1 : 0, resident});
+      events[d].push_back({e.backward_done(s, m), -a, false, admits ? -1 : 0, -resident});
     }
   }
   for (const SkipPlacement& k : model.skips) {
@@ -131,15 +134,17 @@ void memory_pass(const PipelineModel& model, const detail::ExecutionEngine& e, i
     // is available to the op that starts then.
     std::stable_sort(ev.begin(), ev.end(), [](const MemEvent& a, const MemEvent& b) {
       if (a.time != b.time) return a.time < b.time;
-      return a.delta < b.delta;
+      return a.delta + a.resident_delta < b.delta + b.resident_delta;
     });
-    std::int64_t act = 0, skip = 0, best = -1;
+    std::int64_t act = 0, skip = 0, best = -1, resident = 0;
     int inflight = 0;
     DeviceTimeline& t = timeline.devices[d];
     for (const MemEvent& x : ev) {
       (x.skip ? skip : act) += x.delta;
       inflight += x.inflight_delta;
+      resident += x.resident_delta;
       t.max_inflight = std::max(t.max_inflight, inflight);
+      t.resident_peak = std::max(t.resident_peak, resident);
       if (act + skip > best) {
         best = act + skip;
         t.peak.activations = act;
@@ -150,6 +155,14 @@ void memory_pass(const PipelineModel& model, const detail::ExecutionEngine& e, i
 }
 
 }  // namespace
+
+bool within_memory(const Timeline& timeline, const std::vector<MemoryBreakdown>& static_bytes,
+                   std::int64_t capacity) {
+  for (std::size_t d = 0; d < timeline.devices.size(); ++d) {
+    if (static_bytes[d].total() + timeline.devices[d].resident_peak > capacity) return false;
+  }
+  return true;
+}
 
 Result<Timeline> simulate(const PipelineModel& model, const Schedule& schedule,
                           int num_microbatches, const std::vector<MemoryBreakdown>& static_bytes) {

@@ -152,11 +152,26 @@ TEST(ScheduleIlp, UnequalStagesAreStrictlyBetterThanTheHeuristic) {
 }
 
 TEST(ScheduleIlp, MemoryCapIsNeverExceeded) {
-  // 100 bytes of activations per stage and microbatch, two stages per device: with 450
-  // bytes a device holds two microbatches in flight, no more.
+  // 100 bytes of activations per stage and microbatch, two stages per device. A microbatch
+  // in flight holds 100 bytes for its whole stay on a device and 100 more only between its
+  // second stage's forward and backward there. Counting whole microbatches (200 bytes),
+  // 450 bytes hold two in flight and 399 one. Counting bytes, 450 hold three (300 + 100
+  // for the one in its second stage); 399 hold two but not three: with three in flight
+  // none can enter its second stage (300 + 100 > 399), so none can ever leave.
   const PipelineModel m = pipeline({1, 2, 1, 1, 2, 1}, true);
-  const ScheduleAnswer a = solve(request(m, 12, 450));
-  for (const DeviceTimeline& d : a.timeline.devices) EXPECT_LE(d.max_inflight, 2);
+  const ScheduleAnswer roomy = solve(request(m, 12, 450));
+  const ScheduleAnswer tight = solve(request(m, 12, 399));
+  int most_roomy = 0, most_tight = 0;
+  for (int d = 0; d < m.num_devices(); ++d) {
+    EXPECT_LE(roomy.timeline.devices[d].resident_peak, 450);
+    EXPECT_LE(tight.timeline.devices[d].resident_peak, 399);
+    most_roomy = std::max(most_roomy, roomy.timeline.devices[d].max_inflight);
+    most_tight = std::max(most_tight, tight.timeline.devices[d].max_inflight);
+  }
+  // Both use the room the bytes leave, beyond what the microbatch count allows.
+  EXPECT_EQ(most_roomy, 3);
+  EXPECT_EQ(most_tight, 2);
+  EXPECT_LT(roomy.makespan_s, tight.makespan_s);
   // Not even one fits: infeasible, said so.
   const auto none = synthesize_schedule(request(m, 12, 150));
   ASSERT_FALSE(none.ok());

@@ -171,7 +171,7 @@ TEST_F(Corrupted, MemoryOverTheCap) {
     const Violation& v = r.violations[d];
     EXPECT_EQ(v.check, "memory");
     EXPECT_EQ(v.message.rfind(fmt::format("device {}: ", d), 0), 0u) << v.message;
-    EXPECT_NE(v.message.find("microbatches in flight need up to"), std::string::npos);
+    EXPECT_NE(v.message.find("microbatches in flight hold"), std::string::npos);
     EXPECT_NE(v.message.find("over the 31568009626 byte capacity"), std::string::npos);
   }
 }

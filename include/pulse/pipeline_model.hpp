@@ -99,6 +99,13 @@ struct PipelineModel {
   /// Per device: bytes one in-flight microbatch can hold at most (activations of its
   /// stages, skip tensors cached, sent or received there).
   std::vector<std::int64_t> per_microbatch_bytes() const;
+  /// Per device: the part of per_microbatch_bytes() that is not a stage's activations (skip
+  /// tensors cached, sent or received there). The memory rule charges it for a microbatch's
+  /// whole stay on the device.
+  std::vector<std::int64_t> per_microbatch_skip_bytes() const;
+  /// Per device: what an in-flight microbatch holds for its whole stay there (its first
+  /// stage's activations and the skip bytes).
+  std::vector<std::int64_t> per_microbatch_stay_bytes() const;
   /// P2P bytes of one microbatch through one pipeline, both directions.
   Bytes bytes_per_microbatch() const;
 };

@@ -41,6 +41,16 @@ std::vector<int> memory_inflight_limits(const PipelineModel& model,
                                         const std::vector<std::int64_t>& static_bytes,
                                         std::int64_t capacity, const std::vector<int>& wanted);
 
+/// The most microbatches any schedule within the memory rule (`within_memory`) can hold in
+/// flight on each device, capped at `wanted`: what every in-flight microbatch holds for its
+/// whole stay (its first stage's activations and the device's skip bytes) must fit. At
+/// least memory_inflight_limits; more on a device with several stages, whose later stages'
+/// activations live only part of the stay. An upper limit for searches and lower bounds,
+/// not a guarantee: schedules that reach it are checked by replay.
+std::vector<int> resident_inflight_limits(const PipelineModel& model,
+                                          const std::vector<std::int64_t>& static_bytes,
+                                          std::int64_t capacity, const std::vector<int>& wanted);
+
 /// The in-flight counts the heuristic aims for per device, before memory caps: enough to
 /// keep the device busy while a microbatch travels to the bottom of the pipeline and back.
 std::vector<int> default_inflight(const StageLayout& layout, int num_microbatches);
@@ -52,6 +62,11 @@ struct ListPolicy {
   std::vector<int> forward_rank;   ///< Per stage.
   std::vector<int> backward_rank;  ///< Per stage: B, or I with a split backward.
   std::vector<int> weight_rank;    ///< Per stage: W (split backward only).
+  /// Per stage, optional: the most microbatches at once between the stage's forward and its
+  /// last backward (0 or absent: no limit). A device's first stage is limited by the
+  /// in-flight limit instead. With two stages on a device, this is what lets it hold more
+  /// microbatches in flight than memory would allow if each held all of its activations.
+  std::vector<int> window_limit;
 
   /// 1F1B's rule: backward before forward, draining microbatches and freeing memory early.
   static ListPolicy backward_first(int num_stages);

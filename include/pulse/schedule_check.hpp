@@ -22,8 +22,10 @@ struct ScheduleCheckRequest {
 };
 
 /// Every violation found, each naming the device, the operation and the numbers; empty
-/// when the schedule is valid. The memory check is conservative: static state plus, at each
-/// instant, the microbatches in flight on the device times its per-microbatch bound.
+/// when the schedule is valid. The memory check is the synthesizer's rule (within_memory),
+/// computed here from the op times alone: static state plus, at each instant, each stage's
+/// activations from its forward's start to its last backward's end and the device's skip
+/// bytes for every microbatch in flight.
 std::vector<std::string> check_schedule(const ScheduleCheckRequest& request);
 
 }  // namespace pulse

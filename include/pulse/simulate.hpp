@@ -47,6 +47,8 @@ struct DeviceTimeline {
   double idle_s = 0;     ///< Up to the pipeline makespan.
   MemoryBreakdown peak;  ///< At the moment of the peak.
   int max_inflight = 0;  ///< Largest number of microbatches in flight.
+  /// Largest bytes held under the memory rule the schedules obey (see within_memory).
+  std::int64_t resident_peak = 0;
 };
 
 struct Timeline {
@@ -57,6 +59,16 @@ struct Timeline {
 /// Static training state per device for the model's stages under `memory` at `dp`.
 std::vector<MemoryBreakdown> static_memory(const PipelineModel& model, const MemoryModel& memory,
                                            int dp);
+
+/// The memory rule every synthesized schedule obeys, checked on a replay: at every instant
+/// the device's static state, plus each stage's activations for every microbatch between the
+/// start of its forward and the end of its last backward there, plus the device's skip
+/// bytes (PipelineModel::per_microbatch_skip_bytes) for every microbatch in flight, stays
+/// within `capacity`. It never charges more than "microbatches in flight times the
+/// per-microbatch bound", and, for skips kept on their device, never less than the
+/// replay's own peak.
+bool within_memory(const Timeline& timeline, const std::vector<MemoryBreakdown>& static_bytes,
+                   std::int64_t capacity);
 
 /// Replays `schedule`: every op starts as soon as its device is free and its inputs have
 /// arrived. Fails (internal error) if the schedule misses an op, repeats one or deadlocks.
