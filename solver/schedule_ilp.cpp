@@ -23,6 +23,13 @@ using Clock = std::chrono::steady_clock;
 // Op replays the order search may spend in all (evaluations times ops per replay).
 constexpr long kOrderOpReplays = 1'500'000;
 
+// The replay of `s`, if it stays within the memory rule.
+std::optional<Timeline> replay_within_memory(const ScheduleRequest& r, const Schedule& s) {
+  auto t = simulate(*r.model, s, r.num_microbatches, r.static_bytes);
+  if (!t || !within_memory(*t, r.static_bytes, r.memory_capacity)) return std::nullopt;
+  return std::move(*t);
+}
+
 struct Best {
   Schedule schedule;
   Timeline timeline;
@@ -31,8 +38,8 @@ struct Best {
 
   // Keeps `candidate` if it replays within the memory rule and is strictly shorter.
   bool offer(Schedule candidate, const ScheduleRequest& r, std::string how) {
-    auto t = simulate(*r.model, candidate, r.num_microbatches, r.static_bytes);
-    if (!t || !within_memory(*t, r.static_bytes, r.memory_capacity)) return false;
+    auto t = replay_within_memory(r, candidate);
+    if (!t) return false;
     if (have && t->makespan_s >= timeline.makespan_s * (1 - 1e-9)) return false;
     schedule = std::move(candidate);
     timeline = std::move(*t);
@@ -145,18 +152,16 @@ Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& r) {
   if (!out_of_time && !at_bound()) {
     std::vector<std::int64_t> free_bytes;
     for (std::int64_t s : static_totals) free_bytes.push_back(r.memory_capacity - s);
-    detail::SearchInput search{r.num_microbatches,
-                               reach_cap,
-                               memory_cap,
-                               free_bytes,
-                               r.split_backward,
-                               r.max_evaluations,
-                               3,
-                               [&] { return deadline.expired(); },
-                               [&](const Schedule& s) {
-                                 auto t = simulate(*r.model, s, r.num_microbatches, r.static_bytes);
-                                 return t && within_memory(*t, r.static_bytes, r.memory_capacity);
-                               }};
+    detail::SearchInput search{
+        r.num_microbatches,
+        reach_cap,
+        memory_cap,
+        free_bytes,
+        r.split_backward,
+        r.max_evaluations,
+        3,
+        [&] { return deadline.expired(); },
+        [&](const Schedule& s) { return replay_within_memory(r, s).has_value(); }};
     const detail::SearchResult found = detail::search_list_schedules(*r.model, search);
     a.list_evaluations = found.evaluations;
     if (found.found) best.offer(found.schedule, r, "list-search");

@@ -140,12 +140,8 @@ void Checker::check_dependencies() {
 }
 
 void Checker::check_memory() {
-  // Skip tensors cached, sent or received on a device: the per-microbatch bound less its
-  // stages' activations, charged for the microbatch's whole stay.
-  std::vector<std::int64_t> skip = m_.per_microbatch_bytes();
-  for (StageId s = 0; s < m_.layout.num_stages(); ++s) {
-    skip[m_.layout.device[s]] -= m_.stages[s].activation_bytes;
-  }
+  // Skip tensors cached, sent or received on a device, charged for a microbatch's whole stay.
+  const std::vector<std::int64_t> skip = m_.per_microbatch_skip_bytes();
   for (int d = 0; d < m_.num_devices(); ++d) {
     const std::vector<StageId> stages = m_.layout.stages_on(d);
     if (stages.empty()) continue;  // an idle device holds nothing
@@ -172,9 +168,10 @@ void Checker::check_memory() {
     }
     const std::int64_t total = r_.static_bytes[d].total() + peak;
     if (total > r_.memory_capacity) {
-      fail(fmt::format("device {}: {} microbatches in flight hold {} bytes with the static state "
-                       "at {:.9f} s, over the {} byte capacity",
-                       d, inflight_at_peak, total, when, r_.memory_capacity));
+      fail(
+          fmt::format("device {}: {} microbatches in flight hold {} bytes with the static state "
+                      "at {:.9f} s, over the {} byte capacity",
+                      d, inflight_at_peak, total, when, r_.memory_capacity));
     }
   }
 }
