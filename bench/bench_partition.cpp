@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "pulse/graph.hpp"
-#include "pulse/partition.hpp"
+#include "pulse/graph/layer_graph.hpp"
+#include "pulse/partition/partition.hpp"
 
 using namespace pulse;
 

@@ -16,8 +16,9 @@
 #include <random>
 #include <string>
 
-#include "pulse/compile.hpp"
-#include "pulse/schedule_ilp.hpp"
+#include "pulse/compile/compile.hpp"
+#include "pulse/schedule/synthesize.hpp"
+#include "pulse/base/defaults.hpp"
 
 using namespace pulse;
 
@@ -126,8 +127,8 @@ void run_case(const Case& k, int P, int M, double seconds, int nodes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  double seconds = 2.0;
-  int nodes = 5000;
+  double seconds = kDefaultSolverSeconds;
+  int nodes = kDefaultSolverNodes;
   std::string only;
   for (int i = 1; i + 1 < argc; ++i) {
     if (!std::strcmp(argv[i], "--seconds")) seconds = std::atof(argv[i + 1]);

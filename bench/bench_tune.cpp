@@ -15,7 +15,7 @@
 #include <cstring>
 #include <string>
 
-#include "pulse/compile.hpp"
+#include "pulse/compile/compile.hpp"
 
 using namespace pulse;
 

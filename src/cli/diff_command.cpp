@@ -7,9 +7,9 @@
 
 #include <fmt/format.h>
 
-#include "cli/commands.hpp"
-#include "pulse/diff.hpp"
-#include "pulse/plan_reader.hpp"
+#include "commands.hpp"
+#include "pulse/tools/diff.hpp"
+#include "pulse/plan/plan_reader.hpp"
 
 namespace pulse::cli {
 

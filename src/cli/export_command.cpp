@@ -2,13 +2,14 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <optional>
 
 #include <fmt/format.h>
 
-#include "cli/commands.hpp"
-#include "pulse/export.hpp"
-#include "pulse/io.hpp"
-#include "pulse/plan_reader.hpp"
+#include "commands.hpp"
+#include "pulse/tools/export.hpp"
+#include "pulse/base/io.hpp"
+#include "pulse/plan/plan_reader.hpp"
 
 namespace pulse::cli {
 

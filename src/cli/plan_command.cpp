@@ -4,12 +4,13 @@
 
 #include <fmt/format.h>
 
-#include "cli/commands.hpp"
-#include "pulse/compile.hpp"
-#include "pulse/io.hpp"
-#include "pulse/plan.hpp"
-#include "pulse/trace.hpp"
-#include "pulse/units.hpp"
+#include "commands.hpp"
+#include "pulse/compile/compile.hpp"
+#include "pulse/base/io.hpp"
+#include "pulse/compile/plan_json.hpp"
+#include "pulse/tools/trace.hpp"
+#include "pulse/base/units.hpp"
+#include "pulse/base/defaults.hpp"
 
 namespace pulse::cli {
 
@@ -73,13 +74,14 @@ po::options_description plan_options() {
   add("microbatch-size", po::value<int>()->value_name("B"),
       "samples per microbatch (default: search)");
   add("global-batch", po::value<int>()->value_name("G"),
-      "samples per iteration (default: 8 per device)");
+      fmt::format("samples per iteration (default: {} per device)", kDefaultSamplesPerDevice)
+          .c_str());
   add("zero", po::value<int>()->value_name("0|1")->default_value(0),
       "1: shard optimizer state over the data-parallel replicas (ZeRO-1)");
   add("split-backward", "backward as input-gradient (I) and weight-gradient (W) ops");
-  add("solver-nodes", po::value<int>()->value_name("N")->default_value(5000),
+  add("solver-nodes", po::value<int>()->value_name("N")->default_value(kDefaultSolverNodes),
       "branch-and-bound nodes per integer program (the deterministic work limit)");
-  add("solver-time-limit", po::value<double>()->value_name("S")->default_value(2.0),
+  add("solver-time-limit", po::value<double>()->value_name("S")->default_value(kDefaultSolverSeconds),
       "wall-clock safety limit of the schedule search, seconds (0: list schedules only)");
   add("output,o", po::value<std::string>()->value_name("FILE"),
       "write the plan here (atomically) instead of stdout; - is stdout");

@@ -6,13 +6,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/commands.hpp"
-#include "json_check.hpp"
-#include "pulse/io.hpp"
-#include "pulse/plan.hpp"
-#include "pulse/replay.hpp"
-#include "pulse/trace.hpp"
-#include "pulse/units.hpp"
+#include "commands.hpp"
+#include "pulse/base/json_check.hpp"
+#include "pulse/base/io.hpp"
+#include "pulse/compile/plan_json.hpp"
+#include "pulse/tools/replay.hpp"
+#include "pulse/tools/trace.hpp"
+#include "pulse/base/units.hpp"
 
 namespace pulse::cli {
 
