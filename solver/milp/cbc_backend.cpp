@@ -150,13 +150,13 @@ Result solve(const Model& m, const Limits& limits) {
     r.objective = model.getObjValue();
   }
   if (model.isProvenInfeasible()) {
-    r.status = Status::infeasible;
+    r.status = SolveStatus::infeasible;
     r.stopped_by = "infeasible";
   } else if (best && model.isProvenOptimal()) {
-    r.status = Status::optimal;
+    r.status = SolveStatus::optimal;
     r.stopped_by = "optimal";
   } else {
-    r.status = best ? Status::limit : Status::no_solution;
+    r.status = best ? SolveStatus::feasible : SolveStatus::no_solution;
     r.stopped_by = state->time_limit || model.isSecondsLimitReached() ? "time limit"
                    : state->node_limit || model.isNodeLimitReached()  ? "node limit"
                                                                       : "gap";

@@ -129,19 +129,20 @@ auto solve_increasing(Program& program, double lower_bound, const std::vector<do
 /// When no partition fits: runs `memory_program` (a DP minimising the largest device memory)
 /// and reports that partition's fullest device, so the message can say by how much.
 template <class Program>
-MemoryShortfall smallest_shortfall(Program& memory_program, const PartitionRequest& request,
-                                   std::int64_t total_params) {
+std::optional<MemoryShortfall> smallest_shortfall(Program& memory_program,
+                                                  const PartitionRequest& request,
+                                                  std::int64_t total_params) {
   MemoryShortfall shortfall;
   shortfall.capacity_bytes = request.memory_capacity;
   const double floor =
       static_cast<double>(request.memory.static_bytes(total_params, request.dp)) / request.pp;
-  if (auto found =
-          solve_increasing(memory_program, std::max(floor, 1.0), coarse_upper_bound_factors())) {
-    for (std::size_t d = 0; d < found->devices.size(); ++d) {
-      if (found->devices[d].memory > shortfall.needed_bytes) {
-        shortfall.needed_bytes = found->devices[d].memory;
-        shortfall.device = static_cast<DeviceId>(d);
-      }
+  const auto found =
+      solve_increasing(memory_program, std::max(floor, 1.0), coarse_upper_bound_factors());
+  if (!found) return std::nullopt;  // no partition of this shape at all, memory aside
+  for (std::size_t d = 0; d < found->devices.size(); ++d) {
+    if (found->devices[d].memory > shortfall.needed_bytes) {
+      shortfall.needed_bytes = found->devices[d].memory;
+      shortfall.device = static_cast<DeviceId>(d);
     }
   }
   return shortfall;

@@ -33,16 +33,16 @@ using detail::Objective;
 class SequentialDynamicProgram {
  public:
   SequentialDynamicProgram(const PartitionRequest& request, Objective objective)
-      : r_(request),
+      : request_(request),
         prefix_(*request.graph),
-        L_(prefix_.num_layers),
-        P_(request.pp),
+        num_layers_(prefix_.num_layers),
+        pp_(request.pp),
         objective_(objective),
         direct_(request.routing == SkipRouting::direct),
         slowest_(detail::slowest_link(request.links)) {
-    live_bytes_.assign(L_, 0);
-    live_count_.assign(L_, 0);
-    by_producer_.assign(L_, {});
+    live_bytes_.assign(num_layers_, 0);
+    live_count_.assign(num_layers_, 0);
+    by_producer_.assign(num_layers_, {});
     for (const SkipPair& s : request.graph->skip_pairs()) {
       for (int x = s.producer; x < s.consumer; ++x) {
         live_bytes_[x] += s.bytes;
@@ -76,12 +76,12 @@ class SequentialDynamicProgram {
                       std::int64_t& held) const;
   bool within(const DeviceCost& c, double bound) const {
     if (objective_ == Objective::memory) return static_cast<double>(c.memory) <= bound;
-    return c.load <= bound && c.memory <= r_.memory_capacity;
+    return c.load <= bound && c.memory <= request_.memory_capacity;
   }
 
-  const PartitionRequest& r_;
+  const PartitionRequest& request_;
   LayerPrefix prefix_;
-  int L_, P_;
+  int num_layers_, pp_;
   Objective objective_;
   std::vector<std::int64_t> live_bytes_;  // [x]: skip bytes crossing the cut after layer x
   std::vector<int> live_count_;
@@ -109,24 +109,24 @@ DeviceCost SequentialDynamicProgram::cost(int s, int a, int b, std::int64_t insi
   DeviceCost c;
   double sends = 0;
   std::int64_t relayed = 0;
-  if (s + 1 < P_) {
+  if (s + 1 < pp_) {
     const std::int64_t bytes = p.output[b] + live_bytes_[b] + p.carried_bytes_upto[b + 1];
-    sends += transfer_time(r_.links[s][s + 1],
+    sends += transfer_time(request_.links[s][s + 1],
                                   1 + live_count_[b] + p.carried_count_upto[b + 1], bytes);
     c.bytes += bytes;
     relayed += live_bytes_[b];
   }
   if (s > 0) {
     const std::int64_t bytes = p.output[a - 1] + live_bytes_[a - 1] + p.carried_grad_bytes_upto[a];
-    sends += transfer_time(r_.links[s][s - 1],
+    sends += transfer_time(request_.links[s][s - 1],
                                   1 + live_count_[a - 1] + p.carried_grad_count_upto[a], bytes);
     c.bytes += bytes;
     relayed += live_bytes_[a - 1];
   }
   std::int64_t held = relayed + inside;
   if (direct_) sends += direct_sends(a, b, inside, inside_count, c, held);
-  c.load = device_load(p.compute_in(a, b), sends, r_.overlap_comm);
-  c.memory = memory_bound(r_.memory, p.params_in(a, b), r_.dp, r_.inflight[s],
+  c.load = device_load(p.compute_in(a, b), sends, request_.overlap_comm);
+  c.memory = memory_bound(request_.memory, p.params_in(a, b), request_.dp, request_.inflight[s],
                           p.activation_in(a, b) + held);
   return c;
 }
@@ -134,12 +134,12 @@ DeviceCost SequentialDynamicProgram::cost(int s, int a, int b, std::int64_t insi
 std::optional<SequentialDynamicProgram::Found> SequentialDynamicProgram::run(double bound) {
   const bool time = objective_ == Objective::time;
   // table[s][b]: best value with stages 0..s covering layers [0, b].
-  std::vector<std::vector<Cell>> table(P_, std::vector<Cell>(L_));
+  std::vector<std::vector<Cell>> table(pp_, std::vector<Cell>(num_layers_));
   int states = 0;
-  for (int s = 0; s < P_; ++s) {
+  for (int s = 0; s < pp_; ++s) {
     // Stage s ends at b in [s, L - P + s]: each later stage needs a layer.
-    for (int b = s; b <= L_ - P_ + s; ++b) {
-      if (s == P_ - 1 && b != L_ - 1) continue;
+    for (int b = s; b <= num_layers_ - pp_ + s; ++b) {
+      if (s == pp_ - 1 && b != num_layers_ - 1) continue;
       Cell best;
       std::int64_t inside = 0;
       int inside_count = 0;
@@ -157,21 +157,21 @@ std::optional<SequentialDynamicProgram::Found> SequentialDynamicProgram::run(dou
         const DeviceCost c = cost(s, a, b, inside, inside_count);
         if (!within(c, bound)) continue;
         const DpValue v =
-            detail::extend(prev ? prev->value : DpValue{}, c, objective_, r_.memory_capacity);
+            detail::extend(prev ? prev->value : DpValue{}, c, objective_, request_.memory_capacity);
         if (best.start < 0 || detail::better(v, best.value)) best = Cell{v, a, c};
       }
       if (best.start >= 0) ++states;
       table[s][b] = best;
     }
   }
-  const Cell& last = table[P_ - 1][L_ - 1];
+  const Cell& last = table[pp_ - 1][num_layers_ - 1];
   if (last.start < 0) return std::nullopt;
   Found f;
-  f.first_layer.assign(P_ + 1, 0);
-  f.first_layer[P_] = L_;
-  f.devices.resize(P_);
-  int b = L_ - 1;
-  for (int s = P_ - 1; s >= 0; --s) {
+  f.first_layer.assign(pp_ + 1, 0);
+  f.first_layer[pp_] = num_layers_;
+  f.devices.resize(pp_);
+  int b = num_layers_ - 1;
+  for (int s = pp_ - 1; s >= 0; --s) {
     const Cell& cell = table[s][b];
     f.first_layer[s] = cell.start;
     f.devices[s] = cell.cost;
@@ -184,8 +184,8 @@ std::optional<SequentialDynamicProgram::Found> SequentialDynamicProgram::run(dou
 
 }  // namespace
 
-PartitionOutcome partition_sequential(const PartitionRequest& request) {
-  PartitionOutcome outcome;
+PartitionAnswer partition_sequential(const PartitionRequest& request) {
+  PartitionAnswer outcome;
   const LayerGraph& graph = *request.graph;
   const int L = graph.num_layers();
   if (L < request.pp) return outcome;
@@ -196,7 +196,6 @@ PartitionOutcome partition_sequential(const PartitionRequest& request) {
   if (auto found =
           detail::solve_increasing(time_dp, lower_bound, detail::coarse_upper_bound_factors())) {
     PartitionResult& r = outcome.result;
-    outcome.found = true;
     r.layout = sequential_layout(found->first_layer, request.pp);
     r.method = request.routing == SkipRouting::direct ? "sequential-dp-direct" : "sequential-dp";
     r.objective_s = found->value.primary;
@@ -210,6 +209,7 @@ PartitionOutcome partition_sequential(const PartitionRequest& request) {
     }
     r.all_skips_local = local;
     detail::record_devices(found->devices, r);
+    outcome.status = r.exact ? SolveStatus::optimal : SolveStatus::feasible;
     return outcome;
   }
   SequentialDynamicProgram memory_dp(request, Objective::memory);

@@ -60,17 +60,17 @@ constexpr std::size_t kBeamWidth = 512;  // States kept per level by the bounded
 class VDynamicProgram {
  public:
   VDynamicProgram(const PartitionRequest& request, SkipPolicy policy, Objective objective)
-      : r_(request),
+      : request_(request),
         prefix_(*request.graph),
-        L_(prefix_.num_layers),
-        P_(request.pp),
+        num_layers_(prefix_.num_layers),
+        pp_(request.pp),
         local_only_(policy == SkipPolicy::local_only),
         objective_(objective),
         slowest_(detail::slowest_link(request.links)),
         budget_(request.exact_transition_budget) {
     build_crossing_tables();
     if (!local_only_) build_skip_grid();
-    slot_.assign(static_cast<std::size_t>(L_ + 1) * (L_ + 1), -1);
+    slot_.assign(static_cast<std::size_t>(num_layers_ + 1) * (num_layers_ + 1), -1);
   }
 
   using Found = DpFound;
@@ -100,14 +100,14 @@ class VDynamicProgram {
                                std::int64_t* fwd_bytes, int* bwd_count,
                                std::int64_t* bwd_bytes) const;
   double send(int from, int to, int count, std::int64_t bytes) const {
-    return transfer_time(r_.links[from][to], count, bytes);
+    return transfer_time(request_.links[from][to], count, bytes);
   }
   std::int64_t grid_sum(int pa, int pb, int ca, int cb, bool count) const;
   Found reconstruct(const State& last, const DeviceCost& middle, const DpValue& value) const;
 
-  const PartitionRequest& r_;
+  const PartitionRequest& request_;
   LayerPrefix prefix_;
-  int L_, P_;
+  int num_layers_, pp_;
   bool local_only_;
   Objective objective_;
   LinkClass slowest_;
@@ -125,9 +125,9 @@ class VDynamicProgram {
 };
 
 void VDynamicProgram::build_crossing_tables() {
-  min_consumer_crossing_.assign(L_, L_);
-  max_producer_crossing_.assign(L_ + 1, -1);
-  for (const SkipPair& s : r_.graph->skip_pairs()) {
+  min_consumer_crossing_.assign(num_layers_, num_layers_);
+  max_producer_crossing_.assign(num_layers_ + 1, -1);
+  for (const SkipPair& s : request_.graph->skip_pairs()) {
     for (int i = s.producer; i < s.consumer; ++i) {
       min_consumer_crossing_[i] = std::min(min_consumer_crossing_[i], s.consumer);
     }
@@ -138,10 +138,10 @@ void VDynamicProgram::build_crossing_tables() {
 }
 
 void VDynamicProgram::build_skip_grid() {
-  const std::size_t n = static_cast<std::size_t>(L_ + 1);
+  const std::size_t n = static_cast<std::size_t>(num_layers_ + 1);
   grid_bytes_.assign(n * n, 0);
   grid_count_.assign(n * n, 0);
-  for (const SkipPair& s : r_.graph->skip_pairs()) {
+  for (const SkipPair& s : request_.graph->skip_pairs()) {
     grid_bytes_[(s.producer + 1) * n + (s.consumer + 1)] += s.bytes;
     grid_count_[(s.producer + 1) * n + (s.consumer + 1)] += 1;
   }
@@ -166,7 +166,7 @@ void VDynamicProgram::build_skip_grid() {
 // Skips with producer in [pa, pb] and consumer in [ca, cb]; empty ranges give 0.
 std::int64_t VDynamicProgram::grid_sum(int pa, int pb, int ca, int cb, bool count) const {
   if (pb < pa || cb < ca) return 0;
-  const std::size_t n = static_cast<std::size_t>(L_ + 1);
+  const std::size_t n = static_cast<std::size_t>(num_layers_ + 1);
   auto at = [&](int a, int b) -> std::int64_t {
     return count ? grid_count_[a * n + b] : grid_bytes_[a * n + b];
   };
@@ -238,20 +238,20 @@ DeviceCost VDynamicProgram::side_cost(int d, int i, int j, int i2, int j2) const
     c.bytes += fwd_b + bwd_b;
   }
   c.load = device_load(p.compute_in(i + 1, i2) + p.compute_in(j2, j - 1), sends,
-                               r_.overlap_comm);
+                               request_.overlap_comm);
   const std::int64_t params = p.params_in(i + 1, i2) + p.params_in(j2, j - 1);
   const std::int64_t act = p.activation_in(i + 1, i2) + p.activation_in(j2, j - 1);
-  c.memory = memory_bound(r_.memory, params, r_.dp, r_.inflight[d], act + held);
+  c.memory = memory_bound(request_.memory, params, request_.dp, request_.inflight[d], act + held);
   return c;
 }
 
 // The bottom device P-1 takes [i+1, j-1] as stages P-1 and P.
 DeviceCost VDynamicProgram::middle_cost(int i, int j) const {
   const LayerPrefix& p = prefix_;
-  const int d = P_ - 1;
+  const int d = pp_ - 1;
   DeviceCost c;
   double sends = 0;
-  if (P_ >= 2) {
+  if (pp_ >= 2) {
     const std::int64_t fwd =
         p.output[j - 1] + p.carried_bytes_upto[j] - p.carried_bytes_upto[i + 1];
     sends += send(d, d - 1, 1 + p.carried_count_upto[j] - p.carried_count_upto[i + 1], fwd);
@@ -267,20 +267,20 @@ DeviceCost VDynamicProgram::middle_cost(int i, int j) const {
         transfer_time(slowest_, fwd_n, fwd_b) + transfer_time(slowest_, bwd_n, bwd_b);
     c.bytes += fwd_b + bwd_b;
   }
-  c.load = device_load(p.compute_in(i + 1, j - 1), sends, r_.overlap_comm);
-  c.memory = memory_bound(r_.memory, p.params_in(i + 1, j - 1), r_.dp, r_.inflight[d],
+  c.load = device_load(p.compute_in(i + 1, j - 1), sends, request_.overlap_comm);
+  c.memory = memory_bound(request_.memory, p.params_in(i + 1, j - 1), request_.dp, request_.inflight[d],
                           p.activation_in(i + 1, j - 1) + held);
   return c;
 }
 
 bool VDynamicProgram::within(const DeviceCost& c, double bound) const {
   if (objective_ == Objective::memory) return static_cast<double>(c.memory) <= bound;
-  return c.load <= bound && c.memory <= r_.memory_capacity;
+  return c.load <= bound && c.memory <= request_.memory_capacity;
 }
 
 void VDynamicProgram::relax(int level, int i, int j, const DpValue& v, int parent,
                             const DeviceCost& cost) {
-  const std::size_t key = static_cast<std::size_t>(i + 1) * (L_ + 1) + j;
+  const std::size_t key = static_cast<std::size_t>(i + 1) * (num_layers_ + 1) + j;
   std::vector<State>& states = levels_[level];
   if (slot_[key] < 0) {
     slot_[key] = static_cast<int>(states.size());
@@ -294,10 +294,10 @@ void VDynamicProgram::relax(int level, int i, int j, const DpValue& v, int paren
 void VDynamicProgram::expand(int d, const State& from, int from_index, double bound) {
   const LayerPrefix& p = prefix_;
   const int i = from.i, j = from.j;
-  const int rest = P_ - 1 - d;  // devices after this one; they need 2 * rest layers
+  const int rest = pp_ - 1 - d;  // devices after this one; they need 2 * rest layers
   const bool time = objective_ == Objective::time;
   // Per-parameter bytes for pruning; one byte of slack per device absorbs rounding.
-  const double spp = r_.memory.static_bytes(1 << 20, r_.dp) / static_cast<double>(1 << 20);
+  const double spp = request_.memory.static_bytes(1 << 20, request_.dp) / static_cast<double>(1 << 20);
   // Largest x with compute[x] <= compute[i2 + 1] + rest * bound. The right side grows with
   // i2, so one forward walk finds it for every i2 (a binary search per i2 cost more than
   // the transitions themselves on long models).
@@ -314,7 +314,7 @@ void VDynamicProgram::expand(int d, const State& from, int from_index, double bo
     if (time) {
       // The devices after this one must fit what is left: compute(i2+1 .. j2-1) <= rest * U.
       const double cap = p.compute[i2 + 1] + rest * bound;
-      while (fits < L_ && p.compute[fits + 1] <= cap) ++fits;
+      while (fits < num_layers_ && p.compute[fits + 1] <= cap) ++fits;
       j2_hi = std::min(j2_hi, fits);
     }
     const int j2_min = i2 + 1 + 2 * rest;
@@ -325,13 +325,13 @@ void VDynamicProgram::expand(int d, const State& from, int from_index, double bo
       const DeviceCost cost = side_cost(d, i, j, i2, j2);
       if (!within(cost, bound)) return std::nullopt;
       const double rest_static = spp * static_cast<double>(p.params_in(i2 + 1, j2 - 1)) - rest;
-      if (rest_static > rest * (time ? static_cast<double>(r_.memory_capacity) : bound)) {
+      if (rest_static > rest * (time ? static_cast<double>(request_.memory_capacity) : bound)) {
         return std::nullopt;
       }
       return cost;
     };
     auto take = [&](int j2, const DeviceCost& cost) {
-      relax(d + 1, i2, j2, detail::extend(from.value, cost, objective_, r_.memory_capacity),
+      relax(d + 1, i2, j2, detail::extend(from.value, cost, objective_, request_.memory_capacity),
             from_index, cost);
     };
     if (!bounded_) {
@@ -366,7 +366,7 @@ void VDynamicProgram::expand(int d, const State& from, int from_index, double bo
     }
     // And the emptiest, where skip locality may rule out every continuation of the fullest:
     // a second way on. Without that constraint the fullest always has one at U = infinity.
-    if (!local_only_ || r_.graph->skip_pairs().empty()) continue;
+    if (!local_only_ || request_.graph->skip_pairs().empty()) continue;
     for (int j2 = j2_hi; j2 > fullest; --j2) {
       if (const auto cost = edge(j2)) {
         take(j2, *cost);
@@ -383,8 +383,8 @@ void VDynamicProgram::expand(int d, const State& from, int from_index, double bo
 void VDynamicProgram::keep_most_promising(int level) {
   std::vector<State>& states = levels_[level];
   if (states.size() <= kBeamWidth) return;
-  const int left = P_ - level;
-  const double spp = r_.memory.static_bytes(1 << 20, r_.dp) / static_cast<double>(1 << 20);
+  const int left = pp_ - level;
+  const double spp = request_.memory.static_bytes(1 << 20, request_.dp) / static_cast<double>(1 << 20);
   auto key = [&](const State& s) {
     const double rest = objective_ == Objective::time
                             ? prefix_.compute_in(s.i + 1, s.j - 1)
@@ -426,10 +426,10 @@ std::optional<VDynamicProgram::Found> VDynamicProgram::run(double bound) {
 std::optional<VDynamicProgram::Found> VDynamicProgram::run_once(double bound) {
   transitions_ = 0;
   over_budget_ = false;
-  levels_.assign(P_, {});
-  levels_[0].push_back(State{-1, L_, DpValue{}, -1, DeviceCost{}});
+  levels_.assign(pp_, {});
+  levels_[0].push_back(State{-1, num_layers_, DpValue{}, -1, DeviceCost{}});
   int states = 1;
-  for (int d = 0; d + 1 < P_; ++d) {
+  for (int d = 0; d + 1 < pp_; ++d) {
     for (std::size_t k : touched_) slot_[k] = -1;
     touched_.clear();
     for (std::size_t s = 0; s < levels_[d].size() && !over_budget_; ++s) {
@@ -441,11 +441,11 @@ std::optional<VDynamicProgram::Found> VDynamicProgram::run_once(double bound) {
     if (levels_[d + 1].empty()) return std::nullopt;
   }
   std::optional<Found> best;
-  for (const State& s : levels_[P_ - 1]) {
+  for (const State& s : levels_[pp_ - 1]) {
     if (s.j - s.i - 1 < 2) continue;
     const DeviceCost middle = middle_cost(s.i, s.j);
     if (!within(middle, bound)) continue;
-    const DpValue v = detail::extend(s.value, middle, objective_, r_.memory_capacity);
+    const DpValue v = detail::extend(s.value, middle, objective_, request_.memory_capacity);
     if (!best || detail::better(v, best->value)) best = reconstruct(s, middle, v);
   }
   if (best) {
@@ -458,11 +458,11 @@ std::optional<VDynamicProgram::Found> VDynamicProgram::run_once(double bound) {
 VDynamicProgram::Found VDynamicProgram::reconstruct(const State& last, const DeviceCost& middle,
                                                     const DpValue& value) const {
   // Walk the parents back to the outermost device: (i_d, j_d) for d = 0..P-2.
-  std::vector<int> enc_end(P_, 0), dec_start(P_, 0);
-  std::vector<DeviceCost> devices(P_);
-  devices[P_ - 1] = middle;
+  std::vector<int> enc_end(pp_, 0), dec_start(pp_, 0);
+  std::vector<DeviceCost> devices(pp_);
+  devices[pp_ - 1] = middle;
   const State* s = &last;
-  for (int level = P_ - 1; level >= 1; --level) {
+  for (int level = pp_ - 1; level >= 1; --level) {
     enc_end[level - 1] = s->i;
     dec_start[level - 1] = s->j;
     devices[level - 1] = s->cost;
@@ -480,11 +480,11 @@ VDynamicProgram::Found VDynamicProgram::reconstruct(const State& last, const Dev
     }
   }
   Found f;
-  f.first_layer.assign(2 * P_ + 1, 0);
-  for (int d = 0; d < P_; ++d) f.first_layer[d] = d == 0 ? 0 : enc_end[d - 1] + 1;
-  f.first_layer[P_] = split + 1;
-  for (int d = 0; d + 1 < P_; ++d) f.first_layer[2 * P_ - 1 - d] = dec_start[d];
-  f.first_layer[2 * P_] = L_;
+  f.first_layer.assign(2 * pp_ + 1, 0);
+  for (int d = 0; d < pp_; ++d) f.first_layer[d] = d == 0 ? 0 : enc_end[d - 1] + 1;
+  f.first_layer[pp_] = split + 1;
+  for (int d = 0; d + 1 < pp_; ++d) f.first_layer[2 * pp_ - 1 - d] = dec_start[d];
+  f.first_layer[2 * pp_] = num_layers_;
   f.value = value;
   f.devices = std::move(devices);
   return f;
@@ -505,8 +505,8 @@ PartitionResult to_result(const VDynamicProgram::Found& f, const PartitionReques
 
 }  // namespace
 
-PartitionOutcome partition_v(const PartitionRequest& request, SkipPolicy policy) {
-  PartitionOutcome outcome;
+PartitionAnswer partition_v(const PartitionRequest& request, SkipPolicy policy) {
+  PartitionAnswer outcome;
   const LayerGraph& graph = *request.graph;
   const int L = graph.num_layers();
   if (L < 2 * request.pp || L > kMaxLayers) return outcome;
@@ -518,7 +518,6 @@ PartitionOutcome partition_v(const PartitionRequest& request, SkipPolicy policy)
   VDynamicProgram time_dp(request, policy, Objective::time);
   if (auto found =
           detail::solve_increasing(time_dp, lower_bound, detail::fine_upper_bound_factors())) {
-    outcome.found = true;
     outcome.result = to_result(*found, request, policy);
     outcome.result.lower_bound_s = lower_bound;
     bool local = true;
@@ -528,6 +527,7 @@ PartitionOutcome partition_v(const PartitionRequest& request, SkipPolicy policy)
     outcome.result.all_skips_local = local;
     outcome.result.exact = found->exact && (policy == SkipPolicy::local_only || local ||
                                             detail::links_uniform(request.links));
+    outcome.status = outcome.result.exact ? SolveStatus::optimal : SolveStatus::feasible;
     return outcome;
   }
   if (policy == SkipPolicy::local_only) return outcome;  // the caller retries non-locally

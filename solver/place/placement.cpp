@@ -39,11 +39,11 @@ class NodeSearch {
   // `segment_start`: the pipeline device of a path's first position (0 for node-sized
   // pipelines, k * devices_per_node for the k-th segment of a spanning one).
   NodeSearch(const PlacementRequest& r, int path_length, int paths, int segment_start)
-      : r_(r), length_(path_length), paths_(paths), start_(segment_start) {}
+      : request_(r), length_(path_length), paths_(paths), start_(segment_start) {}
 
   // Local device order, cut into `paths` consecutive paths of `length`.
   std::vector<int> best() const {
-    const int n = r_.cluster->devices_per_node;
+    const int n = request_.cluster->devices_per_node;
     std::vector<int> order(n), best_order;
     std::iota(order.begin(), order.end(), 0);
     Score best_score;
@@ -64,7 +64,7 @@ class NodeSearch {
     for (int p = 0; p < paths_; ++p) {
       for (int i = 0; i + 1 < length_; ++i) {
         const int a = order[p * length_ + i], b = order[p * length_ + i + 1];
-        const double t = boundary_time(start_ + i, r_.cluster->link(a, b));
+        const double t = boundary_time(start_ + i, request_.cluster->link(a, b));
         s.worst = std::max(s.worst, t);
         s.total += t;
       }
@@ -74,12 +74,12 @@ class NodeSearch {
 
  private:
   double boundary_time(int boundary, const LinkClass& link) const {
-    const std::int64_t bytes = r_.boundary_bytes.empty() ? 1 : r_.boundary_bytes[boundary];
-    const int messages = r_.boundary_messages.empty() ? 1 : r_.boundary_messages[boundary];
+    const std::int64_t bytes = request_.boundary_bytes.empty() ? 1 : request_.boundary_bytes[boundary];
+    const int messages = request_.boundary_messages.empty() ? 1 : request_.boundary_messages[boundary];
     return transfer_time(link, messages, bytes);
   }
 
-  const PlacementRequest& r_;
+  const PlacementRequest& request_;
   int length_, paths_, start_;
 };
 

@@ -138,7 +138,7 @@ struct ExactBuilder {
     std::map<std::pair<int, int>, double> start;  // (type, microbatch) -> start
     for (const DeviceTimeline& d : known.devices) {
       for (const TimedOp& op : d.ops) {
-        start[{g.find(op.op.kind, op.op.stage), op.op.microbatch}] = op.start_s;
+        start[{g.find(op.op.kind, op.op.stage), op.op.mb}] = op.start_s;
       }
     }
     model.start.assign(model.num_vars(), 0.0);
@@ -165,8 +165,8 @@ Schedule schedule_from_times(std::vector<std::vector<std::pair<double, Op>>>& by
       if (std::fabs(a.first - b.first) > 1e-9 * std::max(1.0, std::fabs(a.first))) {
         return a.first < b.first;
       }
-      return std::pair{a.second.microbatch, a.second.stage} <
-             std::pair{b.second.microbatch, b.second.stage};
+      return std::pair{a.second.mb, a.second.stage} <
+             std::pair{b.second.mb, b.second.stage};
     });
     std::vector<Op> order;
     for (const auto& [t, op] : ops) order.push_back(op);

@@ -101,7 +101,7 @@ class ListScheduler {
   ListScheduler(const PipelineModel& model, int M, const std::vector<int>& limits, bool split,
                 const ListPolicy& policy)
       : model_(model),
-        M_(M),
+        num_microbatches_(M),
         limits_(limits),
         split_(split),
         policy_(policy),
@@ -124,7 +124,7 @@ class ListScheduler {
     Schedule schedule;
     schedule.device_ops.assign(P, {});
     schedule.split_backward = split_;
-    const std::size_t total = static_cast<std::size_t>(S) * M_ * (split_ ? 3 : 2);
+    const std::size_t total = static_cast<std::size_t>(S) * num_microbatches_ * (split_ ? 3 : 2);
     double makespan = 0;
     std::vector<DeviceId> dirty;
     for (std::size_t done = 0; done < total; ++done) {
@@ -162,13 +162,13 @@ class ListScheduler {
     auto consider = [&](const Op& op) {
       const auto ready = engine_.ready_time(op);
       if (!ready) return;
-      const Key key{*ready, rank_of(policy_, op), op.microbatch, -op.stage, d};
+      const Key key{*ready, rank_of(policy_, op), op.mb, -op.stage, d};
       if (!best_[d] || key < best_[d]->first) best_[d] = {key, op};
     };
     for (StageId s : q.stages) {
       const bool admits = s == q.admitting;
       const bool room = admits ? q.inflight < limits_[d] : window_open(s);
-      if (next_f_[s] < M_ && room) {
+      if (next_f_[s] < num_microbatches_ && room) {
         consider(Op{OpKind::forward, s, next_f_[s]});
       }
       if (next_b_[s] < next_f_[s]) consider(Op{back, s, next_b_[s]});
@@ -201,7 +201,7 @@ class ListScheduler {
   }
 
   const PipelineModel& model_;
-  int M_;
+  int num_microbatches_;
   const std::vector<int>& limits_;
   bool split_;
   const ListPolicy& policy_;

@@ -41,7 +41,7 @@ struct Score {
 
 class OrderSearch {
  public:
-  OrderSearch(const PipelineModel& m, const OrderSearchInput& in) : m_(m), in_(in) {}
+  OrderSearch(const PipelineModel& m, const OrderSearchInput& in) : model_(m), in_(in) {}
 
   OrderSearchResult run(Schedule start) {
     best_.schedule = std::move(start);
@@ -66,7 +66,7 @@ class OrderSearch {
 
   std::optional<Score> replay(const Schedule& s) {
     ++best_.evaluations;
-    auto t = simulate(m_, s, in_.num_microbatches, in_.static_bytes);
+    auto t = simulate(model_, s, in_.num_microbatches, in_.static_bytes);
     if (!t || !within_memory(*t, in_.static_bytes, in_.memory_capacity)) return std::nullopt;
     Score score{t->makespan_s, 0};
     for (std::size_t d = 0; d < t->devices.size(); ++d) {
@@ -111,7 +111,7 @@ class OrderSearch {
     return true;
   }
 
-  const PipelineModel& m_;
+  const PipelineModel& model_;
   const OrderSearchInput& in_;
   OrderSearchResult best_;
   Score score_;

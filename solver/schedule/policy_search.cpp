@@ -44,13 +44,13 @@ void set_rank(ListPolicy& p, const Slot& slot, int rank) {
 
 class Search {
  public:
-  Search(const PipelineModel& m, const SearchInput& in) : m_(m), in_(in) {}
+  Search(const PipelineModel& m, const SearchInput& in) : model_(m), in_(in) {}
 
   SearchResult run() {
     portfolio();
     for (int sweep = 0; sweep < in_.max_sweeps && improved_ && !out_of_budget(); ++sweep) {
       improved_ = false;
-      for (DeviceId d = 0; d < m_.num_devices() && !out_of_budget(); ++d) {
+      for (DeviceId d = 0; d < model_.num_devices() && !out_of_budget(); ++d) {
         ranks_of(d);
         limits_of(d);
       }
@@ -69,7 +69,7 @@ class Search {
     policy.window_limit = windows_for(limits);
     double makespan = 0;
     Schedule s =
-        list_schedule(m_, in_.num_microbatches, limits, in_.split_backward, policy, &makespan);
+        list_schedule(model_, in_.num_microbatches, limits, in_.split_backward, policy, &makespan);
     ++best_.evaluations;
     if (best_.found && makespan >= best_.makespan_s * (1 - 1e-12)) return false;
     bool safe = true;
@@ -89,13 +89,13 @@ class Search {
   // the later stages' activations share what is left (at least one window each, so that
   // microbatches can always leave; the replayed memory rule judges the rest).
   std::vector<int> windows_for(const std::vector<int>& limits) const {
-    std::vector<int> windows(m_.layout.num_stages(), 0);
-    for (DeviceId d = 0; d < m_.num_devices(); ++d) {
-      const std::vector<StageId> stages = m_.layout.stages_on(d);
+    std::vector<int> windows(model_.layout.num_stages(), 0);
+    for (DeviceId d = 0; d < model_.num_devices(); ++d) {
+      const std::vector<StageId> stages = model_.layout.stages_on(d);
       if (stages.size() < 2 || limits[d] <= in_.safe_cap[d]) continue;
       std::int64_t later = 0;
       for (std::size_t i = 1; i < stages.size(); ++i)
-        later += m_.stages[stages[i]].activation_bytes;
+        later += model_.stages[stages[i]].activation_bytes;
       if (later == 0) continue;
       const std::int64_t left = in_.free_bytes[d] - limits[d] * held_[d];
       const int open = static_cast<int>(std::clamp<std::int64_t>(left / later, 1, limits[d]));
@@ -112,12 +112,12 @@ class Search {
   // The limits that fit whatever the order come first, then those up to what memory can
   // allow at best (those candidates must pass the replayed memory rule).
   void portfolio() {
-    const int S = m_.layout.num_stages();
+    const int S = model_.layout.num_stages();
     std::vector<std::vector<int>> tried;
     for (const std::vector<int>* cap : {&in_.safe_cap, &one_more_, &in_.memory_cap}) {
       for (long multiple : {1L, 2L, 3L, 4L, 1L << 20}) {
         std::vector<int> limits(base_.size());
-        for (DeviceId d = 0; d < m_.num_devices(); ++d) limits[d] = limit_at(d, multiple, *cap);
+        for (DeviceId d = 0; d < model_.num_devices(); ++d) limits[d] = limit_at(d, multiple, *cap);
         if (std::find(tried.begin(), tried.end(), limits) != tried.end()) continue;
         tried.push_back(limits);
         offer(ListPolicy::backward_first(S), limits);
@@ -128,7 +128,7 @@ class Search {
 
   // Every ordering of device d's rank slots, from the best policy so far.
   void ranks_of(DeviceId d) {
-    const std::vector<Slot> slots = slots_of(m_, d, in_.split_backward);
+    const std::vector<Slot> slots = slots_of(model_, d, in_.split_backward);
     std::vector<int> perm(slots.size());
     std::iota(perm.begin(), perm.end(), 0);
     do {
@@ -165,10 +165,10 @@ class Search {
     return cap;
   }
 
-  const PipelineModel& m_;
+  const PipelineModel& model_;
   const SearchInput& in_;
-  const std::vector<int> base_ = default_inflight(m_.layout, in_.num_microbatches);
-  const std::vector<std::int64_t> held_ = bytes_per_microbatch_staying(m_);
+  const std::vector<int> base_ = default_inflight(model_.layout, in_.num_microbatches);
+  const std::vector<std::int64_t> held_ = bytes_per_microbatch_staying(model_);
   const std::vector<int> one_more_ = plus_one(in_);
   SearchResult best_;
   bool improved_ = true;

@@ -103,7 +103,7 @@ Result<ScheduleAnswer> fixed_schedule(const ScheduleRequest& r, const std::vecto
     best.method = "1f1b";
   }
   adopt(best, a);
-  a.status = "fixed";
+  a.status = SolveStatus::fixed;
   a.stopped_by = "not run";
   return a;
 }
@@ -206,11 +206,11 @@ Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& r) {
   const bool proven = at_bound();
   adopt(best, a);
   if (proven) {
-    a.status = "optimal";
+    a.status = SolveStatus::optimal;
   } else if (out_of_time || deadline.expired()) {
-    a.status = "time_limit";
+    a.status = SolveStatus::time_limit;
   } else {
-    a.status = best.method == "list" ? "heuristic" : "feasible";
+    a.status = best.method == "list" ? SolveStatus::heuristic : SolveStatus::feasible;
   }
   if (a.milp_solves == 0) {
     a.stopped_by = out_of_time ? "time limit" : at_bound() ? "lower bound" : "not run";

@@ -9,7 +9,8 @@
 
 #include "commands.hpp"
 #include "pulse/tools/diff.hpp"
-#include "pulse/plan/plan_reader.hpp"
+#include "pulse/plan/plan.hpp"
+#include "pulse/plan/plan_codec.hpp"
 
 namespace pulse::cli {
 

@@ -4,7 +4,8 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "pulse/plan/plan_reader.hpp"
+#include "pulse/plan/plan.hpp"
+#include "pulse/plan/plan_codec.hpp"
 #include "pulse/tools/validate.hpp"
 
 namespace pulse::cli {

@@ -16,15 +16,12 @@
 #include <fmt/format.h>
 
 #include "compile_internal.hpp"
-#include "pulse/compile/compile.hpp"
 #include "pulse/base/units.hpp"
+#include "pulse/graph/layer_graph.hpp"
 
-namespace pulse {
+namespace pulse::detail {
 
 namespace {
-
-using detail::Config;
-using detail::Effort;
 
 struct Trial {
   Candidate candidate;
@@ -32,8 +29,10 @@ struct Trial {
   std::optional<CompiledPlan> plan;
 };
 
-std::vector<int> pipeline_degrees(const ModelProfile& model, const ClusterProfile& cluster,
-                                  const PlanOptions& o) {
+std::vector<int> pipeline_degrees(const CompileInputs& in) {
+  const ModelProfile& model = *in.model;
+  const ClusterProfile& cluster = *in.cluster;
+  const PlanOptions& o = *in.options;
   if (o.pp) return {*o.pp};
   const int n = cluster.num_devices(), layers = static_cast<int>(model.layers.size());
   const int deepest = traits(o.strategy).v_placement ? layers / 2 : layers;
@@ -51,17 +50,17 @@ std::vector<int> microbatch_sizes(const ModelProfile& model, const PlanOptions& 
   return out;
 }
 
-std::vector<Trial> enumerate(const ModelProfile& model, const ClusterProfile& cluster,
-                             const PlanOptions& o) {
+std::vector<Trial> enumerate(const CompileInputs& in) {
+  const PlanOptions& o = *in.options;
   std::vector<Trial> trials;
-  for (int pp : pipeline_degrees(model, cluster, o)) {
-    const int dp = o.dp.value_or(std::max(1, cluster.num_devices() / pp));
-    for (int b : microbatch_sizes(model, o)) {
+  for (int pp : pipeline_degrees(in)) {
+    const int dp = o.dp.value_or(std::max(1, in.cluster->num_devices() / pp));
+    for (int b : microbatch_sizes(*in.model, o)) {
       Trial t;
       t.candidate.pp = pp;
       t.candidate.dp = dp;
       t.candidate.microbatch_size = b;
-      auto config = detail::resolve_config(model, cluster, o, pp, dp, b);
+      auto config = resolve_config(in, pp, dp, b);
       if (config) {
         t.config = *config;
         t.candidate.num_microbatches = config->num_microbatches;
@@ -83,8 +82,8 @@ void record(Trial& t, const Result<CompiledPlan>& plan, bool synthesized) {
   }
   t.candidate.feasible = true;
   t.candidate.reason.clear();
-  t.candidate.iteration_s = plan->iteration_s;
-  t.candidate.samples_per_s = plan->samples_per_s;
+  t.candidate.iteration_s = plan->evaluation.iteration_s;
+  t.candidate.samples_per_s = plan->evaluation.samples_per_s;
   t.candidate.peak_memory_bytes = 0;
   for (const DeviceTimeline& d : plan->timeline.devices) {
     t.candidate.peak_memory_bytes = std::max(t.candidate.peak_memory_bytes, d.peak.total());
@@ -93,9 +92,11 @@ void record(Trial& t, const Result<CompiledPlan>& plan, bool synthesized) {
 
 // The shallowest pipeline whose most memory-frugal partition (microbatch 1, one microbatch
 // in flight) fits, for the message when nothing in the cluster does.
-std::string smallest_shortfall(const ModelProfile& model, const ClusterProfile& cluster,
-                               const PlanOptions& o, int device_type) {
-  const LayerGraph g = LayerGraph::build(model, device_type, 1);
+std::string smallest_shortfall(const CompileInputs& in) {
+  const ModelProfile& model = *in.model;
+  const ClusterProfile& cluster = *in.cluster;
+  const PlanOptions& o = *in.options;
+  const LayerGraph g = LayerGraph::build(model, in.device_type, 1);
   const bool v = traits(o.strategy).v_placement;
   const int layers = g.num_layers(), deepest = v ? layers / 2 : layers;
   for (int p = 1; p <= deepest; ++p) {
@@ -108,8 +109,8 @@ std::string smallest_shortfall(const ModelProfile& model, const ClusterProfile& 
     r.dp = std::max(1, cluster.num_devices() / p);
     r.inflight.assign(p, 1);
     r.routing = traits(o.strategy).routing;
-    const bool fits =
-        v ? partition_v(r, SkipPolicy::allow_nonlocal).found : partition_sequential(r).found;
+    const bool fits = v ? partition_v(r, SkipPolicy::allow_nonlocal).found()
+                        : partition_sequential(r).found();
     if (fits) {
       return fmt::format(
           "{} needs at least {} {} devices ({} usable each) per pipeline, even "
@@ -140,14 +141,13 @@ std::string inconsistent(const std::vector<Trial>& trials) {
 // Nothing fits memory. With the pipeline degree fixed, that degree's own shortfall (where
 // and by how much); otherwise the smallest pipeline that would fit, and the shortfall of the
 // deepest one the cluster allows.
-std::string nothing_fits(const ModelProfile& model, const ClusterProfile& cluster,
-                         const PlanOptions& o, int device_type, const std::vector<Trial>& trials) {
+std::string nothing_fits(const CompileInputs& in, const std::vector<Trial>& trials) {
   const Trial* deepest = nullptr;
   for (const Trial& t : trials) {
     if (t.config && (!deepest || t.candidate.pp > deepest->candidate.pp)) deepest = &t;
   }
-  if (o.pp) return deepest->candidate.reason;
-  return smallest_shortfall(model, cluster, o, device_type) + ". At pp " +
+  if (in.options->pp) return deepest->candidate.reason;
+  return smallest_shortfall(in) + ". At pp " +
          std::to_string(deepest->candidate.pp) + ": " + deepest->candidate.reason;
 }
 
@@ -181,16 +181,17 @@ std::vector<Candidate> explain(std::vector<Trial>& trials, const Candidate& chos
   return out;
 }
 
-Result<CompiledPlan> tune(const ModelProfile& model, const ClusterProfile& cluster,
-                          const PlanOptions& o, int device_type, std::vector<PassTime>& times) {
-  std::vector<Trial> trials = enumerate(model, cluster, o);
+}  // namespace
+
+Result<CompiledPlan> tune(const CompileInputs& in, PassClock& clock) {
+  const PlanOptions& o = *in.options;
+  std::vector<Trial> trials = enumerate(in);
   const int total = static_cast<int>(trials.size());
   int done = 0, valid = 0;
   for (Trial& t : trials) {
     if (t.config) {
       ++valid;
-      auto plan = detail::compile_configuration(model, cluster, o, *t.config, device_type,
-                                                Effort::screen, times);
+      auto plan = compile_configuration(in, *t.config, Effort::screen, clock);
       if (!plan && plan.error().kind == ErrorKind::internal) return plan.error();
       record(t, plan, false);
     }
@@ -202,7 +203,7 @@ Result<CompiledPlan> tune(const ModelProfile& model, const ClusterProfile& clust
   }
   if (ranked.empty()) {
     if (valid == 0) return usage_error(inconsistent(trials));
-    return infeasible_error(nothing_fits(model, cluster, o, device_type, trials));
+    return infeasible_error(nothing_fits(in, trials));
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const Trial* a, const Trial* b) {
     return faster(a->candidate, b->candidate);
@@ -212,8 +213,7 @@ Result<CompiledPlan> tune(const ModelProfile& model, const ClusterProfile& clust
   Trial* best = nullptr;
   for (std::size_t i = 0; i < k; ++i) {
     Trial& t = *ranked[i];
-    auto plan = detail::compile_configuration(model, cluster, o, *t.config, device_type,
-                                              Effort::full, times);
+    auto plan = compile_configuration(in, *t.config, Effort::full, clock);
     if (!plan && plan.error().kind == ErrorKind::internal) return plan.error();
     record(t, plan, true);
     if (plan) {
@@ -221,57 +221,21 @@ Result<CompiledPlan> tune(const ModelProfile& model, const ClusterProfile& clust
       if (!best || faster(t.candidate, best->candidate)) best = &t;
     }
   }
-  if (!best) return infeasible_error(nothing_fits(model, cluster, o, device_type, trials));
+  if (!best) return infeasible_error(nothing_fits(in, trials));
   CompiledPlan plan = std::move(*best->plan);
   plan.candidates = explain(trials, best->candidate);
   return plan;
 }
 
-}  // namespace
-
-Result<CompiledPlan> compile_plan(const ModelProfile& model, const ClusterProfile& cluster,
-                                  const PlanOptions& options) {
-  const int device_type = model.device_type_index(cluster.device_type);
-  if (device_type < 0) {
-    std::string known;
-    for (const auto& t : model.device_types) known += (known.empty() ? "" : ", ") + t;
-    return input_error(
-        fmt::format("{}: model profile has times for device types [{}], but "
-                    "cluster profile {} has devices of type \"{}\"",
-                    model.file.path, known, cluster.file.path, cluster.device_type));
-  }
-  if (options.microbatch_size && *options.microbatch_size < 1) {
-    return usage_error("--microbatch-size must be at least 1");
-  }
-  std::vector<PassTime> times;
-  try {
-    Result<CompiledPlan> plan = Error{};
-    if (options.pp && options.microbatch_size) {
-      // Everything fixed: one configuration, its errors as they are.
-      const int dp = options.dp.value_or(std::max(1, cluster.num_devices() / *options.pp));
-      auto config = detail::resolve_config(model, cluster, options, *options.pp, dp,
-                                           *options.microbatch_size);
-      if (!config) return config.error();
-      plan = detail::compile_configuration(model, cluster, options, *config, device_type,
-                                           detail::Effort::full, times);
-      if (plan) {
-        Trial t;
-        record(t, plan, true);
-        t.candidate.pp = plan->pp;
-        t.candidate.dp = plan->dp;
-        t.candidate.microbatch_size = plan->microbatch_size;
-        t.candidate.num_microbatches = plan->num_microbatches;
-        t.candidate.chosen = true;
-        plan->candidates = {t.candidate};
-      }
-    } else {
-      plan = tune(model, cluster, options, device_type, times);
-    }
-    if (plan) plan->pass_times = std::move(times);
-    return plan;
-  } catch (const std::exception& e) {
-    return internal_error(std::string("internal error: ") + e.what());
-  }
+Candidate chosen_candidate(const CompiledPlan& plan) {
+  Trial t;
+  record(t, plan, true);
+  t.candidate.pp = plan.pp;
+  t.candidate.dp = plan.dp;
+  t.candidate.microbatch_size = plan.microbatch_size;
+  t.candidate.num_microbatches = plan.num_microbatches;
+  t.candidate.chosen = true;
+  return t.candidate;
 }
 
-}  // namespace pulse
+}  // namespace pulse::detail

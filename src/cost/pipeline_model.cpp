@@ -194,7 +194,7 @@ Bytes PipelineModel::bytes_per_microbatch() const {
   return total;
 }
 
-void round_to_nanoseconds(PipelineModel& model) {
+void round_to_quantum(PipelineModel& model) {
   const auto ns = [](double& t) { t = quantize_time(t); };
   for (StageCost& s : model.stages) {
     ns(s.forward_s);

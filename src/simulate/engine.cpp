@@ -11,7 +11,7 @@ bool done(double t) {
 }  // namespace
 
 ExecutionEngine::ExecutionEngine(const PipelineModel& model, int num_microbatches)
-    : model_(model), M_(num_microbatches) {
+    : model_(model), num_microbatches_(num_microbatches) {
   const int S = model.layout.num_stages();
   out_of_.assign(S, {});
   into_.assign(S, {});
@@ -22,14 +22,14 @@ ExecutionEngine::ExecutionEngine(const PipelineModel& model, int num_microbatche
   device_free_.assign(model.num_devices(), 0.0);
   sends_.assign(model.num_devices(), {});
   link_free_.assign(model.num_devices(), std::vector<double>(model.num_devices(), 0.0));
-  const std::size_t n = static_cast<std::size_t>(S) * M_;
+  const std::size_t n = static_cast<std::size_t>(S) * num_microbatches_;
   f_start_.assign(n, kNotYet);
   f_end_.assign(n, kNotYet);
   g_end_.assign(n, kNotYet);
   w_end_.assign(n, kNotYet);
   const std::size_t T = model.transfers.size();
   for (auto* v : {&fwd_send_end_, &bwd_send_end_, &fwd_arrival_, &bwd_arrival_}) {
-    v->assign(T, std::vector<double>(M_, kNotYet));
+    v->assign(T, std::vector<double>(num_microbatches_, kNotYet));
   }
 }
 
@@ -38,7 +38,7 @@ double ExecutionEngine::compute_time(const Op& op) const {
 }
 
 bool ExecutionEngine::executed(const Op& op) const {
-  const std::size_t i = idx(op.stage, op.microbatch);
+  const std::size_t i = idx(op.stage, op.mb);
   switch (op.kind) {
     case OpKind::forward:
       return done(f_end_[i]);
@@ -53,7 +53,7 @@ bool ExecutionEngine::executed(const Op& op) const {
 
 std::optional<double> ExecutionEngine::ready_time(const Op& op) const {
   const StageId s = op.stage;
-  const int m = op.microbatch;
+  const int m = op.mb;
   const int S = model_.layout.num_stages();
   double t = device_free_[model_.layout.device[s]];
   auto need = [&t](double when) {
@@ -121,22 +121,22 @@ TimedOp ExecutionEngine::execute(const Op& op) {
   const DeviceId d = model_.layout.device[op.stage];
   const double start = ready_time(op).value();
   const double end = start + compute_time(op);
-  const std::size_t i = idx(op.stage, op.microbatch);
+  const std::size_t i = idx(op.stage, op.mb);
   double busy = end;
   switch (op.kind) {
     case OpKind::forward:
       f_start_[i] = start;
       f_end_[i] = end;
-      busy = send_all(d, end, out_of_[op.stage], op.microbatch, true);
+      busy = send_all(d, end, out_of_[op.stage], op.mb, true);
       break;
     case OpKind::backward:
       g_end_[i] = end;
       w_end_[i] = end;
-      busy = send_all(d, end, into_[op.stage], op.microbatch, false);
+      busy = send_all(d, end, into_[op.stage], op.mb, false);
       break;
     case OpKind::backward_input:
       g_end_[i] = end;
-      busy = send_all(d, end, into_[op.stage], op.microbatch, false);
+      busy = send_all(d, end, into_[op.stage], op.mb, false);
       break;
     case OpKind::backward_weight:
       w_end_[i] = end;

@@ -15,14 +15,14 @@ namespace {
 constexpr double kTimeSlack = 1e-9;
 
 std::string name(const Op& op) {
-  return fmt::format("{}(stage {}, mb {})", op_letter(op.kind), op.stage, op.microbatch);
+  return fmt::format("{}(stage {}, mb {})", op_letter(op.kind), op.stage, op.mb);
 }
 
 using Key = std::tuple<int, StageId, int>;  // kind, stage, microbatch
 
 class Checker {
  public:
-  explicit Checker(const ScheduleCheckRequest& r) : r_(r), m_(*r.model) {}
+  explicit Checker(const ScheduleCheckRequest& r) : request_(r), model_(*r.model) {}
 
   std::vector<std::string> run() {
     index_ops();
@@ -42,11 +42,11 @@ class Checker {
   }
   // The op whose end makes the input gradient of (s, mb) available: B, or I when split.
   const TimedOp* grad(StageId s, int mb) const {
-    return find(r_.split_backward ? OpKind::backward_input : OpKind::backward, s, mb);
+    return find(request_.split_backward ? OpKind::backward_input : OpKind::backward, s, mb);
   }
   // The op after which (s, mb) frees its activations: B, or W when split.
   const TimedOp* last(StageId s, int mb) const {
-    return find(r_.split_backward ? OpKind::backward_weight : OpKind::backward, s, mb);
+    return find(request_.split_backward ? OpKind::backward_weight : OpKind::backward, s, mb);
   }
 
   void index_ops();
@@ -56,31 +56,31 @@ class Checker {
                    const char* why);
   void check_memory();
 
-  const ScheduleCheckRequest& r_;
-  const PipelineModel& m_;
+  const ScheduleCheckRequest& request_;
+  const PipelineModel& model_;
   std::map<Key, const TimedOp*> ops_;
   std::vector<std::string> problems_;
 };
 
 void Checker::index_ops() {
-  const int S = m_.layout.num_stages(), M = r_.num_microbatches;
-  for (std::size_t d = 0; d < r_.timeline->devices.size(); ++d) {
-    for (const TimedOp& t : r_.timeline->devices[d].ops) {
-      if (t.op.stage < 0 || t.op.stage >= S || t.op.microbatch < 0 || t.op.microbatch >= M) {
+  const int S = model_.layout.num_stages(), M = request_.num_microbatches;
+  for (std::size_t d = 0; d < request_.timeline->devices.size(); ++d) {
+    for (const TimedOp& t : request_.timeline->devices[d].ops) {
+      if (t.op.stage < 0 || t.op.stage >= S || t.op.mb < 0 || t.op.mb >= M) {
         fail(fmt::format("device {}: {} does not exist", d, name(t.op)));
         continue;
       }
-      if (m_.layout.device[t.op.stage] != static_cast<int>(d)) {
+      if (model_.layout.device[t.op.stage] != static_cast<int>(d)) {
         fail(fmt::format("device {}: {} belongs to device {}", d, name(t.op),
-                         m_.layout.device[t.op.stage]));
+                         model_.layout.device[t.op.stage]));
       }
-      const Key key{static_cast<int>(t.op.kind), t.op.stage, t.op.microbatch};
+      const Key key{static_cast<int>(t.op.kind), t.op.stage, t.op.mb};
       if (!ops_.emplace(key, &t).second)
         fail(fmt::format("device {}: {} runs twice", d, name(t.op)));
     }
   }
   const std::vector<OpKind> kinds =
-      r_.split_backward
+      request_.split_backward
           ? std::vector<OpKind>{OpKind::forward, OpKind::backward_input, OpKind::backward_weight}
           : std::vector<OpKind>{OpKind::forward, OpKind::backward};
   for (OpKind k : kinds) {
@@ -93,9 +93,9 @@ void Checker::index_ops() {
 }
 
 void Checker::check_exclusive() {
-  for (std::size_t d = 0; d < r_.timeline->devices.size(); ++d) {
+  for (std::size_t d = 0; d < request_.timeline->devices.size(); ++d) {
     std::vector<const TimedOp*> ops;
-    for (const TimedOp& t : r_.timeline->devices[d].ops) ops.push_back(&t);
+    for (const TimedOp& t : request_.timeline->devices[d].ops) ops.push_back(&t);
     std::sort(ops.begin(), ops.end(),
               [](const TimedOp* a, const TimedOp* b) { return a->start_s < b->start_s; });
     for (std::size_t i = 1; i < ops.size(); ++i) {
@@ -118,21 +118,21 @@ void Checker::check_after(const TimedOp& later, const TimedOp& earlier, double t
 }
 
 void Checker::check_dependencies() {
-  const int S = m_.layout.num_stages(), M = r_.num_microbatches;
+  const int S = model_.layout.num_stages(), M = request_.num_microbatches;
   for (int mb = 0; mb < M; ++mb) {
     for (StageId s = 0; s < S; ++s) {
       const TimedOp& f = *find(OpKind::forward, s, mb);
       const TimedOp& g = *grad(s, mb);
       check_after(g, f, 0.0, "its own forward");
-      if (r_.split_backward) check_after(*last(s, mb), g, 0.0, "its input gradient");
-      if (s > 0 && m_.layout.device[s - 1] == m_.layout.device[s]) {
+      if (request_.split_backward) check_after(*last(s, mb), g, 0.0, "its input gradient");
+      if (s > 0 && model_.layout.device[s - 1] == model_.layout.device[s]) {
         check_after(f, *find(OpKind::forward, s - 1, mb), 0.0, "local hand-over");
       }
-      if (s + 1 < S && m_.layout.device[s + 1] == m_.layout.device[s]) {
+      if (s + 1 < S && model_.layout.device[s + 1] == model_.layout.device[s]) {
         check_after(g, *grad(s + 1, mb), 0.0, "local hand-over");
       }
     }
-    for (const Transfer& t : m_.transfers) {
+    for (const Transfer& t : model_.transfers) {
       check_after(*find(OpKind::forward, t.to, mb), *find(OpKind::forward, t.from, mb), t.forward_s,
                   "transfer");
       check_after(*grad(t.from, mb), *grad(t.to, mb), t.backward_s, "gradient transfer");
@@ -142,18 +142,18 @@ void Checker::check_dependencies() {
 
 void Checker::check_memory() {
   // Skip tensors cached, sent or received on a device, charged for a microbatch's whole stay.
-  const std::vector<std::int64_t> skip = skip_bytes_per_microbatch(m_);
-  for (int d = 0; d < m_.num_devices(); ++d) {
-    const std::vector<StageId> stages = m_.layout.stages_on(d);
+  const std::vector<std::int64_t> skip = skip_bytes_per_microbatch(model_);
+  for (int d = 0; d < model_.num_devices(); ++d) {
+    const std::vector<StageId> stages = model_.layout.stages_on(d);
     if (stages.empty()) continue;  // an idle device holds nothing
     // A stage holds its activations from its forward's start to its last backward's end;
     // a microbatch is on the device from its first stage's forward to that stage's last
     // backward. Byte deltas in time order, frees before allocations at one instant.
     std::vector<std::tuple<double, std::int64_t, int>> events;  // time, bytes, microbatches
-    for (int mb = 0; mb < r_.num_microbatches; ++mb) {
+    for (int mb = 0; mb < request_.num_microbatches; ++mb) {
       for (StageId s : stages) {
         const bool first = s == stages.front();
-        const std::int64_t bytes = m_.stages[s].activation_bytes + (first ? skip[d] : 0);
+        const std::int64_t bytes = model_.stages[s].activation_bytes + (first ? skip[d] : 0);
         events.push_back({find(OpKind::forward, s, mb)->start_s, bytes, first ? 1 : 0});
         events.push_back({last(s, mb)->end_s, -bytes, first ? -1 : 0});
       }
@@ -167,12 +167,12 @@ void Checker::check_memory() {
       inflight += microbatches;
       if (held > peak) std::tie(peak, when, inflight_at_peak) = std::tuple{held, time, inflight};
     }
-    const std::int64_t total = r_.static_bytes[d].total() + peak;
-    if (total > r_.memory_capacity) {
+    const std::int64_t total = request_.static_bytes[d].total() + peak;
+    if (total > request_.memory_capacity) {
       fail(
           fmt::format("device {}: {} microbatches in flight hold {} bytes with the static state "
                       "at {:.9f} s, over the {} byte capacity",
-                      d, inflight_at_peak, total, when, r_.memory_capacity));
+                      d, inflight_at_peak, total, when, request_.memory_capacity));
     }
   }
 }

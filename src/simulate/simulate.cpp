@@ -12,7 +12,7 @@ namespace pulse {
 namespace {
 
 std::string op_name(const Op& op) {
-  return fmt::format("{}(stage {}, microbatch {})", op_letter(op.kind), op.stage, op.microbatch);
+  return fmt::format("{}(stage {}, microbatch {})", op_letter(op.kind), op.stage, op.mb);
 }
 
 // Every op exactly once, on the device that runs its stage.
@@ -26,7 +26,7 @@ Status check_schedule_shape(const PipelineModel& model, const Schedule& schedule
   std::vector<int> seen(static_cast<std::size_t>(S) * M * 4, 0);
   for (int d = 0; d < model.num_devices(); ++d) {
     for (const Op& op : schedule.device_ops[d]) {
-      if (op.stage < 0 || op.stage >= S || op.microbatch < 0 || op.microbatch >= M) {
+      if (op.stage < 0 || op.stage >= S || op.mb < 0 || op.mb >= M) {
         return internal_error(fmt::format("device {}: {} is out of range", d, op_name(op)));
       }
       if (model.layout.device[op.stage] != d) {
@@ -38,7 +38,7 @@ Status check_schedule_shape(const PipelineModel& model, const Schedule& schedule
         return internal_error(
             fmt::format("device {}: {} mixes split and full backward", d, op_name(op)));
       }
-      int& n = seen[(static_cast<std::size_t>(op.stage) * M + op.microbatch) * 4 +
+      int& n = seen[(static_cast<std::size_t>(op.stage) * M + op.mb) * 4 +
                     static_cast<int>(op.kind)];
       if (++n > 1)
         return internal_error(fmt::format("device {}: {} appears twice", d, op_name(op)));

@@ -27,7 +27,7 @@ std::string percent_delta(double a, double b) {
 // Appends rows of one section; each helper formats both values the same way.
 class RowWriter {
  public:
-  RowWriter(PlanDiff& d, std::string section) : d_(d), section_(std::move(section)) {}
+  RowWriter(PlanDiff& d, std::string section) : diff_(d), section_(std::move(section)) {}
 
   void text(std::string key, std::string label, std::string a, std::string b) {
     add(std::move(key), std::move(label), std::move(a), std::move(b), {}, {},
@@ -71,10 +71,10 @@ class RowWriter {
     } else {
       r.change = (better == Better::lower) == (*vb < *va) ? Change::better : Change::worse;
     }
-    d_.rows.push_back(std::move(r));
+    diff_.rows.push_back(std::move(r));
   }
 
-  PlanDiff& d_;
+  PlanDiff& diff_;
   std::string section_;
 };
 
@@ -101,10 +101,11 @@ int local_skips(const Plan& p) {
 
 void inputs_and_degrees(PlanDiff& d, const Plan& a, const Plan& b) {
   RowWriter in(d, "inputs");
-  in.text("model", "model", a.model.name, b.model.name);
-  in.text("cluster", "cluster", a.cluster.name, b.cluster.name);
-  in.text("device_type", "device type", a.parallelism.device_type, b.parallelism.device_type);
-  in.text("strategy", "strategy", a.strategy, b.strategy);
+  in.text("model", "model", a.inputs.model.name, b.inputs.model.name);
+  in.text("cluster", "cluster", a.inputs.cluster.name, b.inputs.cluster.name);
+  in.text("device_type", "device type", a.parallelism.device_type.value_or(""),
+          b.parallelism.device_type.value_or(""));
+  in.text("strategy", "strategy", a.strategy(), b.strategy());
   RowWriter deg(d, "degrees");
   const PlanParallelism &x = a.parallelism, &y = b.parallelism;
   deg.count("pp", "pp", x.pp, y.pp);
@@ -140,18 +141,20 @@ void placement_and_stages(PlanDiff& d, const Plan& a, const Plan& b) {
 
 void schedule_and_time(PlanDiff& d, const Plan& a, const Plan& b) {
   RowWriter sc(d, "schedule");
-  sc.text("policy", "policy", a.schedule_info.policy, b.schedule_info.policy);
-  sc.text("split_backward", "split backward", a.schedule_info.split_backward ? "yes" : "no",
-          b.schedule_info.split_backward ? "yes" : "no");
+  sc.text("policy", "policy", a.schedule_info.policy.value_or(""),
+          b.schedule_info.policy.value_or(""));
+  sc.text("split_backward", "split backward", a.split_backward() ? "yes" : "no",
+          b.split_backward() ? "yes" : "no");
   sc.count("ops", "operations", static_cast<double>(a.num_ops()), static_cast<double>(b.num_ops()));
-  sc.seconds("makespan_s", "makespan", a.schedule_info.makespan_s, b.schedule_info.makespan_s);
+  sc.seconds("makespan_s", "makespan", a.schedule_info.makespan_s.value_or(0),
+             b.schedule_info.makespan_s.value_or(0));
   RowWriter t(d, "time");
   const PlanPredicted &x = a.predicted, &y = b.predicted;
   t.seconds("iteration_s", "iteration", x.iteration_s, y.iteration_s);
   t.rate("samples_per_s", "samples/s", x.samples_per_s, y.samples_per_s);
   t.ratio("bubble_ratio", "bubble", x.bubble_ratio, y.bubble_ratio);
-  t.seconds("allreduce_exposed_s", "all-reduce exposed", x.allreduce_exposed_s,
-            y.allreduce_exposed_s);
+  t.seconds("allreduce_exposed_s", "all-reduce exposed", x.allreduce_exposed_s.value_or(0),
+            y.allreduce_exposed_s.value_or(0));
 }
 
 void traffic_and_memory(PlanDiff& d, const Plan& a, const Plan& b) {
@@ -159,12 +162,12 @@ void traffic_and_memory(PlanDiff& d, const Plan& a, const Plan& b) {
   const PlanComm &x = a.comm, &y = b.comm;
   tr.bytes("p2p_bytes", "point-to-point", x.p2p_bytes_per_iteration, y.p2p_bytes_per_iteration);
   tr.bytes("skip_bytes", "  of it skips", x.skip_bytes_per_iteration, y.skip_bytes_per_iteration);
-  tr.bytes("activation_bytes", "  of it activations", x.activation_bytes_per_iteration,
-           y.activation_bytes_per_iteration);
-  tr.bytes("carried_bytes", "  of it carried", x.carried_bytes_per_iteration,
-           y.carried_bytes_per_iteration);
-  tr.bytes("allreduce_bytes", "all-reduce", x.allreduce_bytes_per_iteration,
-           y.allreduce_bytes_per_iteration);
+  tr.bytes("activation_bytes", "  of it activations", x.activation_bytes_per_iteration.value_or(0),
+           y.activation_bytes_per_iteration.value_or(0));
+  tr.bytes("carried_bytes", "  of it carried", x.carried_bytes_per_iteration.value_or(0),
+           y.carried_bytes_per_iteration.value_or(0));
+  tr.bytes("allreduce_bytes", "all-reduce", x.allreduce_bytes_per_iteration.value_or(0),
+           y.allreduce_bytes_per_iteration.value_or(0));
   tr.bytes("p2p_bytes_per_sample", "point-to-point / sample",
            x.p2p_bytes_per_iteration / std::max(1, a.parallelism.global_batch),
            y.p2p_bytes_per_iteration / std::max(1, b.parallelism.global_batch));
@@ -180,7 +183,8 @@ void traffic_and_memory(PlanDiff& d, const Plan& a, const Plan& b) {
     }
   }
   auto capacity = [](const Plan& p) {
-    return p.predicted.devices.empty() ? std::int64_t{0} : p.predicted.devices[0].capacity_bytes;
+    const auto& devices = p.predicted.devices;
+    return devices && !devices->empty() ? (*devices)[0].capacity_bytes.value_or(0) : 0;
   };
   mem.bytes("capacity", "capacity", capacity(a), capacity(b));
 }

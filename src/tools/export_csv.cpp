@@ -19,7 +19,7 @@ std::string csv_rows(const Plan& p) {
     std::string row;
     for (const PlanOp& o : ops) {
       if (!row.empty()) row += ',';
-      row += std::to_string(o.op.stage) + op_letter(o.op.kind) + std::to_string(o.op.microbatch);
+      row += std::to_string(o.op.stage) + op_letter(o.op.kind) + std::to_string(o.op.mb);
     }
     out += row + "\n";
   }
@@ -28,7 +28,7 @@ std::string csv_rows(const Plan& p) {
 
 ojson skip_entry(const Plan& p, const PlanSkip& s) {
   const std::int64_t per_mb = s.bytes_per_sample * p.parallelism.microbatch_size;
-  return {{"name", s.name},
+  return {{"name", s.label()},
           {"producer", s.producer},
           {"consumer", s.consumer},
           {"producer_stage", s.producer_stage},
@@ -69,22 +69,22 @@ std::string stages_json(const Plan& p) {
   for (const PlanSkip& s : p.skips) {
     if (p.stages[s.producer_stage].device == p.stages[s.consumer_stage].device) continue;
     ojson e = skip_entry(p, s);
-    e["route"] = s.route.empty() ? "direct" : s.route;
+    e["route"] = s.route.value_or("direct");
     remote.push_back(e);
   }
   ojson doc = {{"schema", kTorchStagesSchema},
                {"plan",
-                {{"model", p.model.name},
-                 {"model_sha256", p.model.sha256},
-                 {"cluster", p.cluster.name},
-                 {"strategy", p.strategy}}},
+                {{"model", p.inputs.model.name},
+                 {"model_sha256", p.inputs.model.sha256},
+                 {"cluster", p.inputs.cluster.name},
+                 {"strategy", p.strategy()}}},
                {"csv_format", "compute_only"},
                {"pp", p.pp()},
                {"dp", p.parallelism.dp},
                {"num_stages", p.num_stages()},
                {"num_microbatches", p.parallelism.num_microbatches},
                {"microbatch_size", p.parallelism.microbatch_size},
-               {"split_backward", p.schedule_info.split_backward},
+               {"split_backward", p.split_backward()},
                {"stages", stages},
                {"ranks", ranks(p)},
                {"remote_skips", remote},

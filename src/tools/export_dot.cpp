@@ -46,7 +46,7 @@ std::string stage_clusters(const Plan& p, const DotOptions& o) {
     out += fmt::format("  subgraph cluster_stage{} {{\n", s.id);
     out += fmt::format("    label={};\n    style=rounded;\n",
                        quoted(fmt::format("stage {} on device {}{}", s.id, s.device,
-                                          s.side.empty() ? "" : " (" + s.side + ")")));
+                                          s.side ? " (" + *s.side + ")" : "")));
     for (const std::string& l : s.layers) {
       out += fmt::format("    {} [label={}, fillcolor=\"{}\"];\n", quoted(l),
                          quoted(layer_label(l, o)), fill);
@@ -59,11 +59,12 @@ std::string stage_clusters(const Plan& p, const DotOptions& o) {
 }  // namespace
 
 std::string export_dot(const Plan& p, const DotOptions& o) {
-  std::string out = fmt::format("digraph {} {{\n", quoted(p.model.name));
+  std::string out = fmt::format("digraph {} {{\n", quoted(p.inputs.model.name));
   out += fmt::format(
       "  graph [label={}, labelloc=t, fontname=\"Helvetica\", rankdir=TB];\n",
-      quoted(fmt::format("{} on {}: pp {} x dp {}, {} stages; dashed: skip edges", p.model.name,
-                         p.cluster.name, p.pp(), p.parallelism.dp, p.num_stages())));
+      quoted(fmt::format("{} on {}: pp {} x dp {}, {} stages; dashed: skip edges",
+                         p.inputs.model.name, p.inputs.cluster.name, p.pp(), p.parallelism.dp,
+                         p.num_stages())));
   out += "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\"];\n";
   out += "  edge [fontname=\"Helvetica\", fontsize=9];\n";
   out += stage_clusters(p, o);
@@ -79,7 +80,7 @@ std::string export_dot(const Plan& p, const DotOptions& o) {
         "  {} -> {} [style=dashed, constraint=false, color=\"{}\", label={}];\n",
         quoted(s.producer), quoted(s.consumer), s.local ? "#1a9850" : "#d73027",
         quoted(fmt::format("{}{}", format_bytes(bytes),
-                           s.local ? "" : " (" + (s.route.empty() ? "remote" : s.route) + ")")));
+                           s.local ? "" : " (" + s.route.value_or("remote") + ")")));
   }
   return out + "}\n";
 }

@@ -88,10 +88,10 @@ std::string op_rect(const PlanOp& o, double x0, double x1, double y) {
       "{}><title>{} stage {} microbatch {}: {} to {}</title></rect>",
       x0, y, w, kRow, fill, stroke,
       o.op.kind == OpKind::backward_input ? " stroke-dasharray=\"3 2\"" : "", op_letter(o.op.kind),
-      o.op.stage, o.op.microbatch, format_seconds(o.start_s), format_seconds(o.end_s));
+      o.op.stage, o.op.mb, format_seconds(o.start_s), format_seconds(o.end_s));
   if (w >= 12) {
     out += fmt::format("<text x=\"{:.2f}\" y=\"{:.1f}\" fill=\"{}\" class=\"mb\">{}</text>",
-                       x0 + w / 2, y + kRow / 2 + 3.5, text, o.op.microbatch);
+                       x0 + w / 2, y + kRow / 2 + 3.5, text, o.op.mb);
   }
   return out + "\n";
 }
@@ -176,7 +176,7 @@ std::string partition_svg(const Plan& p) {
         "<path d=\"M {:.2f} {} C {:.2f} {:.1f} {:.2f} {:.1f} {:.2f} {}\" class=\"{}\">"
         "<title>{}: {} (stage {}) to {} (stage {}), {}</title></path>\n",
         x1, top, x1, top - rise, x2, top - rise, x2, top, k.local ? "skip local" : "skip remote",
-        esc(k.name), esc(k.producer), k.producer_stage, esc(k.consumer), k.consumer_stage,
+        esc(k.label()), esc(k.producer), k.producer_stage, esc(k.consumer), k.consumer_stage,
         k.local ? "local" : "crosses devices");
   }
   return out + "</svg>\n";
@@ -185,7 +185,9 @@ std::string partition_svg(const Plan& p) {
 std::string memory_svg(const Plan& p) {
   const auto& peaks = p.predicted.peak_memory_bytes;
   std::int64_t capacity = 0, most = 1;
-  for (const auto& d : p.predicted.devices) capacity = std::max(capacity, d.capacity_bytes);
+  const std::vector<PlanDevicePrediction> devices =
+      p.predicted.devices.value_or(std::vector<PlanDevicePrediction>{});
+  for (const auto& d : devices) capacity = std::max(capacity, d.capacity_bytes.value_or(0));
   for (std::int64_t b : peaks) most = std::max(most, b);
   const double full = static_cast<double>(std::max(capacity, most));
   const double plot = kWidth - kLeft - 230;
@@ -201,8 +203,8 @@ std::string memory_svg(const Plan& p) {
         "width=\"{:.1f}\" height=\"{}\" class=\"capacity\"/>\n",
         y + kRow / 2 + 4, d, kLeft, y, plot, kRow);
     std::vector<std::int64_t> parts = {peaks[d]};
-    if (d < p.predicted.devices.size() && p.predicted.devices[d].memory.total() > 0) {
-      const MemoryBreakdown& m = p.predicted.devices[d].memory;
+    if (d < devices.size() && devices[d].memory && devices[d].memory->total() > 0) {
+      const MemoryBreakdown& m = *devices[d].memory;
       parts = {m.weights, m.gradients, m.optimizer, m.activations, m.skip_cache};
     }
     double x = kLeft;
@@ -234,8 +236,8 @@ std::string memory_legend() {
 }
 
 std::string plan_title(const Plan& p) {
-  return fmt::format("{} ({}) on {}", p.strategy.empty() ? std::string("plan") : p.strategy, p.file,
-                     p.cluster.name);
+  return fmt::format("{} ({}) on {}", p.options.strategy.value_or("plan"), p.file,
+                     p.inputs.cluster.name);
 }
 
 std::string plan_section(const Plan& p, double scale_s, int index) {
@@ -269,8 +271,8 @@ std::string comparison_table(const std::vector<const Plan*>& plans) {
   };
   std::string out = "<table class=\"compare\">\n";
   out += row("plan", [](const Plan& p) { return p.file; });
-  out += row("strategy", [](const Plan& p) { return p.strategy; });
-  out += row("cluster", [](const Plan& p) { return p.cluster.name; });
+  out += row("strategy", [](const Plan& p) { return p.strategy(); });
+  out += row("cluster", [](const Plan& p) { return p.inputs.cluster.name; });
   out += row("pp x dp",
              [](const Plan& p) { return fmt::format("{} x {}", p.pp(), p.parallelism.dp); });
   out += row("stages", [](const Plan& p) { return std::to_string(p.num_stages()); });
@@ -323,7 +325,8 @@ std::string export_html(const HtmlRequest& r) {
       for (const PlanOp& o : ops) scale_s = std::max(scale_s, o.end_s);
     }
   }
-  const std::string title = fmt::format("pulse-plan: {} on {}", main.model.name, main.cluster.name);
+  const std::string title =
+      fmt::format("pulse-plan: {} on {}", main.inputs.model.name, main.inputs.cluster.name);
   std::string out = fmt::format(
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n"
       "<style>{}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
@@ -338,8 +341,8 @@ std::string export_html(const HtmlRequest& r) {
   out += fmt::format(
       "<footer>{}; model {} (sha256 {}), cluster {} (sha256 {}). Times are predicted by "
       "pulse-plan's cost model.</footer>\n</body>\n</html>\n",
-      esc(main.generator), esc(main.model.file), esc(main.model.sha256), esc(main.cluster.file),
-      esc(main.cluster.sha256));
+      esc(main.generator.name + " " + main.generator.version), esc(main.inputs.model.file),
+      esc(main.inputs.model.sha256), esc(main.inputs.cluster.file), esc(main.inputs.cluster.sha256));
   return out;
 }
 

@@ -24,18 +24,19 @@ ojson metadata(const char* what, int pid, int tid, const std::string& name) {
 
 }  // namespace
 
-std::string chrome_trace(const CompiledPlan& p) {
+std::string chrome_trace(const PipelineModel& model, const Timeline& timeline,
+                         const std::vector<AllReduce>& allreduce, int dp) {
   ojson events = ojson::array();
-  for (std::size_t d = 0; d < p.timeline.devices.size(); ++d) {
+  for (std::size_t d = 0; d < timeline.devices.size(); ++d) {
     const int pid = static_cast<int>(d);
     events.push_back(metadata("process_name", pid, 0, fmt::format("device {}", d)));
     events.push_back(metadata("thread_name", pid, 0, "compute"));
     events.push_back(metadata("thread_name", pid, 1, "send"));
-    const DeviceTimeline& dev = p.timeline.devices[d];
+    const DeviceTimeline& dev = timeline.devices[d];
     for (const TimedOp& t : dev.ops) {
       const char kind = op_letter(t.op.kind);
       events.push_back(
-          {{"name", fmt::format("{} stage {} mb {}", kind, t.op.stage, t.op.microbatch)},
+          {{"name", fmt::format("{} stage {} mb {}", kind, t.op.stage, t.op.mb)},
            {"cat", "compute"},
            {"ph", "X"},
            {"ts", us(t.start_s)},
@@ -43,25 +44,25 @@ std::string chrome_trace(const CompiledPlan& p) {
            {"pid", pid},
            {"tid", 0},
            {"args",
-            {{"op", std::string(1, kind)}, {"stage", t.op.stage}, {"mb", t.op.microbatch}}}});
+            {{"op", std::string(1, kind)}, {"stage", t.op.stage}, {"mb", t.op.mb}}}});
     }
     for (const TimedSend& s : dev.sends) {
-      const Transfer& x = p.model.transfers[s.transfer];
+      const Transfer& x = model.transfers[s.transfer];
       const StageId from = s.forward ? x.from : x.to, to = s.forward ? x.to : x.from;
       const Bytes& b = s.forward ? x.forward : x.backward;
       events.push_back(
           {{"name", fmt::format("{} stage {} -> {} mb {}", s.forward ? "send" : "send grad", from,
-                                to, s.microbatch)},
+                                to, s.mb)},
            {"cat", x.main_path ? "activation" : "skip"},
            {"ph", "X"},
            {"ts", us(s.start_s)},
            {"dur", us(s.end_s - s.start_s)},
            {"pid", pid},
            {"tid", 1},
-           {"args", {{"to_device", s.to}, {"bytes", b.total()}, {"mb", s.microbatch}}}});
+           {"args", {{"to_device", s.to}, {"bytes", b.total()}, {"mb", s.mb}}}});
     }
-    if (d < p.allreduce.size() && p.allreduce[d].seconds > 0) {
-      const AllReduce& a = p.allreduce[d];
+    if (d < allreduce.size() && allreduce[d].seconds > 0) {
+      const AllReduce& a = allreduce[d];
       events.push_back({{"name", "gradient all-reduce"},
                         {"cat", "allreduce"},
                         {"ph", "X"},
@@ -69,7 +70,7 @@ std::string chrome_trace(const CompiledPlan& p) {
                         {"dur", us(a.seconds)},
                         {"pid", pid},
                         {"tid", 1},
-                        {"args", {{"bytes", a.bytes}, {"replicas", p.dp}}}});
+                        {"args", {{"bytes", a.bytes}, {"replicas", dp}}}});
     }
   }
   const ojson trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};

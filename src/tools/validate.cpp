@@ -20,8 +20,7 @@ ValidateResult Validator::run() {
   const bool placement = check_placement();
   if (device_type_ < 0) {
     skip("skips, transfers, schedule, timing and memory: no times for the cluster's device type");
-  } else if (!p_.parallelism.device_type.empty() &&
-             p_.parallelism.device_type != cluster_.device_type) {
+  } else if (plan_.parallelism.device_type && *plan_.parallelism.device_type != cluster_.device_type) {
     skip("skips, transfers, schedule, timing and memory: the plan is for another device type");
   } else if (!layers) {
     skip("skips, transfers, schedule, timing and memory: the stages do not cover the model");
@@ -43,7 +42,7 @@ ValidateResult Validator::run() {
 
 void Validator::finish() {
   for (const auto& [check, at] : overflow_) {
-    out_.violations[at].message = fmt::format("... and {} more", count_[check] - r_.max_per_check);
+    out_.violations[at].message = fmt::format("... and {} more", count_[check] - request_.max_per_check);
   }
   for (const auto& [check, n] : count_) out_.total += n;
 }
@@ -53,7 +52,8 @@ void Validator::check_inputs() {
     const char* kind;
     const SourceFile& file;
     const PlanInput& claimed;
-  } inputs[] = {{"model", model_.file, p_.model}, {"cluster", cluster_.file, p_.cluster}};
+  } inputs[] = {{"model", model_.file, plan_.inputs.model},
+                  {"cluster", cluster_.file, plan_.inputs.cluster}};
   for (const auto& in : inputs) {
     if (in.file.sha256 != in.claimed.sha256) {
       fail("inputs", fmt::format("{} profile {} has sha256 {}..., the plan was made from {} with "
@@ -62,9 +62,9 @@ void Validator::check_inputs() {
                                  short_hash(in.claimed.sha256)));
     }
   }
-  if (!p_.parallelism.device_type.empty() && p_.parallelism.device_type != cluster_.device_type) {
+  if (plan_.parallelism.device_type && *plan_.parallelism.device_type != cluster_.device_type) {
     fail("inputs", fmt::format("the plan is for device type \"{}\", cluster {} has \"{}\"",
-                               p_.parallelism.device_type, cluster_.name, cluster_.device_type));
+                               *plan_.parallelism.device_type, cluster_.name, cluster_.device_type));
   }
   device_type_ = model_.device_type_index(cluster_.device_type);
   if (device_type_ < 0) {
@@ -74,7 +74,7 @@ void Validator::check_inputs() {
 }
 
 void Validator::check_degrees() {
-  const PlanParallelism& x = p_.parallelism;
+  const PlanParallelism& x = plan_.parallelism;
   const long needed = static_cast<long>(x.pp) * x.dp;
   if (needed > cluster_.num_devices()) {
     fail("degrees", fmt::format("pp {} x dp {} needs {} devices, cluster {} has {}", x.pp, x.dp,
@@ -87,13 +87,13 @@ void Validator::check_degrees() {
                      "num_microbatches {} = {}",
                      x.global_batch, x.dp, x.microbatch_size, x.num_microbatches, batch));
   }
-  if (x.devices_used > 0 && x.devices_used != needed) {
-    fail("degrees", fmt::format("devices_used {} is not pp {} x dp {} = {}", x.devices_used, x.pp,
+  if (x.devices_used.value_or(0) > 0 && *x.devices_used != needed) {
+    fail("degrees", fmt::format("devices_used {} is not pp {} x dp {} = {}", *x.devices_used, x.pp,
                                 x.dp, needed));
   }
-  if (x.devices_total > 0 && x.devices_total != cluster_.num_devices()) {
+  if (x.devices_total.value_or(0) > 0 && *x.devices_total != cluster_.num_devices()) {
     fail("degrees", fmt::format("devices_total {} is not the {} devices of cluster {}",
-                                x.devices_total, cluster_.num_devices(), cluster_.name));
+                                *x.devices_total, cluster_.num_devices(), cluster_.name));
   }
 }
 
@@ -105,7 +105,7 @@ bool Validator::check_layers() {
   std::map<std::string, StageId> seen;
   std::vector<LayerId> order;
   bool complete = true;
-  for (const auto& [layer, stage] : p_.layer_stages()) {
+  for (const auto& [layer, stage] : plan_.layer_stages()) {
     const auto it = index.find(layer);
     if (it == index.end()) {
       fail("layers", fmt::format("stage {} lists layer \"{}\", which model {} does not have", stage,
@@ -135,37 +135,37 @@ bool Validator::check_layers() {
     return false;
   }
   first_layer_.push_back(0);
-  for (const PlanStage& s : p_.stages) {
+  for (const PlanStage& s : plan_.stages) {
     first_layer_.push_back(first_layer_.back() + static_cast<LayerId>(s.layers.size()));
   }
   return true;
 }
 
 bool Validator::check_placement() {
-  const int P = p_.pp(), S = p_.num_stages();
+  const int P = plan_.pp(), S = plan_.num_stages();
   // A known strategy fixes the shape; any other (or none) is judged by its stage count.
-  const StrategyTraits* known = known_strategy(p_.strategy);
+  const StrategyTraits* known = known_strategy(plan_.strategy());
   const bool v = known ? known->v_placement : S == 2 * P;
   const char* shape = v ? "V" : "chain";
   if (S != (v ? 2 * P : P)) {
     fail("placement", fmt::format("a {} on pp {} devices has {} stages, the plan has {}", shape, P,
                                   v ? 2 * P : P, S));
   }
-  for (const PlanStage& s : p_.stages) {
+  for (const PlanStage& s : plan_.stages) {
     const DeviceId want = v ? (s.id < P ? s.id : 2 * P - 1 - s.id) : s.id;
     if (S == (v ? 2 * P : P) && s.device != want) {
       fail("placement", fmt::format("stage {} is on device {}; the {} puts it on device {}", s.id,
                                     s.device, shape, want));
     }
     const std::string side = !v ? "chain" : (s.id < P ? "encoder" : "decoder");
-    if (!s.side.empty() && s.side != side) {
+    if (s.side && *s.side != side) {
       fail("placement", fmt::format("stage {} is marked \"{}\"; in the {} it is \"{}\"", s.id,
-                                    s.side, shape, side));
+                                    *s.side, shape, side));
     }
   }
   bool every_device_busy = true;
   std::vector<std::vector<StageId>> on(P);
-  for (const PlanStage& s : p_.stages) on[s.device].push_back(s.id);
+  for (const PlanStage& s : plan_.stages) on[s.device].push_back(s.id);
   for (DeviceId d = 0; d < P; ++d) {
     if (on[d].empty()) {
       fail("placement", fmt::format("pipeline device {} runs no stage", d));
@@ -173,7 +173,7 @@ bool Validator::check_placement() {
     }
   }
   std::set<DeviceId> listed;
-  for (const PlanDevice& d : p_.devices) {
+  for (const PlanDevice& d : plan_.devices) {
     if (!listed.insert(d.device).second) {
       fail("placement", fmt::format("devices[] lists device {} twice", d.device));
     } else if (d.stages != on[d.device]) {
@@ -190,10 +190,10 @@ bool Validator::check_placement() {
 }
 
 void Validator::check_rank_map() {
-  const PlanRankMap& m = p_.rank_map;
-  const int P = p_.pp(), D = p_.parallelism.dp, N = cluster_.num_devices();
-  if (m.world_size > 0 && m.world_size != P * D) {
-    fail("rank_map", fmt::format("world_size {} is not pp {} x dp {}", m.world_size, P, D));
+  const PlanRankMap& m = plan_.rank_map;
+  const int P = plan_.pp(), D = plan_.parallelism.dp, N = cluster_.num_devices();
+  if (m.world_size.value_or(0) > 0 && *m.world_size != P * D) {
+    fail("rank_map", fmt::format("world_size {} is not pp {} x dp {}", *m.world_size, P, D));
   }
   std::map<std::pair<int, int>, RankId> at;  // (dp_index, pipeline device) -> rank
   std::set<RankId> used;
@@ -228,8 +228,8 @@ void Validator::check_rank_map() {
 }
 
 void Validator::check_rank_groups(const std::map<std::pair<int, int>, RankId>& at) {
-  const PlanRankMap& m = p_.rank_map;
-  const int P = p_.pp(), D = p_.parallelism.dp;
+  const PlanRankMap& m = plan_.rank_map;
+  const int P = plan_.pp(), D = plan_.parallelism.dp;
   auto expect = [&](const char* key, const std::vector<std::vector<RankId>>& groups, int outer,
                     int inner, bool by_replica) {
     if (static_cast<int>(groups.size()) != outer) {

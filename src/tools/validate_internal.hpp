@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "pulse/compile/compile.hpp"
+#include "pulse/plan/strategy.hpp"
 #include "pulse/cost/cost_model.hpp"
 #include "pulse/graph/layer_graph.hpp"
 #include "pulse/simulate/schedule_check.hpp"
@@ -25,7 +25,7 @@ constexpr double kTimeTolerance = 2 * kQuantum;
 constexpr double kNoise = 1e-12;
 
 inline std::string op_name(const Op& op) {
-  return fmt::format("{}(stage {}, mb {})", op_letter(op.kind), op.stage, op.microbatch);
+  return fmt::format("{}(stage {}, mb {})", op_letter(op.kind), op.stage, op.mb);
 }
 
 inline std::string short_hash(const std::string& h) {
@@ -45,15 +45,15 @@ inline bool close(double a, double b) {
 class Validator {
  public:
   explicit Validator(const ValidateRequest& r)
-      : r_(r), p_(*r.plan), model_(*r.model), cluster_(*r.cluster) {}
+      : request_(r), plan_(*r.plan), model_(*r.model), cluster_(*r.cluster) {}
   ValidateResult run();
 
  private:
   // Past the limit of a check, one placeholder stands for the rest ("... and N more").
   void fail(const char* check, std::string message) {
     const std::size_t n = ++count_[check];
-    if (n == r_.max_per_check + 1) overflow_[check] = out_.violations.size();
-    if (n <= r_.max_per_check + 1) out_.violations.push_back({check, std::move(message)});
+    if (n == request_.max_per_check + 1) overflow_[check] = out_.violations.size();
+    if (n <= request_.max_per_check + 1) out_.violations.push_back({check, std::move(message)});
   }
   void skip(std::string what) { out_.skipped.push_back(std::move(what)); }
 
@@ -74,8 +74,8 @@ class Validator {
   void check_rank_groups(const std::map<std::pair<int, int>, RankId>& at);
   void finish();
 
-  const ValidateRequest& r_;
-  const Plan& p_;
+  const ValidateRequest& request_;
+  const Plan& plan_;
   const ModelProfile& model_;
   const ClusterProfile& cluster_;
   ValidateResult out_;

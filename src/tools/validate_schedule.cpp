@@ -17,36 +17,36 @@ namespace pulse::detail {
 void Validator::build_model() {
   StageLayout layout;
   layout.first_layer = first_layer_;
-  layout.num_devices = p_.pp();
-  for (const PlanStage& s : p_.stages) layout.device.push_back(s.device);
+  layout.num_devices = plan_.pp();
+  for (const PlanStage& s : plan_.stages) layout.device.push_back(s.device);
   // Skips that leave their device travel as the plan's routes say (one message, or relayed
   // through every boundary); each route is then checked against that routing.
   bool forwarded = false, routes = false;
-  for (const PlanSkip& k : p_.skips) {
+  for (const PlanSkip& k : plan_.skips) {
     forwarded |= k.route == "forwarded";
     routes |= k.route == "forwarded" || k.route == "direct";
   }
   if (!routes) {
-    const StrategyTraits* known = known_strategy(p_.strategy);
+    const StrategyTraits* known = known_strategy(plan_.strategy());
     forwarded = known && known->routing == SkipRouting::forwarded;
   }
   std::vector<RankId> ranks;
-  const auto& groups = p_.rank_map.pipeline_groups;
-  const bool usable = !groups.empty() && static_cast<int>(groups[0].size()) == p_.pp() &&
+  const auto& groups = plan_.rank_map.pipeline_groups;
+  const bool usable = !groups.empty() && static_cast<int>(groups[0].size()) == plan_.pp() &&
                       std::all_of(groups[0].begin(), groups[0].end(),
                                   [&](RankId r) { return r < cluster_.num_devices(); });
-  for (DeviceId d = 0; d < p_.pp(); ++d) ranks.push_back(usable ? groups[0][d] : d);
-  graph_.emplace(LayerGraph::build(model_, device_type_, p_.parallelism.microbatch_size));
+  for (DeviceId d = 0; d < plan_.pp(); ++d) ranks.push_back(usable ? groups[0][d] : d);
+  graph_.emplace(LayerGraph::build(model_, device_type_, plan_.parallelism.microbatch_size));
   pm_ = build_pipeline_model(*graph_, layout,
                              forwarded ? SkipRouting::forwarded : SkipRouting::direct,
                              pipeline_links(cluster_, ranks), cluster_.overlap_comm);
-  round_to_nanoseconds(pm_);  // as the planner does: plans state times to the nanosecond
+  round_to_quantum(pm_);  // as the planner does: plans state times to the nanosecond
 }
 
 void Validator::check_skips() {
   std::map<std::pair<std::string, std::string>, std::size_t> claimed;
-  for (std::size_t i = 0; i < p_.skips.size(); ++i) {
-    const PlanSkip& k = p_.skips[i];
+  for (std::size_t i = 0; i < plan_.skips.size(); ++i) {
+    const PlanSkip& k = plan_.skips[i];
     if (!claimed.emplace(std::pair{k.producer, k.consumer}, i).second) {
       fail("skips", fmt::format("skip {} -> {} is listed twice", k.producer, k.consumer));
     }
@@ -63,32 +63,33 @@ void Validator::check_skips() {
       fail("skips", fmt::format("skip \"{}\" ({} -> {}) is missing from skips[]", k.name, a, b));
       continue;
     }
-    const PlanSkip& c = p_.skips[it->second];
+    const PlanSkip& c = plan_.skips[it->second];
     claimed.erase(it);
     const std::string where =
         fmt::format("stage {} (device {}) to stage {} (device {})", s.producer_stage,
                     dev[s.producer_stage], s.consumer_stage, dev[s.consumer_stage]);
     if (c.producer_stage != s.producer_stage || c.consumer_stage != s.consumer_stage) {
       fail("skips", fmt::format("skip \"{}\" runs from {}; the plan says stage {} to stage {}",
-                                c.name, where, c.producer_stage, c.consumer_stage));
-    } else if ((c.producer_device >= 0 && c.producer_device != dev[s.producer_stage]) ||
-               (c.consumer_device >= 0 && c.consumer_device != dev[s.consumer_stage])) {
+                                c.label(), where, c.producer_stage, c.consumer_stage));
+    } else if ((c.producer_device && *c.producer_device != dev[s.producer_stage]) ||
+               (c.consumer_device && *c.consumer_device != dev[s.consumer_stage])) {
       fail("skips", fmt::format("skip \"{}\" runs from {}; the plan says device {} to device {}",
-                                c.name, where, c.producer_device, c.consumer_device));
+                                c.label(), where, c.producer_device.value_or(-1),
+                                c.consumer_device.value_or(-1)));
     }
     if (c.local != s.local) {
-      fail("skips", fmt::format("skip \"{}\" is claimed {}local but runs from {}", c.name,
+      fail("skips", fmt::format("skip \"{}\" is claimed {}local but runs from {}", c.label(),
                                 c.local ? "" : "not ", where));
     }
     const std::string route = s.local                              ? "local"
                               : pm_.routing == SkipRouting::direct ? "direct"
                                                                    : "forwarded";
-    if (!c.route.empty() && c.route != route) {
-      fail("skips", fmt::format("skip \"{}\" has route \"{}\"; from {} it is \"{}\"", c.name,
-                                c.route, where, route));
+    if (c.route && *c.route != route) {
+      fail("skips", fmt::format("skip \"{}\" has route \"{}\"; from {} it is \"{}\"", c.label(),
+                                *c.route, where, route));
     }
     if (c.bytes_per_sample != k.bytes_per_sample) {
-      fail("skips", fmt::format("skip \"{}\" has {} bytes per sample, the model says {}", c.name,
+      fail("skips", fmt::format("skip \"{}\" has {} bytes per sample, the model says {}", c.label(),
                                 c.bytes_per_sample, k.bytes_per_sample));
     }
   }
@@ -96,14 +97,14 @@ void Validator::check_skips() {
     fail("skips", fmt::format("skips[{}] ({} -> {}) is not a skip of model {}", i, names.first,
                               names.second, model_.name));
   }
-  if (p_.partition.all_skips_local && nonlocal > 0) {
+  if (plan_.partition.all_skips_local && nonlocal > 0) {
     fail("skips",
          fmt::format("partition.all_skips_local is true, but {} skips are not local", nonlocal));
   }
 }
 
 void Validator::check_cached_skips() {
-  for (const PlanDevice& d : p_.devices) {
+  for (const PlanDevice& d : plan_.devices) {
     std::vector<std::string> want;
     for (const SkipPlacement& s : pm_.skips) {
       if (s.local && pm_.layout.device[s.producer_stage] == d.device) {
@@ -125,8 +126,8 @@ void Validator::check_cached_skips() {
 void Validator::check_transfers() {
   using Key = std::tuple<StageId, StageId, std::string>;
   std::map<Key, const PlanTransfer*> claimed;
-  for (const PlanTransfer& t : p_.transfers) {
-    const std::string kind = t.kind.empty() ? "main" : t.kind;
+  for (const PlanTransfer& t : plan_.transfers) {
+    const std::string kind = t.kind.value_or("main");
     if (!claimed.emplace(Key{t.from_stage, t.to_stage, kind}, &t).second) {
       fail("transfers",
            fmt::format("stage {} -> {} ({}) is listed twice", t.from_stage, t.to_stage, kind));
@@ -146,13 +147,15 @@ void Validator::check_transfers() {
     const PlanTransfer& c = *it->second;
     claimed.erase(it);
     if (c.forward.total() != t.forward.total() || c.backward.total() != t.backward.total() ||
-        !close(c.forward_s, t.forward_s) || !close(c.backward_s, t.backward_s)) {
+        !close(c.forward_s.value_or(0), t.forward_s) ||
+        !close(c.backward_s.value_or(0), t.backward_s)) {
       fail("transfers",
            fmt::format("{} moves {} bytes in {:.9f} s forward and {} bytes in "
                        "{:.9f} s backward; the plan says {} in {:.9f} s and {} in "
                        "{:.9f} s",
                        name, t.forward.total(), t.forward_s, t.backward.total(), t.backward_s,
-                       c.forward.total(), c.forward_s, c.backward.total(), c.backward_s));
+                       c.forward.total(), c.forward_s.value_or(0), c.backward.total(),
+                       c.backward_s.value_or(0)));
     }
   }
   for (const auto& [key, t] : claimed) {
@@ -174,9 +177,9 @@ Timeline Validator::timeline() const {
     into[pm_.transfers[t].to].push_back(t);
   }
   Timeline tl;
-  tl.devices.resize(p_.pp());
-  for (DeviceId d = 0; d < p_.pp(); ++d) {
-    for (const PlanOp& o : p_.schedule[d]) {
+  tl.devices.resize(plan_.pp());
+  for (DeviceId d = 0; d < plan_.pp(); ++d) {
+    for (const PlanOp& o : plan_.schedule[d]) {
       double sends = 0;
       int messages = 0;
       if (!pm_.overlap_comm && o.op.kind == OpKind::forward) {
@@ -203,9 +206,9 @@ Timeline Validator::timeline() const {
 }
 
 void Validator::check_schedule_order() {
-  const bool split = p_.schedule_info.split_backward;
-  for (DeviceId d = 0; d < p_.pp(); ++d) {
-    const auto& ops = p_.schedule[d];
+  const bool split = plan_.split_backward();
+  for (DeviceId d = 0; d < plan_.pp(); ++d) {
+    const auto& ops = plan_.schedule[d];
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const OpKind k = ops[i].op.kind;
       const bool split_op = k == OpKind::backward_input || k == OpKind::backward_weight;
@@ -233,9 +236,9 @@ void Validator::check_schedule_and_memory() {
   const Timeline tl = timeline();
   ScheduleCheckRequest request{&pm_,
                                &tl,
-                               p_.parallelism.num_microbatches,
-                               p_.schedule_info.split_backward,
-                               static_memory(pm_, p_.memory, p_.parallelism.dp),
+                               plan_.parallelism.num_microbatches,
+                               plan_.split_backward(),
+                               static_memory(pm_, plan_.options.memory, plan_.parallelism.dp),
                                std::numeric_limits<std::int64_t>::max()};
   const std::vector<std::string> order = check_schedule(request);
   for (const std::string& m : order) fail("schedule", m);
@@ -246,8 +249,8 @@ void Validator::check_schedule_and_memory() {
 }
 
 void Validator::check_timing(const Timeline& tl) {
-  for (DeviceId d = 0; d < p_.pp(); ++d) {
-    for (const PlanOp& o : p_.schedule[d]) {
+  for (DeviceId d = 0; d < plan_.pp(); ++d) {
+    for (const PlanOp& o : plan_.schedule[d]) {
       const StageCost& c = pm_.stages[o.op.stage];
       const double want = o.op.kind == OpKind::forward    ? c.forward_s
                           : o.op.kind == OpKind::backward ? c.backward_s
@@ -260,7 +263,7 @@ void Validator::check_timing(const Timeline& tl) {
       }
     }
   }
-  const double claimed = p_.schedule_info.makespan_s;
+  const double claimed = plan_.schedule_info.makespan_s.value_or(0);
   if (claimed > 0 && !close(claimed, tl.makespan_s)) {
     fail("timing", fmt::format("schedule_info.makespan_s is {:.9f} s, the schedule ends at "
                                "{:.9f} s",
@@ -270,7 +273,7 @@ void Validator::check_timing(const Timeline& tl) {
 
 void Validator::check_predicted_memory() {
   const std::int64_t cap = cluster_.usable_memory();
-  const auto& peaks = p_.predicted.peak_memory_bytes;
+  const auto& peaks = plan_.predicted.peak_memory_bytes;
   for (std::size_t d = 0; d < peaks.size(); ++d) {
     if (peaks[d] > cap) {
       fail("memory", fmt::format("device {}: predicted peak {} ({} bytes) is over the usable {} "
@@ -278,14 +281,15 @@ void Validator::check_predicted_memory() {
                                  d, format_bytes(peaks[d]), peaks[d], format_bytes(cap), cap));
     }
   }
-  if (static_cast<int>(peaks.size()) != p_.pp()) {
+  if (static_cast<int>(peaks.size()) != plan_.pp()) {
     fail("memory", fmt::format("predicted.peak_memory_bytes has {} entries, pp is {}", peaks.size(),
-                               p_.pp()));
+                               plan_.pp()));
   }
-  for (const PlanDevicePrediction& d : p_.predicted.devices) {
-    if (d.capacity_bytes > 0 && d.capacity_bytes != cap) {
+  for (const PlanDevicePrediction& d : plan_.predicted.devices.value_or(
+           std::vector<PlanDevicePrediction>{})) {
+    if (d.capacity_bytes.value_or(0) > 0 && *d.capacity_bytes != cap) {
       fail("memory", fmt::format("device {}: capacity_bytes is {}, cluster {} has {} usable",
-                                 d.device, d.capacity_bytes, cluster_.name, cap));
+                                 d.device, *d.capacity_bytes, cluster_.name, cap));
     }
   }
 }

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "pulse/compile/plan_json.hpp"
+#include "pulse/compile/plan_builder.hpp"
 #include "pulse/simulate/schedule_check.hpp"
 #include "support/test_support.hpp"
 
@@ -30,7 +30,7 @@ TEST(Compile, Sd2AtPp4IsAVWithEverySkipLocal) {
   PlanOptions o;
   o.pp = 4;
   const CompiledPlan p = compile_ok(in, o);
-  const json plan = json::parse(plan_json(p, in.model, in.cluster));
+  const json plan = json::parse(test::plan_text(p, in.model, in.cluster));
   EXPECT_EQ(plan["schema"], "pulse.plan/v1");
   ASSERT_EQ(plan["stages"].size(), 8u);
   std::multiset<std::string> seen;
@@ -61,7 +61,7 @@ TEST(Compile, SequentialBaselinePaysForSkips) {
   o.pp = 4;
   o.strategy = Strategy::one_f_one_b;
   const CompiledPlan p = compile_ok(in, o);
-  const json plan = json::parse(plan_json(p, in.model, in.cluster));
+  const json plan = json::parse(test::plan_text(p, in.model, in.cluster));
   EXPECT_EQ(plan["stages"].size(), 4u);
   EXPECT_GT(plan["comm"]["skip_bytes_per_iteration"].get<std::int64_t>(), 0);
   expect_valid_schedule(p, in.cluster);
@@ -70,8 +70,8 @@ TEST(Compile, SequentialBaselinePaysForSkips) {
 TEST(Compile, SameInputsGiveByteIdenticalPlans) {
   const Inputs in = shipped("sd2-unet-512", "atlas800-910a-1n");
   PlanOptions o;  // searches the pipeline degree
-  const std::string a = plan_json(compile_ok(in, o), in.model, in.cluster);
-  const std::string b = plan_json(compile_ok(in, o), in.model, in.cluster);
+  const std::string a = test::plan_text(compile_ok(in, o), in.model, in.cluster);
+  const std::string b = test::plan_text(compile_ok(in, o), in.model, in.cluster);
   EXPECT_EQ(a, b);
 }
 
@@ -85,7 +85,7 @@ TEST(Compile, SearchKeepsTheFastestDegree) {
   for (const Candidate& k : p.candidates) {
     EXPECT_TRUE(k.pp == 1 || k.pp == 2 || k.pp == 4) << k.pp;
     if (k.feasible) {
-      EXPECT_LE(k.samples_per_s, p.samples_per_s);
+      EXPECT_LE(k.samples_per_s, p.evaluation.samples_per_s);
     }
   }
 }

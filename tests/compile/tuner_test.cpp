@@ -49,7 +49,7 @@ TEST(Tuner, PipeliningWinsWhenTheAllReduceCosts) {
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   EXPECT_EQ(plan->pp, 2);
   EXPECT_EQ(plan->dp, 1);
-  EXPECT_DOUBLE_EQ(plan->iteration_s, 27.0);
+  EXPECT_DOUBLE_EQ(plan->evaluation.iteration_s, 27.0);
   const Candidate& pure_dp = find(*plan, 1);
   EXPECT_TRUE(pure_dp.feasible);
   EXPECT_DOUBLE_EQ(pure_dp.iteration_s, 29.0);
@@ -60,7 +60,7 @@ TEST(Tuner, PipeliningWinsWhenTheAllReduceCosts) {
   const auto fast = compile_plan(m, two_devices(std::int64_t{1} << 30, 1e300), o);
   ASSERT_TRUE(fast.ok());
   EXPECT_EQ(fast->pp, 1);
-  EXPECT_DOUBLE_EQ(fast->iteration_s, 24.0);
+  EXPECT_DOUBLE_EQ(fast->evaluation.iteration_s, 24.0);
 }
 
 TEST(Tuner, MemoryCapForcesADeeperPipeline) {

@@ -48,9 +48,9 @@ TEST(PartitionV, TinyUnetTwoDevicesHandOptimum) {
   // The bottom {3,4,5,6} splits evenly after layer 4 (27 ms each).
   const ModelProfile model = tiny_unet();
   const LayerGraph g = LayerGraph::build(model, 0, 1);
-  const PartitionOutcome out =
+  const PartitionAnswer out =
       partition_v(request_for(g, 2, test::free_links(2)), SkipPolicy::local_only);
-  ASSERT_TRUE(out.found);
+  ASSERT_TRUE(out.found());
   EXPECT_NEAR(out.result.objective_s, 0.054, 1e-12);
   EXPECT_EQ(out.result.layout.first_layer, (std::vector<LayerId>{0, 3, 5, 7, 10}));
   EXPECT_EQ(out.result.layout.device, (std::vector<DeviceId>{0, 1, 1, 0}));
@@ -65,9 +65,9 @@ TEST(PartitionV, TinyUnetThreeDevicesHandOptimum) {
   //   after 1 and 3: (18, 42, 30);      after 2 and 3: (36, 24, 30)  <- optimum, 36 ms
   const ModelProfile model = tiny_unet();
   const LayerGraph g = LayerGraph::build(model, 0, 1);
-  const PartitionOutcome out =
+  const PartitionAnswer out =
       partition_v(request_for(g, 3, test::free_links(3)), SkipPolicy::local_only);
-  ASSERT_TRUE(out.found);
+  ASSERT_TRUE(out.found());
   EXPECT_NEAR(out.result.objective_s, 0.036, 1e-12);
   EXPECT_EQ(out.result.layout.first_layer, (std::vector<LayerId>{0, 3, 4, 5, 6, 7, 10}));
   EXPECT_EQ(out.result.layout.device, (std::vector<DeviceId>{0, 1, 2, 2, 1, 0}));
@@ -81,13 +81,13 @@ TEST(PartitionV, HeaviestLayerLiftsTheLowerBound) {
       test::make_model({{0.001}, {0.001}, {0.010}, {0.001}, {0.001}, {0.001}}, {});
   const LayerGraph g = LayerGraph::build(model, 0, 1);
   const auto r = request_for(g, 2, test::free_links(2));
-  const PartitionOutcome v = partition_v(r, SkipPolicy::local_only);
-  ASSERT_TRUE(v.found);
+  const PartitionAnswer v = partition_v(r, SkipPolicy::local_only);
+  ASSERT_TRUE(v.found());
   EXPECT_NEAR(v.result.lower_bound_s, 0.030, 1e-12);
   EXPECT_NEAR(v.result.objective_s, 0.033, 1e-12);
   EXPECT_GE(v.result.objective_s, v.result.lower_bound_s);
-  const PartitionOutcome s = partition_sequential(r);
-  ASSERT_TRUE(s.found);
+  const PartitionAnswer s = partition_sequential(r);
+  ASSERT_TRUE(s.found());
   EXPECT_NEAR(s.result.lower_bound_s, 0.030, 1e-12);
   EXPECT_NEAR(s.result.objective_s, 0.036, 1e-12);  // {0, 1, 2} = 36 against {3, 4, 5} = 9
 }
@@ -100,15 +100,15 @@ TEST(PartitionV, BoundedSearchTakesOverWhenTheBudgetRunsOut) {
   const LayerGraph g = LayerGraph::build(model, 0, 1);
   auto r = request_for(g, 2, test::free_links(2));
   r.exact_transition_budget = 0;
-  const PartitionOutcome bounded = partition_v(r, SkipPolicy::local_only);
-  ASSERT_TRUE(bounded.found);
+  const PartitionAnswer bounded = partition_v(r, SkipPolicy::local_only);
+  ASSERT_TRUE(bounded.found());
   EXPECT_FALSE(bounded.result.exact);
   EXPECT_EQ(bounded.result.method, "v-dp-local-bounded");
   EXPECT_NEAR(bounded.result.objective_s, 0.054, 1e-12);
   EXPECT_TRUE(bounded.result.all_skips_local);
   r.exact_transition_budget = 1000;  // enough for the whole exact DP here
-  const PartitionOutcome exact = partition_v(r, SkipPolicy::local_only);
-  ASSERT_TRUE(exact.found);
+  const PartitionAnswer exact = partition_v(r, SkipPolicy::local_only);
+  ASSERT_TRUE(exact.found());
   EXPECT_TRUE(exact.result.exact);
   EXPECT_EQ(exact.result.method, "v-dp-local");
 }
@@ -121,8 +121,8 @@ TEST(PartitionV, CommunicationIsChargedToTheSender) {
   for (Layer& l : model.layers) l.output_bytes_per_sample = 1000000;
   const LayerGraph g = LayerGraph::build(model, 0, 1);
   const auto r = request_for(g, 2, test::uniform_links(2, 1e9, 1e-3));
-  const PartitionOutcome out = partition_v(r, SkipPolicy::local_only);
-  ASSERT_TRUE(out.found);
+  const PartitionAnswer out = partition_v(r, SkipPolicy::local_only);
+  ASSERT_TRUE(out.found());
   EXPECT_NEAR(out.result.objective_s, 0.054 + 2 * 0.002, 1e-12);
   EXPECT_EQ(out.result.bytes_per_microbatch, 4000000);  // 2 transfers x 2 directions
 }
@@ -131,8 +131,8 @@ TEST(PartitionV, ObjectiveAgreesWithPipelineModel) {
   const ModelProfile model = tiny_unet();
   const LayerGraph g = LayerGraph::build(model, 0, 2);
   const auto r = request_for(g, 2, test::uniform_links(2, 1e8, 5e-4));
-  const PartitionOutcome out = partition_v(r, SkipPolicy::local_only);
-  ASSERT_TRUE(out.found);
+  const PartitionAnswer out = partition_v(r, SkipPolicy::local_only);
+  ASSERT_TRUE(out.found());
   const PipelineModel m =
       build_pipeline_model(g, out.result.layout, SkipRouting::direct, r.links, false);
   EXPECT_NEAR(out.result.objective_s, max_load(m), 1e-12);
@@ -144,9 +144,9 @@ TEST(PartitionV, NoLocalPartitionMeansNotFound) {
   const ModelProfile model = test::make_model({{}, {}, {}, {}}, {{0, 2}, {1, 3}});
   const LayerGraph g = LayerGraph::build(model, 0, 1);
   const auto r = request_for(g, 2, test::free_links(2));
-  EXPECT_FALSE(partition_v(r, SkipPolicy::local_only).found);
-  const PartitionOutcome out = partition_v(r, SkipPolicy::allow_nonlocal);
-  ASSERT_TRUE(out.found);
+  EXPECT_FALSE(partition_v(r, SkipPolicy::local_only).found());
+  const PartitionAnswer out = partition_v(r, SkipPolicy::allow_nonlocal);
+  ASSERT_TRUE(out.found());
   EXPECT_FALSE(out.result.all_skips_local);
 }
 
@@ -157,22 +157,23 @@ TEST(PartitionV, MemoryShortfallNamesDeviceAndBytes) {
   const ModelProfile model = test::make_model({{}, {}, {}, {}}, {});
   const LayerGraph g = LayerGraph::build(model, 0, 1);
   const auto r = request_for(g, 2, test::free_links(2), 30000);
-  const PartitionOutcome out = partition_v(r, SkipPolicy::allow_nonlocal);
-  EXPECT_FALSE(out.found);
-  EXPECT_EQ(out.shortfall.needed_bytes, 34000);
-  EXPECT_EQ(out.shortfall.capacity_bytes, 30000);
-  EXPECT_EQ(out.shortfall.device, 0);
+  const PartitionAnswer out = partition_v(r, SkipPolicy::allow_nonlocal);
+  EXPECT_FALSE(out.found());
+  ASSERT_TRUE(out.shortfall.has_value());
+  EXPECT_EQ(out.shortfall->needed_bytes, 34000);
+  EXPECT_EQ(out.shortfall->capacity_bytes, 30000);
+  EXPECT_EQ(out.shortfall->device, 0);
   // One more byte of headroom per device and it fits.
   EXPECT_TRUE(
-      partition_v(request_for(g, 2, test::free_links(2), 34000), SkipPolicy::allow_nonlocal).found);
+      partition_v(request_for(g, 2, test::free_links(2), 34000), SkipPolicy::allow_nonlocal).found());
 }
 
 TEST(PartitionV, SingleDeviceHoldsBothStages) {
   const ModelProfile model = tiny_unet();
   const LayerGraph g = LayerGraph::build(model, 0, 1);
-  const PartitionOutcome out =
+  const PartitionAnswer out =
       partition_v(request_for(g, 1, test::free_links(1)), SkipPolicy::local_only);
-  ASSERT_TRUE(out.found);
+  ASSERT_TRUE(out.found());
   EXPECT_NEAR(out.result.objective_s, 0.090, 1e-12);
   EXPECT_EQ(out.result.layout.device, (std::vector<DeviceId>{0, 0}));
 }
@@ -240,8 +241,8 @@ TEST_P(BruteForceAgreement, VAndSequentialMatchExhaustiveSearch) {
         const auto expected = test::brute_force_v(r, local);
         const auto got =
             partition_v(r, local ? SkipPolicy::local_only : SkipPolicy::allow_nonlocal);
-        ASSERT_EQ(got.found, expected.objective >= 0) << "trial " << trial << " pp " << pp;
-        if (!got.found) continue;
+        ASSERT_EQ(got.found(), expected.objective >= 0) << "trial " << trial << " pp " << pp;
+        if (!got.found()) continue;
         EXPECT_NEAR(got.result.objective_s, expected.objective, 1e-12)
             << "trial " << trial << " pp " << pp << " local " << local;
         SCOPED_TRACE("trial " + std::to_string(trial) + " pp " + std::to_string(pp));
@@ -252,8 +253,8 @@ TEST_P(BruteForceAgreement, VAndSequentialMatchExhaustiveSearch) {
         r.routing = routing;
         const auto expected = test::brute_force_sequential(r);
         const auto got = partition_sequential(r);
-        ASSERT_EQ(got.found, expected.objective >= 0) << "sequential, trial " << trial;
-        if (got.found) {
+        ASSERT_EQ(got.found(), expected.objective >= 0) << "sequential, trial " << trial;
+        if (got.found()) {
           EXPECT_NEAR(got.result.objective_s, expected.objective, 1e-12);
           const PipelineModel m =
               build_pipeline_model(g, got.result.layout, routing, r.links, r.overlap_comm);
@@ -289,15 +290,15 @@ TEST_P(BruteForceAgreement, BoundedSearchIsValidAndNeverBeatsTheOptimum) {
         const auto got =
             partition_v(r, local ? SkipPolicy::local_only : SkipPolicy::allow_nonlocal);
         if (expected.objective < 0) {
-          EXPECT_FALSE(got.found) << "trial " << trial;
+          EXPECT_FALSE(got.found()) << "trial " << trial;
           continue;
         }
         // Guaranteed only where locality cannot close every continuation; elsewhere counted.
         if (!squeezed && (!local || model.skips.empty())) {
-          EXPECT_TRUE(got.found) << "trial " << trial << " pp " << pp << " local " << local;
+          EXPECT_TRUE(got.found()) << "trial " << trial << " pp " << pp << " local " << local;
         }
         ++feasible;
-        if (!got.found) continue;
+        if (!got.found()) continue;
         EXPECT_FALSE(got.result.exact);
         EXPECT_GE(got.result.objective_s, expected.objective - 1e-12) << "trial " << trial;
         SCOPED_TRACE("trial " + std::to_string(trial) + " pp " + std::to_string(pp));
@@ -325,8 +326,8 @@ TEST(PartitionSequential, RelaysSkipsThroughEveryBoundary) {
   const ModelProfile model = test::make_model({{}, {}, {}, {}}, {{0, 3}}, 500);
   const LayerGraph g = LayerGraph::build(model, 0, 1);
   const auto r = request_for(g, 2, test::uniform_links(2, 1e6, 1e-3));
-  const PartitionOutcome out = partition_sequential(r);
-  ASSERT_TRUE(out.found);
+  const PartitionAnswer out = partition_sequential(r);
+  ASSERT_TRUE(out.found());
   EXPECT_EQ(out.result.layout.first_layer, (std::vector<LayerId>{0, 2, 4}));
   // Each side: two layers of 1 + 2 ms compute, plus (100 + 500 bytes) / 1e6 B/s and two
   // messages of 1 ms latency: 6 + 0.6 + 2 = 8.6 ms.

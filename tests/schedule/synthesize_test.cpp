@@ -62,7 +62,7 @@ TEST(ScheduleIlp, UniformVWithTwoMicrobatchesIsProvenOptimalAtSixteen) {
   const PipelineModel m = pipeline({1, 1, 1, 1}, true);
   const ScheduleAnswer a = solve(request(m, 2));
   EXPECT_DOUBLE_EQ(a.makespan_s, 16.0);
-  EXPECT_EQ(a.status, "optimal");
+  EXPECT_EQ(a.status, SolveStatus::optimal);
   EXPECT_DOUBLE_EQ(a.lower_bound_s, 16.0);
 }
 
@@ -82,7 +82,7 @@ TEST(ScheduleIlp, ExactModelFindsWhatTheListSearchMisses) {
   r.max_order_evaluations = 0;
   const ScheduleAnswer a = solve(r);
   EXPECT_DOUBLE_EQ(a.makespan_s, 54.0);
-  EXPECT_EQ(a.status, "optimal");
+  EXPECT_EQ(a.status, SolveStatus::optimal);
   EXPECT_EQ(a.method, "exact-ilp");
   EXPECT_GE(a.milp_solves, 1);
   EXPECT_GE(a.heuristic_makespan_s, 60.0);
@@ -96,7 +96,7 @@ TEST(ScheduleIlp, OrderSearchFindsWhatTheListSearchMisses) {
   r.exact_max_ops = 0;
   const ScheduleAnswer a = solve(r);
   EXPECT_DOUBLE_EQ(a.makespan_s, 54.0);
-  EXPECT_EQ(a.status, "optimal");
+  EXPECT_EQ(a.status, SolveStatus::optimal);
   EXPECT_EQ(a.method, "order-search");
   EXPECT_EQ(a.milp_solves, 0);
   EXPECT_GT(a.order_evaluations, 0);
@@ -113,7 +113,7 @@ TEST(ScheduleIlp, ChainReachesTheBoundAndStops) {
   const ScheduleAnswer a = solve(request(m, 4));
   EXPECT_DOUBLE_EQ(a.makespan_s, 15.0);
   EXPECT_DOUBLE_EQ(a.lower_bound_s, 15.0);
-  EXPECT_EQ(a.status, "optimal");
+  EXPECT_EQ(a.status, SolveStatus::optimal);
   EXPECT_EQ(a.milp_solves, 0);  // the bound proved it: no integer program needed
 }
 
@@ -122,7 +122,7 @@ TEST(ScheduleIlp, SingleDeviceHasNoIdleTime) {
   const PipelineModel m = pipeline({1, 2}, true);
   const ScheduleAnswer a = solve(request(m, 5));
   EXPECT_DOUBLE_EQ(a.makespan_s, 5 * 9.0);
-  EXPECT_EQ(a.status, "optimal");
+  EXPECT_EQ(a.status, SolveStatus::optimal);
 }
 
 TEST(ScheduleIlp, TimeLimitZeroReturnsTheHeuristic) {
@@ -130,7 +130,7 @@ TEST(ScheduleIlp, TimeLimitZeroReturnsTheHeuristic) {
   ScheduleRequest r = request(m, 16);
   r.max_seconds = 0;
   const ScheduleAnswer a = solve(r);
-  EXPECT_EQ(a.status, "time_limit");
+  EXPECT_EQ(a.status, SolveStatus::time_limit);
   EXPECT_EQ(a.method, "list");
   EXPECT_EQ(a.stopped_by, "time limit");
   EXPECT_EQ(a.makespan_s, a.heuristic_makespan_s);

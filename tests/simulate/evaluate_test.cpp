@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pulse/compile/compile.hpp"
-#include "pulse/compile/plan_json.hpp"
+#include "pulse/compile/plan_builder.hpp"
 #include "pulse/tools/trace.hpp"
 #include "support/test_support.hpp"
 
@@ -48,21 +48,21 @@ TEST(Evaluate, OneFOneBIterationAndBubbleByHand) {
   EXPECT_DOUBLE_EQ(t.devices[1].ops[0].start_s, 2.5);  // F1.0 waits for the 1.5 s message
   EXPECT_DOUBLE_EQ(t.devices[0].ops[0].busy_until_s, 2.5);
   EXPECT_DOUBLE_EQ(t.makespan_s, 22.5);
-  EXPECT_DOUBLE_EQ(plan->iteration_s, 34.5);
-  EXPECT_DOUBLE_EQ(plan->bubble_ratio, 0.2);
-  for (const AllReduce& a : plan->allreduce) {
+  EXPECT_DOUBLE_EQ(plan->evaluation.iteration_s, 34.5);
+  EXPECT_DOUBLE_EQ(plan->evaluation.bubble_ratio, 0.2);
+  for (const AllReduce& a : plan->evaluation.allreduce) {
     EXPECT_EQ(a.bytes, 2000);
     EXPECT_DOUBLE_EQ(a.seconds, 12.0);
   }
   // Iteration: the later of the makespan and each device's all-reduce after its last op.
   double iteration = t.makespan_s;
-  for (const AllReduce& a : plan->allreduce) iteration = std::max(iteration, a.start_s + a.seconds);
-  EXPECT_DOUBLE_EQ(plan->iteration_s, iteration);
+  for (const AllReduce& a : plan->evaluation.allreduce) iteration = std::max(iteration, a.start_s + a.seconds);
+  EXPECT_DOUBLE_EQ(plan->evaluation.iteration_s, iteration);
   // Bubble: idle share of device time. Each device computes 4 x 3 = 12 s and sends
   // 4 x 1.5 = 6 s; the rest of the makespan is idle.
   const double idle = 2 * t.makespan_s - 2 * 12.0 - 2 * 6.0;
-  EXPECT_DOUBLE_EQ(plan->bubble_ratio, idle / (2 * t.makespan_s));
-  EXPECT_DOUBLE_EQ(plan->samples_per_s, 8 / plan->iteration_s);
+  EXPECT_DOUBLE_EQ(plan->evaluation.bubble_ratio, idle / (2 * t.makespan_s));
+  EXPECT_DOUBLE_EQ(plan->evaluation.samples_per_s, 8 / plan->evaluation.iteration_s);
 }
 
 TEST(Evaluate, RingAndHierarchicalAllReduce) {
@@ -107,7 +107,7 @@ TEST(Evaluate, SentBytesAreTheBytesThePlanCounts) {
     }
     // Each transfer is sent once per microbatch each way.
     EXPECT_EQ(sends, 2 * static_cast<int>(plan->model.transfers.size()) * plan->num_microbatches);
-    const json j = json::parse(plan_json(*plan, model, cluster));
+    const json j = json::parse(test::plan_text(*plan, model, cluster));
     EXPECT_EQ(sent * plan->dp, j["comm"]["p2p_bytes_per_iteration"].get<std::int64_t>())
         << strategy_name(s);
   }
@@ -122,7 +122,7 @@ TEST(Evaluate, TraceHasOneCompleteEventPerOp) {
   o.solver_max_seconds = 0.2;
   const auto plan = compile_plan(model, cluster, o);
   ASSERT_TRUE(plan.ok());
-  const json trace = json::parse(chrome_trace(*plan));
+  const json trace = json::parse(chrome_trace(plan->model, plan->timeline, plan->evaluation.allreduce, plan->dp));
   std::size_t ops = 0, compute_events = 0;
   for (const DeviceTimeline& d : plan->timeline.devices) ops += d.ops.size();
   for (const json& e : trace["traceEvents"]) {

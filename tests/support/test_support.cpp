@@ -1,4 +1,7 @@
 #include "test_support.hpp"
+
+#include "pulse/compile/plan_builder.hpp"
+#include "pulse/plan/plan_codec.hpp"
 #include "pulse/cost/memory.hpp"
 
 #include <algorithm>
@@ -9,6 +12,11 @@
 #include <gtest/gtest.h>
 
 namespace pulse::test {
+
+std::string plan_text(const CompiledPlan& plan, const ModelProfile& model,
+                      const ClusterProfile& cluster) {
+  return write_plan(build_plan(plan, model, cluster));
+}
 
 std::string source_dir() {
   return PULSE_SOURCE_DIR;

@@ -15,6 +15,10 @@
 
 namespace pulse::test {
 
+/// The plan's JSON as `pulse-plan plan` writes it.
+std::string plan_text(const CompiledPlan& plan, const ModelProfile& model,
+                      const ClusterProfile& cluster);
+
 /// The repository root (for shipped profiles).
 std::string source_dir();
 std::string profile_path(const std::string& relative);

@@ -9,7 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "pulse/compile/compile.hpp"
-#include "pulse/compile/plan_json.hpp"
+#include "pulse/compile/plan_builder.hpp"
+#include "pulse/plan/plan_codec.hpp"
 #include "support/test_support.hpp"
 
 namespace pulse {
@@ -24,7 +25,7 @@ json plan_doc(const std::string& model, const std::string& cluster, std::optiona
   o.pp = pp;
   auto p = compile_plan(m.value(), c.value(), o);
   EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
-  return json::parse(plan_json(p.value(), m.value(), c.value()));
+  return json::parse(test::plan_text(p.value(), m.value(), c.value()));
 }
 
 Plan read(const json& doc, const std::string& name) {

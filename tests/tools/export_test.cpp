@@ -11,7 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "pulse/compile/compile.hpp"
-#include "pulse/compile/plan_json.hpp"
+#include "pulse/compile/plan_builder.hpp"
+#include "pulse/plan/plan_codec.hpp"
 #include "support/test_support.hpp"
 #include "pulse/schedule/list_schedule.hpp"
 
@@ -32,7 +33,7 @@ json plan_doc(const std::string& model, int pp, Strategy strategy = Strategy::pu
     p.schedule = list_schedule(p.model, p.num_microbatches, p.inflight_limit, true);
     p.timeline = simulate(p.model, p.schedule, p.num_microbatches, p.static_bytes).value();
   }
-  return json::parse(plan_json(p, m.value(), c.value()));
+  return json::parse(test::plan_text(p, m.value(), c.value()));
 }
 
 Plan read(const json& doc) {
@@ -206,7 +207,7 @@ TEST(ExportHtml, BaselinesBesideThePlan) {
   EXPECT_EQ(count(html, "<section id=\"plan-"), 2u);
   EXPECT_NE(html.find("<table class=\"compare\">"), std::string::npos);
   EXPECT_NE(
-      html.find(fmt::format("<tr><th>strategy</th><td>pulse</td><td>{}</td></tr>", seq.strategy)),
+      html.find(fmt::format("<tr><th>strategy</th><td>pulse</td><td>{}</td></tr>", seq.strategy())),
       std::string::npos);
   EXPECT_EQ(count(html, "class=\"skip remote\""), 4u);  // the baseline relays every skip
 }

@@ -10,7 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "pulse/compile/compile.hpp"
-#include "pulse/compile/plan_json.hpp"
+#include "pulse/compile/plan_builder.hpp"
+#include "pulse/plan/plan_codec.hpp"
 #include "pulse/tools/trace.hpp"
 #include "support/test_support.hpp"
 #include "pulse/schedule/list_schedule.hpp"
@@ -40,7 +41,7 @@ std::vector<std::string> differences(const std::string& text,
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
   std::vector<std::string> out;
   if (!r.ok()) return {"no replay"};
-  for (const FigureDifference& d : compare_figures(*r, text)) {
+  for (const FigureDifference& d : compare_figures(parsed(text), r->figures)) {
     out.push_back(fmt::format("{}: {} -> {}", d.path, d.plan, d.replay));
   }
   return out;
@@ -68,7 +69,7 @@ TEST(Replay, EveryStrategyReplaysToItsOwnPredictedFigures) {
       const int dp = in.cluster.num_devices() / 4;
       auto plan = compile_plan(in.model, in.cluster, options(s, 4, dp));
       if (!plan.ok()) continue;  // gpipe may not fit; the others are covered
-      const std::string text = plan_json(*plan, in.model, in.cluster);
+      const std::string text = test::plan_text(*plan, in.model, in.cluster);
       const std::string label = fmt::format("{} {} {}", model, cluster, strategy_name(s));
       EXPECT_EQ(differences(text), std::vector<std::string>{}) << label;
       EXPECT_EQ(differences(text, &in.cluster), std::vector<std::string>{}) << label;
@@ -83,7 +84,7 @@ TEST(Replay, TunedPlansReplayExactly) {
     PlanOptions o;
     o.solver_max_seconds = 0.3;
     const CompiledPlan p = compile_ok(in, o);
-    const std::string text = plan_json(p, in.model, in.cluster);
+    const std::string text = test::plan_text(p, in.model, in.cluster);
     EXPECT_EQ(differences(text), std::vector<std::string>{}) << cluster;
     EXPECT_EQ(differences(text, &in.cluster), std::vector<std::string>{}) << cluster;
   }
@@ -97,18 +98,15 @@ TEST(Replay, SplitBackwardAndOverlappedSendsReplayExactly) {
     p.timeline = simulate(p.model, p.schedule, p.num_microbatches, p.static_bytes).value();
     const Evaluation e =
         evaluate(p.model, p.timeline, p.ranks, p.global_batch, p.options.memory, in.cluster);
-    p.allreduce = e.allreduce;
-    p.iteration_s = e.iteration_s;
-    p.samples_per_s = e.samples_per_s;
-    p.bubble_ratio = e.bubble_ratio;
-    const std::string text = plan_json(p, in.model, in.cluster);
+    p.evaluation = e;
+    const std::string text = test::plan_text(p, in.model, in.cluster);
     EXPECT_EQ(differences(text), std::vector<std::string>{});
   }
   {  // A cluster whose devices compute while they send.
     const Inputs in = shipped("small-unet-cpu", "emulated-veth-100mbit");
     ASSERT_TRUE(in.cluster.overlap_comm);
     const CompiledPlan p = compile_ok(in, options(Strategy::pulse, 2, 1));
-    const std::string text = plan_json(p, in.model, in.cluster);
+    const std::string text = test::plan_text(p, in.model, in.cluster);
     EXPECT_EQ(differences(text), std::vector<std::string>{});
     EXPECT_EQ(differences(text, &in.cluster), std::vector<std::string>{});
   }
@@ -124,7 +122,7 @@ json hand_plan(double t, bool overlap) {
   o.global_batch = 2;
   const auto p = compile_plan(model, cluster, o);
   EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
-  json doc = json::parse(plan_json(*p, model, cluster));
+  json doc = json::parse(test::plan_text(*p, model, cluster));
   for (json& x : doc["transfers"]) x["forward_s"] = x["backward_s"] = t;
   doc["cost_model"]["overlap_comm"] = overlap;
   for (const char* input : {"model", "cluster"}) {  // in-memory profiles have no file
@@ -150,12 +148,13 @@ TEST(Replay, HandEditedPlanGivesTheHandComputedIteration) {
   for (const double t : {0.5, 1.5}) {
     auto r = replay_text(hand_plan(t, false).dump());
     ASSERT_TRUE(r.ok()) << r.error().message;
-    const CompiledPlan& f = r->figures;
+    const Replay& f = *r;
     const double makespan = 9 + 3 * t;
     EXPECT_DOUBLE_EQ(f.timeline.makespan_s, makespan) << t;
-    EXPECT_DOUBLE_EQ(f.iteration_s, makespan) << t;  // dp 1: no all-reduce
-    EXPECT_DOUBLE_EQ(f.samples_per_s, 2 / makespan);
-    EXPECT_DOUBLE_EQ(f.bubble_ratio, (2 * makespan - 12 - 4 * t) / (2 * makespan)) << t;
+    EXPECT_DOUBLE_EQ(f.evaluation.iteration_s, makespan) << t;  // dp 1: no all-reduce
+    EXPECT_DOUBLE_EQ(f.evaluation.samples_per_s, 2 / makespan);
+    EXPECT_DOUBLE_EQ(f.evaluation.bubble_ratio, (2 * makespan - 12 - 4 * t) / (2 * makespan))
+        << t;
     for (const DeviceTimeline& d : f.timeline.devices) {
       EXPECT_DOUBLE_EQ(d.compute_s, 6.0);
       EXPECT_DOUBLE_EQ(d.send_s, 2 * t);
@@ -170,8 +169,8 @@ TEST(Replay, HandEditedPlanGivesTheHandComputedIteration) {
   // t = 0.5 by the numbers: makespan 10.5, bubble 7 / 21 = 1/3.
   auto r = replay_text(hand_plan(0.5, false).dump());
   ASSERT_TRUE(r.ok());
-  EXPECT_DOUBLE_EQ(r->figures.timeline.makespan_s, 10.5);
-  EXPECT_NEAR(r->figures.bubble_ratio, 1.0 / 3.0, 1e-15);
+  EXPECT_DOUBLE_EQ(r->timeline.makespan_s, 10.5);
+  EXPECT_NEAR(r->evaluation.bubble_ratio, 1.0 / 3.0, 1e-15);
 }
 
 TEST(Replay, OverlappedSendsByHand) {
@@ -183,9 +182,9 @@ TEST(Replay, OverlappedSendsByHand) {
   // No time blocked in sends; each device idles 10 - 6 = 4: bubble 8 / 20.
   auto r = replay_text(hand_plan(0.5, true).dump());
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_DOUBLE_EQ(r->figures.timeline.makespan_s, 10.0);
-  EXPECT_DOUBLE_EQ(r->figures.bubble_ratio, 0.4);
-  for (const DeviceTimeline& d : r->figures.timeline.devices) EXPECT_DOUBLE_EQ(d.send_s, 0.0);
+  EXPECT_DOUBLE_EQ(r->timeline.makespan_s, 10.0);
+  EXPECT_DOUBLE_EQ(r->evaluation.bubble_ratio, 0.4);
+  for (const DeviceTimeline& d : r->timeline.devices) EXPECT_DOUBLE_EQ(d.send_s, 0.0);
 }
 
 TEST(Replay, AnEditIsReportedAsADifference) {
@@ -196,7 +195,9 @@ TEST(Replay, AnEditIsReportedAsADifference) {
   // The doc's predicted block is the planner's (transfers of ~0 s on a 10 GB/s link); the
   // edit made them 0.5 s, so the replay differs exactly where time is involved.
   std::vector<std::string> paths;
-  for (const FigureDifference& d : compare_figures(*r, text)) paths.push_back(d.path);
+  for (const FigureDifference& d : compare_figures(parsed(text), r->figures)) {
+    paths.push_back(d.path);
+  }
   EXPECT_NE(std::find(paths.begin(), paths.end(), "$.predicted.iteration_s"), paths.end());
   EXPECT_NE(std::find(paths.begin(), paths.end(), "$.predicted.pipeline_makespan_s"), paths.end());
   // Bytes were not edited: no comm figure differs.
@@ -209,7 +210,7 @@ TEST(Replay, AnotherClusterOfTheSameDeviceTypeChangesOnlyWhatItChanges) {
   const Inputs in = shipped("sd2-unet-512", "dgx1-v100-32gb-2n");
   const Inputs small = shipped("sd2-unet-512", "dgx1-v100-16gb-2n");
   const CompiledPlan p = compile_ok(in, options(Strategy::pulse, 4, 4));
-  const std::string text = plan_json(p, in.model, in.cluster);
+  const std::string text = test::plan_text(p, in.model, in.cluster);
   const std::vector<std::string> diffs = differences(text, &small.cluster);
   ASSERT_EQ(diffs.size(), 4u);
   for (const std::string& d : diffs) EXPECT_NE(d.find("capacity_bytes"), std::string::npos) << d;
@@ -220,17 +221,18 @@ TEST(Replay, AnotherClusterOfTheSameDeviceTypeChangesOnlyWhatItChanges) {
   for (LinkClass& l : slow.link_classes) l.bandwidth_bytes_per_s /= 10;
   auto r = replay_text(text, &slow);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_GT(r->figures.iteration_s, p.iteration_s);
-  EXPECT_EQ(r->figures.model.bytes_per_microbatch().total(),
+  EXPECT_GT(r->evaluation.iteration_s, p.evaluation.iteration_s);
+  EXPECT_EQ(r->model.bytes_per_microbatch().total(),
             p.model.bytes_per_microbatch().total());
 }
 
 TEST(Replay, TraceOfAReplayHasOneCompleteEventPerOp) {
   const Inputs in = shipped("sd2-unet-512", "dgx1-v100-32gb-1n");
   const CompiledPlan p = compile_ok(in, options(Strategy::pulse, 4, 2));
-  auto r = replay_text(plan_json(p, in.model, in.cluster));
+  auto r = replay_text(test::plan_text(p, in.model, in.cluster));
   ASSERT_TRUE(r.ok());
-  const json trace = json::parse(chrome_trace(r->figures));
+  const json trace = json::parse(
+      chrome_trace(r->model, r->timeline, r->evaluation.allreduce, r->figures.parallelism.dp));
   std::size_t compute = 0, ops = 0;
   for (const auto& d : p.schedule.device_ops) ops += d.size();
   for (const json& e : trace["traceEvents"]) {
@@ -246,26 +248,27 @@ TEST(Replay, WhatIsSentIsReceived) {
   const Inputs in = shipped("sd2-unet-512", "dgx1-v100-32gb-1n");
   for (Strategy s : {Strategy::pulse, Strategy::one_f_one_b}) {
     const CompiledPlan p = compile_ok(in, options(s, 4, 2));
-    auto r = replay_text(plan_json(p, in.model, in.cluster));
+    auto r = replay_text(test::plan_text(p, in.model, in.cluster));
     ASSERT_TRUE(r.ok());
-    const PipelineModel& m = r->figures.model;
+    const PipelineModel& m = r->model;
+    const int M = r->figures.parallelism.num_microbatches;
     std::vector<std::int64_t> received(m.num_devices(), 0), expected(m.num_devices(), 0);
     std::map<std::tuple<std::size_t, int, bool>, int> seen;
-    for (const DeviceTimeline& d : r->figures.timeline.devices) {
+    for (const DeviceTimeline& d : r->timeline.devices) {
       for (const TimedSend& x : d.sends) {
         const Transfer& t = m.transfers[x.transfer];
         EXPECT_EQ(x.to, m.layout.device[x.forward ? t.to : t.from]);
         EXPECT_GE(x.end_s, x.start_s);
         received[x.to] += (x.forward ? t.forward : t.backward).total();
-        ++seen[{x.transfer, x.microbatch, x.forward}];
+        ++seen[{x.transfer, x.mb, x.forward}];
       }
     }
     for (const Transfer& t : m.transfers) {
-      expected[m.layout.device[t.to]] += t.forward.total() * r->figures.num_microbatches;
-      expected[m.layout.device[t.from]] += t.backward.total() * r->figures.num_microbatches;
+      expected[m.layout.device[t.to]] += t.forward.total() * M;
+      expected[m.layout.device[t.from]] += t.backward.total() * M;
     }
     EXPECT_EQ(received, expected) << strategy_name(s);
-    EXPECT_EQ(seen.size(), 2 * m.transfers.size() * r->figures.num_microbatches);
+    EXPECT_EQ(seen.size(), 2 * m.transfers.size() * M);
     for (const auto& [key, count] : seen) EXPECT_EQ(count, 1);
   }
 }

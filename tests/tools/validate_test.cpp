@@ -6,7 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "pulse/compile/compile.hpp"
-#include "pulse/compile/plan_json.hpp"
+#include "pulse/compile/plan_builder.hpp"
+#include "pulse/plan/plan_codec.hpp"
 #include "support/test_support.hpp"
 #include "pulse/schedule/list_schedule.hpp"
 
@@ -20,7 +21,7 @@ using test::Inputs;
 using test::shipped;
 
 json plan_doc(const Inputs& in, const PlanOptions& o) {
-  return json::parse(plan_json(compile_ok(in, o), in.model, in.cluster));
+  return json::parse(test::plan_text(compile_ok(in, o), in.model, in.cluster));
 }
 
 // The same plan with the backward split into I and W ops (zero-bubble style), scheduled by
@@ -29,7 +30,7 @@ json split_doc(const Inputs& in, const PlanOptions& o) {
   CompiledPlan p = compile_ok(in, o);
   p.schedule = list_schedule(p.model, p.num_microbatches, p.inflight_limit, true);
   p.timeline = simulate(p.model, p.schedule, p.num_microbatches, p.static_bytes).value();
-  return json::parse(plan_json(p, in.model, in.cluster));
+  return json::parse(test::plan_text(p, in.model, in.cluster));
 }
 
 ValidateResult validate(const json& doc, const Inputs& in) {

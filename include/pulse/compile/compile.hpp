@@ -1,55 +1,35 @@
-// The plan pipeline, written once as a list of passes:
-//   layer graph -> partition -> placement -> schedule -> evaluate (iteration, memory, bytes)
-// compile_plan runs it for one configuration when pp, dp and the microbatch size are all
-// given; otherwise the tuner (solver/tuner.cpp) searches them: every candidate is screened
-// with a cheap schedule, the best few get the full schedule synthesis, the fastest wins and
-// every other candidate is kept with the reason it lost. Loading and writing are the
-// caller's (the CLI's) business.
+// The driver: profiles in, a compiled plan out. compile_plan checks the options, then
+// either compiles the one configuration they fix or lets the tuner search pp, dp and the
+// microbatch size; every configuration goes through the same pass list (compile.cpp):
+//
+//   graph -> place -> partition -> pipeline model -> re-place -> memory limits
+//         -> schedule -> evaluate
+//
+// Loading the profiles and writing the plan are the caller's (the CLI's); it times them
+// with the same PassClock, so --stats prints one line per pass: load, the passes above,
+// write. build_plan (plan_builder.hpp) turns the result into the Plan that is written.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "pulse/cost/cost_model.hpp"
-#include "pulse/simulate/evaluate.hpp"
-#include "pulse/partition/partition.hpp"
-#include "pulse/cost/pipeline_model.hpp"
-#include "pulse/place/placement.hpp"
-#include "pulse/profile/profile.hpp"
-#include "pulse/base/result.hpp"
-#include "pulse/simulate/schedule.hpp"
-#include "pulse/schedule/synthesize.hpp"
-#include "pulse/simulate/simulate.hpp"
 #include "pulse/base/defaults.hpp"
+#include "pulse/base/result.hpp"
+#include "pulse/cost/memory.hpp"
+#include "pulse/cost/pipeline_model.hpp"
+#include "pulse/partition/partition.hpp"
+#include "pulse/place/placement.hpp"
+#include "pulse/plan/strategy.hpp"
+#include "pulse/profile/profile.hpp"
+#include "pulse/schedule/synthesize.hpp"
+#include "pulse/simulate/evaluate.hpp"
+#include "pulse/simulate/schedule.hpp"
+#include "pulse/simulate/simulate.hpp"
 
 namespace pulse {
-
-/// How a job is cut, placed and scheduled. Every strategy is evaluated by the same engine.
-enum class Strategy {
-  pulse,               ///< V placement, skip-aware partition, synthesized schedule.
-  v_naive,             ///< V placement, cuts balanced ignoring skips, synthesized schedule.
-  one_f_one_b,         ///< P stages in a row, skips relayed through each boundary, 1F1B.
-  one_f_one_b_direct,  ///< P stages in a row, skips sent straight to the consumer, 1F1B.
-  gpipe,               ///< P stages in a row, skips relayed, GPipe (all forwards first).
-};
-
-/// What a strategy is made of.
-struct StrategyTraits {
-  const char* name;     ///< As on the command line and in plans.
-  bool v_placement;     ///< 2P stages in a V; else P stages in a row.
-  SkipRouting routing;  ///< How non-local skips travel.
-  bool skip_aware;      ///< The partitioner sees skips (false: balanced ignoring them).
-  ScheduleFamily schedule;
-};
-
-const StrategyTraits& traits(Strategy s);
-const char* strategy_name(Strategy s);
-/// The strategy called `name`; "sequential" is accepted for 1f1b (the foundation's name).
-std::optional<Strategy> parse_strategy(std::string_view name);
-/// Every strategy name, for help texts and messages.
-std::string strategy_names();
 
 struct PlanOptions {
   Strategy strategy = Strategy::pulse;
@@ -77,6 +57,18 @@ struct PassTime {
   double seconds = 0;
 };
 
+/// Times passes by name: lap("x") charges the time since the previous lap to pass "x",
+/// adding up when a pass runs many times (the tuner runs the pass list per candidate).
+class PassClock {
+ public:
+  void lap(const std::string& pass);
+  const std::vector<PassTime>& times() const { return times_; }
+
+ private:
+  std::vector<PassTime> times_;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
 /// One configuration the planner evaluated.
 struct Candidate {
   int pp = 0;
@@ -92,6 +84,7 @@ struct Candidate {
   std::string reason;  ///< Why it lost: out of memory (where, by how much), not divisible, ...
 };
 
+/// Everything the passes found for the chosen configuration.
 struct CompiledPlan {
   PlanOptions options;
   Strategy strategy = Strategy::pulse;
@@ -100,28 +93,27 @@ struct CompiledPlan {
   int microbatch_size = 1;
   int num_microbatches = 1;
   int global_batch = 1;
-  int device_type = 0;  ///< Index into the model's device_types.
+  int device_type = 0;        ///< Index into the model's device_types.
+  bool skips_nested = false;  ///< No two skips of the model cross (the graph pass).
   /// ranks[r][d]: the cluster rank of pipeline device d in data-parallel replica r.
   std::vector<std::vector<RankId>> ranks;
+  Placement placement;  ///< How ranks were chosen.
   PartitionResult partition;
   PipelineModel model;
-  std::vector<int> inflight_limit;  ///< Per device, what memory allows.
+  std::vector<MemoryBreakdown> static_bytes;  ///< Per device.
+  std::vector<int> inflight_limit;  ///< Per device, what fits whatever the order.
   Schedule schedule;
   Timeline timeline;
   ScheduleAnswer solver;  ///< How the schedule was found (its schedule/timeline moved out).
-  std::vector<MemoryBreakdown> static_bytes;
-  std::vector<AllReduce> allreduce;
-  double iteration_s = 0;
-  double samples_per_s = 0;
-  double bubble_ratio = 0;
+  Evaluation evaluation;  ///< Iteration, throughput, bubble, all-reduce (the evaluate pass).
   std::vector<Candidate> candidates;  ///< Configurations tried, best first.
-  Placement placement;                ///< How ranks were chosen.
   std::vector<PassTime> pass_times;
 };
 
 /// Compiles a plan. Usage errors for inconsistent options, infeasible when nothing fits
-/// (with what did not fit, by how much, on which device).
+/// (with what did not fit, by how much, on which device). `clock`, when given, times the
+/// passes (and keeps timing for the caller's own laps).
 Result<CompiledPlan> compile_plan(const ModelProfile& model, const ClusterProfile& cluster,
-                                  const PlanOptions& options);
+                                  const PlanOptions& options, PassClock* clock = nullptr);
 
 }  // namespace pulse

@@ -105,13 +105,13 @@ PipelineModel build_pipeline_model(const LayerGraph& graph, const StageLayout& l
                                    SkipRouting routing, const PipelineLinks& links,
                                    bool overlap_comm);
 
-/// Sets every transfer's forward_s and backward_s from its messages and bytes on
-/// `model.links`: messages x latency + bytes / bandwidth, each direction on its own link.
+/// Sets every transfer's forward_s and backward_s on `model.links` (transfer_time in
+/// cost_model.hpp), each direction on its own link.
 void time_transfers(PipelineModel& model);
 
-/// Rounds every stage and transfer time to the nanosecond: the plan writes times at that
-/// resolution, so a plan re-read from its JSON replays to the same figures.
-void round_to_nanoseconds(PipelineModel& model);
+/// Rounds every stage and transfer time to the time quantum (quantize_time): the plan
+/// states times at that resolution, so a plan read back replays to the same figures.
+void round_to_quantum(PipelineModel& model);
 
 /// Links among a pipeline's devices placed on the given cluster ranks.
 PipelineLinks pipeline_links(const ClusterProfile& cluster, const std::vector<RankId>& ranks);

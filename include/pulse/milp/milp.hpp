@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "pulse/base/defaults.hpp"
+#include "pulse/base/solve_status.hpp"
 
 namespace pulse::milp {
 
@@ -62,15 +63,10 @@ struct Limits {
   int seed = 1;
 };
 
-enum class Status {
-  optimal,      ///< Proven optimal (within relative_gap).
-  limit,        ///< A limit ended the search with a solution in hand.
-  infeasible,   ///< Proven infeasible.
-  no_solution,  ///< A limit ended the search before any solution.
-};
-
 struct Result {
-  Status status = Status::no_solution;
+  /// optimal (within relative_gap), feasible (a limit ended the search with a solution),
+  /// infeasible or no_solution (a limit ended it before any solution).
+  SolveStatus status = SolveStatus::no_solution;
   std::string stopped_by;  ///< "optimal", "node limit", "time limit", "infeasible", "gap".
   std::vector<double> x;
   double objective = kInfinity;

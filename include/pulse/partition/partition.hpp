@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "pulse/graph/layer_graph.hpp"
 #include "pulse/cost/pipeline_model.hpp"
 #include "pulse/base/result.hpp"
+#include "pulse/base/solve_status.hpp"
 #include "pulse/cost/memory.hpp"
 
 namespace pulse {
@@ -62,12 +64,23 @@ struct PartitionResult {
   int states_explored = 0;
 };
 
-/// Outcome of a partition: a result, or the memory shortfall when nothing fits.
-struct PartitionOutcome {
-  bool found = false;
-  PartitionResult result;
-  MemoryShortfall shortfall;  ///< Meaningful when !found.
+/// What a partition search found.
+struct PartitionAnswer {
+  /// optimal (the exact DP answered), feasible (its bounded search answered: a valid
+  /// partition, not proven optimal) or infeasible (no partition was found).
+  SolveStatus status = SolveStatus::infeasible;
+  PartitionResult result;  ///< When found().
+  /// When infeasible because no partition fits memory: the fullest device of the most
+  /// memory-frugal partition, to say by how much. Absent when SkipPolicy::local_only found
+  /// no partition that keeps every skip local (the caller may allow non-local skips).
+  std::optional<MemoryShortfall> shortfall;
+
+  bool found() const { return has_answer(status); }
 };
+
+/// Checks a request before any search: a graph, pp >= 1, pp x pp links, one in-flight count
+/// per device. A usage error names what is wrong.
+Status validate_request(const PartitionRequest& request);
 
 /// How the V partitioner may treat skips.
 enum class SkipPolicy {
@@ -75,13 +88,12 @@ enum class SkipPolicy {
   allow_nonlocal,  ///< Any V partition; non-local skips charged at their transfer cost.
 };
 
-/// Pulse partition. With local_only and no all-local partition, returns found == false and
-/// a zero shortfall (needed_bytes == 0): the caller should retry with allow_nonlocal.
-PartitionOutcome partition_v(const PartitionRequest& request, SkipPolicy policy);
+/// Pulse partition. With local_only and no all-local partition: infeasible, no shortfall.
+PartitionAnswer partition_v(const PartitionRequest& request, SkipPolicy policy);
 
 /// Conventional baselines: pp contiguous stages on pp devices, skips forwarded through every
 /// boundary between producer and consumer (request.routing forwarded), or sent straight from
 /// producer stage to consumer stage (direct).
-PartitionOutcome partition_sequential(const PartitionRequest& request);
+PartitionAnswer partition_sequential(const PartitionRequest& request);
 
 }  // namespace pulse

@@ -24,15 +24,10 @@
 #include "pulse/simulate/schedule.hpp"
 #include "pulse/simulate/simulate.hpp"
 #include "pulse/base/defaults.hpp"
+#include "pulse/base/solve_status.hpp"
+#include "pulse/plan/strategy.hpp"
 
 namespace pulse {
-
-/// Which kind of schedule a request asks for.
-enum class ScheduleFamily {
-  synthesized,  ///< The best the synthesizer finds (heuristic, search, exact ILP).
-  one_f_one_b,  ///< The 1F1B list schedule itself (the baselines' schedule).
-  gpipe,        ///< GPipe: every forward, then every backward; all microbatches in flight.
-};
 
 struct ScheduleRequest {
   const PipelineModel* model = nullptr;
@@ -58,10 +53,10 @@ struct ScheduleRequest {
 struct ScheduleAnswer {
   Schedule schedule;
   Timeline timeline;
-  /// "optimal": proven optimal for the cost model; "feasible": a solver found it, optimality
-  /// not proven; "heuristic": no integer program improved on the list schedule;
-  /// "time_limit": the wall-clock limit stopped the search first.
-  std::string status;
+  /// optimal (the schedule meets its lower bound), feasible (a search beat the heuristic,
+  /// not proven optimal), heuristic (nothing beat the list schedule), fixed (a baseline's
+  /// own schedule) or time_limit (the wall-clock safety limit stopped the search first).
+  SolveStatus status = SolveStatus::heuristic;
   std::string method;      ///< "list", "list-search", "order-search" or "exact-ilp".
   std::string stopped_by;  ///< What ended the last integer program: "optimal", "node limit", ...
   double makespan_s = 0;

@@ -51,12 +51,12 @@ class ExecutionEngine {
   const std::vector<TimedSend>& sends(DeviceId d) const { return sends_[d]; }
 
  private:
-  std::size_t idx(StageId s, int m) const { return static_cast<std::size_t>(s) * M_ + m; }
+  std::size_t idx(StageId s, int m) const { return static_cast<std::size_t>(s) * num_microbatches_ + m; }
   double send_all(DeviceId d, double t, const std::vector<std::size_t>& transfers, int m,
                   bool forward);
 
   const PipelineModel& model_;
-  int M_;
+  int num_microbatches_;
   std::vector<std::vector<TimedSend>> sends_;     // per sending device
   std::vector<std::vector<std::size_t>> out_of_;  // [stage]: transfers with from == stage
   std::vector<std::vector<std::size_t>> into_;    // [stage]: transfers with to == stage

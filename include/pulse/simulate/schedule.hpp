@@ -24,7 +24,7 @@ double op_compute_s(const StageCost& cost, OpKind kind);
 struct Op {
   OpKind kind = OpKind::forward;
   StageId stage = 0;
-  int microbatch = 0;
+  int mb = 0;  ///< Microbatch index, 0 .. num_microbatches-1.
 
   bool operator==(const Op&) const = default;
 };

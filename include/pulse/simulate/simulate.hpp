@@ -23,7 +23,7 @@ struct TimedOp {
 /// One point-to-point message batch: a transfer's tensors for one microbatch, one way.
 struct TimedSend {
   std::size_t transfer = 0;  ///< Index into PipelineModel::transfers.
-  int microbatch = 0;
+  int mb = 0;  ///< Microbatch index, 0 .. num_microbatches-1.
   bool forward = true;  ///< Activations (true) or gradients (false).
   DeviceId to = 0;
   double start_s = 0;

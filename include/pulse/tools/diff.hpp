@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "pulse/plan/plan_reader.hpp"
+#include "pulse/plan/plan.hpp"
 
 namespace pulse {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "pulse/plan/plan_reader.hpp"
+#include "pulse/plan/plan.hpp"
 #include "pulse/profile/profile.hpp"
 
 namespace pulse {
