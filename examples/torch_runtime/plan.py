@@ -1,7 +1,7 @@
 """Reading a pulse.plan/v1 plan into what one rank needs: its stages, its op list, the
 messages it sends and receives, and the process groups.
 
-Message contents follow the planner's transfer model (src/pipeline_model.cpp):
+Message contents follow the planner's transfer model (src/cost/pipeline_model.cpp):
 - a `main` transfer between consecutive stages s -> s+1 on different devices carries the
   main-path output of stage s, the carried tensors the receiving device does not hold yet,
   and (route `forwarded`) the skips the plan lists for that boundary; its backward message

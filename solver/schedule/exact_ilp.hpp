@@ -31,7 +31,7 @@ struct EngineOutput {
 int exact_model_size(const OpGraph& g, int num_microbatches);
 
 /// The exact disjunctive model, warm-started from `best_known` (whose makespan is also the
-/// horizon). See schedule_exact.cpp.
+/// horizon). See exact_ilp.cpp.
 EngineOutput solve_exact(const OpGraph& g, const EngineInput& in, const Timeline& best_known,
                          const milp::Limits& limits);
 

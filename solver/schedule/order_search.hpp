@@ -28,7 +28,7 @@ struct OrderSearchResult {
 };
 
 /// Local search over per-device op orders from `start` (reinsertions within a window),
-/// each candidate replayed. See schedule_order_search.cpp.
+/// each candidate replayed. See order_search.cpp.
 OrderSearchResult search_orders(const PipelineModel& model, const OrderSearchInput& input,
                                 Schedule start);
 

@@ -35,7 +35,7 @@ struct SearchResult {
 };
 
 /// The best list schedule over a portfolio of rules and in-flight limits, improved by
-/// coordinate descent on per-device ranks and limits. See schedule_search.cpp.
+/// coordinate descent on per-device ranks and limits. See policy_search.cpp.
 SearchResult search_list_schedules(const PipelineModel& model, const SearchInput& input);
 
 }  // namespace pulse::detail

@@ -1,6 +1,6 @@
 // The schedule synthesizer: the heuristic list schedule, then a search over list-schedule
 // policies, then the exact ILP when the instance is small; every candidate is replayed by the
-// simulator and the shortest kept. See include/pulse/schedule_ilp.hpp.
+// simulator and the shortest kept. See include/pulse/schedule/synthesize.hpp.
 
 #include "pulse/schedule/synthesize.hpp"
 

@@ -212,13 +212,9 @@ Status schedule_pass(const CompileInputs& in, CompiledPlan& plan, Effort effort)
 // Starts a plan for configuration `c`.
 CompiledPlan start_plan(const CompileInputs& in, const Config& c) {
   CompiledPlan plan;
+  static_cast<Degrees&>(plan) = c;
   plan.options = *in.options;
   plan.strategy = in.options->strategy;
-  plan.pp = c.pp;
-  plan.dp = c.dp;
-  plan.microbatch_size = c.microbatch_size;
-  plan.num_microbatches = c.num_microbatches;
-  plan.global_batch = c.global_batch;
   plan.device_type = in.device_type;
   return plan;
 }

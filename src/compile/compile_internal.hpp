@@ -8,13 +8,7 @@
 namespace pulse::detail {
 
 /// One fully specified configuration.
-struct Config {
-  int pp = 1;
-  int dp = 1;
-  int microbatch_size = 1;
-  int num_microbatches = 1;
-  int global_batch = 1;
-};
+using Config = Degrees;
 
 /// How hard the schedule pass tries: `screen` is the cheap evaluation the tuner ranks
 /// candidates by; `full` is the plan's own synthesis (the options' solver limits).

@@ -15,6 +15,10 @@ namespace pulse {
 
 namespace detail {
 
+// The quanta of the plan's other numbers: ratios (bubble, gap) and rates (samples/s).
+constexpr double kRatioTicks = 1e9;
+constexpr double kRateTicks = 1e6;
+
 double rounded(double value, Format format) {
   switch (format) {
     case Format::raw:
@@ -22,9 +26,9 @@ double rounded(double value, Format format) {
     case Format::seconds:
       return quantize_time(value);
     case Format::ratio:
-      return std::round(value * 1e9) / 1e9;
+      return std::round(value * kRatioTicks) / kRatioTicks;
     case Format::rate:
-      return std::round(value * 1e6) / 1e6;
+      return std::round(value * kRateTicks) / kRateTicks;
   }
   return value;
 }

@@ -30,7 +30,6 @@ enum class Need {
   required,   ///< The reader fails without it; always written.
   optional,   ///< A std::optional member: absent when empty, and not written then.
   defaulted,  ///< The reader keeps the member's default when absent; always written.
-  nullable,   ///< A std::optional member written as null when empty; absent or null reads empty.
 };
 
 /// How a number is written: rounded to its quantum, so it prints the same everywhere.
@@ -57,6 +56,8 @@ enum class Kind { count, bytes, number, text, note, flag, index, choice, op, sha
 struct Spec {
   Kind kind = Kind::count;
   std::optional<Need> need;  ///< Unset: required, or optional for a std::optional member.
+  /// A std::optional member written as null when empty, and read empty from a null.
+  bool null_ok = false;
   Format format = Format::raw;
   Range range = Range::nonnegative;
   IndexOf index = IndexOf::stage;
@@ -65,7 +66,18 @@ struct Spec {
   const char* noun = nullptr;  ///< For lists that must not be empty: "layer".
 
   Spec defaulted() const { return with(Need::defaulted); }
-  Spec nullable() const { return with(Need::nullable); }
+  /// Present, and null where there is no value.
+  Spec nullable() const {
+    Spec s = with(Need::required);
+    s.null_ok = true;
+    return s;
+  }
+  /// Null or absent where there is no value (written as null).
+  Spec nullable_or_absent() const {
+    Spec s = with(Need::optional);
+    s.null_ok = true;
+    return s;
+  }
   Spec nonempty(const char* what) const {
     Spec s = *this;
     s.noun = what;
@@ -161,7 +173,7 @@ class PlanWriter {
     if constexpr (is_optional_v<T>) {
       if (value) {
         out_[std::string(key)] = scalar(*value, spec);
-      } else if (need_of<T>(spec) == Need::nullable) {
+      } else if (spec.null_ok) {
         out_[std::string(key)] = nullptr;
       }
     } else {
@@ -242,7 +254,7 @@ class PlanReader {
   void field(std::string_view key, T& value, const Spec& spec) {
     const Need need = need_of<T>(spec);
     const json* v = check_.member(obj_, path_, key, need == Need::required);
-    if (!v || (need == Need::nullable && v->is_null())) return;
+    if (!v || (spec.null_ok && v->is_null())) return;
     if constexpr (is_optional_v<T>) {
       typename T::value_type x{};
       if (read(key, *v, x, spec)) value = x;
@@ -390,7 +402,7 @@ class KeyLister {
   void field(std::string_view key, const T&, const Spec& spec) {
     const Need need = need_of<T>(spec);
     std::string type = type_of(spec);
-    if (need == Need::nullable) type += "|null";
+    if (spec.null_ok) type += "|null";
     add(key, type, need == Need::required);
   }
   template <class T>
@@ -419,6 +431,7 @@ class KeyLister {
   void objects(std::string_view key, const V&, Fn&& keys, Need need = Need::required,
                Length = Length::any) {
     using Vec = std::remove_const_t<V>;
+    out_.push_back({path_ + "." + std::string(key) + "[]", "object", false});
     if constexpr (is_optional_v<Vec>) {
       add(key, "array", false);
       typename Vec::value_type::value_type x{};
@@ -436,8 +449,10 @@ class KeyLister {
                         Fn&& op_keys) {
     add(key, "array", true);
     const std::string entry = path_ + "." + std::string(key) + "[]";
+    out_.push_back({entry, "object", false});
     out_.push_back({entry + ".device", "integer", true});
     out_.push_back({entry + ".ops", "array", true});
+    out_.push_back({entry + ".ops[]", "object", false});
     KeyLister sub(out_, entry + ".ops[]");
     PlanOp op;
     op_keys(sub, op);

@@ -43,10 +43,10 @@ void memory_model_keys(IO& io, T& m) {
 template <class IO, class T>
 void options_keys(IO& io, T& o) {
   io.field("strategy", o.strategy, text());
-  io.field("pp", o.pp, count(1).nullable());
-  io.field("dp", o.dp, count(1).nullable());
-  io.field("microbatch_size", o.microbatch_size, count(1).nullable());
-  io.field("global_batch", o.global_batch, count(1).nullable());
+  io.field("pp", o.pp, count(1).nullable_or_absent());
+  io.field("dp", o.dp, count(1).nullable_or_absent());
+  io.field("microbatch_size", o.microbatch_size, count(1).nullable_or_absent());
+  io.field("global_batch", o.global_batch, count(1).nullable_or_absent());
   io.field("split_backward", o.split_backward, flag());
   io.object("memory", o.memory, [](auto& sub, auto& x) { memory_model_keys(sub, x); },
             Need::defaulted);

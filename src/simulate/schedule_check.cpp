@@ -1,5 +1,7 @@
+// The independent schedule checker. It restates the execution and memory rules on purpose,
+// from the op times alone, rather than calling the engine or cost/memory.hpp's residency:
+// a bug in either then shows up as a violation instead of agreeing with itself.
 #include "pulse/simulate/schedule_check.hpp"
-#include "pulse/cost/memory.hpp"
 
 #include <algorithm>
 #include <map>
@@ -7,12 +9,15 @@
 
 #include <fmt/format.h>
 
+#include "pulse/cost/cost_model.hpp"
+#include "pulse/cost/memory.hpp"
+
 namespace pulse {
 
 namespace {
 
-// Slack for comparing times that went through different sums.
-constexpr double kTimeSlack = 1e-9;
+// Slack for comparing times that went through different sums: one time quantum.
+constexpr double kTimeSlack = kTimeQuantum_s;
 
 std::string name(const Op& op) {
   return fmt::format("{}(stage {}, mb {})", op_letter(op.kind), op.stage, op.mb);

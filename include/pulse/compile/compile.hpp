@@ -84,15 +84,19 @@ struct Candidate {
   std::string reason;  ///< Why it lost: out of memory (where, by how much), not divisible, ...
 };
 
-/// Everything the passes found for the chosen configuration.
-struct CompiledPlan {
-  PlanOptions options;
-  Strategy strategy = Strategy::pulse;
+/// One configuration's degrees: global_batch = dp x microbatch_size x num_microbatches.
+struct Degrees {
   int pp = 1;
   int dp = 1;
   int microbatch_size = 1;
   int num_microbatches = 1;
   int global_batch = 1;
+};
+
+/// Everything the passes found for the chosen configuration.
+struct CompiledPlan : Degrees {
+  PlanOptions options;
+  Strategy strategy = Strategy::pulse;
   int device_type = 0;        ///< Index into the model's device_types.
   bool skips_nested = false;  ///< No two skips of the model cross (the graph pass).
   /// ranks[r][d]: the cluster rank of pipeline device d in data-parallel replica r.

@@ -1,11 +1,14 @@
 // Schedule synthesizer: the operation order on every device. Request in, answer out, both
 // plain data. Engines, best result kept, each only replacing a longer schedule:
-//   list         the V 1F1B list schedule of issue 2 (backward first, the round-trip
-//                minimum in flight): "the heuristic", always computed
-//   list-search  a search over list-schedule policies (per-device preferences among op
-//                types, per-device in-flight limits), each candidate scored by replay
-//   exact-ilp    one disjunctive ILP on CBC over every operation, warm-started from the best
-//                known order; run when the instance is small, and then provably optimal
+//   list          the V 1F1B list schedule (backward first, the round-trip minimum in
+//                 flight; list_schedule.hpp): "the heuristic", always computed
+//   list-search   a search over list-schedule policies (per-device preferences among op
+//                 types, per-device in-flight limits), each candidate scored by replay
+//                 (policy_search.cpp)
+//   order-search  moves of single ops within each device's order (order_search.cpp)
+//   exact-ilp     one disjunctive ILP on CBC over every operation, warm-started from the best
+//                 known order; run when the instance is small, and then provably optimal
+//                 (exact_ilp.cpp)
 // and a lower bound from the one-machine relaxation of every device (or the exact ILP's
 // proven bound, when larger), so the answer says how far from optimal it can be.
 //

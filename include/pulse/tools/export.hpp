@@ -18,6 +18,21 @@
 
 namespace pulse {
 
+/// An export format: its name on the command line and the option only it takes ("" when
+/// none). A new format is a row of export_formats() and a function below.
+struct ExportFormat {
+  const char* name;
+  const char* own_option;
+};
+
+/// Every format, in the order `export --help` lists them.
+const std::vector<ExportFormat>& export_formats();
+/// "torch-csv, dot or html", for messages.
+std::string export_format_names();
+
+/// The torch-csv side file beside `csv_path`: "out.csv" -> "out.stages.json".
+std::string torch_stages_path(const std::string& csv_path);
+
 /// The schema tag of the torch-csv side file.
 inline constexpr const char* kTorchStagesSchema = "pulse.torch-stages/v1";
 
