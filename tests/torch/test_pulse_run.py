@@ -347,6 +347,12 @@ class Mismatch(Base):
         self.assertIn("do not list the model's 15 layers in order (layers the model lacks: "
                       "['down9_res']; model layers in no stage:", err)
 
+    def test_fx_model_against_a_block_list_plan(self):
+        plan_path, _ = self.plan("--pp", "2", "--global-batch", "4")
+        err = self.refused(plan_path, "--model",
+                           os.path.join(common.ROOT, "examples", "fx_unet.py") + ":build")
+        self.assertIn("layers the model lacks: ['embed',", err)
+
 
 if __name__ == "__main__":
     OPTS, argv = common.main([])
