@@ -38,6 +38,7 @@ consumer in its producer's step, receives paired out of order, the loader's own 
 must each be rejected, and PyTorch's own GPipe order accepted.
 
     /usr/bin/python3 tests/test_torch_csv.py --binary build/pulse-plan [--export cxx]
+    /usr/bin/python3 tests/test_torch_csv.py --check plan.json out.csv out.stages.json
 """
 import argparse
 import concurrent.futures
@@ -564,12 +565,30 @@ def _group_rank_of(rank, world, port, ranks, queue):
     dist.destroy_process_group()
 
 
+def check_files(plan_path, csv_path, stages_path):
+    """--check: judge one export (any producer's) and print the verdict per check."""
+    with open(plan_path) as f:
+        plan = json.load(f)
+    with open(stages_path) as f:
+        side = json.load(f)
+    results = check_export(plan, csv_path, side)
+    for name in CHECKS:
+        print(f"{name:11} {'ok' if results[name] is None else 'FAIL: ' + results[name]}")
+    return 1 if any(results.values()) else 0
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--binary", required=True)
+    parser.add_argument("--binary", help="pulse-plan (required unless --check)")
     parser.add_argument("--export", default="cxx,reference",
                         help="comma-separated: cxx (the binary's export), reference")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--check", nargs=3, metavar=("PLAN", "CSV", "STAGES"),
+                        help="only judge these three files; exit 1 if a check fails")
     args, rest = parser.parse_known_args()
+    if args.check:
+        sys.exit(check_files(*args.check))
+    if not args.binary:
+        parser.error("--binary is required (or --check)")
     BINARY, EXPORTS, JOBS = os.path.abspath(args.binary), args.export.split(","), args.jobs
     unittest.main(argv=[sys.argv[0]] + rest)

@@ -149,7 +149,7 @@ def run_lock_step(actions, stage_to_rank, num_stages):
     stage s-1 of one of its stages, an I or B of stage s on the rank of stage s+1. Then it
     waits for all of them. So data produced at step t is available from step t+1; a consumer
     at step t or earlier reads an unfilled buffer, with no error. That is what is rejected
-    here. Returns {(stage, kind, mb): step}."""
+    here (the first such op, and how many more). Returns {(stage, kind, mb): step}."""
     mine = {}
     for s, r in stage_to_rank.items():
         mine.setdefault(r, set()).add(s)
@@ -166,7 +166,7 @@ def run_lock_step(actions, stage_to_rank, num_stages):
                 a = actions[r][t] if t < len(actions[r]) else None
                 if a is not None and a.kind in ("I", "B") and a.stage - 1 in mine[q]:
                     arrived[("B", a.stage - 1, a.mb)] = t
-    steps, losses = {}, Losses()
+    steps, losses, late = {}, Losses(), []
     for q, row in sorted(actions.items()):
         for t, a in enumerate(row):
             if a is None:
@@ -174,26 +174,29 @@ def run_lock_step(actions, stage_to_rank, num_stages):
             where = f"rank {q} step {t} ({a})"
             steps[(a.stage, a.kind, a.mb)] = t
             if a.kind == "F" and a.stage > 0:
-                _need(arrived, ("F", a.stage, a.mb), t, where,
+                _need(arrived, ("F", a.stage, a.mb), t, where, late,
                       f"its input from stage {a.stage - 1} (rank {stage_to_rank[a.stage - 1]})")
             if a.kind in ("I", "B") and a.stage < num_stages - 1:
-                _need(arrived, ("B", a.stage, a.mb), t, where,
+                _need(arrived, ("B", a.stage, a.mb), t, where, late,
                       f"its gradient from stage {a.stage + 1} "
                       f"(rank {stage_to_rank[a.stage + 1]})")
             if a.stage == num_stages - 1 and a.kind == "F":
                 losses.forward(a.mb)
             if a.stage == num_stages - 1 and a.kind in ("I", "B"):
                 losses.backward(a.mb, where)
+    if late:
+        raise ScheduleError(late[0] + (f" (and {len(late) - 1} more ops)" if len(late) > 1
+                                       else ""))
     return steps
 
 
-def _need(arrived, key, t, where, what):
+def _need(arrived, key, t, where, late, what):
     got = arrived.get(key)
     if got is None:
-        raise ScheduleError(f"{where}: {what} is never received under lock-step execution")
-    if got >= t:
-        raise ScheduleError(f"{where}: {what} is received at step {got}, not before step {t}: "
-                            f"PipelineScheduleMulti would compute on an unfilled buffer")
+        late.append(f"{where}: {what} is never received under lock-step execution")
+    elif got >= t:
+        late.append(f"{where}: {what} is received at step {got}, not before step {t}: "
+                    f"PipelineScheduleMulti would compute on an unfilled buffer")
 
 
 # --- _PipelineScheduleRuntime._load_csv(format="compute_only"): the lowering ---------------
