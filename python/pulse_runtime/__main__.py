@@ -1,4 +1,4 @@
-"""`python -m pulse_runtime` is pulse-run (what torchrun starts: `torchrun ... -m pulse_runtime`)."""
+"""`python -m pulse_runtime` is pulse-run (torchrun starts `-m pulse_runtime`)."""
 import sys
 
 from .cli import main
