@@ -58,7 +58,7 @@ def structure(prof):
 class ProfileSmallUNet(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        import blocklist
+        from pulse_runtime import blocklist
         cls.tmp = tempfile.TemporaryDirectory()
         cls.path = os.path.join(cls.tmp.name, "small-unet-cpu.json")
         cls.prof = profile(common.SMALL_UNET + ":build", cls.path, "--sizes", "1,2",

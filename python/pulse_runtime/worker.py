@@ -1,5 +1,5 @@
-"""One rank of a plan: its stages, its op list in the plan's order, the data-parallel
-all-reduce and the optimizer step.
+"""One rank of a plan: its stages, its op list in the plan's order, then the data-parallel
+gradient reduction and the optimizer step (optim.py, ZeRO-1 or not).
 
 Every value that crosses a stage boundary lives in a rank-local store keyed by
 ((kind, name), microbatch) as a detached leaf: the consumer stage reads it, autograd
@@ -14,23 +14,22 @@ import time
 import torch
 import torch.distributed as dist
 
-import blocklist
-import comm
+from . import blocklist, comm, optim
 
 
 class Worker:
-    def __init__(self, plan, model, rank, torch_device, lr):
+    def __init__(self, plan, model, rank, torch_device, optim_config, shapes=None):
         self.plan, self.model, self.rank = plan, model, rank
         info = plan.rank_info(rank)
         self.device, self.replica = info["pipeline_device"], info["dp_index"]
         self.torch_device = torch_device
         self.stages = {s: blocklist.BlockRange(model, *plan.stage_range[s])
                        for s in plan.stages_on(self.device)}
-        self.params = [p for st in self.stages.values() for p in st.parameters()]
         self.named = dict(kv for st in self.stages.values() for kv in st.named_parameters())
-        self.optimizer = torch.optim.SGD(self.params, lr=lr)
-        self.dp_group = self._make_dp_groups()
-        shapes = comm.Shapes(model, plan.microbatch_size, torch_device)
+        self.params = list(self.named.values())
+        self.dp_group, dp_size = self._make_dp_groups()
+        self.optimizer = optim.Optimizer(self.params, self.dp_group, dp_size, optim_config)
+        shapes = shapes or comm.Shapes(model, plan.microbatch_size, torch_device)
         self.comm = comm.Comm(plan, self.device, plan.pipeline_ranks(self.replica), shapes,
                               torch_device)
         self.last_stage = len(plan.stages) - 1
@@ -38,13 +37,14 @@ class Worker:
                        "W": self.backward_weight}
 
     def _make_dp_groups(self):
-        # new_group is collective: every rank creates every group, in the plan's order.
-        mine = None
+        """(this rank's data-parallel group or None, its size). new_group is collective:
+        every rank creates every group, in the plan's order."""
+        mine, size = None, 1
         for ranks in self.plan.data_parallel_groups:
             group = dist.new_group(ranks=ranks) if len(ranks) > 1 else None
             if self.rank in ranks:
-                mine = group
-        return mine
+                mine, size = group, len(ranks)
+        return mine, size
 
     # --- one iteration -------------------------------------------------------------------
 
@@ -55,7 +55,8 @@ class Worker:
         self.inputs, self.pending_w = {}, {}  # (stage, mb) -> input leaves / I's outputs
         self.held = {}  # mb -> {carried name: leaf}: the carried tensors this device holds
         self.batch = batch
-        self.optimizer.zero_grad(set_to_none=True)
+        for p in self.params:
+            p.grad = None
         self.comm.start_iteration()
         # (op, stage, mb, start_s, end_s, seconds blocked in receives, seconds posting
         # sends), times from the iteration start.
@@ -66,7 +67,7 @@ class Worker:
             self.trace.append((op, stage, mb, t0, time.perf_counter() - start,
                                self.comm.wait_s - waited, self.comm.send_s - sent))
         self.comm.finish_iteration()
-        self.allreduce()
+        self.optimizer.reduce_gradients()
         self.grads = {n: p.grad.detach().clone() for n, p in self.named.items()}
         self.optimizer.step()
         self.store = self.saved = None
@@ -172,18 +173,16 @@ class Worker:
         # planner counts it.
         return leaf.grad if leaf.grad is not None else torch.zeros_like(leaf)
 
-    def allreduce(self):
-        """Sum gradients over the replicas (losses are divided by the global batch, so the
-        sum is the data-parallel mean)."""
-        for p in self.params:
-            if p.grad is None:
-                p.grad = torch.zeros_like(p)
-        if self.dp_group is None:
-            return
-        flat = torch.cat([p.grad.reshape(-1) for p in self.params])
-        dist.all_reduce(flat, op=dist.ReduceOp.SUM, group=self.dp_group)
-        offset = 0
-        for p in self.params:
-            n = p.numel()
-            p.grad.copy_(flat[offset:offset + n].view_as(p))
-            offset += n
+    # --- checkpoints ---------------------------------------------------------------------
+
+    def state_dict(self):
+        return {"params": {n: p.detach().cpu() for n, p in self.named.items()},
+                "optimizer": self.optimizer.state_dict()}
+
+    def load_state_dict(self, state):
+        if set(state["params"]) != set(self.named):
+            raise ValueError("the checkpoint holds other parameters than this rank's stages")
+        with torch.no_grad():
+            for n, p in self.named.items():
+                p.copy_(state["params"][n])
+        self.optimizer.load_state_dict(state["optimizer"])

@@ -1,8 +1,9 @@
-"""The block-list model protocol, shared by scripts/profile_torch.py and the runtime.
+"""The block-list model protocol, shared by the profiler and the runtime.
 
 A model is an ordered list of named blocks plus a skip specification and carried tensors
-(examples/small_unet.py documents the protocol). ``BlockRange`` runs any contiguous range of
-blocks given its inputs: that is a pipeline stage for the runtime and one block for the
+(docs/torch.md and examples/small_unet.py document the protocol; the fx front end,
+fx_split.py, turns an ordinary nn.Module into one). ``BlockRange`` runs any contiguous range
+of blocks given its inputs: that is a pipeline stage for the runtime and one block for the
 profiler. Nothing here knows about a particular model.
 """
 
@@ -12,6 +13,11 @@ import os
 
 def load_factory(spec):
     """``path/to/file.py:function`` -> the function (it builds the model)."""
+    return load_module(spec)[1]
+
+
+def load_module(spec):
+    """``path/to/file.py:function`` -> (the loaded Python module, the function)."""
     path, sep, func = spec.rpartition(":")
     if not sep or not path.endswith(".py"):
         raise ValueError(f"model spec {spec!r}: expected FILE.py:FUNCTION")
@@ -23,7 +29,11 @@ def load_factory(spec):
     module_spec.loader.exec_module(module)
     if not hasattr(module, func):
         raise ValueError(f"model spec {spec!r}: {path} has no function {func}")
-    return getattr(module, func)
+    return module, getattr(module, func)
+
+
+def is_block_list(model):
+    return all(hasattr(model, a) for a in ("blocks", "block_names", "skips", "carried"))
 
 
 def check_protocol(model):
@@ -78,9 +88,8 @@ class BlockRange:
             yield from block.parameters()
 
     def named_parameters(self):
-        for name, block in zip(self.names, self.model.blocks[self.first:self.last + 1]):
-            for pname, p in block.named_parameters():
-                yield f"{name}.{pname}", p
+        for i in range(self.first, self.last + 1):
+            yield from block_named_parameters(self.model, i)
 
     def forward(self, h, env):
         env = dict(env)
@@ -110,11 +119,22 @@ def tensor_bytes(t):
     return t.numel() * t.element_size()
 
 
+def block_named_parameters(model, i):
+    """Block i's parameters with names stable across stage splits: the model's own names
+    when it defines ``named_block_parameters(i)`` (the fx front end: the original module's
+    names), else ``<block name>.<parameter path>``."""
+    hook = getattr(model, "named_block_parameters", None)
+    if hook is not None:
+        yield from hook(i)
+        return
+    for pname, p in model.blocks[i].named_parameters():
+        yield f"{model.block_names[i]}.{pname}", p
+
+
 def named_parameters(model):
-    """Parameters named ``<block name>.<parameter path>``: stable across stage splits."""
-    for name, block in zip(model.block_names, model.blocks):
-        for pname, p in block.named_parameters():
-            yield f"{name}.{pname}", p
+    """Every parameter of the model, named as block_named_parameters does."""
+    for i in range(len(model.blocks)):
+        yield from block_named_parameters(model, i)
 
 
 def keep_freed_memory():

@@ -25,6 +25,10 @@ class Shapes:
         for s in model.skips:
             producers.setdefault(s["producer"], []).append(s["name"])
         self.table = {}
+        for c in model.carried:  # carried tensors that come with the batch
+            if c["producer"] is None:
+                self.table[("carried", c["name"])] = (batch[c["name"]].shape,
+                                                      batch[c["name"]].dtype)
         with torch.no_grad():
             for i, (name, block) in enumerate(zip(model.block_names, model.blocks)):
                 h, produced = block(h, env)
@@ -36,6 +40,23 @@ class Shapes:
                     env[skip] = h
                     self.table[("skip", skip)] = (h.shape, h.dtype)
         self.b = microbatch_size
+
+    def _bytes(self, key):
+        shape, dtype = self.table[key]
+        n = 1
+        for d in shape:
+            n *= d
+        return n * torch.empty((), dtype=dtype).element_size()
+
+    def skip_bytes(self, name):
+        """Bytes per sample (the dry run's batch has one sample)."""
+        return self._bytes(("skip", name))
+
+    def carried_bytes(self, name):
+        return self._bytes(("carried", name))
+
+    def main_bytes(self, block):
+        return self._bytes(("main_after_block", block))
 
     def of(self, key, stage_last_block):
         kind, name = key

@@ -14,10 +14,11 @@ split backward, I (input gradients) takes B's place for messages and W sends not
 the planner's engine.
 """
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 
-import blocklist
+from . import blocklist
 
 # The plan's byte kinds, by store-key kind.
 BYTE_KIND = {"main": "activation", "skip": "skip", "carried": "carried"}
@@ -56,8 +57,14 @@ class PlanError(ValueError):
 
 class Plan:
     def __init__(self, path, model):
-        with open(path) as f:
-            self.raw = json.load(f)
+        with open(path, "rb") as f:
+            data = f.read()
+        self.path = path
+        self.sha256 = hashlib.sha256(data).hexdigest()
+        try:
+            self.raw = json.loads(data)
+        except ValueError as e:
+            raise PlanError(f"{path}: not JSON ({e})") from None
         if self.raw.get("schema") != "pulse.plan/v1":
             raise PlanError(f"{path}: not a pulse.plan/v1 plan")
         self.model = model
@@ -76,21 +83,57 @@ class Plan:
 
     def _check_against_model(self):
         names = [n for s in self.stages for n in s["layers"]]
-        if names != list(self.model.block_names):
-            raise PlanError("plan stages do not list the model's blocks in order: "
-                            f"{names} vs {list(self.model.block_names)}")
+        model_names = list(self.model.block_names)
+        if names != model_names:
+            missing = [n for n in model_names if n not in names]
+            unknown = [n for n in names if n not in model_names]
+            detail = (f"layers the model lacks: {unknown[:5]}; " if unknown else "") + \
+                (f"model layers in no stage: {missing[:5]}; " if missing else "")
+            raise PlanError(f"{self.path}: the plan's stages do not list the model's "
+                            f"{len(model_names)} layers in order ({detail or 'order differs; '}"
+                            f"plan {names[:4]}..., model {model_names[:4]}...)")
         idx = blocklist.block_index(self.model)
         self.stage_range = [(idx[s["layers"][0]], idx[s["layers"][-1]]) for s in self.stages]
         plan_skips = {(s["producer"], s["consumer"]): s for s in self.raw["skips"]}
         model_skips = {(s["producer"], s["consumer"]): s for s in self.model.skips}
         if set(plan_skips) != set(model_skips):
-            raise PlanError(f"plan skips {sorted(plan_skips)} differ from the model's "
-                            f"{sorted(model_skips)}")
+            raise PlanError(f"{self.path}: skip pairs differ from the model's: only in the "
+                            f"plan {sorted(set(plan_skips) - set(model_skips))}, only in the "
+                            f"model {sorted(set(model_skips) - set(plan_skips))}")
         # The plan names skips by its profile; the runtime uses the model's names.
         self.skip_name = {p["name"]: model_skips[k]["name"] for k, p in plan_skips.items()}
         plan_carried = sorted(c["name"] for c in self.raw["carried"])
         if plan_carried != sorted(c["name"] for c in self.model.carried):
-            raise PlanError(f"plan carried tensors {plan_carried} differ from the model's")
+            raise PlanError(f"{self.path}: carried tensors {plan_carried} differ from the "
+                            f"model's {sorted(c['name'] for c in self.model.carried)}")
+
+    def check_bytes(self, sizes, dtype_name):
+        """Compare the plan's tensor sizes with the model's (``sizes``: per-sample bytes
+        from comm.Shapes); raises PlanError listing every difference."""
+        problems = []
+        for s in self.raw["skips"]:
+            want = sizes.skip_bytes(self.skip_name[s["name"]])
+            if s["bytes_per_sample"] != want:
+                problems.append(f"skip {s['name']!r}: plan {s['bytes_per_sample']} bytes per "
+                                f"sample, model {want}")
+        for c in self.raw["carried"]:
+            want = sizes.carried_bytes(c["name"])
+            if c["bytes_per_sample"] != want:
+                problems.append(f"carried {c['name']!r}: plan {c['bytes_per_sample']} bytes "
+                                f"per sample, model {want}")
+        for t in self.raw["transfers"]:
+            if t["kind"] != "main":
+                continue
+            got = t["forward_bytes_per_microbatch"]["activation"]
+            want = self.microbatch_size * sizes.main_bytes(self.stage_range[t["from_stage"]][1])
+            if got != want:
+                problems.append(f"main path after stage {t['from_stage']}: plan {got} bytes "
+                                f"per microbatch, model {want}")
+        if problems:
+            more = f" ... and {len(problems) - 10} more" if len(problems) > 10 else ""
+            raise PlanError(f"{self.path}: tensor sizes differ from the model's in "
+                            f"{dtype_name} (was the profile measured in another dtype? "
+                            f"--dtype): " + "; ".join(problems[:10]) + more)
 
     def _read_schedule(self):
         schedule = {}
@@ -186,3 +229,7 @@ class Plan:
     @property
     def predicted_iteration_s(self):
         return self.raw["predicted"]["iteration_s"]
+
+    @property
+    def zero_stage(self):
+        return self.raw.get("options", {}).get("memory", {}).get("zero_stage", 0)
