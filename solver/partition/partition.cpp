@@ -20,6 +20,9 @@ Status validate_request(const PartitionRequest& r) {
         fmt::format("partition: {} in-flight counts for pp {}", r.inflight.size(), r.pp));
   }
   if (r.dp < 1) return usage_error(fmt::format("partition: dp must be at least 1, got {}", r.dp));
+  if (r.waves < 1) {
+    return usage_error(fmt::format("partition: waves must be at least 1, got {}", r.waves));
+  }
   return Ok{};
 }
 

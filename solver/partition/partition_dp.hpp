@@ -156,6 +156,9 @@ inline void record_devices(const std::vector<DeviceCost>& devices, PartitionResu
   }
 }
 
+/// partition_v for request.waves > 1 (partition_waves.cpp).
+PartitionAnswer partition_waves(const PartitionRequest& request, SkipPolicy policy);
+
 /// The link a non-local skip may take when the DP cannot know its destination: the slowest
 /// among the pipeline's device pairs (so the DP never underestimates).
 LinkClass slowest_link(const PipelineLinks& links);

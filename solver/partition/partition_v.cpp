@@ -506,6 +506,7 @@ PartitionResult to_result(const VDynamicProgram::Found& f, const PartitionReques
 }  // namespace
 
 PartitionAnswer partition_v(const PartitionRequest& request, SkipPolicy policy) {
+  if (request.waves > 1) return detail::partition_waves(request, policy);
   PartitionAnswer outcome;
   const LayerGraph& graph = *request.graph;
   const int L = graph.num_layers();

@@ -69,6 +69,9 @@ po::options_description plan_options() {
       "cluster profile (pulse.cluster/v1)");
   add("strategy", po::value<std::string>()->value_name("NAME")->default_value("pulse"),
       "pulse, v-naive, 1f1b, 1f1b-direct or gpipe");
+  add("family", po::value<std::string>()->value_name("NAME"),
+      "pulse only: plan this one family (v, v-released, w2, w2-released, w3, w3-released, "
+      "chain, chain-relayed, v-naive, 1f1b, 1f1b-direct, gpipe) instead of searching them all");
   add("pp", po::value<int>()->value_name("N"), "pipeline degree (default: search)");
   add("dp", po::value<int>()->value_name("N"), "data-parallel degree (default: devices / pp)");
   add("microbatch-size", po::value<int>()->value_name("B"),
@@ -126,6 +129,13 @@ Result<PlanOptions> read_options(const po::variables_map& vm) {
     return usage_error(fmt::format("plan: --zero must be 0 or 1, got {}", zero));
   }
   o.memory.zero_stage = zero;
+  if (vm.count("family")) {
+    if (o.strategy != Strategy::pulse) {
+      return usage_error(fmt::format("plan: --family applies to --strategy pulse, not {}",
+                                     strategy_name(o.strategy)));
+    }
+    o.family = vm["family"].as<std::string>();
+  }
   o.split_backward = vm.count("split-backward") > 0;
   if (vm.count("exhaustive")) o.tuner_top_k = 0;
   o.solver_max_nodes = vm["solver-nodes"].as<int>();
@@ -155,9 +165,10 @@ std::string summary(const CompiledPlan& p, const ModelProfile& m, const ClusterP
   int local = 0;
   for (const SkipPlacement& s : p.model.skips) local += s.local ? 1 : 0;
   return fmt::format(
-      "{} on {} ({}): pp {} x dp {}, {} stages, microbatch {} x {}, {}/{} skips local, "
+      "{} on {} ({}): pp {} x dp {}, {} stages{}, microbatch {} x {}, {}/{} skips local, "
       "iteration {} ({:.1f} samples/s), bubble {:.1f}%",
       m.name, c.name, strategy_name(p.strategy), p.pp, p.dp, p.model.layout.num_stages(),
+      p.strategy == Strategy::pulse ? fmt::format(" ({})", p.family->name) : "",
       p.microbatch_size, p.num_microbatches, local, p.model.skips.size(),
       format_seconds(p.evaluation.iteration_s), p.evaluation.samples_per_s,
       100.0 * p.evaluation.bubble_ratio);

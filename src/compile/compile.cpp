@@ -1,16 +1,16 @@
 // The driver: compile_plan, and the pass list every configuration goes through. Each pass
-// is one commented line of compile_configuration, timed under the name --stats prints.
+// is one commented line of compile_family, timed under the name --stats prints.
 
 #include "pulse/compile/compile.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 
 #include "compile_internal.hpp"
 #include "pulse/base/units.hpp"
 #include "pulse/cost/cost_model.hpp"
-#include "pulse/graph/layer_graph.hpp"
 #include "pulse/schedule/list_schedule.hpp"
 
 namespace pulse {
@@ -32,25 +32,29 @@ namespace detail {
 
 namespace {
 
+// What compile_family returns for a family whose lower bound cannot beat `prune_at`.
+constexpr const char* kPruned = "pruned by its lower bound";
+
 // Screening effort: a short policy search, no integer program.
 constexpr int kScreenEvaluations = 24;
 constexpr double kScreenSeconds = 0.25;
 
-// What the passes of one configuration share besides the plan they fill.
+// What the passes of one family share besides the plan they fill.
 struct PassState {
-  LayerGraph graph;          // the model's layers at this microbatch size
-  LayerGraph partitioned;    // what the partitioner sees (without skips for v-naive)
-  PartitionRequest request;  // partition: everything but the links
-  std::vector<int> wanted;   // in-flight counts the schedule wants, per device
+  const Family* family = nullptr;
+  const LayerGraph* graph = nullptr;        // the model's layers at this microbatch size
+  const LayerGraph* partitioned = nullptr;  // what the partitioner sees
+  PartitionRequest request;                 // partition: everything but the links
+  std::vector<int> wanted;                  // in-flight counts the schedule wants
 };
 
-std::string shortfall_message(const CompileInputs& in, const Config& c,
+std::string shortfall_message(const CompileInputs& in, const Config& c, const Family& f,
                               const std::optional<MemoryShortfall>& shortfall) {
   const ModelProfile& model = *in.model;
   const ClusterProfile& cluster = *in.cluster;
   if (!shortfall) {
-    return fmt::format("{} cannot be cut for pp {} with strategy {}", model.name, c.pp,
-                       strategy_name(in.options->strategy));
+    return fmt::format("{} cannot be cut into {} stages for pp {} ({})", model.name,
+                       f.num_stages(c.pp), c.pp, f.name);
   }
   const MemoryShortfall& s = *shortfall;
   return fmt::format(
@@ -62,78 +66,98 @@ std::string shortfall_message(const CompileInputs& in, const Config& c,
       format_bytes(cluster.memory_bytes), format_bytes(cluster.reserved_bytes));
 }
 
-// The graph pass: the layers at this microbatch size on this device type, and the graph the
-// partitioner sees (a strategy blind to skips partitions the same layers without them).
-void graph_pass(const CompileInputs& in, const Config& c, CompiledPlan& plan, PassState& st) {
-  st.graph = LayerGraph::build(*in.model, in.device_type, c.microbatch_size);
-  if (!traits(plan.strategy).skip_aware) {
-    ModelProfile blind = *in.model;
-    blind.skips.clear();
-    st.partitioned = LayerGraph::build(blind, in.device_type, c.microbatch_size);
+const LayerGraph& cached_graph(const CompileInputs& in, int microbatch_size, bool blind) {
+  auto& graphs = blind ? in.cache->blind_graphs : in.cache->graphs;
+  auto it = graphs.find(microbatch_size);
+  if (it != graphs.end()) return it->second;
+  ModelProfile model = *in.model;
+  if (blind) model.skips.clear();
+  return graphs.emplace(microbatch_size, LayerGraph::build(model, in.device_type, microbatch_size))
+      .first->second;
+}
+
+// Placement for pp x dp with boundaries weighed by `r` (empty: equally), computed once.
+const Placement& cached_placement(const CompileInputs& in, const PlacementRequest& r) {
+  std::vector<std::int64_t> key{r.pp, r.dp};
+  key.insert(key.end(), r.boundary_bytes.begin(), r.boundary_bytes.end());
+  key.insert(key.end(), r.boundary_messages.begin(), r.boundary_messages.end());
+  auto it = in.cache->placements.find(key);
+  if (it == in.cache->placements.end()) {
+    it = in.cache->placements.emplace(key, place_pipelines(r)).first;
   }
-  plan.skips_nested = st.graph.skips_nested();
+  return it->second;
+}
+
+// The graph pass: the layers at this microbatch size on this device type, and the graph the
+// partitioner sees (a family blind to skips partitions the same layers without them).
+void graph_pass(const CompileInputs& in, const Config& c, CompiledPlan& plan, PassState& st) {
+  st.graph = &cached_graph(in, c.microbatch_size, false);
+  st.partitioned = st.family->skips == SkipTreatment::blind
+                       ? &cached_graph(in, c.microbatch_size, true)
+                       : st.graph;
+  plan.skips_nested = st.graph->skips_nested();
 }
 
 // The partition request of this configuration (its links come from the placement), and
 // the in-flight counts the schedule will want: GPipe holds every microbatch, the others
 // about one per stage between a device's first stage and the end.
-void prepare_partition(const CompileInputs& in, const Config& c, CompiledPlan& plan,
-                       PassState& st) {
-  const StrategyTraits& strategy = traits(plan.strategy);
+void prepare_partition(const CompileInputs& in, const Config& c, PassState& st) {
+  const Family& f = *st.family;
   PartitionRequest& r = st.request;
-  r.graph = strategy.skip_aware ? &st.graph : &st.partitioned;
+  r.graph = st.partitioned;
   r.pp = c.pp;
+  r.waves = std::max(1, f.waves);
   r.overlap_comm = in.cluster->overlap_comm;
   r.memory_capacity = in.cluster->usable_memory();
   r.memory = in.options->memory;
   r.dp = c.dp;
-  r.routing = strategy.routing;
-  const StageLayout shape = strategy.v_placement
-                                ? v_layout(std::vector<LayerId>(2 * c.pp + 1, 0), c.pp)
-                                : sequential_layout(std::vector<LayerId>(c.pp + 1, 0), c.pp);
-  st.wanted = strategy.schedule == ScheduleFamily::gpipe
-                  ? std::vector<int>(c.pp, c.num_microbatches)
-                  : default_inflight(shape, c.num_microbatches);
+  r.routing = f.routing;
+  const std::vector<LayerId> cuts(f.num_stages(c.pp) + 1, 0);
+  const StageLayout shape =
+      f.chain() ? sequential_layout(cuts, c.pp) : wave_layout(cuts, c.pp, f.waves);
+  st.wanted = f.schedule == ScheduleFamily::gpipe ? std::vector<int>(c.pp, c.num_microbatches)
+                                                  : default_inflight(shape, c.num_microbatches);
+}
+
+// One partition of the family's shape: the chain DP, or the V DP over its levels.
+PartitionAnswer partition_once(const Family& f, const PartitionRequest& request) {
+  if (f.chain()) return partition_sequential(request);
+  if (f.skips == SkipTreatment::local_first) {
+    PartitionAnswer local = partition_v(request, SkipPolicy::local_only);
+    if (local.found()) return local;
+  }
+  return partition_v(request, SkipPolicy::allow_nonlocal);
 }
 
 // The partition pass on the links of the current placement: with the in-flight counts the
-// schedule wants, else (memory) with one microbatch in flight per device. A skip-aware V
-// first insists on local skips, then allows others; v-naive balances without them.
+// schedule wants, else (memory) with one microbatch in flight per device.
 Status partition_pass(const CompileInputs& in, const Config& c, CompiledPlan& plan,
                       PassState& st) {
   PartitionRequest request = st.request;
   request.links = pipeline_links(*in.cluster, plan.placement.ranks[0]);
-  const StrategyTraits& strategy = traits(plan.strategy);
   PartitionAnswer answer;
   for (const bool full : {true, false}) {
     request.inflight = full ? st.wanted : std::vector<int>(c.pp, 1);
     if (auto valid = validate_request(request); !valid) return valid.error();
-    if (!strategy.v_placement) {
-      answer = partition_sequential(request);
-    } else if (strategy.skip_aware) {
-      answer = partition_v(request, SkipPolicy::local_only);
-      if (!answer.found()) answer = partition_v(request, SkipPolicy::allow_nonlocal);
-    } else {
-      answer = partition_v(request, SkipPolicy::allow_nonlocal);
-    }
+    answer = partition_once(*st.family, request);
     if (answer.found()) {
       plan.partition = std::move(answer.result);
       return Ok{};
     }
   }
-  return infeasible_error(shortfall_message(in, c, answer.shortfall));
+  return infeasible_error(shortfall_message(in, c, *st.family, answer.shortfall));
 }
 
 // The pipeline model pass: stage costs, transfers and where every skip lives, on the links
 // of the placement, times rounded to the plan's quantum (so a plan read back replays to its
-// own figures). The partitioner of a skip-blind strategy could not say whether skips ended
-// up local; the model can.
+// own figures). A partitioner blind to skips could not say whether they ended up local;
+// the model can.
 void pipeline_model_pass(const CompileInputs& in, CompiledPlan& plan, const PassState& st) {
   const PipelineLinks links = pipeline_links(*in.cluster, plan.placement.ranks[0]);
-  plan.model = build_pipeline_model(st.graph, plan.partition.layout, traits(plan.strategy).routing,
-                                    links, in.cluster->overlap_comm);
+  plan.model = build_pipeline_model(*st.graph, plan.partition.layout, st.family->routing, links,
+                                    in.cluster->overlap_comm);
   round_to_quantum(plan.model);
-  if (!traits(plan.strategy).skip_aware) {
+  if (st.family->skips == SkipTreatment::blind) {
     plan.partition.all_skips_local = std::all_of(plan.model.skips.begin(), plan.model.skips.end(),
                                                  [](const SkipPlacement& s) { return s.local; });
   }
@@ -161,9 +185,9 @@ Status replace_pass(const CompileInputs& in, const Config& c, CompiledPlan& plan
   if (plan.placement.topology_aware) {
     PlacementRequest where{in.cluster, c.pp, c.dp, {}, {}};
     boundary_traffic(plan.model, where);
-    Placement weighed = place_pipelines(where);
+    const Placement& weighed = cached_placement(in, where);
     if (weighed.ranks != plan.placement.ranks) {
-      plan.placement = std::move(weighed);
+      plan.placement = weighed;
       if (auto cut = partition_pass(in, c, plan, st); !cut) return cut.error();
       pipeline_model_pass(in, plan, st);
     }
@@ -192,7 +216,7 @@ Status schedule_pass(const CompileInputs& in, CompiledPlan& plan, Effort effort)
   request.static_bytes = plan.static_bytes;
   request.memory_capacity = in.cluster->usable_memory();
   request.split_backward = in.options->split_backward;
-  request.family = traits(plan.strategy).schedule;
+  request.family = plan.family->schedule;
   request.max_nodes = in.options->solver_max_nodes;
   request.max_seconds = in.options->solver_max_seconds;
   if (effort == Effort::screen) {
@@ -209,30 +233,62 @@ Status schedule_pass(const CompileInputs& in, CompiledPlan& plan, Effort effort)
   return Ok{};
 }
 
-// Starts a plan for configuration `c`.
-CompiledPlan start_plan(const CompileInputs& in, const Config& c) {
+// Starts a plan for configuration `c` and family `f`.
+CompiledPlan start_plan(const CompileInputs& in, const Config& c, const Family& f) {
   CompiledPlan plan;
   static_cast<Degrees&>(plan) = c;
   plan.options = *in.options;
   plan.strategy = in.options->strategy;
   plan.device_type = in.device_type;
+  plan.family = &f;
   return plan;
 }
 
-}  // namespace
+// No schedule of this model is shorter: every device runs its compute (and, when sends
+// block, its sends) for every microbatch.
+double time_lower_bound(const PipelineModel& m, int num_microbatches) {
+  std::vector<double> busy(m.num_devices(), 0.0);
+  for (StageId s = 0; s < m.layout.num_stages(); ++s) {
+    busy[m.layout.device[s]] += m.stages[s].forward_s + m.stages[s].backward_s;
+  }
+  if (!m.overlap_comm) {
+    for (const Transfer& t : m.transfers) {
+      busy[m.layout.device[t.from]] += t.forward_s;
+      busy[m.layout.device[t.to]] += t.backward_s;
+    }
+  }
+  return num_microbatches * *std::max_element(busy.begin(), busy.end());
+}
 
-Result<CompiledPlan> compile_configuration(const CompileInputs& in, const Config& c,
-                                           Effort effort, PassClock& clock) {
-  CompiledPlan plan = start_plan(in, c);
-  PassState st;
-  // The layer graph at this microbatch size on this device type.
-  graph_pass(in, c, plan, st);
-  clock.lap("graph");
+std::int64_t p2p_bytes(const CompiledPlan& p) {
+  return p.model.bytes_per_microbatch().total() * p.num_microbatches * p.dp;
+}
+
+FamilyOutcome outcome_of(const Family& f, const Result<CompiledPlan>& plan, bool synthesized) {
+  FamilyOutcome o;
+  o.family = f.name;
+  o.synthesized = synthesized;
+  if (!plan) {
+    o.reason = plan.error().message;
+    return o;
+  }
+  o.feasible = true;
+  o.all_skips_local = plan->partition.all_skips_local;
+  o.iteration_s = plan->evaluation.iteration_s;
+  o.samples_per_s = plan->evaluation.samples_per_s;
+  o.p2p_bytes_per_iteration = p2p_bytes(*plan);
+  return o;
+}
+
+// The passes of one family, after the graph, up to the pipeline model (re-placed): enough to
+// know its lower bound before scheduling it.
+Status cut_and_place(const CompileInputs& in, const Config& c, CompiledPlan& plan,
+                     PassState& st, PassClock& clock) {
   // Ranks for every pipeline, the boundaries weighed equally.
-  plan.placement = place_pipelines({in.cluster, c.pp, c.dp, {}, {}});
+  plan.placement = cached_placement(in, {in.cluster, c.pp, c.dp, {}, {}});
   clock.lap("place");
-  // Cut the layers into stages (the V or the chain) on those ranks' links.
-  prepare_partition(in, c, plan, st);
+  // Cut the layers into the family's stages (the V, waves or a chain) on those ranks' links.
+  prepare_partition(in, c, st);
   if (auto cut = partition_pass(in, c, plan, st); !cut) return cut.error();
   clock.lap("partition");
   // Stage costs, transfers and skip placements, times on the quantum.
@@ -241,6 +297,12 @@ Result<CompiledPlan> compile_configuration(const CompileInputs& in, const Config
   // Ranks again, weighed by the bytes each boundary moves; the cuts follow new links.
   if (auto placed = replace_pass(in, c, plan, st); !placed) return placed.error();
   clock.lap("re-place");
+  return Ok{};
+}
+
+// The passes after the pipeline model: memory limits, schedule, evaluate.
+Status schedule_and_evaluate(const CompileInputs& in, CompiledPlan& plan, Effort effort,
+                             PassClock& clock) {
   // Static state and the in-flight counts memory allows, per device.
   memory_limits_pass(in, plan);
   clock.lap("memory limits");
@@ -251,7 +313,172 @@ Result<CompiledPlan> compile_configuration(const CompileInputs& in, const Config
   plan.evaluation = evaluate(plan.model, plan.timeline, plan.ranks, plan.global_batch,
                              in.options->memory, *in.cluster);
   clock.lap("evaluate");
+  return Ok{};
+}
+
+}  // namespace
+
+std::vector<const Family*> searched_families(const PlanOptions& options) {
+  std::vector<const Family*> out;
+  for (const Family& f : families(options.strategy)) {
+    if (!options.family || options.family == f.name) out.push_back(&f);
+  }
+  return out;
+}
+
+bool faster_plan(const CompiledPlan& a, const CompiledPlan& b) {
+  if (a.evaluation.samples_per_s != b.evaluation.samples_per_s) {
+    return a.evaluation.samples_per_s > b.evaluation.samples_per_s;
+  }
+  return p2p_bytes(a) < p2p_bytes(b);
+}
+
+Result<CompiledPlan> compile_family(const CompileInputs& in, const Config& c, const Family& f,
+                                    Effort effort, PassClock& clock, double prune_at) {
+  const auto key = std::tuple{c.pp, c.dp, c.microbatch_size, std::string(f.name),
+                              effort == Effort::full && f.schedule == ScheduleFamily::synthesized};
+  if (auto it = in.cache->plans.find(key); it != in.cache->plans.end()) return it->second;
+  if (static_cast<int>(in.model->layers.size()) < f.num_stages(c.pp)) {
+    return usage_error(fmt::format("{} needs {} layers ({} stages at pp {}); model {} has {}",
+                                   f.name, f.num_stages(c.pp), f.num_stages(c.pp), c.pp,
+                                   in.model->name, in.model->layers.size()));
+  }
+  CompiledPlan plan = start_plan(in, c, f);
+  PassState st;
+  st.family = &f;
+  // The layer graph at this microbatch size on this device type.
+  graph_pass(in, c, plan, st);
+  clock.lap("graph");
+  Status placed = cut_and_place(in, c, plan, st, clock);
+  if (placed && time_lower_bound(plan.model, c.num_microbatches) >= prune_at) {
+    return Error{ErrorKind::infeasible, std::string(kPruned)};  // not cached: a bound, not an answer
+  }
+  Result<CompiledPlan> result = plan;
+  if (!placed) {
+    result = placed.error();
+  } else if (auto done = schedule_and_evaluate(in, plan, effort, clock); !done) {
+    result = done.error();
+  } else {
+    result = std::move(plan);
+  }
+  return in.cache->plans.emplace(key, std::move(result)).first->second;
+}
+
+Result<CompiledPlan> compile_configuration(const CompileInputs& in, const Config& c,
+                                           Effort effort, PassClock& clock) {
+  std::optional<CompiledPlan> best;
+  std::vector<FamilyOutcome> outcomes;
+  std::optional<Error> first_error;
+  for (const Family* family : searched_families(*in.options)) {
+    const Family& f = *family;
+    // A family of pulse's own that cannot beat the best so far is not scheduled; the
+    // baselines' families always are, so their own answers are known.
+    const double prune_at = best && !f.baseline ? best->evaluation.iteration_s
+                                                : std::numeric_limits<double>::infinity();
+    const Result<CompiledPlan> plan = compile_family(in, c, f, effort, clock, prune_at);
+    outcomes.push_back(outcome_of(f, plan, effort == Effort::full));
+    if (!plan) {
+      if (plan.error().kind == ErrorKind::internal) return plan.error();
+      if (plan.error().message == kPruned) {
+        outcomes.back().reason = "its lower bound on time is above the best family's time";
+      } else if (!first_error) {
+        first_error = plan.error();
+      }
+      continue;
+    }
+    if (!best || faster_plan(*plan, *best)) best = *plan;
+  }
+  if (!best) return first_error.value_or(infeasible_error("no family applies"));
+  for (FamilyOutcome& o : outcomes) o.chosen = o.family == best->family->name;
+  best->families = std::move(outcomes);
+  return std::move(*best);
+}
+
+Result<CompiledPlan> compile_fixed(const CompileInputs& in, const Config& c, PassClock& clock) {
+  const std::vector<const Family*> all = searched_families(*in.options);
+  if (all.size() == 1) {  // one family (a baseline's, or --family): fully synthesized
+    auto plan = compile_family(in, c, *all.front(), Effort::full, clock);
+    if (plan) {
+      plan->families = {outcome_of(*all.front(), plan, true)};
+      plan->families.front().chosen = true;
+      plan->candidates = {chosen_candidate(*plan)};
+    }
+    return plan;
+  }
+  auto screened = compile_configuration(in, c, Effort::screen, clock);
+  if (!screened) return screened;
+  Result<CompiledPlan> plan = finish(in, c, *screened, clock);
+  if (plan) plan->candidates = {chosen_candidate(*plan)};
   return plan;
+}
+
+Result<CompiledPlan> finish(const CompileInputs& in, const Config& c,
+                            const CompiledPlan& screened, PassClock& clock) {
+  Result<CompiledPlan> full = compile_family(in, c, *screened.family, Effort::full, clock);
+  if (!full && full.error().kind == ErrorKind::internal) return full;
+  const bool keep_full =
+      in.options->strategy != Strategy::pulse || (full && !faster_plan(screened, *full));
+  if (!keep_full) {
+    return screened;  // the search beyond the screen found nothing faster
+  }
+  if (full) {
+    full->families = screened.families;
+    for (FamilyOutcome& o : full->families) {
+      if (!o.chosen) continue;
+      o = outcome_of(*full->family, full, true);
+      o.chosen = true;
+    }
+  }
+  return full;
+}
+
+namespace {
+
+std::string configuration_text(const CompiledPlan& p) {
+  return fmt::format("pp {} x dp {}, microbatch {}", p.pp, p.dp, p.microbatch_size);
+}
+
+// What `--strategy s` would answer for the same options, sharing the cache.
+Result<CompiledPlan> baseline_answer(const CompileInputs& in, Strategy s, PassClock& clock) {
+  PlanOptions options = *in.options;
+  options.strategy = s;
+  options.progress = nullptr;
+  CompileInputs b = in;
+  b.options = &options;
+  if (!options.pp || !options.microbatch_size) return tune(b, clock);
+  const int dp = options.dp.value_or(std::max(1, in.cluster->num_devices() / *options.pp));
+  auto config = resolve_config(b, *options.pp, dp, *options.microbatch_size);
+  if (!config) return config.error();
+  return compile_fixed(b, *config, clock);
+}
+
+}  // namespace
+
+Result<CompiledPlan> against_baselines(const CompileInputs& in, Result<CompiledPlan> own,
+                                       PassClock& clock) {
+  if (!own && own.error().kind == ErrorKind::internal) return own;
+  std::optional<CompiledPlan> best;
+  if (own) best = *own;
+  std::vector<BaselineAnswer> answers;
+  for (Strategy s : {Strategy::v_naive, Strategy::one_f_one_b, Strategy::one_f_one_b_direct,
+                     Strategy::gpipe}) {
+    Result<CompiledPlan> answer = baseline_answer(in, s, clock);
+    if (!answer && answer.error().kind == ErrorKind::internal) return answer.error();
+    BaselineAnswer a{strategy_name(s), answer.ok(), 0, 0, {}};
+    if (answer) {
+      a.samples_per_s = answer->evaluation.samples_per_s;
+      a.p2p_bytes_per_iteration = p2p_bytes(*answer);
+      a.configuration = configuration_text(*answer);
+      if (!best || faster_plan(*answer, *best)) best = std::move(*answer);
+    }
+    answers.push_back(std::move(a));
+  }
+  if (!best) return own;
+  if (in.options->family && own) best = std::move(*own);  // the family the user asked for
+  best->options = *in.options;  // a baseline's plan adopted by pulse is pulse's answer
+  best->strategy = Strategy::pulse;
+  best->baselines = std::move(answers);
+  return std::move(*best);
 }
 
 Result<Config> resolve_config(const CompileInputs& in, int pp, int dp, int microbatch_size) {
@@ -265,7 +492,10 @@ Result<Config> resolve_config(const CompileInputs& in, int pp, int dp, int micro
   c.microbatch_size = microbatch_size;
   c.global_batch = options.global_batch.value_or(kDefaultSamplesPerDevice * devices);
   const int layers = static_cast<int>(model.layers.size());
-  const int min_layers = traits(options.strategy).v_placement ? 2 * pp : pp;
+  int least = 0;
+  for (const Family* f : searched_families(options)) {
+    least = least == 0 ? f->num_stages(pp) : std::min(least, f->num_stages(pp));
+  }
   if (!options.dp && pp > devices) {
     return usage_error(
         fmt::format("--pp {} needs {} devices; cluster {} has {}", pp, pp, cluster.name, devices));
@@ -274,11 +504,11 @@ Result<Config> resolve_config(const CompileInputs& in, int pp, int dp, int micro
     return usage_error(fmt::format("--pp {} x --dp {} needs {} devices; cluster {} has {}", pp, dp,
                                    static_cast<long>(pp) * dp, cluster.name, devices));
   }
-  if (layers < min_layers) {
+  if (layers < least) {
     return usage_error(fmt::format(
         "--pp {} with strategy {} needs at least {} layers ({} stages "
         "of one layer or more); model {} has {}",
-        pp, strategy_name(options.strategy), min_layers, min_layers, model.name, layers));
+        pp, strategy_name(options.strategy), least, least, model.name, layers));
   }
   const long per_step = static_cast<long>(dp) * microbatch_size;
   if (c.global_batch % per_step != 0) {
@@ -310,6 +540,14 @@ Result<int> validate_options(const ModelProfile& model, const ClusterProfile& cl
   if (options.microbatch_size && *options.microbatch_size < 1) {
     return usage_error("--microbatch-size must be at least 1");
   }
+  if (options.family && detail::searched_families(options).empty()) {
+    std::string names;
+    for (const Family& f : families(options.strategy)) {
+      names += (names.empty() ? "" : ", ") + std::string(f.name);
+    }
+    return usage_error(fmt::format("--family {} is not a family of strategy {} (families: {})",
+                                   *options.family, strategy_name(options.strategy), names));
+  }
   return device_type;
 }
 
@@ -321,17 +559,20 @@ Result<CompiledPlan> compile_plan(const ModelProfile& model, const ClusterProfil
   PassClock& timer = clock ? *clock : own_clock;
   auto device_type = validate_options(model, cluster, options);
   if (!device_type) return device_type.error();
-  const detail::CompileInputs in{&model, &cluster, &options, *device_type};
+  detail::CompileCache cache;
+  const detail::CompileInputs in{&model, &cluster, &options, *device_type, &cache};
   Result<CompiledPlan> plan = Error{};
   if (options.pp && options.microbatch_size) {
     // Everything fixed: one configuration, its errors as they are.
     const int dp = options.dp.value_or(std::max(1, cluster.num_devices() / *options.pp));
     auto config = detail::resolve_config(in, *options.pp, dp, *options.microbatch_size);
     if (!config) return config.error();
-    plan = detail::compile_configuration(in, *config, detail::Effort::full, timer);
-    if (plan) plan->candidates = {detail::chosen_candidate(*plan)};
+    plan = detail::compile_fixed(in, *config, timer);
   } else {
     plan = detail::tune(in, timer);
+  }
+  if (options.strategy == Strategy::pulse) {
+    plan = detail::against_baselines(in, std::move(plan), timer);
   }
   if (plan) plan->pass_times = timer.times();
   return plan;

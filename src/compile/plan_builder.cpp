@@ -17,6 +17,7 @@ PlanInput input(const SourceFile& file, const std::string& name, const Provenanc
 PlanGivenOptions given_options(const PlanOptions& o) {
   PlanGivenOptions g;
   g.strategy = strategy_name(o.strategy);
+  g.family = o.family;
   g.pp = o.pp;
   g.dp = o.dp;
   g.microbatch_size = o.microbatch_size;
@@ -42,6 +43,60 @@ PlanParallelism parallelism(const CompiledPlan& p, const ModelProfile& model,
   return x;
 }
 
+std::string stage_side(const CompiledPlan& p, StageId s) {
+  if (p.family->chain()) return "chain";
+  return s < p.model.layout.num_stages() / 2 ? "encoder" : "decoder";
+}
+
+std::vector<PlanFamilyOutcome> family_outcomes(const CompiledPlan& p) {
+  std::vector<PlanFamilyOutcome> out;
+  for (const FamilyOutcome& f : p.families) {
+    PlanFamilyOutcome x;
+    x.family = f.family;
+    x.feasible = f.feasible;
+    x.chosen = f.chosen;
+    x.synthesized = f.synthesized;
+    if (f.feasible) {
+      x.all_skips_local = f.all_skips_local;
+      x.iteration_s = f.iteration_s;
+      x.samples_per_s = f.samples_per_s;
+      x.p2p_bytes_per_iteration = f.p2p_bytes_per_iteration;
+    }
+    if (!f.reason.empty()) x.reason = f.reason;
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+// Pulse only: the chosen plan against the full-locality V at its configuration, and
+// against each baseline's own answer for the same options.
+std::optional<PlanVersus> versus(const CompiledPlan& p) {
+  if (p.baselines.empty()) return std::nullopt;
+  PlanVersus v;
+  const double mine = p.evaluation.samples_per_s;
+  for (const FamilyOutcome& f : p.families) {
+    if (f.family == "v" && f.feasible && f.all_skips_local) v.speedup_over_v = mine / f.samples_per_s;
+  }
+  const BaselineAnswer* best = nullptr;
+  for (const BaselineAnswer& b : p.baselines) {
+    PlanBaselineAnswer x;
+    x.strategy = b.strategy;
+    x.feasible = b.feasible;
+    if (b.feasible) {
+      x.samples_per_s = b.samples_per_s;
+      x.p2p_bytes_per_iteration = b.p2p_bytes_per_iteration;
+      x.configuration = b.configuration;
+      if (!best || b.samples_per_s > best->samples_per_s) best = &b;
+    }
+    v.baselines.push_back(std::move(x));
+  }
+  if (best) {
+    v.best_baseline = best->strategy;
+    v.speedup_over_best_baseline = mine / best->samples_per_s;
+  }
+  return v;
+}
+
 PlanPartition partition(const CompiledPlan& p) {
   const std::vector<double> load = p.model.device_load();
   PlanPartition x;
@@ -52,12 +107,11 @@ PlanPartition partition(const CompiledPlan& p) {
   x.all_skips_local = p.partition.all_skips_local;
   x.skips_nested = p.skips_nested;
   x.states_explored = p.partition.states_explored;
+  x.family = p.family->name;
+  x.waves = p.family->waves;
+  x.families = family_outcomes(p);
+  x.versus = versus(p);
   return x;
-}
-
-std::string stage_side(const CompiledPlan& p, StageId s) {
-  if (!traits(p.strategy).v_placement) return "chain";
-  return s < p.pp ? "encoder" : "decoder";
 }
 
 std::vector<PlanStage> stages(const CompiledPlan& p, const ModelProfile& model) {
@@ -235,6 +289,7 @@ std::vector<PlanCandidate> search(const CompiledPlan& p) {
       x.peak_memory_bytes = k.peak_memory_bytes;
     }
     if (!k.reason.empty()) x.reason = k.reason;
+    if (!k.family.empty()) x.family = k.family;
     out.push_back(std::move(x));
   }
   return out;

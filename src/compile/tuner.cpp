@@ -35,9 +35,11 @@ std::vector<int> pipeline_degrees(const CompileInputs& in) {
   const PlanOptions& o = *in.options;
   if (o.pp) return {*o.pp};
   const int n = cluster.num_devices(), layers = static_cast<int>(model.layers.size());
-  const int deepest = traits(o.strategy).v_placement ? layers / 2 : layers;
   std::vector<int> out;
-  for (int p = 1; p <= std::min(deepest, o.dp ? n / *o.dp : n); ++p) {
+  for (int p = 1; p <= (o.dp ? n / *o.dp : n); ++p) {
+    bool fits = false;  // deeper pipelines need more layers than any family has stages
+    for (const Family* f : searched_families(o)) fits = fits || f->num_stages(p) <= layers;
+    if (!fits) break;
     if (o.dp || n % p == 0) out.push_back(p);
   }
   return out;
@@ -84,6 +86,7 @@ void record(Trial& t, const Result<CompiledPlan>& plan, bool synthesized) {
   t.candidate.reason.clear();
   t.candidate.iteration_s = plan->evaluation.iteration_s;
   t.candidate.samples_per_s = plan->evaluation.samples_per_s;
+  t.candidate.family = plan->family->name;
   t.candidate.peak_memory_bytes = 0;
   for (const DeviceTimeline& d : plan->timeline.devices) {
     t.candidate.peak_memory_bytes = std::max(t.candidate.peak_memory_bytes, d.peak.total());
@@ -97,9 +100,11 @@ std::string smallest_shortfall(const CompileInputs& in) {
   const ClusterProfile& cluster = *in.cluster;
   const PlanOptions& o = *in.options;
   const LayerGraph g = LayerGraph::build(model, in.device_type, 1);
-  const bool v = traits(o.strategy).v_placement;
-  const int layers = g.num_layers(), deepest = v ? layers / 2 : layers;
-  for (int p = 1; p <= deepest; ++p) {
+  // The strategy's reference family (pulse's full-locality V).
+  const Family* frugal = searched_families(o).front();
+  const bool v = !frugal->chain();
+  const int layers = g.num_layers();
+  for (int p = 1; frugal->num_stages(p) <= layers; ++p) {
     PartitionRequest r;
     r.graph = &g;
     r.pp = p;
@@ -108,7 +113,7 @@ std::string smallest_shortfall(const CompileInputs& in) {
     r.memory = o.memory;
     r.dp = std::max(1, cluster.num_devices() / p);
     r.inflight.assign(p, 1);
-    r.routing = traits(o.strategy).routing;
+    r.routing = frugal->routing;
     const bool fits = v ? partition_v(r, SkipPolicy::allow_nonlocal).found()
                         : partition_sequential(r).found();
     if (fits) {
@@ -194,6 +199,7 @@ Result<CompiledPlan> tune(const CompileInputs& in, PassClock& clock) {
       auto plan = compile_configuration(in, *t.config, Effort::screen, clock);
       if (!plan && plan.error().kind == ErrorKind::internal) return plan.error();
       record(t, plan, false);
+      if (plan) t.plan = std::move(*plan);
     }
     if (o.progress) o.progress(++done, total);
   }
@@ -213,9 +219,10 @@ Result<CompiledPlan> tune(const CompileInputs& in, PassClock& clock) {
   Trial* best = nullptr;
   for (std::size_t i = 0; i < k; ++i) {
     Trial& t = *ranked[i];
-    auto plan = compile_configuration(in, *t.config, Effort::full, clock);
+    auto plan = finish(in, *t.config, *t.plan, clock);
     if (!plan && plan.error().kind == ErrorKind::internal) return plan.error();
     record(t, plan, true);
+    t.plan.reset();
     if (plan) {
       t.plan = std::move(*plan);
       if (!best || faster(t.candidate, best->candidate)) best = &t;

@@ -23,10 +23,22 @@ std::vector<StageId> StageLayout::stages_on(DeviceId d) const {
 }
 
 StageLayout v_layout(std::vector<LayerId> first_layer, int pp) {
+  return wave_layout(std::move(first_layer), pp, 1);
+}
+
+DeviceId wave_device(int level, int pp) {
+  const int position = level % pp;
+  return (level / pp) % 2 == 0 ? position : pp - 1 - position;
+}
+
+StageLayout wave_layout(std::vector<LayerId> first_layer, int pp, int waves) {
   StageLayout layout;
   layout.first_layer = std::move(first_layer);
   layout.num_devices = pp;
-  for (int s = 0; s < 2 * pp; ++s) layout.device.push_back(s < pp ? s : 2 * pp - 1 - s);
+  const int stages = 2 * waves * pp;
+  for (int s = 0; s < stages; ++s) {
+    layout.device.push_back(wave_device(std::min(s, stages - 1 - s), pp));
+  }
   return layout;
 }
 

@@ -1,5 +1,7 @@
 #include "pulse/plan/plan.hpp"
 
+#include <fmt/format.h>
+
 namespace pulse {
 
 bool Plan::split_backward() const {
@@ -13,11 +15,25 @@ bool Plan::split_backward() const {
 }
 
 bool Plan::is_v() const {
-  if (num_stages() != 2 * pp()) return false;
-  for (StageId s = 0; s < num_stages(); ++s) {
-    if (stages[s].device != (s < pp() ? s : 2 * pp() - 1 - s)) return false;
+  return shape() == "V";
+}
+
+std::string Plan::shape() const {
+  const int P = pp(), S = num_stages();
+  auto on = [&](const StageLayout& layout) {
+    for (StageId s = 0; s < S; ++s) {
+      if (stages[s].device != layout.device[s]) return false;
+    }
+    return true;
+  };
+  if (S == P && on(sequential_layout(std::vector<LayerId>(S + 1, 0), P))) return "chain";
+  if (P > 0 && S % (2 * P) == 0 && S > 0) {
+    const int waves = S / (2 * P);
+    if (on(wave_layout(std::vector<LayerId>(S + 1, 0), P, waves))) {
+      return waves == 1 ? std::string("V") : fmt::format("W{}", waves);
+    }
   }
-  return true;
+  return "other";
 }
 
 std::vector<std::pair<std::string, StageId>> Plan::layer_stages() const {

@@ -43,6 +43,7 @@ void memory_model_keys(IO& io, T& m) {
 template <class IO, class T>
 void options_keys(IO& io, T& o) {
   io.field("strategy", o.strategy, text());
+  io.field("family", o.family, text());
   io.field("pp", o.pp, count(1).nullable_or_absent());
   io.field("dp", o.dp, count(1).nullable_or_absent());
   io.field("microbatch_size", o.microbatch_size, count(1).nullable_or_absent());
@@ -67,6 +68,38 @@ void parallelism_keys(IO& io, T& x) {
 }
 
 template <class IO, class T>
+void family_outcome_keys(IO& io, T& f) {
+  io.field("family", f.family, text());
+  io.field("feasible", f.feasible, flag());
+  io.field("chosen", f.chosen, flag());
+  io.field("synthesized", f.synthesized, flag());
+  io.field("all_skips_local", f.all_skips_local, flag());
+  io.field("iteration_s", f.iteration_s, seconds());
+  io.field("samples_per_s", f.samples_per_s, number(Format::rate, Range::nonnegative));
+  io.field("p2p_bytes_per_iteration", f.p2p_bytes_per_iteration, bytes());
+  io.field("reason", f.reason, text());
+}
+
+template <class IO, class T>
+void baseline_answer_keys(IO& io, T& b) {
+  io.field("strategy", b.strategy, text());
+  io.field("feasible", b.feasible, flag());
+  io.field("samples_per_s", b.samples_per_s, number(Format::rate, Range::nonnegative));
+  io.field("p2p_bytes_per_iteration", b.p2p_bytes_per_iteration, bytes());
+  io.field("configuration", b.configuration, text());
+}
+
+template <class IO, class T>
+void versus_keys(IO& io, T& v) {
+  io.field("speedup_over_v", v.speedup_over_v, number(Format::ratio, Range::positive));
+  io.field("best_baseline", v.best_baseline, text());
+  io.field("speedup_over_best_baseline", v.speedup_over_best_baseline,
+           number(Format::ratio, Range::positive));
+  io.objects("baselines", v.baselines, [](auto& sub, auto& b) { baseline_answer_keys(sub, b); },
+             Need::defaulted);
+}
+
+template <class IO, class T>
 void partition_keys(IO& io, T& x) {
   io.field("method", x.method, text());
   io.field("objective_s", x.objective_s, seconds());
@@ -75,6 +108,11 @@ void partition_keys(IO& io, T& x) {
   io.field("all_skips_local", x.all_skips_local, flag());
   io.field("skips_nested", x.skips_nested, flag());
   io.field("states_explored", x.states_explored, count());
+  io.field("family", x.family, text());
+  io.field("waves", x.waves, count());
+  io.objects("families", x.families, [](auto& sub, auto& f) { family_outcome_keys(sub, f); },
+             Need::defaulted);
+  io.object("versus", x.versus, [](auto& sub, auto& v) { versus_keys(sub, v); });
 }
 
 template <class IO, class T>
@@ -273,6 +311,7 @@ void candidate_keys(IO& io, T& k) {
   io.field("samples_per_s", k.samples_per_s, number(Format::rate, Range::nonnegative));
   io.field("peak_memory_bytes", k.peak_memory_bytes, bytes());
   io.field("reason", k.reason, text());
+  io.field("family", k.family, text());
 }
 
 // The whole plan. `schema` is checked before anything else (plan_codec.cpp), so it is

@@ -81,7 +81,7 @@ class RowWriter {
 std::string placement_text(const Plan& p) {
   std::vector<DeviceId> devices;
   for (const PlanStage& s : p.stages) devices.push_back(s.device);
-  return fmt::format("{} [{}]", p.is_v() ? "V" : "chain", fmt::join(devices, " "));
+  return fmt::format("{} [{}]", p.shape(), fmt::join(devices, " "));
 }
 
 std::string stage_text(const Plan& p, StageId s) {
@@ -122,6 +122,7 @@ void inputs_and_degrees(PlanDiff& d, const Plan& a, const Plan& b) {
 
 void placement_and_stages(PlanDiff& d, const Plan& a, const Plan& b) {
   RowWriter pl(d, "placement");
+  pl.text("family", "family", a.partition.family.value_or("-"), b.partition.family.value_or("-"));
   pl.text("partition_method", "partition", a.partition.method, b.partition.method);
   pl.text("stage_devices", "stage -> device", placement_text(a), placement_text(b));
   auto ranks = [](const Plan& p) {

@@ -143,21 +143,25 @@ bool Validator::check_layers() {
 
 bool Validator::check_placement() {
   const int P = plan_.pp(), S = plan_.num_stages();
-  // A known strategy fixes the shape; any other (or none) is judged by its stage count.
-  const StrategyTraits* known = known_strategy(plan_.strategy());
-  const bool v = known ? known->v_placement : S == 2 * P;
-  const char* shape = v ? "V" : "chain";
-  if (S != (v ? 2 * P : P)) {
+  // A known family fixes the shape: a chain, the V or waves (wave_layout); without one the
+  // stage count decides (P stages: a chain, 2kP: k waves).
+  const Family* known = known_family(plan_);
+  const int waves = known ? known->waves : S == P ? 0 : S % (2 * P) == 0 ? S / (2 * P) : 1;
+  const int want_stages = waves == 0 ? P : 2 * waves * P;
+  const std::string shape = waves == 0 ? "chain" : waves == 1 ? "V" : fmt::format("W{}", waves);
+  if (S != want_stages) {
     fail("placement", fmt::format("a {} on pp {} devices has {} stages, the plan has {}", shape, P,
-                                  v ? 2 * P : P, S));
+                                  want_stages, S));
   }
+  const std::vector<LayerId> cuts(want_stages + 1, 0);
+  const StageLayout expected =
+      waves == 0 ? sequential_layout(cuts, P) : wave_layout(cuts, P, waves);
   for (const PlanStage& s : plan_.stages) {
-    const DeviceId want = v ? (s.id < P ? s.id : 2 * P - 1 - s.id) : s.id;
-    if (S == (v ? 2 * P : P) && s.device != want) {
+    if (S == want_stages && s.device != expected.device[s.id]) {
       fail("placement", fmt::format("stage {} is on device {}; the {} puts it on device {}", s.id,
-                                    s.device, shape, want));
+                                    s.device, shape, expected.device[s.id]));
     }
-    const std::string side = !v ? "chain" : (s.id < P ? "encoder" : "decoder");
+    const std::string side = waves == 0 ? "chain" : (s.id < S / 2 ? "encoder" : "decoder");
     if (s.side && *s.side != side) {
       fail("placement", fmt::format("stage {} is marked \"{}\"; in the {} it is \"{}\"", s.id,
                                     *s.side, shape, side));

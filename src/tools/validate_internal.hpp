@@ -32,10 +32,13 @@ inline std::string short_hash(const std::string& h) {
   return h.substr(0, 12);
 }
 
-/// The traits of the strategy a plan names, or null for a name this build does not know.
-inline const StrategyTraits* known_strategy(const std::string& name) {
-  const auto s = parse_strategy(name);
-  return s ? &traits(*s) : nullptr;
+/// The family a plan says it follows (partition.family), or, for a plan that does not say,
+/// its strategy's when that strategy has one family; null when unknown.
+inline const Family* known_family(const Plan& plan) {
+  if (plan.partition.family) return find_family(*plan.partition.family);
+  const auto s = parse_strategy(plan.strategy());
+  if (s && families(*s).size() == 1) return &families(*s).front();
+  return nullptr;
 }
 
 inline bool close(double a, double b) {

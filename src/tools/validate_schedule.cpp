@@ -27,7 +27,7 @@ void Validator::build_model() {
     routes |= k.route == "forwarded" || k.route == "direct";
   }
   if (!routes) {
-    const StrategyTraits* known = known_strategy(plan_.strategy());
+    const Family* known = known_family(plan_);
     forwarded = known && known->routing == SkipRouting::forwarded;
   }
   std::vector<RankId> ranks;

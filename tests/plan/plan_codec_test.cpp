@@ -41,6 +41,7 @@ std::vector<std::string> planned() {
     std::optional<int> pp;
     bool split;
     std::optional<int> dp = std::nullopt;
+    std::optional<std::string> family = std::nullopt;
   };
   const Case cases[] = {
       {"tiny-unet", "dgx1-v100-32gb-1n", Strategy::pulse, std::nullopt, false},
@@ -48,6 +49,8 @@ std::vector<std::string> planned() {
       {"sd2-unet-512", "atlas800-910a-1n", Strategy::one_f_one_b, 4, false, 1},  // unused ranks
       {"uvit-l2-256", "dgx1-v100-32gb-1n", Strategy::one_f_one_b_direct, 2, true},
       {"tiny-unet", "dgx1-v100-32gb-2n", Strategy::gpipe, std::nullopt, false},
+      {"sd2-unet-512", "dgx1-v100-32gb-1n", Strategy::pulse, 8, false},  // w3 needs more layers
+      {"tiny-unet", "dgx1-v100-32gb-1n", Strategy::pulse, 2, false, std::nullopt, "v"},
   };
   for (const Case& c : cases) {
     const test::Inputs in = test::shipped(c.model, c.cluster);
@@ -56,6 +59,7 @@ std::vector<std::string> planned() {
     o.pp = c.pp;
     o.split_backward = c.split;
     o.dp = c.dp;
+    o.family = c.family;
     o.solver_max_seconds = 0.3;
     out.push_back(test::plan_text(test::compile_ok(in, o), in.model, in.cluster));
   }

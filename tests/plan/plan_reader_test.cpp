@@ -26,6 +26,7 @@ Planned tiny(Strategy strategy = Strategy::pulse) {
   PlanOptions o;
   o.pp = 2;
   o.strategy = strategy;
+  if (strategy == Strategy::pulse) o.family = "v";  // the V, whose stages are checked below
   auto p = compile_plan(m.value(), c.value(), o);
   return {p.value(), json::parse(test::plan_text(p.value(), m.value(), c.value()))};
 }

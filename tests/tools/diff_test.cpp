@@ -23,6 +23,7 @@ json plan_doc(const std::string& model, const std::string& cluster, std::optiona
   auto c = load_cluster_profile(test::profile_path("clusters/" + cluster + ".json"));
   PlanOptions o;
   o.pp = pp;
+  o.family = "v";  // the V at each degree: the rows below are worked out for it
   auto p = compile_plan(m.value(), c.value(), o);
   EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
   return json::parse(test::plan_text(p.value(), m.value(), c.value()));

@@ -28,6 +28,7 @@ json plan_doc(const std::string& model, int pp, Strategy strategy = Strategy::pu
   PlanOptions o;
   o.pp = pp;
   o.strategy = strategy;
+  if (strategy == Strategy::pulse) o.family = "v";  // the V: rows and caches checked below
   CompiledPlan p = compile_plan(m.value(), c.value(), o).value();
   if (split) {
     p.schedule = list_schedule(p.model, p.num_microbatches, p.inflight_limit, true);

@@ -45,10 +45,12 @@ std::vector<std::string> lines(const ValidateResult& r) {
   return out;
 }
 
+// Pulse plans here are the V (--family v): the corruptions below are written for its shape.
 PlanOptions pp(int n, Strategy s = Strategy::pulse) {
   PlanOptions o;
   o.pp = n;
   o.strategy = s;
+  if (s == Strategy::pulse) o.family = "v";
   return o;
 }
 

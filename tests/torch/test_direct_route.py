@@ -55,7 +55,7 @@ class DirectSkip(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "plan.json")
             plan = common.plan(OPTS.binary, common.TEST_PROFILE, path, "--pp", "2", "--dp",
-                               "1", "--global-batch", "4")
+                               "1", "--global-batch", "4", "--family", "v")
             self.assertEqual(len(plan["stages"]), 4)
             skip = move_layer_to_previous_stage(plan)
             with open(path, "w") as f:

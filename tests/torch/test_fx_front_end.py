@@ -135,8 +135,9 @@ class FrontEnd(unittest.TestCase):
         for strategy, pp, dp in (("pulse", 2, 2), ("sequential", 2, 1)):
             with self.subTest(strategy=strategy):
                 plan_path = self.path(f"{strategy}.json")
+                family = ("--family", "v") if strategy == "pulse" else ()  # the V: skips local
                 plan = common.plan(OPTS.binary, prof_path, plan_path, "--strategy", strategy,
-                                   "--pp", str(pp), "--dp", str(dp),
+                                   "--pp", str(pp), "--dp", str(dp), *family,
                                    "--global-batch", str(4 * dp), "--microbatch-size", "1")
                 if strategy == "pulse":
                     self.assertTrue(plan["partition"]["all_skips_local"])

@@ -108,7 +108,7 @@ class ProfileSmallUNet(unittest.TestCase):
 
     def test_plans_with_all_skips_local(self):
         out = os.path.join(self.tmp.name, "plan.json")
-        plan = common.plan(OPTS.binary, self.path, out, "--pp", "2", "--dp", "1")
+        plan = common.plan(OPTS.binary, self.path, out, "--pp", "2", "--dp", "1", "--family", "v")
         self.assertEqual(plan["inputs"]["model"]["provenance"], "measured")
         self.assertTrue(plan["partition"]["all_skips_local"])
         self.assertEqual({s["route"] for s in plan["skips"]}, {"local"})

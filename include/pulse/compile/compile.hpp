@@ -33,6 +33,9 @@ namespace pulse {
 
 struct PlanOptions {
   Strategy strategy = Strategy::pulse;
+  /// Pulse only: plan this one family (strategy.hpp) instead of searching them all; the
+  /// baselines' answers are still computed, for the plan's comparison, but do not replace it.
+  std::optional<std::string> family;
   std::optional<int> pp;  ///< Pipeline degree; searched when absent.
   std::optional<int> dp;  ///< Data-parallel degree; searched (devices / pp) when absent.
   std::optional<int> microbatch_size;  ///< Samples per microbatch; searched when absent.
@@ -82,6 +85,29 @@ struct Candidate {
   double samples_per_s = 0;
   std::int64_t peak_memory_bytes = 0;  ///< Largest device peak.
   std::string reason;  ///< Why it lost: out of memory (where, by how much), not divisible, ...
+  std::string family;  ///< The family its plan used.
+};
+
+/// How one family did at the chosen configuration.
+struct FamilyOutcome {
+  std::string family;
+  bool feasible = false;
+  bool synthesized = false;  ///< Got the full schedule synthesis (else: screened only).
+  bool chosen = false;
+  bool all_skips_local = false;
+  double iteration_s = 0;
+  double samples_per_s = 0;
+  std::int64_t p2p_bytes_per_iteration = 0;
+  std::string reason;  ///< Why it lost, or why it was not scheduled.
+};
+
+/// A baseline strategy's own answer for the same options (pulse compares itself with it).
+struct BaselineAnswer {
+  std::string strategy;
+  bool feasible = false;
+  double samples_per_s = 0;
+  std::int64_t p2p_bytes_per_iteration = 0;
+  std::string configuration;  ///< "pp 4 x dp 2, microbatch 1".
 };
 
 /// One configuration's degrees: global_batch = dp x microbatch_size x num_microbatches.
@@ -99,6 +125,9 @@ struct CompiledPlan : Degrees {
   Strategy strategy = Strategy::pulse;
   int device_type = 0;        ///< Index into the model's device_types.
   bool skips_nested = false;  ///< No two skips of the model cross (the graph pass).
+  const Family* family = nullptr;      ///< How it was cut, placed and scheduled.
+  std::vector<FamilyOutcome> families;  ///< Every family tried at this configuration.
+  std::vector<BaselineAnswer> baselines;  ///< Pulse only: each baseline's own answer.
   /// ranks[r][d]: the cluster rank of pipeline device d in data-parallel replica r.
   std::vector<std::vector<RankId>> ranks;
   Placement placement;  ///< How ranks were chosen.

@@ -37,6 +37,17 @@ struct StageLayout {
 
 /// The V: 2P stages, stage d and stage 2P-1-d on device d.
 StageLayout v_layout(std::vector<LayerId> first_layer, int pp);
+
+/// Waves: 2kP stages for k = `waves`, the main path running down and up the P devices k
+/// times on each side (k = 2 is a W). Stage s sits at level l = min(s, 2kP-1-s), its
+/// mirror 2kP-1-s at the same level, and level l on device
+///     wave_device(l, P) = l mod P          when l / P is even (going down),
+///                       = P-1 - (l mod P)  when l / P is odd  (going up),
+/// so a stage and its mirror share a device (what keeps nested skips local, see
+/// partition.hpp) and neighbouring stages sit on neighbouring devices. k = 1 is v_layout.
+StageLayout wave_layout(std::vector<LayerId> first_layer, int pp, int waves);
+/// The device of level `level` in a wave layout over `pp` devices.
+DeviceId wave_device(int level, int pp);
 /// P stages in a row, stage s on device s.
 StageLayout sequential_layout(std::vector<LayerId> first_layer, int pp);
 

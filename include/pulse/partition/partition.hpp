@@ -1,11 +1,33 @@
 // Partition pass: where to cut the layer sequence into stages. Two engines share one
 // request/answer shape so every strategy is compared on the same cost model:
-//   partition_v          Pulse: 2P stages in a V, stage d and 2P-1-d on device d,
-//                        skips kept on one device where the V allows it.
+//   partition_v          Pulse: 2kP stages in k waves (k = 1: the V, stage d and 2P-1-d on
+//                        device d), skips kept on one device where the cuts allow it.
 //   partition_sequential the conventional baseline: P stages in a row, skips relayed.
 // Both minimise the largest device load (compute plus blocking sends per microbatch), the
 // steady-state period of the pipeline, subject to device memory; ties go to fewer bytes
 // moved, then to more memory headroom.
+//
+// Waves, and why they keep nested skips local. Number the 2kP stages along the main path
+// and give stage s the level l(s) = min(s, 2kP-1-s): a level is a pair of mirror stages, an
+// encoder segment E_l and a decoder segment D_l, walking the layers from the outside in.
+// The V partitioner works on levels: its local_only constraint says every skip with one
+// end in E_l u D_l has the other end there too (two O(1) checks per transition, see
+// partition_v.cpp). Skips are nested (p1 < p2 < c2 < c1 for any two that overlap), so by
+// induction from the outermost level every skip starts and ends on one level. Any
+// placement that puts both stages of a level on one device therefore keeps every skip
+// local; wave_layout (cost/pipeline_model.hpp) is the one whose main path also only ever
+// steps between neighbouring devices: level l sits on device l mod P going down the
+// devices and P-1 - (l mod P) coming back up, so consecutive levels are neighbours, and
+// at each turn two consecutive levels share a device and hand over without a transfer.
+// The k = 2 placement is a W. (A skip between different levels of one device is local
+// too; the level DP does not use that freedom, so it is conservative, never wrong.)
+//
+// partition_v solves waves as a V over kP levels: each level a virtual device whose links
+// are its device's (free within a device), with 1/k of the device's memory, so that the
+// k levels a device holds fit together. It minimises the largest level's load, which is
+// within a factor k of the largest device's; the answer is a valid partition whose costs
+// the pipeline model computes exactly, but not proven optimal for the device objective
+// (PartitionResult::exact is false for k > 1).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +55,8 @@ struct PartitionRequest {
   /// Microbatches in flight per device the memory check assumes (the schedule never holds
   /// more on that device).
   std::vector<int> inflight;
+  /// partition_v only: waves per side (1: the V; k: 2kP stages in wave_layout).
+  int waves = 1;
   /// partition_sequential only: how skips reach consumers on other stages. Direct skips are
   /// charged on the slowest pipeline link (the consumer's stage is not known while the
   /// producer's is placed); exact when the pipeline's links are uniform.

@@ -48,6 +48,7 @@ struct PlanInputs {
 /// `options`: the options as given; a degree that was searched is absent (null).
 struct PlanGivenOptions {
   std::optional<std::string> strategy;  ///< Any name: strategies may be added within v1.
+  std::optional<std::string> family;    ///< --family, when one was asked for.
   std::optional<int> pp;
   std::optional<int> dp;
   std::optional<int> microbatch_size;
@@ -71,6 +72,37 @@ struct PlanParallelism {
   std::optional<bool> times_interpolated;
 };
 
+/// `partition.families[]`: how one family did at the plan's configuration.
+struct PlanFamilyOutcome {
+  std::string family;
+  bool feasible = false;
+  bool chosen = false;
+  bool synthesized = false;  ///< Got the full schedule synthesis (else: screened only).
+  std::optional<bool> all_skips_local;
+  std::optional<double> iteration_s;
+  std::optional<double> samples_per_s;
+  std::optional<std::int64_t> p2p_bytes_per_iteration;
+  std::optional<std::string> reason;  ///< Why it lost or was not scheduled.
+};
+
+/// `partition.versus.baselines[]`: a baseline strategy's own answer for the same options.
+struct PlanBaselineAnswer {
+  std::string strategy;
+  bool feasible = false;
+  std::optional<double> samples_per_s;
+  std::optional<std::int64_t> p2p_bytes_per_iteration;
+  std::optional<std::string> configuration;
+};
+
+/// `partition.versus`: by how much the chosen family beats the full-locality V (same
+/// configuration) and the best baseline (its own answer for the same options).
+struct PlanVersus {
+  std::optional<double> speedup_over_v;
+  std::optional<std::string> best_baseline;
+  std::optional<double> speedup_over_best_baseline;
+  std::vector<PlanBaselineAnswer> baselines;
+};
+
 /// `partition`: how the cut was found.
 struct PlanPartition {
   std::string method;
@@ -80,6 +112,11 @@ struct PlanPartition {
   bool all_skips_local = false;
   std::optional<bool> skips_nested;
   std::optional<int> states_explored;
+  /// The family of the plan (strategy.hpp): "v", "w2", "chain", "1f1b", ...
+  std::optional<std::string> family;
+  std::optional<int> waves;  ///< 0: a chain; k: 2kP stages in k waves.
+  std::vector<PlanFamilyOutcome> families;
+  std::optional<PlanVersus> versus;
 };
 
 struct PlanStage {
@@ -267,6 +304,7 @@ struct PlanCandidate {
   std::optional<double> samples_per_s;
   std::optional<std::int64_t> peak_memory_bytes;  ///< Largest device peak.
   std::optional<std::string> reason;              ///< Why it lost.
+  std::optional<std::string> family;              ///< The family its plan used.
 };
 
 struct Plan {
@@ -297,8 +335,10 @@ struct Plan {
   std::string strategy() const { return options.strategy.value_or(""); }
   /// Backward split into I and W: as schedule_info states, else whether any op is I or W.
   bool split_backward() const;
-  /// The V (2P stages, stage d and 2P-1-d on device d) as opposed to a chain.
+  /// The V (2P stages, stage d and 2P-1-d on device d) as opposed to a chain or waves.
   bool is_v() const;
+  /// "V", "chain", "W2", ..., from the stage -> device map (wave_layout's placements).
+  std::string shape() const;
   /// Stage of every layer name, in the plan's order: (layer, stage) pairs.
   std::vector<std::pair<std::string, StageId>> layer_stages() const;
   /// Total number of schedule operations.
