@@ -39,7 +39,19 @@ class NodeSearch {
   // `segment_start`: the pipeline device of a path's first position (0 for node-sized
   // pipelines, k * devices_per_node for the k-th segment of a spanning one).
   NodeSearch(const PlacementRequest& r, int path_length, int paths, int segment_start)
-      : request_(r), length_(path_length), paths_(paths), start_(segment_start) {}
+      : request_(r), length_(path_length), paths_(paths), start_(segment_start) {
+    // Every boundary's time on every pair of local devices, once: the search below scores
+    // n! orders and would otherwise recompute them for each.
+    const int n = r.cluster->devices_per_node;
+    times_.assign(static_cast<std::size_t>(length_) * n * n, 0.0);
+    for (int i = 0; i + 1 < length_; ++i) {
+      for (int a = 0; a < n; ++a) {
+        for (int b = 0; b < n; ++b) {
+          if (a != b) times_[(i * n + a) * n + b] = boundary_time(start_ + i, r.cluster->link(a, b));
+        }
+      }
+    }
+  }
 
   // Local device order, cut into `paths` consecutive paths of `length`.
   std::vector<int> best() const {
@@ -60,11 +72,12 @@ class NodeSearch {
   }
 
   Score score(const std::vector<int>& order) const {
+    const int n = request_.cluster->devices_per_node;
     Score s;
     for (int p = 0; p < paths_; ++p) {
       for (int i = 0; i + 1 < length_; ++i) {
         const int a = order[p * length_ + i], b = order[p * length_ + i + 1];
-        const double t = boundary_time(start_ + i, request_.cluster->link(a, b));
+        const double t = times_[(i * n + a) * n + b];
         s.worst = std::max(s.worst, t);
         s.total += t;
       }
@@ -81,6 +94,7 @@ class NodeSearch {
 
   const PlacementRequest& request_;
   int length_, paths_, start_;
+  std::vector<double> times_;  // [boundary][device a][device b]
 };
 
 Placement default_placement(const PlacementRequest& r, std::string why) {

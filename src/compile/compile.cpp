@@ -333,15 +333,19 @@ bool faster_plan(const CompiledPlan& a, const CompiledPlan& b) {
   return p2p_bytes(a) < p2p_bytes(b);
 }
 
-Result<CompiledPlan> compile_family(const CompileInputs& in, const Config& c, const Family& f,
-                                    Effort effort, PassClock& clock, double prune_at) {
+const Result<CompiledPlan>& compile_family(const CompileInputs& in, const Config& c,
+                                           const Family& f, Effort effort, PassClock& clock,
+                                           double prune_at) {
   const auto key = std::tuple{c.pp, c.dp, c.microbatch_size, std::string(f.name),
                               effort == Effort::full && f.schedule == ScheduleFamily::synthesized};
   if (auto it = in.cache->plans.find(key); it != in.cache->plans.end()) return it->second;
   if (static_cast<int>(in.model->layers.size()) < f.num_stages(c.pp)) {
-    return usage_error(fmt::format("{} needs {} layers ({} stages at pp {}); model {} has {}",
-                                   f.name, f.num_stages(c.pp), f.num_stages(c.pp), c.pp,
-                                   in.model->name, in.model->layers.size()));
+    return in.cache->plans
+        .emplace(key, usage_error(fmt::format("{} needs {} layers ({} stages at pp {}); model {} "
+                                              "has {}",
+                                              f.name, f.num_stages(c.pp), f.num_stages(c.pp),
+                                              c.pp, in.model->name, in.model->layers.size())))
+        .first->second;
   }
   CompiledPlan plan = start_plan(in, c, f);
   PassState st;
@@ -351,7 +355,8 @@ Result<CompiledPlan> compile_family(const CompileInputs& in, const Config& c, co
   clock.lap("graph");
   Status placed = cut_and_place(in, c, plan, st, clock);
   if (placed && time_lower_bound(plan.model, c.num_microbatches) >= prune_at) {
-    return Error{ErrorKind::infeasible, std::string(kPruned)};  // not cached: a bound, not an answer
+    in.cache->pruned = Error{ErrorKind::infeasible, std::string(kPruned)};
+    return in.cache->pruned;  // not kept: a bound, not an answer
   }
   Result<CompiledPlan> result = plan;
   if (!placed) {
@@ -366,7 +371,7 @@ Result<CompiledPlan> compile_family(const CompileInputs& in, const Config& c, co
 
 Result<CompiledPlan> compile_configuration(const CompileInputs& in, const Config& c,
                                            Effort effort, PassClock& clock) {
-  std::optional<CompiledPlan> best;
+  const CompiledPlan* best = nullptr;
   std::vector<FamilyOutcome> outcomes;
   std::optional<Error> first_error;
   for (const Family* family : searched_families(*in.options)) {
@@ -375,7 +380,7 @@ Result<CompiledPlan> compile_configuration(const CompileInputs& in, const Config
     // baselines' families always are, so their own answers are known.
     const double prune_at = best && !f.baseline ? best->evaluation.iteration_s
                                                 : std::numeric_limits<double>::infinity();
-    const Result<CompiledPlan> plan = compile_family(in, c, f, effort, clock, prune_at);
+    const Result<CompiledPlan>& plan = compile_family(in, c, f, effort, clock, prune_at);
     outcomes.push_back(outcome_of(f, plan, effort == Effort::full));
     if (!plan) {
       if (plan.error().kind == ErrorKind::internal) return plan.error();
@@ -386,18 +391,19 @@ Result<CompiledPlan> compile_configuration(const CompileInputs& in, const Config
       }
       continue;
     }
-    if (!best || faster_plan(*plan, *best)) best = *plan;
+    if (!best || faster_plan(*plan, *best)) best = &*plan;
   }
   if (!best) return first_error.value_or(infeasible_error("no family applies"));
   for (FamilyOutcome& o : outcomes) o.chosen = o.family == best->family->name;
-  best->families = std::move(outcomes);
-  return std::move(*best);
+  CompiledPlan chosen = *best;
+  chosen.families = std::move(outcomes);
+  return chosen;
 }
 
 Result<CompiledPlan> compile_fixed(const CompileInputs& in, const Config& c, PassClock& clock) {
   const std::vector<const Family*> all = searched_families(*in.options);
   if (all.size() == 1) {  // one family (a baseline's, or --family): fully synthesized
-    auto plan = compile_family(in, c, *all.front(), Effort::full, clock);
+    Result<CompiledPlan> plan = compile_family(in, c, *all.front(), Effort::full, clock);
     if (plan) {
       plan->families = {outcome_of(*all.front(), plan, true)};
       plan->families.front().chosen = true;
@@ -414,7 +420,7 @@ Result<CompiledPlan> compile_fixed(const CompileInputs& in, const Config& c, Pas
 
 Result<CompiledPlan> finish(const CompileInputs& in, const Config& c,
                             const CompiledPlan& screened, PassClock& clock) {
-  Result<CompiledPlan> full = compile_family(in, c, *screened.family, Effort::full, clock);
+  Result<CompiledPlan> full = compile_family(in, c, *screened.family, Effort::full, clock);  // a copy
   if (!full && full.error().kind == ErrorKind::internal) return full;
   const bool keep_full =
       in.options->strategy != Strategy::pulse || (full && !faster_plan(screened, *full));

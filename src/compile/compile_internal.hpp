@@ -29,6 +29,7 @@ struct CompileCache {
   std::map<int, LayerGraph> blind_graphs;  ///< The same without skip edges.
   std::map<std::vector<std::int64_t>, Placement> placements;
   std::map<std::tuple<int, int, int, std::string, int>, Result<CompiledPlan>> plans;
+  Result<CompiledPlan> pruned = Error{};  ///< compile_family's answer for a pruned family.
 };
 
 /// The inputs every pass of one compile_plan call reads.
@@ -47,7 +48,8 @@ Result<Config> resolve_config(const CompileInputs& in, int pp, int dp, int micro
 /// Runs the pass list for one configuration and one family, each pass timed on `clock`. A
 /// family whose lower bound on time (its busiest device's work) is at least `prune_at` is
 /// not scheduled: an infeasible error "pruned by its lower bound".
-Result<CompiledPlan> compile_family(
+/// The answer lives in `in.cache`, so the reference stays valid for the whole compile.
+const Result<CompiledPlan>& compile_family(
     const CompileInputs& in, const Config& config, const Family& family, Effort effort,
     PassClock& clock, double prune_at = std::numeric_limits<double>::infinity());
 
