@@ -342,7 +342,7 @@ std::string traffic_note(const Plan& p) {
     }
   }
   return fmt::format(
-      "<p class=\"note\">Per iteration, every replica: point-to-point {} (of it skips {}), "
+      "<p class=\"note\">Per iteration, all replicas together: point-to-point {} (of it skips {}), "
       "all-reduce {}. Link of each pipeline boundary (device to device): {}.</p>\n",
       format_bytes(p.comm.p2p_bytes_per_iteration), format_bytes(p.comm.skip_bytes_per_iteration),
       format_bytes(p.comm.allreduce_bytes_per_iteration.value_or(0)),
