@@ -25,18 +25,19 @@ host for the measured CPU profile; SD2 512 and Hunyuan-DiT 512 also on a 910A no
 1..8 with every strategy, with and without split backward (list schedules,
 `--solver-time-limit 0`, to keep it near a minute), plus a few default plans.
 
+Plans with several stages per side on each device, as the wave placement writes them, are
+in the corpus too: planner plans rewritten as waves by tests/plan_edits.py (SD2 on a DGX-1 at
+pp 2 and 4, 2 and 3 stages per side on each device, with and without split backward).
+
 Two exports of each plan are checked (`--export cxx,reference`, the default). `cxx` is the
-binary's. An export in the old format (side file `pulse.torch-stages/v1`: rows in
-pipeline-device order, no idle cells) is known to break rank_order and lock_step (issue 19):
-for it the test asserts that exactly those two checks fail, exactly where they must (rank
-order wherever a pipeline group is not ascending, e.g. SD2 pp 4 on a DGX-1), and that every
-other check passes. Once the export writes `pulse.torch-stages/v2`, every check must pass
-everywhere. `reference` is tests/torch_export_ref.py, the v2 format written in Python: it
-must pass every check on the whole corpus; the same export with its rows put back in
-pipeline-device order must fail rank_order (SD2 pp 4 on a DGX-1). The rules' own negative
-controls (a deadlocking order, a last stage whose forwards are out of microbatch order, a
-consumer in its producer's step, receives paired out of order, the loader's errors) and
-the real gloo check of `new_group`'s numbering are in tests/test_torch_rules.py.
+binary's, `reference` is tests/torch_export_ref.py, the format (`pulse.torch-stages/v2`)
+written in Python. Both must pass every check on the whole corpus, and the binary's files
+must be the reference's: the same CSV text, the same side file. The same export with its
+rows put back in pipeline-device order (the old v1 export's order) must fail rank_order
+(SD2 pp 4 on a DGX-1). The rules' own negative controls (a deadlocking order, a last stage
+whose forwards are out of microbatch order, a consumer in its producer's step, receives
+paired out of order, the loader's errors) and the real gloo check of `new_group`'s
+numbering are in tests/test_torch_rules.py.
 
     /usr/bin/python3 tests/test_torch_csv.py --binary build/pulse-plan [--export cxx]
     /usr/bin/python3 tests/test_torch_csv.py --check plan.json out.csv out.stages.json
@@ -55,13 +56,13 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 import torch_export_ref  # noqa: E402
+from plan_edits import wave_plan  # noqa: E402
 import torch_rules as rules  # noqa: E402
 from test_schemas import schema_errors  # noqa: E402
 
 BINARY = None
 EXPORTS = ("cxx", "reference")
 JOBS = 2
-KNOWN_V1_DEFECTS = {"rank_order", "lock_step"}
 CHECKS = ("loader", "runtime", "rank_order", "plan_order", "lock_step", "side_file")
 STRATEGIES = ("pulse", "v-naive", "1f1b", "1f1b-direct", "gpipe")
 
@@ -206,7 +207,7 @@ def clusters_for(model_path):
 
 
 def corpus():
-    """(label, plan arguments)."""
+    """(label, plan arguments, stages per side on each device for a wave rewrite or None)."""
     for model in sorted(glob.glob(os.path.join(ROOT, "profiles", "models", "*.json"))):
         for cluster in clusters_for(model):
             base = ["--model", model, "--cluster", cluster]
@@ -220,7 +221,7 @@ def corpus():
                         if split:
                             args.append("--split-backward")
                             label += " split"
-                        yield label, args
+                        yield label, args, None
     # A few plans with the default schedule synthesis, including the issue's SD2 pp 4.
     for model, cluster, extra in (("sd2-unet-512", "dgx1-v100-32gb-1n", ["--pp", "4"]),
                                   ("sd2-unet-512", "atlas800-910a-2n", ["--pp", "8"]),
@@ -229,7 +230,17 @@ def corpus():
         yield (f"{model} on {cluster} {' '.join(extra)} (default solver)",
                ["--model", os.path.join(ROOT, "profiles", "models", model + ".json"),
                 "--cluster", os.path.join(ROOT, "profiles", "clusters", cluster + ".json")]
-               + extra)
+               + extra, None)
+    # Waves: several stages per side on each device, rank groups as the planner placed them.
+    sd2 = ["--model", os.path.join(ROOT, "profiles", "models", "sd2-unet-512.json"),
+           "--cluster", os.path.join(ROOT, "profiles", "clusters", "dgx1-v100-32gb-1n.json"),
+           "--strategy", "1f1b", "--solver-time-limit", "0"]
+    for pp in (2, 4):
+        for k in (2, 3):
+            for split in (False, True):
+                yield (f"sd2-unet-512 on dgx1-v100-32gb-1n pp {pp} waves k {k}"
+                       + (" split" if split else ""),
+                       sd2 + ["--pp", str(pp)] + (["--split-backward"] if split else []), k)
 
 
 def make_plan(workdir, label, args):
@@ -264,16 +275,22 @@ def export(plan, workdir, how):
 
 
 def one_case(item):
-    """(label, plan or None, {export: (side file schema, check results)})."""
-    label, args = item
+    """(label, plan or None, {export: (side file schema, check results, CSV text, side
+    file)})."""
+    label, args, waves = item
     with tempfile.TemporaryDirectory() as tmp:
         plan = make_plan(tmp, label, args)
         if plan is None:
             return label, None, {}
+        if waves:
+            with open(args[args.index("--model") + 1]) as f:
+                plan = wave_plan(plan, json.load(f), waves)
         out = {}
         for how in EXPORTS:
             csv_path, side = export(plan, tmp, how)
-            out[how] = (side["schema"], check_export(plan, csv_path, side))
+            with open(csv_path) as f:
+                text = f.read()
+            out[how] = (side["schema"], check_export(plan, csv_path, side), text, side)
         return label, plan, out
 
 
@@ -307,7 +324,7 @@ class Exports(unittest.TestCase):
         failures = {name: [] for name in CHECKS}
         schemas = set()
         for label, _, out in self.planned:
-            schema, res = out[how]
+            schema, res = out[how][:2]
             schemas.add(schema)
             for name, why in res.items():
                 if why is not None:
@@ -331,30 +348,32 @@ class Exports(unittest.TestCase):
         if "cxx" not in EXPORTS:
             self.skipTest("--export does not include cxx")
         failures, schema = self.failures("cxx")
-        v1 = schema == "pulse.torch-stages/v1"
+        self.assertEqual(schema, "pulse.torch-stages/v2")
         for name in CHECKS:
-            if not (v1 and name in KNOWN_V1_DEFECTS):
-                self.assertEqual(failures[name], [], f"{name} failed")
-        if v1:
-            self.known_v1_defects(failures)
+            self.assertEqual(failures[name], [], f"{name} failed")
 
-    def known_v1_defects(self, failures):
-        """The v1 export has row r = pipeline device r and no idle cells. Until the C++
-        export writes v2, assert that rank_order fails exactly where a pipeline group is not
-        ascending, and lock_step wherever a pipeline has more than one device."""
-        for label, plan, out in self.planned:
-            res = out["cxx"][1]
-            groups = plan["rank_map"]["pipeline_groups"]
-            ascending = all(rules.group_rank(g[d], g) == d for g in groups for d in range(len(g)))
-            self.assertEqual(res["rank_order"] is None, ascending, f"{label}: {res['rank_order']}")
-            if plan["parallelism"]["pp"] == 1:
-                self.assertIsNone(res["lock_step"], label)
-        self.assertTrue(any("sd2-unet-512 on dgx1-v100-32gb-1n pp 4 pulse:" in f
-                            for f in failures["rank_order"]), "the issue's example")
-        self.assertTrue(any("sd2-unet-512 on dgx1-v100-32gb-1n pp 4 pulse:" in f
-                            for f in failures["lock_step"]))
-        print("known defects of the v1 export (issue 19), e.g.:\n  " + failures["rank_order"][0]
-              + "\n  " + failures["lock_step"][0], file=sys.stderr)
+    def test_waves_are_in_the_corpus(self):
+        waves = [plan for label, plan, _ in self.planned if "waves" in label]
+        self.assertEqual(len(waves), 8)
+        for plan in waves:
+            per_device = {}
+            for stage in plan["stages"]:
+                per_device[stage["device"]] = per_device.get(stage["device"], 0) + 1
+            self.assertGreaterEqual(min(per_device.values()), 4, per_device)
+        self.assertTrue(any(p["rank_map"]["pipeline_groups"][0] == [0, 3, 2, 1] for p in waves))
+
+    def test_cxx_export_is_the_reference(self):
+        if set(EXPORTS) != {"cxx", "reference"}:
+            self.skipTest("--export does not include both cxx and reference")
+        differ = []
+        for label, _, out in self.planned:
+            cxx, ref = out["cxx"], out["reference"]
+            if cxx[2] != ref[2]:
+                differ.append(f"{label}: the CSVs differ")
+            if cxx[3] != ref[3]:
+                keys = [k for k in ref[3] if cxx[3].get(k) != ref[3][k]]
+                differ.append(f"{label}: the side files differ in {keys}")
+        self.assertEqual(differ, [])
 
 
 class RowsOutOfGroupRankOrder(unittest.TestCase):

@@ -32,9 +32,11 @@ std::string sha256_hex(std::string_view bytes) {
   return hex;
 }
 
-Status write_file_atomically(const std::string& path, std::string_view content) {
-  // The temporary file sits beside the target (same file system, so rename is atomic),
-  // hidden: "dir/.plan.json.tmp-XXXXXX".
+namespace {
+
+// Writes `content` to a hidden temporary file beside `path` (same file system, so the rename
+// that follows is atomic): "dir/.plan.json.tmp-XXXXXX". Returns the temporary's name.
+Result<std::string> write_temporary(const std::string& path, std::string_view content) {
   const auto slash = path.find_last_of('/');
   const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
@@ -65,6 +67,10 @@ Status write_file_atomically(const std::string& path, std::string_view content) 
     ::unlink(temp.c_str());
     return internal_error(fmt::format("{}: write failed: {}", path, reason));
   }
+  return temp;
+}
+
+Status rename_into_place(const std::string& temp, const std::string& path) {
   if (std::rename(temp.c_str(), path.c_str()) != 0) {
     const std::string reason = std::strerror(errno);
     ::unlink(temp.c_str());
@@ -74,11 +80,56 @@ Status write_file_atomically(const std::string& path, std::string_view content) 
   return Ok{};
 }
 
-Status write_output(const std::string& path, std::string_view content) {
-  if (path != "-") return write_file_atomically(path, content);
+Status write_stdout(std::string_view content) {
   std::fwrite(content.data(), 1, content.size(), stdout);
   if (std::fflush(stdout) != 0) {
     return internal_error(fmt::format("stdout: write failed: {}", std::strerror(errno)));
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+Status write_file_atomically(const std::string& path, std::string_view content) {
+  auto temp = write_temporary(path, content);
+  if (!temp) return temp.error();
+  return rename_into_place(*temp, path);
+}
+
+Status write_output(const std::string& path, std::string_view content) {
+  return path == "-" ? write_stdout(content) : write_file_atomically(path, content);
+}
+
+Status write_outputs(const std::vector<Output>& outputs) {
+  std::vector<std::string> temps;
+  auto discard = [&] {
+    for (const std::string& t : temps) ::unlink(t.c_str());
+  };
+  for (const Output& o : outputs) {
+    if (o.path == "-") continue;
+    auto temp = write_temporary(o.path, o.content);
+    if (!temp) {
+      discard();
+      return temp.error();
+    }
+    temps.push_back(std::move(*temp));
+  }
+  for (const Output& o : outputs) {
+    if (o.path != "-") continue;
+    if (auto s = write_stdout(o.content); !s) {
+      discard();
+      return s;
+    }
+  }
+  std::size_t next = 0;
+  for (const Output& o : outputs) {
+    if (o.path == "-") continue;
+    if (auto s = rename_into_place(temps[next], o.path); !s) {
+      temps.erase(temps.begin(), temps.begin() + static_cast<std::ptrdiff_t>(next) + 1);
+      discard();
+      return s;
+    }
+    ++next;
   }
   return Ok{};
 }

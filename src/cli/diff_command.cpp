@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "pulse/base/io.hpp"
 #include "pulse/tools/diff.hpp"
 #include "pulse/plan/plan.hpp"
 #include "pulse/plan/plan_codec.hpp"
@@ -22,7 +23,8 @@ namespace {
 constexpr int kThresholdExit = 4;
 
 constexpr const char* kDiffHelp =
-    R"txt(usage: pulse-plan diff OLD NEW [--json] [--fail-if-slower PCT] [--fail-if-more-traffic PCT]
+    R"txt(usage: pulse-plan diff OLD NEW [--format table|json|html] [-o FILE]
+                       [--fail-if-slower PCT] [--fail-if-more-traffic PCT]
                        [--color auto|always|never]
 
 Compares two plans semantically, typically one model planned for two clusters: the
@@ -31,12 +33,19 @@ kept local), every stage's layers, the schedule, predicted time and throughput, 
 (point-to-point, of it skip tensors, all-reduce) and peak memory per device, old value
 beside new with the change; then every layer that moved to another stage or device.
 
-Colour (green better, red worse, yellow changed) only when stdout is a terminal, unless
---color says otherwise; NO_COLOR in the environment turns auto colour off.
+--format table (the default) prints that as aligned text, json as pulse.plan-diff/v1 (--json
+is the same), html as one self-contained page (no script, nothing fetched) with the two plans
+side by side, OLD left and NEW right: the schedules' timelines on one time scale, the stage
+maps (stage -> device, layers, skip arcs), memory per device against capacity and
+point-to-point traffic by link class, each pair on one scale; then every row and the moved
+layers. -o FILE writes any format there atomically (nothing is written on an error).
+
+In the table, colour (green better, red worse, yellow changed) only when stdout is a
+terminal, unless --color says otherwise; NO_COLOR in the environment turns auto colour off.
 
 For CI, --fail-if-slower PCT exits 4 when NEW's throughput (samples/s) is more than PCT
 percent below OLD's, and --fail-if-more-traffic PCT when NEW moves more than PCT percent
-more point-to-point bytes per sample. The report is printed either way.
+more point-to-point bytes per sample. The report is written either way.
 
 )txt";
 
@@ -44,25 +53,30 @@ constexpr const char* kDiffExamples = R"txt(
 examples:
   pulse-plan diff sd2-v100.json sd2-910a.json
   pulse-plan diff old.json new.json --json > diff.json
+  pulse-plan diff sd2-v100.json sd2-910a.json --format html -o sd2-move.html
   pulse-plan diff main.json branch.json --fail-if-slower 2 --fail-if-more-traffic 10
 
-exit codes: 0 report printed; 2 bad usage or a plan that cannot be read; 3 internal error;
-4 a --fail-if threshold tripped (the report is printed, the reason is on stderr).
+exit codes: 0 report written; 2 bad usage or a plan that cannot be read; 3 internal error;
+4 a --fail-if threshold tripped (the report is written, the reason is on stderr).
 )txt";
 
 po::options_description diff_options() {
   po::options_description o("options");
-  o.add_options()("json", "print the diff as JSON (pulse.plan-diff/v1) instead of a table")(
+  o.add_options()("format", po::value<std::string>()->value_name("NAME")->default_value("table"),
+                  "table, json or html")(
+      "json", "the same as --format json")(
+      "output,o", po::value<std::string>()->value_name("FILE"),
+      "write here (atomically) instead of stdout")(
       "fail-if-slower", po::value<double>()->value_name("PCT"),
       "exit 4 if NEW's samples/s is more than PCT percent below OLD's")(
       "fail-if-more-traffic", po::value<double>()->value_name("PCT"),
       "exit 4 if NEW moves more than PCT percent more P2P bytes per sample")(
       "color", po::value<std::string>()->value_name("WHEN")->default_value("auto"),
-      "auto, always or never")("help,h", "this help");
+      "auto, always or never (the table only)")("help,h", "this help");
   return o;
 }
 
-Result<bool> use_color(const std::string& when) {
+Result<bool> use_color(const std::string& when, bool to_stdout) {
   if (when == "always") return true;
   if (when == "never") return false;
   if (when != "auto") {
@@ -71,7 +85,7 @@ Result<bool> use_color(const std::string& when) {
   }
   const char* no_color = std::getenv("NO_COLOR");
   const char* term = std::getenv("TERM");
-  return ::isatty(STDOUT_FILENO) == 1 && (no_color == nullptr || *no_color == '\0') &&
+  return to_stdout && ::isatty(STDOUT_FILENO) == 1 && (no_color == nullptr || *no_color == '\0') &&
          !(term != nullptr && std::string(term) == "dumb");
 }
 
@@ -106,6 +120,25 @@ std::vector<std::string> tripped(const PlanDiff& d, std::optional<double> slower
   return out;
 }
 
+// The output format: --format, or json for --json; --color only with the table.
+Result<std::string> output_format(const po::variables_map& vm) {
+  const std::string format = vm["format"].as<std::string>();
+  if (format != "table" && format != "json" && format != "html") {
+    return usage_error(
+        fmt::format("diff: --format must be table, json or html, got \"{}\"", format));
+  }
+  if (vm.count("json") && !vm["format"].defaulted() && format != "json") {
+    return usage_error(fmt::format(
+        "diff: --json and --format {} ask for two formats; give one of them", format));
+  }
+  const std::string chosen = vm.count("json") ? "json" : format;
+  if (!vm["color"].defaulted() && chosen != "table") {
+    return usage_error(
+        fmt::format("diff: --color applies to --format table, not {}", chosen));
+  }
+  return chosen;
+}
+
 }  // namespace
 
 int diff_command(const std::vector<std::string>& args) {
@@ -123,7 +156,10 @@ int diff_command(const std::vector<std::string>& args) {
                     "--help)",
                     split.positional.size())));
   }
-  auto color = use_color((*vm)["color"].as<std::string>());
+  auto format = output_format(*vm);
+  if (!format) return report(format.error());
+  const std::string output = vm->count("output") ? (*vm)["output"].as<std::string>() : "-";
+  auto color = use_color((*vm)["color"].as<std::string>(), output == "-");
   if (!color) return report(color.error());
   auto slower = threshold(*vm, "fail-if-slower");
   if (!slower) return report(slower.error());
@@ -137,8 +173,10 @@ int diff_command(const std::vector<std::string>& args) {
     return 2;
   }
   const PlanDiff d = diff_plans({&*a, &*b});
-  std::cout << (vm->count("json") ? format_diff_json(d) : format_diff_table(d, {*color}))
-            << std::flush;
+  const std::string text = *format == "json"   ? format_diff_json(d)
+                           : *format == "html" ? format_diff_html(d, *a, *b)
+                                               : format_diff_table(d, {*color});
+  if (auto written = write_output(output, text); !written) return report(written.error());
   const std::vector<std::string> reasons = tripped(d, *slower, *traffic);
   for (const std::string& r : reasons) std::cerr << "pulse-plan: diff: " << r << "\n";
   return reasons.empty() ? 0 : kThresholdExit;

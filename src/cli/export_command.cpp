@@ -1,6 +1,4 @@
 // pulse-plan export: a plan as a PyTorch schedule CSV, a Graphviz graph or an HTML report.
-#include <unistd.h>
-
 #include <algorithm>
 #include <iostream>
 #include <optional>
@@ -24,15 +22,20 @@ constexpr const char* kExportHelp =
 
 Writes a plan in another format, to stdout or atomically to -o FILE:
 
-  torch-csv  PyTorch pipelining's compute-only schedule CSV, loadable with
-             PipelineScheduleMulti._load_csv(FILE, format="compute_only"): one row per
-             pipeline rank (the plan's pipeline device), the rank's actions in the plan's
-             order, {stage}{F|B|I|W}{microbatch} (I and W for a split backward). Beside it
-             a JSON side file (pulse.torch-stages/v1) with what the CSV cannot say: each
-             stage's rank and layers, the skip tensors each rank caches (name, producer
-             and consumer layer, stage pair, bytes), skips that cross ranks, and the
-             global ranks of every pipeline. With -o out.csv it is out.stages.json; name
-             it with --stages FILE (required for it when the CSV goes to stdout).
+  torch-csv  PyTorch pipelining's compute-only schedule CSV, one row per pipeline rank,
+             {stage}{F|B|I|W}{microbatch} (I and W for a split backward), run correctly by
+             both executors: PipelineScheduleMulti._load_csv(FILE), lock-step, and
+             _PipelineScheduleRuntime._load_csv(FILE, format="compute_only"), which drops
+             the empty cells and adds the sends and receives. Row g is the rank with group
+             rank g (new_group sorts a pipeline's global ranks); each op sits at the first
+             step after its rank's previous op and after the op whose output it consumes,
+             with empty cells between. Beside it a JSON side file (pulse.torch-stages/v2):
+             each row's pipeline device and the global rank of every replica, each stage's
+             group rank and layers, the skip tensors each rank caches, skips that cross
+             ranks. With -o out.csv it is out.stages.json; name it with --stages FILE
+             (required for it when the CSV goes to stdout). Both appear or neither. A plan
+             whose pipeline groups order their devices differently is refused (exit 2):
+             one CSV cannot serve them all.
   dot        Graphviz: layers in stage clusters, filled by device, skip edges dashed
              (green local, red crossing devices). --model FILE adds kinds and parameters.
   html       one self-contained page (no script, nothing fetched): the schedule as a
@@ -48,8 +51,8 @@ examples:
   pulse-plan export sd2.json --format dot | dot -Tsvg > sd2.svg
   pulse-plan export sd2.json --format html --compare sd2-seq.json -o sd2.html
 
-exit codes: 0 written; 2 bad usage or a plan that cannot be read (nothing written);
-3 internal error (e.g. a write failed).
+exit codes: 0 written; 2 bad usage, a plan that cannot be read or one torch-csv cannot
+express (nothing written); 3 internal error (e.g. a write failed).
 )txt";
 
 po::options_description export_options() {
@@ -75,23 +78,32 @@ Status emit(const po::variables_map& vm, const std::string& text) {
   return write_output(vm["output"].as<std::string>(), text);
 }
 
+// The CSV (stdout or -o) and its side file appear together or not at all.
 Status export_csv(const po::variables_map& vm, const Plan& plan) {
-  const TorchCsv out = export_torch_csv(plan);
+  auto out = export_torch_csv(plan);
+  if (!out) return out.error();
   std::string side;
   if (vm.count("stages")) {
     side = vm["stages"].as<std::string>();
   } else if (vm.count("output") && vm["output"].as<std::string>() != "-") {
     side = torch_stages_path(vm["output"].as<std::string>());
   }
-  if (side.empty()) {
-    std::cerr << "pulse-plan: export: note: the stage map and skip caches are not written; "
-                 "give -o FILE or --stages FILE\n";
-  } else if (auto s = write_file_atomically(side, out.stages_json); !s) {
-    return s;
+  const std::string csv = vm.count("output") ? vm["output"].as<std::string>() : "-";
+  if (side == "-" && csv == "-") {
+    return usage_error("export: the CSV and --stages cannot both go to stdout");
   }
-  auto written = emit(vm, out.csv);
-  if (!written && !side.empty()) ::unlink(side.c_str());
-  return written;
+  if (!side.empty() && side == csv) {
+    return usage_error(
+        fmt::format("export: --stages {} names the CSV's own file; give another name", side));
+  }
+  std::vector<Output> outputs = {{csv, out->csv}};
+  if (side.empty()) {
+    std::cerr << "pulse-plan: export: note: the side file (rows' devices and global ranks, "
+                 "stage layers, skip caches) is not written; give -o FILE or --stages FILE\n";
+  } else {
+    outputs.push_back({side, out->stages_json});
+  }
+  return write_outputs(outputs);
 }
 
 // Options that belong to another format are a usage error, not silently ignored.

@@ -12,7 +12,6 @@ Python standard library only (png.py beside this file decodes the screenshot).
 """
 import argparse
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -20,44 +19,15 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from browser import EXTERNAL, console_messages, run_chromium  # noqa: E402
 from png import read_png  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BINARY = None
-TIMEOUT_S = 120
 WINDOW = (1200, 1400)
-# Fills of forward ops of stages 0..3 (src/export_html.cpp kStageColor); in SD2's V at
+# Fills of forward ops of stages 0..3 (src/tools/html_parts.cpp kStageColor); in SD2's V at
 # pp 4, stage d runs on device d, so their rows go top to bottom.
 STAGE_RGB = [(0x1F, 0x77, 0xB4), (0xFF, 0x7F, 0x0E), (0x2C, 0xA0, 0x2C), (0xD6, 0x27, 0x28)]
-CONSOLE = re.compile(r":CONSOLE[:(]\d*\)?\] (.*)")
-EXTERNAL = re.compile(r"""(<script|<link|\bsrc\s*=|\bhref\s*=|url\(|@import)""", re.I)
-
-
-def chromium():
-    for name in ("chromium", "chromium-browser"):
-        path = shutil.which(name)
-        if path:
-            return path
-    raise RuntimeError("headless Chromium is needed: apt-get install chromium")
-
-
-def run_chromium(page, work, *mode):
-    """Runs headless Chromium on a local page with a fresh profile; returns (stdout, stderr)."""
-    profile = tempfile.mkdtemp(prefix="profile-", dir=work)
-    cmd = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-           "--no-first-run", "--disable-background-networking", "--disable-component-update",
-           "--disable-sync", f"--user-data-dir={profile}", "--hide-scrollbars",
-           f"--window-size={WINDOW[0]},{WINDOW[1]}", "--enable-logging=stderr", "--v=0",
-           *mode, "file://" + os.path.abspath(page)]
-    proc = subprocess.run(cmd, capture_output=True, timeout=TIMEOUT_S, text=True,
-                          errors="replace", stdin=subprocess.DEVNULL)
-    if proc.returncode != 0:
-        raise RuntimeError(f"chromium exited {proc.returncode}:\n{proc.stderr[-3000:]}")
-    return proc.stdout, proc.stderr
-
-
-def console_messages(stderr):
-    return [m.group(1) for m in CONSOLE.finditer(stderr)]
 
 
 def timeline_problems(png_path):
@@ -119,26 +89,26 @@ class HtmlReport(unittest.TestCase):
             self.assertNotEqual(EXTERNAL.findall(f.read()), [])  # the check can fail
 
     def test_loads_without_console_messages(self):
-        dom, stderr = run_chromium(self.page, self.work, "--dump-dom")
+        dom, stderr = run_chromium(self.page, self.work, "--dump-dom", window=WINDOW)
         self.assertEqual(console_messages(stderr), [])
         self.assertIn('<svg id="timeline-0"', dom)
         self.assertIn('<svg id="timeline-1"', dom)
         self.assertGreaterEqual(dom.count("<rect"), 8 * 32 * 2)  # every op of the V plan
 
     def test_console_check_sees_errors(self):
-        _, stderr = run_chromium(self.broken, self.work, "--dump-dom")
+        _, stderr = run_chromium(self.broken, self.work, "--dump-dom", window=WINDOW)
         messages = console_messages(stderr)
         self.assertTrue(any("boom" in m for m in messages), stderr[-2000:])
         self.assertTrue(any("undefined_function" in m for m in messages), stderr[-2000:])
 
     def test_screenshot_shows_the_timeline(self):
         shot = os.path.join(self.work, "report.png")
-        run_chromium(self.page, self.work, f"--screenshot={shot}")
+        run_chromium(self.page, self.work, f"--screenshot={shot}", window=WINDOW)
         self.assertEqual(timeline_problems(shot), [])
 
     def test_screenshot_check_fails_without_a_timeline(self):
         shot = os.path.join(self.work, "broken.png")
-        run_chromium(self.broken, self.work, f"--screenshot={shot}")
+        run_chromium(self.broken, self.work, f"--screenshot={shot}", window=WINDOW)
         problems = timeline_problems(shot)
         self.assertIn("the screenshot is (nearly) blank", problems)
         self.assertEqual(len(problems), 1 + len(STAGE_RGB))

@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <map>
+#include <regex>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -198,6 +200,105 @@ TEST(Diff, JsonForMachines) {
     }
   }
   EXPECT_NEAR(j["slowdown_pct"].get<double>(), d.slowdown_pct, 1e-9);
+}
+
+// The SVG element with this id, start tag to end tag.
+std::string svg_with_id(const std::string& html, const std::string& id) {
+  const auto start = html.find("<svg id=\"" + id + "\"");
+  if (start == std::string::npos) return "";
+  return html.substr(start, html.find("</svg>", start) + 6 - start);
+}
+
+std::size_t occurrences(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The smallest x and the largest x + width of the op rectangles of a timeline.
+std::pair<double, double> op_extent(const std::string& svg) {
+  const std::regex rect(R"re(<rect x="([0-9.]+)" y="[0-9.]+" width="([0-9.]+)" height="26" fill=)re");
+  double lo = 1e9, hi = 0;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), rect); it != std::sregex_iterator();
+       ++it) {
+    const double x = std::stod((*it)[1]), w = std::stod((*it)[2]);
+    lo = std::min(lo, x);
+    hi = std::max(hi, x + w);
+  }
+  return {lo, hi};
+}
+
+double makespan(const Plan& p) {
+  double end = 0;
+  for (const auto& ops : p.schedule) {
+    for (const PlanOp& o : ops) end = std::max(end, o.end_s);
+  }
+  return end;
+}
+
+TEST(DiffHtml, TwoPlansSideBySideOnOneScale) {
+  json doc910 = plan_doc("sd2-unet-512", "atlas800-910a-1n");
+  doc910["stages"][0]["layers"][0] = "time<embedding>&";  // escaped on the page
+  const Plan a = read(plan_doc("sd2-unet-512", "dgx1-v100-32gb-1n"), "v100.json");
+  const Plan b = read(doc910, "910a.json");
+  const PlanDiff d = diff_plans({&a, &b});
+  const std::string html = format_diff_html(d, a, b);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>\n", 0), 0u);
+  EXPECT_EQ(html.substr(html.size() - 8), "</html>\n");
+  for (const char* external : {"<script", "src=", "href=", "url(", "@import", "<link"}) {
+    EXPECT_EQ(html.find(external), std::string::npos) << external;
+  }
+  EXPECT_NE(html.find("time&lt;embedding&gt;&amp;"), std::string::npos);
+  EXPECT_EQ(html.find("time<embedding>"), std::string::npos);
+
+  // Both timelines, every op of each plan in its own.
+  const std::string left = svg_with_id(html, "timeline-old");
+  const std::string right = svg_with_id(html, "timeline-new");
+  EXPECT_EQ(occurrences(left, "<title>F stage") + occurrences(left, "<title>B stage"), a.num_ops());
+  EXPECT_EQ(occurrences(right, "<title>F stage") + occurrences(right, "<title>B stage"),
+            b.num_ops());
+  // One time scale: both start at the same x, and each spans its makespan over the longer.
+  const auto [left_lo, left_hi] = op_extent(left);
+  const auto [right_lo, right_hi] = op_extent(right);
+  EXPECT_NEAR(left_lo, right_lo, 0.01);
+  EXPECT_NEAR((right_hi - right_lo) / (left_hi - left_lo), makespan(b) / makespan(a), 1e-3);
+  EXPECT_LT(makespan(b), 0.9 * makespan(a));  // so the check above has something to check
+
+  // Traffic by link class: NV2 on the V100 and HCCS on the 910A, each class one colour and a
+  // bar in both halves (0 B where the plan does not use it).
+  const std::regex link(R"re(fill="(#[0-9a-f]{6})" class="link"><title>(\w+): ([^<]+) per iteration)re");
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> bars;
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), link);
+       it != std::sregex_iterator(); ++it) {
+    bars[(*it)[2]].emplace_back((*it)[1], (*it)[3]);
+  }
+  ASSERT_EQ(bars.size(), 2u);
+  for (const auto& [name, seen] : bars) {
+    ASSERT_EQ(seen.size(), 2u) << name;
+    EXPECT_EQ(seen[0].first, seen[1].first) << name;
+  }
+  EXPECT_EQ(bars["NV2"][1].second, "0 B");
+  EXPECT_EQ(bars["HCCS"][0].second, "0 B");
+  EXPECT_NE(bars["HCCS"][1].second, "0 B");
+
+  // Memory on one scale: the capacity lanes of both halves are equally long.
+  const std::regex lane(R"re(y="[0-9.]+" width="([0-9.]+)" height="26" class="capacity")re");
+  std::set<std::string> widths;
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), lane);
+       it != std::sregex_iterator(); ++it) {
+    widths.insert((*it)[1]);
+  }
+  EXPECT_EQ(widths.size(), 1u);
+
+  // Every row of the diff, coloured by its change; the moved layers.
+  EXPECT_EQ(occurrences(html, "<tr class=\"") - occurrences(html, "<tr class=\"section\">"),
+            d.rows.size());
+  int worse = 0;
+  for (const DiffRow& r : d.rows) worse += r.change == Change::worse ? 1 : 0;
+  EXPECT_EQ(occurrences(html, "<tr class=\"worse\">"), static_cast<std::size_t>(worse));
+  EXPECT_NE(html.find(fmt::format("{} of 47 layers moved", d.moved_layers.size())),
+            std::string::npos);
+  EXPECT_NE(html.find("910a.json predicts "), std::string::npos);
 }
 
 }  // namespace

@@ -30,6 +30,9 @@ import unittest
 
 import common
 
+sys.path.insert(0, os.path.join(common.ROOT, "tests"))
+from plan_edits import wave_plan  # noqa: E402
+
 OPTS = None
 ENV = {}  # the venv, set up once
 
@@ -220,49 +223,6 @@ class Zero(Base):
             pair = [z for z in zero if z["device"] == device]
             n = sum(p.numel() for p in pair[0]["params"].values())
             self.assertEqual(sum(z["optimizer_state_numel"] for z in pair), 2 * n)
-
-
-def wave_plan(plan, profile, k=2):
-    """The planner's pp 2 plan rewritten as waves: 2 k P stages, k per side on each device in
-    a zig-zag (0 1 1 0 0 1 1 0 for k = 2), layers cut evenly. Skips whose ends land on two
-    devices are sent directly; main-path messages follow the cuts; the schedule runs every
-    forward in stage order, then every backward in reverse (a valid order on any stage map).
-    Everything else (rank map, degrees, skips' bytes) is the planner's."""
-    pp = plan["parallelism"]["pp"]
-    layers = [l["name"] for l in profile["layers"]]
-    n = 2 * k * pp
-    cuts = [round(i * len(layers) / n) for i in range(n + 1)]
-    zigzag = [d for _ in range(k) for d in list(range(pp)) + list(reversed(range(pp)))]
-    stages = [{"id": s, "device": zigzag[s], "layers": layers[cuts[s]:cuts[s + 1]]}
-              for s in range(n)]
-    stage_of = {name: s["id"] for s in stages for name in s["layers"]}
-    out_bytes = {l["name"]: l["output_bytes_per_sample"] for l in profile["layers"]}
-    b = plan["parallelism"]["microbatch_size"]
-    transfers = []
-    for s in range(n - 1):
-        if zigzag[s] != zigzag[s + 1]:
-            per_mb = b * out_bytes[stages[s]["layers"][-1]]
-            transfers.append({"from_stage": s, "to_stage": s + 1, "kind": "main", "skips": [],
-                              "forward_bytes_per_microbatch": {"activation": per_mb}})
-    for skip in plan["skips"]:
-        p, c = stage_of[skip["producer"]], stage_of[skip["consumer"]]
-        local = zigzag[p] == zigzag[c]
-        skip.update(producer_stage=p, consumer_stage=c, producer_device=zigzag[p],
-                    consumer_device=zigzag[c], local=local, route="local" if local else "direct")
-        if not local:
-            transfers.append({"from_stage": p, "to_stage": c, "kind": "skip",
-                              "skips": [skip["name"]]})
-    m = plan["parallelism"]["num_microbatches"]
-    split = plan["schedule_info"]["split_backward"]
-    order = [("F", s, mb) for s in range(n) for mb in range(m)]
-    for s in reversed(range(n)):
-        for mb in range(m):
-            order += [("I", s, mb), ("W", s, mb)] if split else [("B", s, mb)]
-    plan.update(stages=stages, transfers=transfers, schedule=[
-        {"device": d, "ops": [{"op": o, "stage": s, "mb": mb} for o, s, mb in order
-                              if zigzag[s] == d]} for d in range(pp)])
-    plan["parallelism"]["num_stages"] = n
-    return plan
 
 
 @common.requires_torch

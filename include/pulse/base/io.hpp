@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "pulse/base/result.hpp"
 
@@ -21,5 +22,16 @@ Status write_file_atomically(const std::string& path, std::string_view content);
 /// Where a command writes a named output: "-" is stdout (the Unix convention), anything
 /// else a file written atomically.
 Status write_output(const std::string& path, std::string_view content);
+
+/// One of several outputs of a command: a path as write_output takes it, and its text.
+struct Output {
+  std::string path;
+  std::string_view content;
+};
+
+/// Outputs that belong together (a CSV and its side file): every file is written to its
+/// temporary first and "-" goes to stdout; only then are the files renamed into place. A
+/// failure before the renames leaves every existing file as it was.
+Status write_outputs(const std::vector<Output>& outputs);
 
 }  // namespace pulse

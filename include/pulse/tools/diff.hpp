@@ -68,5 +68,10 @@ struct DiffTableOptions {
 std::string format_diff_table(const PlanDiff& diff, const DiffTableOptions& options);
 /// The same as JSON (schema "pulse.plan-diff/v1"), for machines.
 std::string format_diff_json(const PlanDiff& diff);
+/// One self-contained HTML page (no script, nothing fetched): the two plans side by side
+/// (`old_plan` left, `new_plan` right, those `diff` was made from), each pair of figures on
+/// one scale: the schedules' timelines, the stage maps, memory per device against capacity,
+/// point-to-point traffic by link class; then the rows and the moved layers.
+std::string format_diff_html(const PlanDiff& diff, const Plan& old_plan, const Plan& new_plan);
 
 }  // namespace pulse

@@ -1,8 +1,9 @@
 // Plans in other people's formats:
-//   torch-csv  PyTorch pipelining's compute-only schedule CSV (PipelineScheduleMulti
-//              ._load_csv(path, format="compute_only")), plus a JSON side file with the
-//              stage -> layer map and the skip tensors each rank caches, which the CSV
-//              cannot say;
+//   torch-csv  PyTorch pipelining's compute-only schedule CSV, rows in group-rank order with
+//              lock-step idle cells, which both PipelineScheduleMulti._load_csv(path) and
+//              _PipelineScheduleRuntime._load_csv(path, format="compute_only") run
+//              correctly; plus a JSON side file with the rows' devices and global ranks,
+//              the stage -> layer map and the skip tensors each rank caches;
 //   dot        Graphviz of the layer graph, stages as clusters, skip edges dashed, layers
 //              coloured by device;
 //   html       one self-contained page: the schedule as an SVG timeline per device, the
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "pulse/base/result.hpp"
 #include "pulse/plan/plan.hpp"
 #include "pulse/profile/profile.hpp"
 
@@ -34,19 +36,25 @@ std::string export_format_names();
 std::string torch_stages_path(const std::string& csv_path);
 
 /// The schema tag of the torch-csv side file.
-inline constexpr const char* kTorchStagesSchema = "pulse.torch-stages/v1";
+inline constexpr const char* kTorchStagesSchema = "pulse.torch-stages/v2";
 
 struct TorchCsv {
-  /// One row per pipeline rank (the plan's pipeline device), no header: the rank's actions
-  /// in the plan's order, `{stage}{F|B|I|W}{microbatch}`, comma-separated.
+  /// One row per pipeline rank in group-rank order (row g: the device whose global rank is
+  /// the g-th smallest of its pipeline group, as torch.distributed.new_group numbers them),
+  /// no header: the device's actions in the plan's order, `{stage}{F|B|I|W}{microbatch}`,
+  /// each at its lock-step step (empty cells between), so that PipelineScheduleMulti never
+  /// runs an op at or before the step of the op whose output it consumes.
   std::string csv;
-  /// pulse.torch-stages/v1: stages with their rank and layers, per rank the skip tensors
-  /// cached there (name, producer and consumer layer, stage pair, bytes), skips that cross
-  /// ranks with their route, and the global ranks of every pipeline.
+  /// pulse.torch-stages/v2: the rows' devices, stages with their group rank and layers, per
+  /// rank its stages, global ranks and cached skips, skips that cross ranks with their route.
   std::string stages_json;
+  std::vector<DeviceId> row_devices;  ///< The pipeline device of each row.
+  int num_steps = 0;                  ///< Cells in the longest row.
 };
 
-TorchCsv export_torch_csv(const Plan& plan);
+/// Input error (exit 2) when the pipeline groups order their devices differently (one CSV
+/// cannot serve every replica) or the schedule cannot run to its end.
+Result<TorchCsv> export_torch_csv(const Plan& plan);
 
 struct DotOptions {
   /// Optional: adds each layer's kind and parameter count to its label.
