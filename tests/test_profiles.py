@@ -20,7 +20,8 @@ CLUSTERS = REPO / "profiles" / "clusters"
 SCHEMAS = REPO / "schema"
 
 MODEL_NAMES = ["sd2-unet-512", "sd2-unet-768", "sdxl-unet-1024", "uvit-h2-256", "uvit-l2-256",
-               "hunyuan-dit-g2-1024", "hunyuan-dit-g2-512", "flux1-dev-1024"]
+               "hunyuan-dit-g2-1024", "hunyuan-dit-g2-512", "flux1-dev-1024",
+               "svd-xt-unet-576x1024"]
 CLUSTER_NAMES = [f"{prefix}-{n}n" for prefix in ("dgx1-v100-16gb", "dgx1-v100-32gb",
                                                  "atlas800-910a") for n in (1, 2, 4, 8)]
 DEVICE_TYPES = ["V100-SXM2", "Ascend-910A"]
@@ -176,14 +177,16 @@ class TotalsTest(unittest.TestCase):
     PARAMS = [("sd2-unet-512", 865_910_724, 0.0), ("sd2-unet-768", 865_910_724, 0.0),
               ("sdxl-unet-1024", 2_567_463_684, 0.001), ("uvit-h2-256", 501e6, 0.01),
               ("uvit-l2-256", 287e6, 0.01), ("hunyuan-dit-g2-1024", 1.5e9, 0.03),
-              ("hunyuan-dit-g2-512", 1.5e9, 0.03), ("flux1-dev-1024", 11.9e9, 0.03)]
+              ("hunyuan-dit-g2-512", 1.5e9, 0.03), ("flux1-dev-1024", 11.9e9, 0.03),
+              # The published SVD UNet count: Ctrl-Crash (arXiv 2506.00227v2), Table G.6.
+              ("svd-xt-unet-576x1024", 1_524_623_082, 0.0)]
     # Forward FLOPs per sample, models_hw.md sections 1-5.
     FLOPS = [("sd2-unet-512", 804e9), ("sd2-unet-768", 2149e9), ("sdxl-unet-1024", 6.76e12),
              ("uvit-h2-256", 266e9), ("uvit-l2-256", 153e9), ("hunyuan-dit-g2-1024", 14.3e12),
              ("hunyuan-dit-g2-512", 2.94e12), ("flux1-dev-1024", 74.4e12)]
     SKIPS = {"sd2-unet-512": 12, "sd2-unet-768": 12, "sdxl-unet-1024": 9, "uvit-h2-256": 14,
              "uvit-l2-256": 10, "hunyuan-dit-g2-1024": 19, "hunyuan-dit-g2-512": 19,
-             "flux1-dev-1024": 0}
+             "flux1-dev-1024": 0, "svd-xt-unet-576x1024": 12}
 
     def test_parameter_totals(self):
         for name, reference, tolerance in self.PARAMS:
@@ -315,6 +318,22 @@ class SpotCheckTest(unittest.TestCase):
         self.assert_layer(model("uvit-h2-256"), "out13", 18.59, 9.89, gf_delta=0.01)
         self.assert_layer(model("flux1-dev-1024"), "double0", 339.8, 1305.0, 0.05, 0.5)
         self.assert_layer(model("flux1-dev-1024"), "single37", 141.6, 1305.0, 0.05, 0.5)
+
+    def test_svd(self):
+        svd = model("svd-xt-unet-576x1024")
+        # down0.resnet0, 320 -> 320 channels. Spatial ResnetBlock2D: 2 GroupNorms 2 x 640,
+        # 2 conv3x3 2 x (9 x 320 x 320 + 320) = 1,843,840, time_emb_proj 1280 x 320 + 320
+        # = 409,920. Temporal block: 2 GroupNorms 1,280, 2 Conv3d (3,1,1) 2 x (3 x 320 x
+        # 320 + 320) = 615,040, time_emb_proj 409,920. Blend: 1. Total 3,281,281.
+        self.assertEqual(layer(svd, "down0.resnet0")["params"], 3_281_281)
+        # Every skip carries 25 frames of the 2D UNet's skip at the same positions:
+        # 72 x 128 = 96 x 96 latents, so exactly 25 x SD2-768's skip bytes.
+        sd2 = model("sd2-unet-768")
+        self.assertEqual([s["bytes_per_sample"] for s in svd["skips"]],
+                         [25 * s["bytes_per_sample"] for s in sd2["skips"]])
+        self.assertEqual([(s["producer"], s["consumer"]) for s in svd["skips"]],
+                         [(s["producer"], s["consumer"]) for s in sd2["skips"]])
+        self.assertEqual(layer(svd, "conv_out")["output_bytes_per_sample"], 2 * 4 * 72 * 128 * 25)
 
     def test_hunyuan_skip_pairs(self):
         skips = {s["consumer"]: s["producer"] for s in model("hunyuan-dit-g2-1024")["skips"]}
