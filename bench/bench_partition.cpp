@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "pulse/graph.hpp"
-#include "pulse/partition.hpp"
+#include "pulse/graph/layer_graph.hpp"
+#include "pulse/partition/partition.hpp"
 
 using namespace pulse;
 
@@ -115,9 +115,9 @@ PartitionRequest request_for(const LayerGraph& g, int P) {
   return r;
 }
 
-PartitionOutcome partition_v_any(const PartitionRequest& r) {
-  PartitionOutcome v = partition_v(r, SkipPolicy::local_only);
-  return v.found ? v : partition_v(r, SkipPolicy::allow_nonlocal);
+PartitionAnswer partition_v_any(const PartitionRequest& r) {
+  PartitionAnswer v = partition_v(r, SkipPolicy::local_only);
+  return v.found() ? v : partition_v(r, SkipPolicy::allow_nonlocal);
 }
 
 }  // namespace
@@ -145,17 +145,17 @@ int main(int argc, char** argv) {
         if (2 * P > L) continue;
         const PartitionRequest r = request_for(g, P);
         std::vector<double> v_times, s_times;
-        PartitionOutcome v;
+        PartitionAnswer v;
         for (int k = 0; k < repeat; ++k) {
           auto t0 = std::chrono::steady_clock::now();
           v = partition_v_any(r);
           v_times.push_back(seconds_since(t0));
           t0 = std::chrono::steady_clock::now();
-          const PartitionOutcome s = partition_sequential(r);
+          const PartitionAnswer s = partition_sequential(r);
           s_times.push_back(seconds_since(t0));
-          if (!s.found) return 1;
+          if (!s.found()) return 1;
         }
-        if (!v.found) return 1;
+        if (!v.found()) return 1;
         const double vt = median(v_times);
         std::printf("| %-6s | %4d | %2d | %14.2f | %7.4f | %6d | %-5s | %19.4f | %13.2f |\n",
                     name_of(shape), L, P, vt * 1e3, vt / ref, v.result.states_explored,
@@ -179,13 +179,13 @@ int main(int argc, char** argv) {
       PartitionRequest r = request_for(g, P);
       r.exact_transition_budget = 0;  // bounded from the first run
       auto t0 = std::chrono::steady_clock::now();
-      const PartitionOutcome bounded = partition_v_any(r);
+      const PartitionAnswer bounded = partition_v_any(r);
       const double bt = seconds_since(t0);
       r.exact_transition_budget = std::numeric_limits<std::int64_t>::max();
       t0 = std::chrono::steady_clock::now();
-      const PartitionOutcome exact = partition_v_any(r);
+      const PartitionAnswer exact = partition_v_any(r);
       const double et = seconds_since(t0);
-      if (!bounded.found || !exact.found || !exact.result.exact) return 1;
+      if (!bounded.found() || !exact.found() || !exact.result.exact) return 1;
       std::printf("| %4d | %2d | %10.2f | %8.2f | %25.4f |\n", L, P, bt * 1e3, et * 1e3,
                   bounded.result.objective_s / exact.result.objective_s);
     }

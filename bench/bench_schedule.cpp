@@ -16,8 +16,9 @@
 #include <random>
 #include <string>
 
-#include "pulse/compile.hpp"
-#include "pulse/schedule_ilp.hpp"
+#include "pulse/compile/compile.hpp"
+#include "pulse/schedule/synthesize.hpp"
+#include "pulse/base/defaults.hpp"
 
 using namespace pulse;
 
@@ -119,15 +120,15 @@ void run_case(const Case& k, int P, int M, double seconds, int nodes) {
       "| %-10s | %2d | %2d | %9.4f | %9.4f | %9.4f | %6.2f%% | %6.2f%% | %-11s | %-10s | %4d | %2d "
       "| %5.2f |\n",
       k.name.c_str(), P, M, a->heuristic_makespan_s, a->makespan_s, a->lower_bound_s, 100 * a->gap,
-      100 * (a->heuristic_makespan_s / a->makespan_s - 1), a->method.c_str(), a->status.c_str(),
+      100 * (a->heuristic_makespan_s / a->makespan_s - 1), a->method.c_str(), solve_status_name(a->status),
       a->list_evaluations, a->milp_solves, solve_s);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  double seconds = 2.0;
-  int nodes = 5000;
+  double seconds = kDefaultSolverSeconds;
+  int nodes = kDefaultSolverNodes;
   std::string only;
   for (int i = 1; i + 1 < argc; ++i) {
     if (!std::strcmp(argv[i], "--seconds")) seconds = std::atof(argv[i + 1]);

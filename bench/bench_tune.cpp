@@ -15,7 +15,7 @@
 #include <cstring>
 #include <string>
 
-#include "pulse/compile.hpp"
+#include "pulse/compile/compile.hpp"
 
 using namespace pulse;
 
@@ -50,7 +50,7 @@ Outcome run(const ModelProfile& m, const ClusterProfile& c, int top_k) {
     return out;
   }
   out.ok = true;
-  out.samples_per_s = plan->samples_per_s;
+  out.samples_per_s = plan->evaluation.samples_per_s;
   out.config = "pp " + std::to_string(plan->pp) + " dp " + std::to_string(plan->dp) + " mb " +
                std::to_string(plan->microbatch_size);
   return out;

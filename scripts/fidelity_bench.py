@@ -24,7 +24,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(HERE, "fidelity"))
-sys.path.insert(0, os.path.join(ROOT, "examples", "torch_runtime"))
+sys.path.insert(0, os.path.join(ROOT, "examples", "torch_runtime"))  # runtime.summarize
 import netns  # noqa: E402
 
 PY = "/usr/bin/python3"

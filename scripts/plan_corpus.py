@@ -4,12 +4,16 @@ binaries (before and after a refactor, or two runs of one) can be compared byte 
 
   scripts/plan_corpus.py --binary build/pulse-plan --out /tmp/corpus-new
   scripts/plan_corpus.py --compare /tmp/corpus-old /tmp/corpus-new
+  scripts/plan_corpus.py --compare /tmp/old-run1,/tmp/old-run2 /tmp/corpus-new
 
 Each configuration is a model x cluster x strategy x {full, split backward} x {tuned, fixed}
 case ("fixed" gives --pp 2 --microbatch-size 1, or --pp 4 on clusters of 8 devices or more);
 the plan, the exit code and stderr (minus --stats timings) are stored per case. Models with
 no times for a cluster's device type are skipped. --compare prints every case whose plan,
-exit code or message differs, and a count; exit 1 if any differs.
+exit code or message differs, and a count; exit 1 if any differs. OLD may name several
+runs of one binary, comma-separated: a case then counts as identical when NEW matches any of
+them (a configuration whose plan differs between runs of the same binary is listed apart, as
+nondeterministic).
 """
 
 import argparse
@@ -75,19 +79,30 @@ def record(binary, out, jobs):
     print(f"{len(todo)} cases into {out}; exit codes: {dict(sorted(codes.items()))}")
 
 
-def compare(a, b):
-    names = sorted({p.name.rsplit(".", 1)[0] for p in a.glob("*.rc")} |
-                   {p.name.rsplit(".", 1)[0] for p in b.glob("*.rc")})
-    differ = []
+def case_names(folder):
+    return {p.name.rsplit(".", 1)[0] for p in folder.glob("*.rc")}
+
+
+def outputs(folder, name):
+    return tuple((folder / f"{name}.{ext}").read_bytes() if (folder / f"{name}.{ext}").exists()
+                 else None for ext in ("rc", "json", "err"))
+
+
+def compare(olds, new):
+    names = sorted(set().union(*(case_names(o) for o in olds)) | case_names(new))
+    differ, unstable = [], []
     for name in names:
-        for ext in ("rc", "json", "err"):
-            fa, fb = a / f"{name}.{ext}", b / f"{name}.{ext}"
-            if not fa.exists() or not fb.exists() or fa.read_bytes() != fb.read_bytes():
-                differ.append(f"{name}.{ext}")
-    for d in differ:
-        print("differs:", d)
-    same = len(names) - len({d.rsplit(".", 1)[0] for d in differ})
-    print(f"{same} of {len(names)} cases identical (plan bytes, exit code, stderr)")
+        seen = {outputs(o, name) for o in olds}
+        if len(seen) > 1:
+            unstable.append(name)
+        if outputs(new, name) not in seen:
+            differ.append(name)
+    for name in unstable:
+        print("nondeterministic before:", name)
+    for name in differ:
+        print("differs:", name)
+    print(f"{len(names) - len(differ)} of {len(names)} cases identical to a run of the old binary "
+          f"(plan bytes, exit code, stderr); {len(unstable)} differed between old runs")
     return 1 if differ else 0
 
 
@@ -96,10 +111,12 @@ def main():
     ap.add_argument("--binary", help="pulse-plan to run")
     ap.add_argument("--out", type=pathlib.Path, help="folder for the corpus")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--compare", nargs=2, type=pathlib.Path, metavar=("OLD", "NEW"))
+    ap.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"),
+                    help="OLD: one corpus folder, or several comma-separated")
     args = ap.parse_args()
     if args.compare:
-        sys.exit(compare(*args.compare))
+        olds = [pathlib.Path(p) for p in args.compare[0].split(",")]
+        sys.exit(compare(olds, pathlib.Path(args.compare[1])))
     if not args.binary or not args.out:
         ap.error("--binary and --out are required (or --compare OLD NEW)")
     record(os.path.abspath(args.binary), args.out, args.jobs)

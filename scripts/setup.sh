@@ -28,6 +28,7 @@ packages=(
   nlohmann-json3-dev libfmt-dev libssl-dev
   libgtest-dev libgmock-dev
   python3 python3-jsonschema python3-torch
+  python3-venv python3-pip python3-setuptools python3-wheel  # pip install ./python (tests/torch)
   chromium  # headless, for the HTML report test (tests/html): renders and screenshots it
 )
 missing=()

@@ -1,4 +1,4 @@
-#include "cli/commands.hpp"
+#include "commands.hpp"
 
 #include <unistd.h>
 
@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "json_check.hpp"
-#include "pulse/version.hpp"
+#include "pulse/base/json_check.hpp"
+#include "pulse/base/version.hpp"
 
 namespace pulse::cli {
 

@@ -6,7 +6,7 @@
 
 #include <boost/program_options.hpp>
 
-#include "pulse/result.hpp"
+#include "pulse/base/result.hpp"
 
 namespace pulse::cli {
 

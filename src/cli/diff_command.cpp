@@ -7,9 +7,10 @@
 
 #include <fmt/format.h>
 
-#include "cli/commands.hpp"
-#include "pulse/diff.hpp"
-#include "pulse/plan_reader.hpp"
+#include "commands.hpp"
+#include "pulse/tools/diff.hpp"
+#include "pulse/plan/plan.hpp"
+#include "pulse/plan/plan_codec.hpp"
 
 namespace pulse::cli {
 

@@ -1,14 +1,17 @@
 // pulse-plan export: a plan as a PyTorch schedule CSV, a Graphviz graph or an HTML report.
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
+#include <optional>
 
 #include <fmt/format.h>
 
-#include "cli/commands.hpp"
-#include "pulse/export.hpp"
-#include "pulse/io.hpp"
-#include "pulse/plan_reader.hpp"
+#include "commands.hpp"
+#include "pulse/tools/export.hpp"
+#include "pulse/base/io.hpp"
+#include "pulse/plan/plan.hpp"
+#include "pulse/plan/plan_codec.hpp"
 
 namespace pulse::cli {
 
@@ -64,14 +67,6 @@ po::options_description export_options() {
   return o;
 }
 
-std::string side_file_name(const std::string& csv) {
-  const std::string ext = ".csv";
-  if (csv.size() > ext.size() && csv.compare(csv.size() - ext.size(), ext.size(), ext) == 0) {
-    return csv.substr(0, csv.size() - ext.size()) + ".stages.json";
-  }
-  return csv + ".stages.json";
-}
-
 Status emit(const po::variables_map& vm, const std::string& text) {
   if (!vm.count("output")) {
     std::cout << text << std::flush;
@@ -86,7 +81,7 @@ Status export_csv(const po::variables_map& vm, const Plan& plan) {
   if (vm.count("stages")) {
     side = vm["stages"].as<std::string>();
   } else if (vm.count("output") && vm["output"].as<std::string>() != "-") {
-    side = side_file_name(vm["output"].as<std::string>());
+    side = torch_stages_path(vm["output"].as<std::string>());
   }
   if (side.empty()) {
     std::cerr << "pulse-plan: export: note: the stage map and skip caches are not written; "
@@ -101,14 +96,10 @@ Status export_csv(const po::variables_map& vm, const Plan& plan) {
 
 // Options that belong to another format are a usage error, not silently ignored.
 Status check_format_options(const po::variables_map& vm, const std::string& format) {
-  const struct {
-    const char* option;
-    const char* format;
-  } owned[] = {{"stages", "torch-csv"}, {"model", "dot"}, {"compare", "html"}};
-  for (const auto& o : owned) {
-    if (vm.count(o.option) && format != o.format) {
-      return usage_error(
-          fmt::format("export: --{} applies to --format {}, not {}", o.option, o.format, format));
+  for (const ExportFormat& f : export_formats()) {
+    if (*f.own_option && vm.count(f.own_option) && format != f.name) {
+      return usage_error(fmt::format("export: --{} applies to --format {}, not {}", f.own_option,
+                                     f.name, format));
     }
   }
   return Ok{};
@@ -161,9 +152,11 @@ int export_command(const std::vector<std::string>& args) {
         "export: --format torch-csv|dot|html is required (see pulse-plan export --help)"));
   }
   const std::string format = (*vm)["format"].as<std::string>();
-  if (format != "torch-csv" && format != "dot" && format != "html") {
-    return report(usage_error(
-        fmt::format("export: --format must be torch-csv, dot or html, got \"{}\"", format)));
+  const auto& formats = export_formats();
+  if (std::none_of(formats.begin(), formats.end(),
+                   [&](const ExportFormat& f) { return format == f.name; })) {
+    return report(usage_error(fmt::format("export: --format must be {}, got \"{}\"",
+                                          export_format_names(), format)));
   }
   if (auto s = check_format_options(*vm, format); !s) return report(s.error());
   if (auto s = run_export(*vm, format, split.positional[0]); !s) return report(s.error());

@@ -1,15 +1,16 @@
 // pulse-plan plan: profiles in, plan JSON out.
-#include <chrono>
 #include <iostream>
 
 #include <fmt/format.h>
 
-#include "cli/commands.hpp"
-#include "pulse/compile.hpp"
-#include "pulse/io.hpp"
-#include "pulse/plan.hpp"
-#include "pulse/trace.hpp"
-#include "pulse/units.hpp"
+#include "commands.hpp"
+#include "pulse/compile/compile.hpp"
+#include "pulse/base/io.hpp"
+#include "pulse/compile/plan_builder.hpp"
+#include "pulse/plan/plan_codec.hpp"
+#include "pulse/tools/trace.hpp"
+#include "pulse/base/units.hpp"
+#include "pulse/base/defaults.hpp"
 
 namespace pulse::cli {
 
@@ -73,13 +74,14 @@ po::options_description plan_options() {
   add("microbatch-size", po::value<int>()->value_name("B"),
       "samples per microbatch (default: search)");
   add("global-batch", po::value<int>()->value_name("G"),
-      "samples per iteration (default: 8 per device)");
+      fmt::format("samples per iteration (default: {} per device)", kDefaultSamplesPerDevice)
+          .c_str());
   add("zero", po::value<int>()->value_name("0|1")->default_value(0),
       "1: shard optimizer state over the data-parallel replicas (ZeRO-1)");
   add("split-backward", "backward as input-gradient (I) and weight-gradient (W) ops");
-  add("solver-nodes", po::value<int>()->value_name("N")->default_value(5000),
+  add("solver-nodes", po::value<int>()->value_name("N")->default_value(kDefaultSolverNodes),
       "branch-and-bound nodes per integer program (the deterministic work limit)");
-  add("solver-time-limit", po::value<double>()->value_name("S")->default_value(2.0),
+  add("solver-time-limit", po::value<double>()->value_name("S")->default_value(kDefaultSolverSeconds),
       "wall-clock safety limit of the schedule search, seconds (0: list schedules only)");
   add("output,o", po::value<std::string>()->value_name("FILE"),
       "write the plan here (atomically) instead of stdout; - is stdout");
@@ -157,7 +159,8 @@ std::string summary(const CompiledPlan& p, const ModelProfile& m, const ClusterP
       "iteration {} ({:.1f} samples/s), bubble {:.1f}%",
       m.name, c.name, strategy_name(p.strategy), p.pp, p.dp, p.model.layout.num_stages(),
       p.microbatch_size, p.num_microbatches, local, p.model.skips.size(),
-      format_seconds(p.iteration_s), p.samples_per_s, 100.0 * p.bubble_ratio);
+      format_seconds(p.evaluation.iteration_s), p.evaluation.samples_per_s,
+      100.0 * p.evaluation.bubble_ratio);
 }
 
 }  // namespace
@@ -181,7 +184,7 @@ int plan_command(const std::vector<std::string>& args) {
   auto plan_options = read_options(*vm);
   if (!plan_options) return report(plan_options.error());
 
-  const auto t0 = std::chrono::steady_clock::now();
+  PassClock clock;
   auto model = load_model_profile((*vm)["model"].as<std::string>());
   auto cluster = load_cluster_profile((*vm)["cluster"].as<std::string>());
   if (!model || !cluster) {
@@ -190,19 +193,17 @@ int plan_command(const std::vector<std::string>& args) {
     if (!cluster) report(cluster.error());
     return 2;
   }
-  const double load_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  clock.lap("load");
   if (stderr_is_terminal() && !vm->count("quiet")) {
     plan_options->progress = [](int done, int total) {
       std::cerr << fmt::format("\rpulse-plan: tuning, {}/{} configurations", done, total)
                 << (done == total ? "\r\033[K" : "") << std::flush;
     };
   }
-  auto plan = compile_plan(*model, *cluster, *plan_options);
+  auto plan = compile_plan(*model, *cluster, *plan_options, &clock);
   if (!plan) return report(plan.error());
 
-  const auto t1 = std::chrono::steady_clock::now();
-  const std::string text = plan_json(*plan, *model, *cluster);
+  const std::string text = write_plan(build_plan(*plan, *model, *cluster));
   if (vm->count("output")) {
     const std::string path = (*vm)["output"].as<std::string>();
     if (auto written = write_output(path, text); !written) return report(written.error());
@@ -210,21 +211,19 @@ int plan_command(const std::vector<std::string>& args) {
     std::cout << text << std::flush;
   }
   if (vm->count("trace")) {
-    const std::string trace = chrome_trace(*plan);
+    const std::string trace =
+        chrome_trace(plan->model, plan->timeline, plan->evaluation.allreduce, plan->dp);
     if (auto written = write_output((*vm)["trace"].as<std::string>(), trace); !written) {
       return report(written.error());
     }
   }
-  const double write_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  clock.lap("write");
   if (!vm->count("quiet")) std::cerr << "pulse-plan: " << summary(*plan, *model, *cluster) << "\n";
   if (vm->count("explain")) std::cerr << explanation(*plan);
   if (vm->count("stats")) {
-    std::cerr << fmt::format("  {:<10} {}\n", "load", format_seconds(load_s));
-    for (const PassTime& t : plan->pass_times) {
-      std::cerr << fmt::format("  {:<10} {}\n", t.pass, format_seconds(t.seconds));
+    for (const PassTime& t : clock.times()) {
+      std::cerr << fmt::format("  {:<15} {}\n", t.pass, format_seconds(t.seconds));
     }
-    std::cerr << fmt::format("  {:<10} {}\n", "write", format_seconds(write_s));
   }
   return 0;
 }

@@ -6,13 +6,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/commands.hpp"
-#include "json_check.hpp"
-#include "pulse/io.hpp"
-#include "pulse/plan.hpp"
-#include "pulse/replay.hpp"
-#include "pulse/trace.hpp"
-#include "pulse/units.hpp"
+#include "commands.hpp"
+#include "pulse/base/json_check.hpp"
+#include "pulse/base/io.hpp"
+#include "pulse/plan/plan_codec.hpp"
+#include "pulse/tools/replay.hpp"
+#include "pulse/tools/trace.hpp"
+#include "pulse/base/units.hpp"
 
 namespace pulse::cli {
 
@@ -81,41 +81,41 @@ std::string gib(std::int64_t bytes) {
 }
 
 std::string text_report(const std::string& name, const Plan& plan, const Replay& r,
-                        const nlohmann::ordered_json& figures,
                         const std::vector<FigureDifference>& differences) {
-  const CompiledPlan& f = r.figures;
+  const PlanParallelism& par = plan.parallelism;
+  const Evaluation& e = r.evaluation;
   std::string out;
   auto line = [&out](const std::string& s) { out += s + "\n"; };
   line(fmt::format("{}: replayed with {}", name, r.cost_source));
   line(
       fmt::format("  {} {}, pp {} x dp {}, {} stages, microbatch size {}, {} microbatches, "
                   "global batch {}{}",
-                  plan.model.name.empty() ? "plan" : plan.model.name,
-                  plan.strategy.empty() ? "" : "(" + plan.strategy + ")", f.pp, f.dp,
-                  plan.num_stages(), f.microbatch_size, f.num_microbatches, f.global_batch,
-                  f.schedule.split_backward ? ", split backward" : ""));
-  const double exposed = f.iteration_s - f.timeline.makespan_s;
+                  plan.inputs.model.name.empty() ? "plan" : plan.inputs.model.name,
+                  plan.options.strategy ? "(" + *plan.options.strategy + ")" : "", par.pp, par.dp,
+                  plan.num_stages(), par.microbatch_size, par.num_microbatches, par.global_batch,
+                  r.schedule.split_backward ? ", split backward" : ""));
+  const double exposed = e.iteration_s - r.timeline.makespan_s;
   line(fmt::format("  iteration   {:>12}  (pipeline {} + exposed all-reduce {})",
-                   format_seconds(f.iteration_s), format_seconds(f.timeline.makespan_s),
+                   format_seconds(e.iteration_s), format_seconds(r.timeline.makespan_s),
                    format_seconds(exposed)));
-  line(fmt::format("  throughput  {:>12.2f}  samples/s", f.samples_per_s));
-  line(fmt::format("  bubble      {:>11.1f}%  of pipeline device time idle", 100 * f.bubble_ratio));
+  line(fmt::format("  throughput  {:>12.2f}  samples/s", e.samples_per_s));
+  line(fmt::format("  bubble      {:>11.1f}%  of pipeline device time idle", 100 * e.bubble_ratio));
   line("");
   line(
       "  device  compute_s  send_s  idle_s  allreduce_s  in-flight  peak GiB = weights + grads "
       "+ optim + activ + skips  capacity GiB");
-  for (int d = 0; d < f.pp; ++d) {
-    const DeviceTimeline& t = f.timeline.devices[d];
+  for (int d = 0; d < par.pp; ++d) {
+    const DeviceTimeline& t = r.timeline.devices[d];
     const MemoryBreakdown& m = t.peak;
     line(fmt::format(
         "  {:>6}  {:>9.6f}  {:>6.4f}  {:>6.4f}  {:>11.6f}  {:>9}  {:>8} = {:>7} + "
         "{:>5} + {:>5} + {:>5} + {:>5}  {:>12}",
-        d, t.compute_s, t.send_s, t.idle_s, f.allreduce[d].seconds, t.max_inflight, gib(m.total()),
+        d, t.compute_s, t.send_s, t.idle_s, e.allreduce[d].seconds, t.max_inflight, gib(m.total()),
         gib(m.weights), gib(m.gradients), gib(m.optimizer), gib(m.activations), gib(m.skip_cache),
         r.capacity_bytes > 0 ? gib(r.capacity_bytes) : "-"));
   }
-  for (int d = 0; d < f.pp; ++d) {
-    const std::int64_t peak = f.timeline.devices[d].peak.total();
+  for (int d = 0; d < par.pp; ++d) {
+    const std::int64_t peak = r.timeline.devices[d].peak.total();
     if (r.capacity_bytes > 0 && peak > r.capacity_bytes) {
       line(fmt::format("  device {} does not fit: peak {} exceeds the usable {} by {}", d,
                        format_bytes(peak), format_bytes(r.capacity_bytes),
@@ -123,21 +123,20 @@ std::string text_report(const std::string& name, const Plan& plan, const Replay&
     }
   }
   line("");
-  const auto& comm = figures["comm"];
-  const std::int64_t p2p = comm["p2p_bytes_per_iteration"].get<std::int64_t>();
+  const PlanComm& comm = r.figures.comm;
   line(fmt::format("  P2P per iteration  {} (activations {}, skips {}, carried {})",
-                   format_bytes(p2p),
-                   format_bytes(comm["activation_bytes_per_iteration"].get<std::int64_t>()),
-                   format_bytes(comm["skip_bytes_per_iteration"].get<std::int64_t>()),
-                   format_bytes(comm["carried_bytes_per_iteration"].get<std::int64_t>())));
+                   format_bytes(comm.p2p_bytes_per_iteration),
+                   format_bytes(comm.activation_bytes_per_iteration.value_or(0)),
+                   format_bytes(comm.skip_bytes_per_iteration),
+                   format_bytes(comm.carried_bytes_per_iteration.value_or(0))));
   std::string classes;
-  for (const auto& [cls, bytes] : comm["p2p_bytes_per_link_class"].items()) {
-    classes += fmt::format("{}{} {}", classes.empty() ? "" : ", ", cls,
-                           format_bytes(bytes.get<std::int64_t>()));
+  for (const auto& [cls, bytes] : comm.p2p_bytes_per_link_class.value_or(
+           std::map<std::string, std::int64_t>{})) {
+    classes += fmt::format("{}{} {}", classes.empty() ? "" : ", ", cls, format_bytes(bytes));
   }
   line(fmt::format("  by link class      {}", classes.empty() ? "none" : classes));
   line(fmt::format("  all-reduce         {}",
-                   format_bytes(comm["allreduce_bytes_per_iteration"].get<std::int64_t>())));
+                   format_bytes(comm.allreduce_bytes_per_iteration.value_or(0))));
   line("");
   if (differences.empty()) {
     line("  matches the plan's comm and predicted figures");
@@ -152,8 +151,8 @@ std::string text_report(const std::string& name, const Plan& plan, const Replay&
 }
 
 std::string json_report(const std::string& name, const std::string& text, const Replay& r,
-                        const nlohmann::ordered_json& figures,
                         const std::vector<FigureDifference>& differences) {
+  const nlohmann::ordered_json figures = figure_sections(r.figures);
   nlohmann::ordered_json out;
   out["schema"] = kSimulationSchema;
   out["plan"] = {{"file", name}, {"sha256", sha256_hex(text)}};
@@ -205,17 +204,16 @@ int simulate_command(const std::vector<std::string>& args) {
 
   auto replay = replay_plan({&*plan, cluster ? &*cluster : nullptr});
   if (!replay) return report(replay.error());
-  const std::vector<FigureDifference> differences = compare_figures(*replay, *text);
-  const auto figures =
-      nlohmann::ordered_json::parse(figures_json(replay->figures, replay->capacity_bytes));
-  const std::string body = vm->count("json")
-                               ? json_report(name, *text, *replay, figures, differences)
-                               : text_report(name, *plan, *replay, figures, differences);
+  const std::vector<FigureDifference> differences = compare_figures(*plan, replay->figures);
+  const std::string body = vm->count("json") ? json_report(name, *text, *replay, differences)
+                                             : text_report(name, *plan, *replay, differences);
   // Every output is formatted before any is written; the trace first, so a report on
   // stdout is the last thing printed.
   if (vm->count("trace")) {
     if (auto written =
-            write_output((*vm)["trace"].as<std::string>(), chrome_trace(replay->figures));
+            write_output((*vm)["trace"].as<std::string>(),
+                         chrome_trace(replay->model, replay->timeline,
+                                      replay->evaluation.allreduce, plan->parallelism.dp));
         !written) {
       return report(written.error());
     }

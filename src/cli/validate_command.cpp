@@ -3,9 +3,10 @@
 
 #include <fmt/format.h>
 
-#include "cli/commands.hpp"
-#include "pulse/plan_reader.hpp"
-#include "pulse/validate.hpp"
+#include "commands.hpp"
+#include "pulse/plan/plan.hpp"
+#include "pulse/plan/plan_codec.hpp"
+#include "pulse/tools/validate.hpp"
 
 namespace pulse::cli {
 

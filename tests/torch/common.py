@@ -8,8 +8,9 @@ import sys
 import unittest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-RUNTIME_DIR = os.path.join(ROOT, "examples", "torch_runtime")
-sys.path.insert(0, RUNTIME_DIR)
+RUNTIME_DIR = os.path.join(ROOT, "examples", "torch_runtime")  # runtime.py: pulse-run uninstalled
+PYTHON_DIR = os.path.join(ROOT, "python")
+sys.path.insert(0, PYTHON_DIR)  # the pulse_runtime package, uninstalled
 
 SKIP_RETURN_CODE = 77  # CTest reports the test as skipped (SKIP_RETURN_CODE in CMakeLists)
 
@@ -27,9 +28,9 @@ MEASURED_PROFILE = os.path.join(ROOT, "profiles", "models", "small-unet-cpu.json
 SMALL_UNET = os.path.join(ROOT, "examples", "small_unet.py")
 
 
-def run(cmd, **kw):
+def run(cmd, cwd=ROOT, **kw):
     """Run a command, fail the test with its output when it exits non-zero."""
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, **kw)
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, **kw)
     if proc.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} exited {proc.returncode}\n"
                              f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}")

@@ -23,10 +23,19 @@ OPTS = None
 
 
 def move_layer_to_previous_stage(plan):
-    """Returns the name of the skip that becomes direct."""
+    """Returns the name of the skip that becomes direct. The main-path message into the last
+    stage now carries the moved layer's output: its bytes are updated too (the runtime
+    checks them against the model)."""
     last, prev = plan["stages"][-1], plan["stages"][-2]
     moved = last["layers"].pop(0)
     prev["layers"].append(moved)
+    with open(common.TEST_PROFILE) as f:
+        out = next(l for l in json.load(f)["layers"] if l["name"] == moved)
+    per_mb = out["output_bytes_per_sample"] * plan["parallelism"]["microbatch_size"]
+    main = next(t for t in plan["transfers"] if t["kind"] == "main" and t["to_stage"] == last["id"])
+    for key in ("forward_bytes_per_microbatch", "backward_bytes_per_microbatch"):
+        main[key]["total"] += per_mb - main[key]["activation"]
+        main[key]["activation"] = per_mb
     skip = next(s for s in plan["skips"] if s["consumer"] == moved)
     skip.update(consumer_stage=prev["id"], consumer_device=prev["device"], local=False,
                 route="direct")
@@ -41,8 +50,8 @@ def move_layer_to_previous_stage(plan):
 class DirectSkip(unittest.TestCase):
     def test_direct_skip_matches_reference(self):
         import torch
-        import blocklist
-        import reference
+        from pulse_runtime import blocklist
+        from pulse_runtime import reference
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "plan.json")
             plan = common.plan(OPTS.binary, common.TEST_PROFILE, path, "--pp", "2", "--dp",

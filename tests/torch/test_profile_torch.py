@@ -58,7 +58,7 @@ def structure(prof):
 class ProfileSmallUNet(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        import blocklist
+        from pulse_runtime import blocklist
         cls.tmp = tempfile.TemporaryDirectory()
         cls.path = os.path.join(cls.tmp.name, "small-unet-cpu.json")
         cls.prof = profile(common.SMALL_UNET + ":build", cls.path, "--sizes", "1,2",
@@ -123,7 +123,6 @@ class ProfileSmallUNet(unittest.TestCase):
                 self.assertEqual(structure(json.load(f)), structure(fresh),
                                  f"{path} is stale: regenerate it (docs/torch.md)")
 
-
     def test_provenance_states_both_checks(self):
         lines = self.prof["provenance"]["assumptions"]
         self.assertTrue(any(l.startswith("Small-batch check") for l in lines), lines)
@@ -136,8 +135,7 @@ class ProfilerPieces(unittest.TestCase):
     """The parts of the profiler and the example model that need no long measurement."""
 
     def test_findings_on_hand_made_times(self):
-        sys.path.insert(0, os.path.join(common.ROOT, "scripts"))
-        import profile_torch
+        from pulse_runtime import profiler
 
         class Model:
             block_names = ["a", "b"]
@@ -147,15 +145,15 @@ class ProfilerPieces(unittest.TestCase):
         # a: 3 ms at 1, 2 ms at 2 -> per sample 3 vs 1 (3x), whole 1.5x; b: 1 ms, 2 ms.
         by_size = {1: [row(1e-3, 2e-3), row(0.4e-3, 0.6e-3)],
                    2: [row(0.8e-3, 1.2e-3), row(0.8e-3, 1.2e-3)]}
-        per_sample, inversions = profile_torch.small_batch_findings(Model, by_size, [1, 2], 1.2)
+        per_sample, inversions = profiler.small_batch_findings(Model, by_size, [1, 2], 1.2)
         self.assertEqual(len(per_sample), 1)
         self.assertTrue(per_sample[0].startswith("a: per-sample time at microbatch 1 is 3.00x"))
         self.assertEqual(inversions, ["a: microbatch 1 takes 1.50x as long as microbatch 2"])
-        self.assertEqual(profile_torch.rotation([1, 2, 4], 4), [2, 4, 1])
+        self.assertEqual(profiler.rotation([1, 2, 4], 4), [2, 4, 1])
 
     def test_batch_one_convolution_matches_nn_conv2d(self):
         import torch
-        import blocklist
+        from pulse_runtime import blocklist
         small_unet = blocklist.load_factory(common.SMALL_UNET + ":build").__globals__
         conv2d = small_unet["Conv2d"]
         torch.manual_seed(0)

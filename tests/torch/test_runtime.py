@@ -10,7 +10,7 @@ strategy or option this pulse-plan build lacks exits 77 (skipped). Plans the che
 float64 profile of the test-size UNet (tests/torch/data/) on the CPU
 cluster, runs examples/torch_runtime/runtime.py for one iteration in float64 (float32
 rounding alone reaches 4e-6 relative on some parameters, too close to the 1e-5 tolerance),
-and compares with examples/torch_runtime/reference.py.
+and compares with python/pulse_runtime/reference.py.
 """
 
 import json
@@ -36,7 +36,7 @@ class RunPlan(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         import torch
-        import blocklist
+        from pulse_runtime import blocklist
         cls.tmp = tempfile.TemporaryDirectory()
         plan_path = os.path.join(cls.tmp.name, "plan.json")
         cls.plan = common.plan(OPTS.binary, OPTS.profile, plan_path,
@@ -53,7 +53,7 @@ class RunPlan(unittest.TestCase):
             cls.summary = json.load(f)
         world = cls.plan["rank_map"]["world_size"]
         cls.ranks = [torch.load(os.path.join(out, f"rank{r}.pt")) for r in range(world)]
-        import reference
+        from pulse_runtime import reference
         model = blocklist.load_factory(OPTS.model)(seed=0, dtype=getattr(torch, OPTS.dtype))
         # The runtime's first iteration uses the batch of seed + 1.
         cls.ref = reference.reference_step(model, OPTS.global_batch, seed=1, lr=0.1)

@@ -1,0 +1,85 @@
+// Validation helpers shared by the profile loaders (and later the plan reader). Every
+// problem is recorded as "FILE: $.json.path: what was expected, got what", and checking
+// goes on, so one run reports all problems of a file instead of the first.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "pulse/base/result.hpp"
+
+namespace pulse {
+
+using json = nlohmann::json;
+
+/// A position in a JSON document, JSONPath-style ($.layers[3].params), with an optional
+/// human note (the layer's name) printed after it.
+struct JsonPath {
+  std::string text = "$";
+  std::string note;
+
+  JsonPath key(std::string_view k) const;
+  JsonPath at(std::size_t index) const;
+  JsonPath noted(std::string n) const;
+  std::string str() const;
+};
+
+/// Reads a file into a string; an error names the file.
+Result<std::string> read_text_file(const std::string& path);
+
+/// Parses JSON text; malformed text gives an input error with line and column.
+Result<json> parse_json(std::string_view text, const std::string& file);
+
+/// Collects validation errors for one file.
+class JsonChecker {
+ public:
+  explicit JsonChecker(std::string file) : file_(std::move(file)) {}
+
+  void fail(const JsonPath& path, std::string_view message);
+  bool ok() const { return errors_.empty(); }
+  std::size_t error_count() const { return errors_.size(); }
+  /// All errors as one input Error (at most kMaxShown listed).
+  Error error() const;
+  const std::string& file() const { return file_; }
+
+  /// Checks that `value` is an object and has no keys outside `allowed`.
+  bool object(const json& value, const JsonPath& path,
+              const std::vector<std::string_view>& allowed);
+  /// The member `key` of `obj`, or nullptr (recording "missing required key" if required).
+  const json* member(const json& obj, const JsonPath& path, std::string_view key, bool required);
+  const json* array(const json& obj, const JsonPath& path, std::string_view key, bool required);
+
+  std::optional<std::string> string(const json& obj, const JsonPath& path, std::string_view key,
+                                    bool required = true);
+  std::optional<std::int64_t> integer(const json& obj, const JsonPath& path, std::string_view key,
+                                      std::int64_t minimum, bool required = true);
+  /// A finite number; strictly above `minimum` when `exclusive`, else at least it.
+  std::optional<double> number(const json& value, const JsonPath& path, double minimum,
+                               bool exclusive);
+  std::optional<double> number(const json& obj, const JsonPath& path, std::string_view key,
+                               double minimum, bool exclusive, bool required = true);
+  std::optional<bool> boolean(const json& obj, const JsonPath& path, std::string_view key,
+                              bool required = true);
+
+  static constexpr std::size_t kMaxShown = 25;
+
+ private:
+  std::string file_;
+  std::vector<std::string> errors_;
+};
+
+/// A short rendering of a JSON value for messages: `a string "abc"`, `-5`, `an object`.
+std::string describe(const json& value);
+
+/// Edit distance, for "did you mean" suggestions.
+std::size_t edit_distance(std::string_view a, std::string_view b);
+
+/// The candidate closest to `word` if it is close enough to be a likely typo, else "".
+std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
+
+}  // namespace pulse

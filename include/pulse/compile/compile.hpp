@@ -1,0 +1,123 @@
+// The driver: profiles in, a compiled plan out. compile_plan checks the options, then
+// either compiles the one configuration they fix or lets the tuner search pp, dp and the
+// microbatch size; every configuration goes through the same pass list (compile.cpp):
+//
+//   graph -> place -> partition -> pipeline model -> re-place -> memory limits
+//         -> schedule -> evaluate
+//
+// Loading the profiles and writing the plan are the caller's (the CLI's); it times them
+// with the same PassClock, so --stats prints one line per pass: load, the passes above,
+// write. build_plan (plan_builder.hpp) turns the result into the Plan that is written.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pulse/base/defaults.hpp"
+#include "pulse/base/result.hpp"
+#include "pulse/cost/memory.hpp"
+#include "pulse/cost/pipeline_model.hpp"
+#include "pulse/partition/partition.hpp"
+#include "pulse/place/placement.hpp"
+#include "pulse/plan/strategy.hpp"
+#include "pulse/profile/profile.hpp"
+#include "pulse/schedule/synthesize.hpp"
+#include "pulse/simulate/evaluate.hpp"
+#include "pulse/simulate/schedule.hpp"
+#include "pulse/simulate/simulate.hpp"
+
+namespace pulse {
+
+struct PlanOptions {
+  Strategy strategy = Strategy::pulse;
+  std::optional<int> pp;  ///< Pipeline degree; searched when absent.
+  std::optional<int> dp;  ///< Data-parallel degree; searched (devices / pp) when absent.
+  std::optional<int> microbatch_size;  ///< Samples per microbatch; searched when absent.
+  std::optional<int> global_batch;     ///< Default: kDefaultSamplesPerDevice per device.
+  MemoryModel memory;
+  /// Backward as input-gradient (I) and weight-gradient (W) ops, zero-bubble style.
+  bool split_backward = false;
+  /// Schedule synthesis limits: branch-and-bound nodes per integer program (deterministic)
+  /// and a wall-clock safety limit per schedule, seconds (0: list schedules only).
+  int solver_max_nodes = kDefaultSolverNodes;
+  double solver_max_seconds = kDefaultSolverSeconds;
+  /// Tuner: how many of the best screened candidates get the full schedule synthesis
+  /// (0: all of them, an exhaustive sweep).
+  int tuner_top_k = 3;
+  /// Tuner progress: called after each candidate with (done, total). Optional.
+  std::function<void(int, int)> progress;
+};
+
+/// How long each pass took, for --stats (never written into a plan).
+struct PassTime {
+  std::string pass;
+  double seconds = 0;
+};
+
+/// Times passes by name: lap("x") charges the time since the previous lap to pass "x",
+/// adding up when a pass runs many times (the tuner runs the pass list per candidate).
+class PassClock {
+ public:
+  void lap(const std::string& pass);
+  const std::vector<PassTime>& times() const { return times_; }
+
+ private:
+  std::vector<PassTime> times_;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+/// One configuration the planner evaluated.
+struct Candidate {
+  int pp = 0;
+  int dp = 0;
+  int microbatch_size = 0;
+  int num_microbatches = 0;
+  bool feasible = false;
+  bool synthesized = false;  ///< Got the full schedule synthesis (else: screened only).
+  bool chosen = false;
+  double iteration_s = 0;
+  double samples_per_s = 0;
+  std::int64_t peak_memory_bytes = 0;  ///< Largest device peak.
+  std::string reason;  ///< Why it lost: out of memory (where, by how much), not divisible, ...
+};
+
+/// One configuration's degrees: global_batch = dp x microbatch_size x num_microbatches.
+struct Degrees {
+  int pp = 1;
+  int dp = 1;
+  int microbatch_size = 1;
+  int num_microbatches = 1;
+  int global_batch = 1;
+};
+
+/// Everything the passes found for the chosen configuration.
+struct CompiledPlan : Degrees {
+  PlanOptions options;
+  Strategy strategy = Strategy::pulse;
+  int device_type = 0;        ///< Index into the model's device_types.
+  bool skips_nested = false;  ///< No two skips of the model cross (the graph pass).
+  /// ranks[r][d]: the cluster rank of pipeline device d in data-parallel replica r.
+  std::vector<std::vector<RankId>> ranks;
+  Placement placement;  ///< How ranks were chosen.
+  PartitionResult partition;
+  PipelineModel model;
+  std::vector<MemoryBreakdown> static_bytes;  ///< Per device.
+  std::vector<int> inflight_limit;  ///< Per device, what fits whatever the order.
+  Schedule schedule;
+  Timeline timeline;
+  ScheduleAnswer solver;  ///< How the schedule was found (its schedule/timeline moved out).
+  Evaluation evaluation;  ///< Iteration, throughput, bubble, all-reduce (the evaluate pass).
+  std::vector<Candidate> candidates;  ///< Configurations tried, best first.
+  std::vector<PassTime> pass_times;
+};
+
+/// Compiles a plan. Usage errors for inconsistent options, infeasible when nothing fits
+/// (with what did not fit, by how much, on which device). `clock`, when given, times the
+/// passes (and keeps timing for the caller's own laps).
+Result<CompiledPlan> compile_plan(const ModelProfile& model, const ClusterProfile& cluster,
+                                  const PlanOptions& options, PassClock* clock = nullptr);
+
+}  // namespace pulse

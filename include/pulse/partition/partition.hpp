@@ -1,0 +1,99 @@
+// Partition pass: where to cut the layer sequence into stages. Two engines share one
+// request/answer shape so every strategy is compared on the same cost model:
+//   partition_v          Pulse: 2P stages in a V, stage d and 2P-1-d on device d,
+//                        skips kept on one device where the V allows it.
+//   partition_sequential the conventional baseline: P stages in a row, skips relayed.
+// Both minimise the largest device load (compute plus blocking sends per microbatch), the
+// steady-state period of the pipeline, subject to device memory; ties go to fewer bytes
+// moved, then to more memory headroom.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pulse/cost/cost_model.hpp"
+#include "pulse/graph/layer_graph.hpp"
+#include "pulse/cost/pipeline_model.hpp"
+#include "pulse/base/result.hpp"
+#include "pulse/base/solve_status.hpp"
+#include "pulse/cost/memory.hpp"
+
+namespace pulse {
+
+struct PartitionRequest {
+  const LayerGraph* graph = nullptr;
+  int pp = 1;
+  PipelineLinks links;  ///< pp x pp.
+  bool overlap_comm = false;
+  std::int64_t memory_capacity = 0;  ///< Usable bytes per device.
+  MemoryModel memory;                ///< Weights, gradients, optimizer state per parameter.
+  int dp = 1;                        ///< Data-parallel degree (ZeRO-1 shards over it).
+  /// Microbatches in flight per device the memory check assumes (the schedule never holds
+  /// more on that device).
+  std::vector<int> inflight;
+  /// partition_sequential only: how skips reach consumers on other stages. Direct skips are
+  /// charged on the slowest pipeline link (the consumer's stage is not known while the
+  /// producer's is placed); exact when the pipeline's links are uniform.
+  SkipRouting routing = SkipRouting::forwarded;
+  /// partition_v only: transitions one exact DP run may examine before the partitioner
+  /// switches to its bounded search (partition_v.cpp), whose answer is marked not exact.
+  /// The default keeps a run to a fraction of a second; it only binds when the bound is
+  /// loose against an even share, as when one layer outweighs several devices' shares.
+  std::int64_t exact_transition_budget = 1'000'000;
+};
+
+/// The most memory-frugal partition still needs more than a device has.
+struct MemoryShortfall {
+  DeviceId device = 0;
+  std::int64_t needed_bytes = 0;
+  std::int64_t capacity_bytes = 0;
+};
+
+struct PartitionResult {
+  StageLayout layout;
+  std::string method;                     ///< "v-dp-local", "v-dp-nonlocal", "sequential-dp".
+  double objective_s = 0;                 ///< Largest device load per microbatch.
+  double lower_bound_s = 0;               ///< No partition can beat it (partition_common.hpp).
+  std::int64_t bytes_per_microbatch = 0;  ///< P2P bytes of one microbatch, both directions.
+  bool all_skips_local = false;
+  bool exact = false;  ///< The objective is proven optimal for this cost model.
+  std::vector<double> device_load_s;
+  std::vector<std::int64_t> device_memory_bytes;  ///< The bound the memory check used.
+  int states_explored = 0;
+};
+
+/// What a partition search found.
+struct PartitionAnswer {
+  /// optimal (the exact DP answered), feasible (its bounded search answered: a valid
+  /// partition, not proven optimal) or infeasible (no partition was found).
+  SolveStatus status = SolveStatus::infeasible;
+  PartitionResult result;  ///< When found().
+  /// When infeasible because no partition fits memory: the fullest device of the most
+  /// memory-frugal partition, to say by how much. Absent when SkipPolicy::local_only found
+  /// no partition that keeps every skip local (the caller may allow non-local skips).
+  std::optional<MemoryShortfall> shortfall;
+
+  bool found() const { return has_answer(status); }
+};
+
+/// Checks a request before any search: a graph, pp >= 1, pp x pp links, one in-flight count
+/// per device. A usage error names what is wrong.
+Status validate_request(const PartitionRequest& request);
+
+/// How the V partitioner may treat skips.
+enum class SkipPolicy {
+  local_only,      ///< Only partitions where every skip stays on its device.
+  allow_nonlocal,  ///< Any V partition; non-local skips charged at their transfer cost.
+};
+
+/// Pulse partition. With local_only and no all-local partition: infeasible, no shortfall.
+PartitionAnswer partition_v(const PartitionRequest& request, SkipPolicy policy);
+
+/// Conventional baselines: pp contiguous stages on pp devices, skips forwarded through every
+/// boundary between producer and consumer (request.routing forwarded), or sent straight from
+/// producer stage to consumer stage (direct).
+PartitionAnswer partition_sequential(const PartitionRequest& request);
+
+}  // namespace pulse

@@ -1,0 +1,308 @@
+// The plan: the document a training runtime consumes, as one struct. The planner fills it
+// (compile/plan_builder), the codec writes and reads it (plan_codec.hpp: the same key list
+// both ways, schema/plan.schema.json in step with it), and the tools (validate, diff,
+// replay, export, trace) take it. Sections mirror the JSON's top-level keys, in order.
+//
+// A key a reader may find absent in a plan written by hand is std::optional here, and the
+// writer leaves it out again when it is empty: the struct says what the plan states, no more.
+// Every stage, device, op and skip index in a Plan that came through the reader is in range
+// (stages 0 .. num_stages-1 in order, devices 0 .. pp-1, microbatches 0 .. num_microbatches-1);
+// nothing else is guaranteed (whether the plan is right is validate's job).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "pulse/cost/memory.hpp"
+#include "pulse/cost/pipeline_model.hpp"
+#include "pulse/simulate/schedule.hpp"
+
+namespace pulse {
+
+/// The schema tag of plans this version writes and reads.
+inline constexpr const char* kPlanSchema = "pulse.plan/v1";
+
+/// `generator`: the program that wrote the plan.
+struct PlanGenerator {
+  std::string name;
+  std::string version;
+};
+
+/// `inputs.model` or `inputs.cluster`: the profile a plan was made from.
+struct PlanInput {
+  std::string file;  ///< File name without directories.
+  std::string name;  ///< The profile's `name`.
+  std::string sha256;
+  std::string provenance;  ///< The profile's provenance method.
+};
+
+struct PlanInputs {
+  PlanInput model;
+  PlanInput cluster;
+};
+
+/// `options`: the options as given; a degree that was searched is absent (null).
+struct PlanGivenOptions {
+  std::optional<std::string> strategy;  ///< Any name: strategies may be added within v1.
+  std::optional<int> pp;
+  std::optional<int> dp;
+  std::optional<int> microbatch_size;
+  std::optional<int> global_batch;
+  std::optional<bool> split_backward;
+  MemoryModel memory;  ///< `options.memory`; defaults where absent.
+};
+
+/// `parallelism`: the degrees.
+struct PlanParallelism {
+  int pp = 1;
+  int dp = 1;
+  int microbatch_size = 1;
+  int num_microbatches = 1;
+  int global_batch = 1;
+  int num_stages = 1;
+  std::optional<int> devices_used;
+  std::optional<int> devices_total;
+  std::optional<std::string> device_type;
+  /// Stage times interpolated between (or scaled beyond) the profiled microbatch sizes.
+  std::optional<bool> times_interpolated;
+};
+
+/// `partition`: how the cut was found.
+struct PlanPartition {
+  std::string method;
+  double objective_s = 0;
+  double lower_bound_s = 0;
+  bool exact = false;
+  bool all_skips_local = false;
+  std::optional<bool> skips_nested;
+  std::optional<int> states_explored;
+};
+
+struct PlanStage {
+  StageId id = 0;
+  DeviceId device = 0;
+  std::optional<std::string> side;  ///< "encoder", "decoder" or "chain".
+  std::vector<std::string> layers;  ///< Layer names in execution order.
+  std::optional<double> forward_s;
+  std::optional<double> backward_s;
+  std::optional<double> backward_weight_s;  ///< The W share of backward_s.
+  std::optional<std::int64_t> params;
+  std::optional<std::int64_t> activation_bytes_per_microbatch;
+
+  /// Both forward_s and backward_s are stated.
+  bool has_times() const { return forward_s && backward_s; }
+};
+
+struct PlanDevice {
+  DeviceId device = 0;
+  std::vector<StageId> stages;
+  std::optional<double> load_s;
+  std::optional<std::int64_t> params;
+  /// Microbatches in flight that fit whatever the order (cost/memory.hpp).
+  std::optional<int> inflight_limit;
+  std::vector<std::string> cached_skips;
+};
+
+struct PlanSkip {
+  std::optional<std::string> name;  ///< Default: "producer->consumer" (label()).
+  std::string producer;
+  std::string consumer;
+  std::int64_t bytes_per_sample = 0;
+  StageId producer_stage = 0;
+  StageId consumer_stage = 0;
+  std::optional<DeviceId> producer_device;  ///< As claimed.
+  std::optional<DeviceId> consumer_device;  ///< As claimed.
+  bool local = false;
+  std::optional<std::string> route;  ///< "local", "direct" or "forwarded".
+
+  /// The skip's name, or "producer->consumer" when the plan gives none.
+  std::string label() const { return name.value_or(producer + "->" + consumer); }
+};
+
+struct PlanCarried {
+  std::string name;
+  std::optional<std::string> producer;  ///< Absent (null): comes with the input batch.
+  std::int64_t bytes_per_sample = 0;
+  bool needs_gradient = false;
+};
+
+struct PlanTransfer {
+  StageId from_stage = 0;
+  StageId to_stage = 0;
+  std::optional<DeviceId> from_device;  ///< As claimed.
+  std::optional<DeviceId> to_device;    ///< As claimed.
+  std::optional<std::string> kind;      ///< "main" or "skip".
+  Bytes forward;                        ///< Per microbatch.
+  Bytes backward;                       ///< Per microbatch.
+  std::optional<int> forward_messages;
+  std::optional<int> backward_messages;
+  std::optional<double> forward_s;
+  std::optional<double> backward_s;
+  std::optional<std::string> forward_link;  ///< Link class name.
+  std::optional<std::string> backward_link;
+  std::vector<std::string> skips;  ///< Names of the skips whose bytes ride on it.
+
+  bool has_times() const { return forward_s && backward_s; }
+};
+
+/// One operation of a device's schedule with its predicted times.
+struct PlanOp {
+  Op op;
+  double start_s = 0;
+  double end_s = 0;
+};
+
+/// `schedule_info`.
+struct PlanScheduleInfo {
+  std::optional<std::string> policy;
+  /// As stated; Plan::split_backward() falls back on the ops when absent.
+  std::optional<bool> split_backward;
+  std::optional<double> makespan_s;
+};
+
+/// `solver.limits`.
+struct PlanSolverLimits {
+  int max_nodes = 0;
+  double max_seconds = 0;
+};
+
+/// `solver`: how the schedule was found. `status` is one of the ScheduleStatus names
+/// (schedule/synthesize.hpp), `stopped_by` what ended the last search step.
+struct PlanSolver {
+  std::string status;
+  std::string method;
+  std::string stopped_by;
+  double makespan_s = 0;
+  double lower_bound_s = 0;
+  double gap = 0;
+  double heuristic_makespan_s = 0;
+  int list_evaluations = 0;
+  int order_evaluations = 0;
+  int milp_solves = 0;
+  int milp_nodes = 0;
+  PlanSolverLimits limits;
+};
+
+/// `cost_model`: the cluster settings the predicted figures assume.
+struct PlanCostModel {
+  bool overlap_comm = false;
+  std::string allreduce;  ///< "ring" or "hierarchical".
+  std::optional<double> time_quantum_s;
+};
+
+/// `comm`: point-to-point and all-reduce traffic.
+struct PlanComm {
+  std::int64_t p2p_bytes_per_iteration = 0;
+  std::int64_t skip_bytes_per_iteration = 0;
+  std::optional<std::int64_t> activation_bytes_per_iteration;
+  std::optional<std::int64_t> carried_bytes_per_iteration;
+  std::optional<Bytes> p2p_bytes_per_microbatch_per_pipeline;
+  /// Link class name -> bytes of one iteration (both directions, every replica).
+  std::optional<std::map<std::string, std::int64_t>> p2p_bytes_per_link_class;
+  std::optional<std::int64_t> allreduce_bytes_per_iteration;
+};
+
+/// `predicted.devices[]`: one pipeline device's predicted figures.
+struct PlanDevicePrediction {
+  DeviceId device = 0;
+  std::optional<double> compute_s;
+  std::optional<double> send_s;
+  std::optional<double> idle_s;
+  std::optional<double> allreduce_s;
+  std::optional<int> max_inflight;
+  std::optional<std::int64_t> peak_memory_bytes;
+  std::optional<std::int64_t> capacity_bytes;
+  std::optional<MemoryBreakdown> memory;  ///< At the peak.
+};
+
+/// `predicted`.
+struct PlanPredicted {
+  double iteration_s = 0;
+  double samples_per_s = 0;
+  double bubble_ratio = 0;
+  std::optional<double> pipeline_makespan_s;
+  std::optional<double> allreduce_exposed_s;
+  std::vector<std::int64_t> peak_memory_bytes;  ///< Per pipeline device.
+  std::optional<std::vector<PlanDevicePrediction>> devices;
+};
+
+struct PlanRank {
+  RankId rank = 0;
+  int node = 0;
+  int local_device = 0;
+  int dp_index = 0;
+  DeviceId pipeline_device = 0;
+};
+
+/// `rank_map.placement`: how the ranks were chosen.
+struct PlanPlacement {
+  bool topology_aware = false;
+  std::string note;
+  std::vector<std::string> boundary_links;  ///< Per pipeline boundary, its link class.
+};
+
+struct PlanRankMap {
+  std::optional<int> world_size;
+  std::vector<PlanRank> ranks;
+  std::vector<std::vector<RankId>> pipeline_groups;       ///< [dp_index][pipeline device].
+  std::vector<std::vector<RankId>> data_parallel_groups;  ///< [pipeline device][dp_index].
+  std::vector<RankId> unused_ranks;
+  std::optional<PlanPlacement> placement;
+};
+
+/// `search[]`: one configuration the tuner tried.
+struct PlanCandidate {
+  int pp = 0;
+  int dp = 0;
+  int microbatch_size = 0;
+  int num_microbatches = 0;
+  bool feasible = false;
+  bool chosen = false;
+  bool synthesized = false;  ///< Got the full schedule synthesis (else: screened only).
+  std::optional<double> iteration_s;
+  std::optional<double> samples_per_s;
+  std::optional<std::int64_t> peak_memory_bytes;  ///< Largest device peak.
+  std::optional<std::string> reason;              ///< Why it lost.
+};
+
+struct Plan {
+  std::string file;  ///< Where it was read from, for messages (not a JSON key).
+  std::string schema = kPlanSchema;
+  PlanGenerator generator;
+  PlanInputs inputs;
+  PlanGivenOptions options;
+  PlanParallelism parallelism;
+  PlanPartition partition;
+  std::vector<PlanStage> stages;
+  std::vector<PlanDevice> devices;
+  std::vector<PlanSkip> skips;
+  std::vector<PlanCarried> carried;
+  std::vector<PlanTransfer> transfers;
+  std::vector<std::vector<PlanOp>> schedule;  ///< [pipeline device]: ops in execution order.
+  PlanScheduleInfo schedule_info;
+  std::optional<PlanSolver> solver;
+  std::optional<PlanCostModel> cost_model;
+  PlanComm comm;
+  PlanPredicted predicted;
+  PlanRankMap rank_map;
+  std::vector<PlanCandidate> search;
+
+  int pp() const { return parallelism.pp; }
+  int num_stages() const { return static_cast<int>(stages.size()); }
+  /// The strategy named in the options, or "".
+  std::string strategy() const { return options.strategy.value_or(""); }
+  /// Backward split into I and W: as schedule_info states, else whether any op is I or W.
+  bool split_backward() const;
+  /// The V (2P stages, stage d and 2P-1-d on device d) as opposed to a chain.
+  bool is_v() const;
+  /// Stage of every layer name, in the plan's order: (layer, stage) pairs.
+  std::vector<std::pair<std::string, StageId>> layer_stages() const;
+  /// Total number of schedule operations.
+  std::size_t num_ops() const;
+};
+
+}  // namespace pulse

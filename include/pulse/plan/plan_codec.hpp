@@ -1,0 +1,57 @@
+// The plan's JSON codec. One list of keys per section (src/plan/plan_sections.cpp) drives
+// the writer, the reader and the key listing the schema is checked against, so the three
+// cannot disagree. The writer is deterministic: keys in that fixed order, two-space indent,
+// times rounded to the nanosecond, ratios to 1e-9 and rates to 1e-6, so the same plan gives
+// the same bytes on every machine. The reader checks the shape (types, required keys, every
+// index in range) and reports every problem found as "FILE: $.json.path: expected ..., got
+// ..."; keys it does not know are ignored (plans may gain keys within v1).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "pulse/base/result.hpp"
+#include "pulse/plan/plan.hpp"
+
+namespace pulse {
+
+/// The plan as JSON text (two-space indented, trailing newline).
+std::string write_plan(const Plan& plan);
+
+/// Reads and checks a plan file. Errors (input kind, exit 2) list every problem found.
+Result<Plan> load_plan(const std::string& path);
+/// The same from text in memory; `file` is the name used in messages.
+Result<Plan> parse_plan(std::string_view text, const std::string& file);
+
+/// A key the codec knows: its JSON path ("$.stages[].layers[]"), the JSON type it writes
+/// ("integer", "number", "string", "boolean", "array", "object"; "integer|null" where a
+/// null stands for "not given") and whether the reader requires it.
+struct PlanKey {
+  std::string path;
+  std::string type;
+  bool required = false;
+};
+
+/// Every key the writer can emit, in writing order (what the schema must describe).
+std::vector<PlanKey> plan_keys();
+
+/// The `comm` and `predicted` sections as the writer writes them, in an object of their
+/// own (what `simulate --json` reports).
+nlohmann::ordered_json figure_sections(const Plan& plan);
+
+/// One number or value that differs between two plans' `comm` and `predicted` sections,
+/// each formatted as the writer formats it ("(absent)" where one side lacks it).
+struct FigureDifference {
+  std::string path;  ///< JSON path, e.g. "$.predicted.iteration_s".
+  std::string plan;
+  std::string replay;
+};
+
+/// Compares the `comm` and `predicted` sections of two plans key by key, after rounding
+/// both as the writer does; numbers agree within a nanosecond or a part in 10^9.
+std::vector<FigureDifference> compare_figures(const Plan& plan, const Plan& replay);
+
+}  // namespace pulse

@@ -1,0 +1,135 @@
+// Model and cluster profiles: the planner's inputs, loaded and fully validated before any
+// work starts. docs/formats.md is the format reference; schema/ has the JSON Schemas.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pulse/base/result.hpp"
+
+namespace pulse {
+
+/// Index of a layer in execution order, 0-based.
+using LayerId = int;
+/// Index of a pipeline stage along the main path, 0-based (0 .. num_stages-1).
+using StageId = int;
+/// Index of a device within one pipeline, 0-based (0 .. pp-1).
+using DeviceId = int;
+/// Global device index in the cluster: node * devices_per_node + local device.
+using RankId = int;
+
+/// Where a profile's numbers came from.
+struct Provenance {
+  std::string method;  ///< "analytic", "measured" or "hand-written".
+  std::string source;
+  std::string generator;
+  std::vector<std::string> references;
+  std::vector<std::string> assumptions;
+};
+
+/// The file a profile was read from: display name and content hash for the plan.
+struct SourceFile {
+  std::string path;
+  std::string name;    ///< File name without directories, as recorded in plans.
+  std::string sha256;  ///< Hex SHA-256 of the file's bytes.
+};
+
+struct Layer {
+  std::string name;
+  std::string kind;
+  std::int64_t params = 0;
+  /// Seconds per microbatch, [device type index][microbatch size index].
+  std::vector<std::vector<double>> forward_s;
+  std::vector<std::vector<double>> backward_s;
+  double backward_weight_fraction = 0.5;
+  std::int64_t activation_bytes_per_sample = 0;
+  std::int64_t output_bytes_per_sample = 0;
+  double forward_flops_per_sample = 0;
+};
+
+/// A long skip connection: `producer`'s output is consumed again by `consumer`.
+struct Skip {
+  std::string name;
+  LayerId producer = 0;
+  LayerId consumer = 0;
+  std::int64_t bytes_per_sample = 0;
+};
+
+/// A tensor every later stage needs besides the main path (timestep embedding, text states).
+struct Carried {
+  std::string name;
+  LayerId producer = -1;  ///< -1: comes with the input batch.
+  std::int64_t bytes_per_sample = 0;
+  bool needs_gradient = false;
+};
+
+struct ModelProfile {
+  SourceFile file;
+  std::string name;
+  std::string description;
+  Provenance provenance;
+  std::vector<int> microbatch_sizes;
+  std::vector<std::string> device_types;
+  std::vector<Layer> layers;
+  std::vector<Skip> skips;
+  std::vector<Carried> carried;
+
+  /// Index into device_types, or -1.
+  int device_type_index(std::string_view type) const;
+  std::int64_t total_params() const;
+};
+
+/// A named kind of link: achieved bandwidth per direction and per-message latency.
+struct LinkClass {
+  std::string name;
+  double bandwidth_bytes_per_s = 0;
+  double latency_s = 0;
+};
+
+struct ClusterProfile {
+  SourceFile file;
+  std::string name;
+  std::string description;
+  Provenance provenance;
+  std::string device_type;
+  std::int64_t memory_bytes = 0;
+  std::int64_t reserved_bytes = 0;
+  double peak_fp16_flops = 0;
+  int devices_per_node = 1;
+  int nodes = 1;
+  std::vector<LinkClass> link_classes;
+  /// Class index of the link between local devices [a][b]; -1 on the diagonal.
+  std::vector<std::vector<int>> intra_node;
+  int inter_node = -1;  ///< Class index between nodes; -1 when there is one node.
+  bool overlap_comm = false;
+  /// Data-parallel gradient all-reduce: "ring" over all replicas, or "hierarchical"
+  /// (reduce-scatter in the node, all-reduce across nodes, all-gather in the node).
+  std::string allreduce = "ring";
+
+  int num_devices() const { return devices_per_node * nodes; }
+  int node_of(RankId r) const { return r / devices_per_node; }
+  int local_of(RankId r) const { return r % devices_per_node; }
+  /// The link between two distinct ranks.
+  const LinkClass& link(RankId a, RankId b) const;
+  /// Bytes a plan may use per device: memory_bytes - reserved_bytes.
+  std::int64_t usable_memory() const { return memory_bytes - reserved_bytes; }
+};
+
+/// Seconds for a microbatch of `b` samples, from times measured at `sizes`: linear between
+/// sizes, per-sample scaling of the nearest size outside them.
+double interpolate_time(const std::vector<double>& times, const std::vector<int>& sizes, int b);
+
+/// Whether `b` is one of the profiled sizes (otherwise plans say the time is interpolated).
+bool is_profiled_size(const std::vector<int>& sizes, int b);
+
+/// Loads and validates a model profile. Errors name the file and JSON path.
+Result<ModelProfile> load_model_profile(const std::string& path);
+/// The same from text in memory; `file` is the name used in messages.
+Result<ModelProfile> parse_model_profile(std::string_view text, const std::string& file);
+
+Result<ClusterProfile> load_cluster_profile(const std::string& path);
+Result<ClusterProfile> parse_cluster_profile(std::string_view text, const std::string& file);
+
+}  // namespace pulse

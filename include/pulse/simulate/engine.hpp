@@ -1,0 +1,69 @@
+// The execution rules every timing in pulse-plan follows, in one place: when an operation
+// may start (its device is free and its inputs have arrived), how long it runs, and what
+// it sends afterwards. The list scheduler and the simulator both drive this engine, so a
+// schedule's times are the same whichever of them computes them.
+#pragma once
+
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "pulse/cost/pipeline_model.hpp"
+#include "pulse/simulate/schedule.hpp"
+#include "pulse/simulate/simulate.hpp"
+
+namespace pulse::detail {
+
+constexpr double kNotYet = std::numeric_limits<double>::quiet_NaN();
+
+class ExecutionEngine {
+ public:
+  ExecutionEngine(const PipelineModel& model, int num_microbatches);
+
+  /// Earliest start of `op` on its device, or nullopt while an input's producer has not
+  /// executed yet.
+  std::optional<double> ready_time(const Op& op) const;
+  /// Runs `op` at its ready time (which must exist) and performs its sends.
+  TimedOp execute(const Op& op);
+  bool executed(const Op& op) const;
+
+  double device_free(DeviceId d) const { return device_free_[d]; }
+  /// Devices whose ops may become ready, or ready earlier, once `op` has executed: its own
+  /// and those it sends to.
+  void consumer_devices(const Op& op, std::vector<DeviceId>& out) const;
+  double compute_time(const Op& op) const;
+
+  // Recorded times, for the memory pass. NaN until executed.
+  double forward_start(StageId s, int m) const { return f_start_[idx(s, m)]; }
+  double forward_end(StageId s, int m) const { return f_end_[idx(s, m)]; }
+  /// When the input gradient of (s, m) is ready: end of B, or of I with a split backward.
+  double grad_end(StageId s, int m) const { return g_end_[idx(s, m)]; }
+  /// When (s, m) releases its activations: end of B, or of W.
+  double backward_done(StageId s, int m) const { return w_end_[idx(s, m)]; }
+  double send_end(std::size_t transfer, int m, bool forward) const {
+    return (forward ? fwd_send_end_ : bwd_send_end_)[transfer][m];
+  }
+  double arrival(std::size_t transfer, int m, bool forward) const {
+    return (forward ? fwd_arrival_ : bwd_arrival_)[transfer][m];
+  }
+  /// Sends each device made so far, in order.
+  const std::vector<TimedSend>& sends(DeviceId d) const { return sends_[d]; }
+
+ private:
+  std::size_t idx(StageId s, int m) const { return static_cast<std::size_t>(s) * num_microbatches_ + m; }
+  double send_all(DeviceId d, double t, const std::vector<std::size_t>& transfers, int m,
+                  bool forward);
+
+  const PipelineModel& model_;
+  int num_microbatches_;
+  std::vector<std::vector<TimedSend>> sends_;     // per sending device
+  std::vector<std::vector<std::size_t>> out_of_;  // [stage]: transfers with from == stage
+  std::vector<std::vector<std::size_t>> into_;    // [stage]: transfers with to == stage
+  std::vector<double> device_free_;
+  std::vector<std::vector<double>> link_free_;  // [from device][to device]
+  std::vector<double> f_start_, f_end_, g_end_, w_end_;
+  std::vector<std::vector<double>> fwd_send_end_, bwd_send_end_, fwd_arrival_, bwd_arrival_;
+};
+
+}  // namespace pulse::detail

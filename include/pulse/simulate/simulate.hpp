@@ -1,0 +1,60 @@
+// Evaluate pass: replays a schedule on the cost model and reports every number the planner
+// publishes: op start and end times, per-device busy, send and idle time, memory peaks with
+// their breakdown, bytes moved. Plans, baselines and `pulse-plan simulate` all use it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "pulse/cost/memory.hpp"
+#include "pulse/cost/pipeline_model.hpp"
+#include "pulse/base/result.hpp"
+#include "pulse/simulate/schedule.hpp"
+
+namespace pulse {
+
+struct TimedOp {
+  Op op;
+  double start_s = 0;
+  double end_s = 0;         ///< Compute done.
+  double busy_until_s = 0;  ///< Blocking sends done (== end_s when sends overlap compute).
+};
+
+/// One point-to-point message batch: a transfer's tensors for one microbatch, one way.
+struct TimedSend {
+  std::size_t transfer = 0;  ///< Index into PipelineModel::transfers.
+  int mb = 0;  ///< Microbatch index, 0 .. num_microbatches-1.
+  bool forward = true;  ///< Activations (true) or gradients (false).
+  DeviceId to = 0;
+  double start_s = 0;
+  double end_s = 0;
+};
+
+struct DeviceTimeline {
+  std::vector<TimedOp> ops;
+  std::vector<TimedSend> sends;  ///< Sends this device made, in order.
+  double compute_s = 0;
+  double send_s = 0;     ///< Time blocked in sends.
+  double idle_s = 0;     ///< Up to the pipeline makespan.
+  MemoryBreakdown peak;  ///< What the device really holds at its fullest, by kind.
+  int max_inflight = 0;  ///< Largest number of microbatches in flight (cost/memory.hpp).
+  /// Largest bytes the memory rule charges beyond the static state (cost/memory.hpp).
+  std::int64_t resident_peak = 0;
+};
+
+struct Timeline {
+  std::vector<DeviceTimeline> devices;
+  double makespan_s = 0;
+};
+
+/// Whether every device of a replayed timeline keeps within `capacity` under the memory
+/// rule (cost/memory.hpp): its static state plus its residency peak.
+bool within_memory(const Timeline& timeline, const std::vector<MemoryBreakdown>& static_bytes,
+                   std::int64_t capacity);
+
+/// Replays `schedule`: every op starts as soon as its device is free and its inputs have
+/// arrived. Fails (internal error) if the schedule misses an op, repeats one or deadlocks.
+Result<Timeline> simulate(const PipelineModel& model, const Schedule& schedule,
+                          int num_microbatches, const std::vector<MemoryBreakdown>& static_bytes);
+
+}  // namespace pulse

@@ -1,0 +1,72 @@
+// A semantic diff of two plans: one report with the old value beside the new for the
+// degrees, the placement, every stage's layers, the schedule, time, traffic and memory,
+// and the list of layers that moved between stages or devices. The typical pair is one
+// model planned for two clusters (V100 NVLink vs Ascend 910A HCCS).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pulse/plan/plan.hpp"
+
+namespace pulse {
+
+/// How a row changed, for colour: `better`/`worse` where a direction is meaningful
+/// (time, traffic, memory, bubble), `changed` otherwise.
+enum class Change { same, changed, better, worse };
+
+struct DiffRow {
+  std::string section;  ///< "inputs", "degrees", "placement", "stages", ...
+  std::string key;      ///< Stable machine name within the section: "pp", "iteration_s".
+  std::string label;    ///< For people: "pp", "iteration".
+  std::string old_text;
+  std::string new_text;
+  std::optional<double> old_value;  ///< Raw number (seconds, bytes) when the row is numeric.
+  std::optional<double> new_value;
+  std::string delta;  ///< "+12.3%", "+4", "-1.5 pp", "changed" or "".
+  Change change = Change::same;
+};
+
+/// A layer whose stage or device differs; -1 where the layer is absent from that plan.
+struct LayerMove {
+  std::string layer;
+  StageId old_stage = -1;
+  StageId new_stage = -1;
+  DeviceId old_device = -1;
+  DeviceId new_device = -1;
+};
+
+struct DiffRequest {
+  const Plan* old_plan = nullptr;
+  const Plan* new_plan = nullptr;
+  std::string old_name = {};  ///< Column titles; default: the plans' file names.
+  std::string new_name = {};
+};
+
+struct PlanDiff {
+  std::string old_name;
+  std::string new_name;
+  std::vector<DiffRow> rows;
+  std::vector<LayerMove> moved_layers;       ///< In the new plan's layer order, then removed.
+  std::vector<std::string> changed_degrees;  ///< Keys of the "degrees" rows that changed.
+  /// Throughput lost, percent: (1 - new samples/s / old samples/s) x 100; < 0 is faster.
+  double slowdown_pct = 0;
+  /// Point-to-point bytes per sample, percent more than the old plan (infinite when the
+  /// old plan moved none and the new one does).
+  double traffic_increase_pct = 0;
+  int num_layers = 0;  ///< Layers in the new plan.
+};
+
+PlanDiff diff_plans(const DiffRequest& request);
+
+struct DiffTableOptions {
+  bool color = false;  ///< ANSI colours: green better, red worse, yellow changed.
+};
+
+/// The aligned table: label, old, new, change; then the moved layers.
+std::string format_diff_table(const PlanDiff& diff, const DiffTableOptions& options);
+/// The same as JSON (schema "pulse.plan-diff/v1"), for machines.
+std::string format_diff_json(const PlanDiff& diff);
+
+}  // namespace pulse

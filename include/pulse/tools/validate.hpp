@@ -1,0 +1,58 @@
+// An independent check of a plan against the profiles it claims to come from: written apart
+// from the planner, it rebuilds what it can from the plan's own layer lists and the two
+// profiles, and compares. Plans written by hand or by another tool are checked the same way.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "pulse/plan/plan.hpp"
+#include "pulse/profile/profile.hpp"
+
+namespace pulse {
+
+struct ValidateRequest {
+  const Plan* plan = nullptr;
+  const ModelProfile* model = nullptr;
+  const ClusterProfile* cluster = nullptr;
+  /// At most this many violations of one check are listed; the rest are counted.
+  std::size_t max_per_check = 10;
+};
+
+/// One thing wrong with a plan.
+struct Violation {
+  /// Which check: "inputs", "degrees", "layers", "placement", "skips", "transfers",
+  /// "schedule", "timing", "memory" or "rank_map".
+  std::string check;
+  std::string message;  ///< Names the stage, device, op or layer, and the numbers.
+};
+
+struct ValidateResult {
+  std::vector<Violation> violations;  ///< In check order; empty when the plan is valid.
+  /// Checks that could not run because an earlier one failed (e.g. no schedule check
+  /// without a stage layout that covers the model), in order.
+  std::vector<std::string> skipped;
+  std::size_t total = 0;  ///< Violations found, listed or not.
+  bool ok() const { return violations.empty(); }
+};
+
+/// Checks, in order:
+///   inputs     sha256 of the model and cluster profiles against inputs.*.sha256, and the
+///              device type;
+///   degrees    pp x dp within the cluster, global_batch = dp x microbatch_size x
+///              num_microbatches, devices_used / devices_total;
+///   layers     every model layer in exactly one stage, stages in execution order;
+///   placement  stage -> device is the V (2P stages) or the chain (P stages) the strategy
+///              says, stage sides, devices[].stages;
+///   skips      each skip's producer/consumer stage, devices, locality and route recomputed
+///              from the layer lists; devices[].cached_skips;
+///   transfers  the plan's transfers against the rebuilt pipeline model (bytes, times);
+///   schedule   every op once on its stage's device, one op at a time per device,
+///              dependencies with their transfer times (check_schedule);
+///   timing     op durations against the cost model, the claimed makespan;
+///   memory     static state plus microbatches in flight within the usable memory, and the
+///              predicted peaks;
+///   rank_map   ranks, nodes, local devices and groups consistent with the cluster.
+ValidateResult validate_plan(const ValidateRequest& request);
+
+}  // namespace pulse

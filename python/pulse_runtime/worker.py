@@ -1,0 +1,188 @@
+"""One rank of a plan: its stages, its op list in the plan's order, then the data-parallel
+gradient reduction and the optimizer step (optim.py, ZeRO-1 or not).
+
+Every value that crosses a stage boundary lives in a rank-local store keyed by
+((kind, name), microbatch) as a detached leaf: the consumer stage reads it, autograd
+accumulates the consumer's gradient in its .grad, gradients arriving from other ranks are
+added there too, and the producing stage's backward is fed that .grad. Local skips
+therefore never leave the rank; a carried tensor used by both stages of a device (the V)
+collects both gradients before it is sent back.
+"""
+
+import time
+
+import torch
+import torch.distributed as dist
+
+from . import blocklist, comm, optim
+
+
+class Worker:
+    def __init__(self, plan, model, rank, torch_device, optim_config, shapes=None):
+        self.plan, self.model, self.rank = plan, model, rank
+        info = plan.rank_info(rank)
+        self.device, self.replica = info["pipeline_device"], info["dp_index"]
+        self.torch_device = torch_device
+        self.stages = {s: blocklist.BlockRange(model, *plan.stage_range[s])
+                       for s in plan.stages_on(self.device)}
+        self.named = dict(kv for st in self.stages.values() for kv in st.named_parameters())
+        self.params = list(self.named.values())
+        self.dp_group, dp_size = self._make_dp_groups()
+        self.optimizer = optim.Optimizer(self.params, self.dp_group, dp_size, optim_config)
+        shapes = shapes or comm.Shapes(model, plan.microbatch_size, torch_device)
+        self.comm = comm.Comm(plan, self.device, plan.pipeline_ranks(self.replica), shapes,
+                              torch_device)
+        self.last_stage = len(plan.stages) - 1
+        self.run_op = {"F": self.forward, "B": self.backward, "I": self.backward_input,
+                       "W": self.backward_weight}
+
+    def _make_dp_groups(self):
+        """(this rank's data-parallel group or None, its size). new_group is collective:
+        every rank creates every group, in the plan's order."""
+        mine, size = None, 1
+        for ranks in self.plan.data_parallel_groups:
+            group = dist.new_group(ranks=ranks) if len(ranks) > 1 else None
+            if self.rank in ranks:
+                mine, size = group, len(ranks)
+        return mine, size
+
+    # --- one iteration -------------------------------------------------------------------
+
+    def iteration(self, batch):
+        """Runs this rank's ops; returns (sum of its microbatch losses, seconds)."""
+        start = time.perf_counter()
+        self.store, self.saved, self.loss_sum = {}, {}, 0.0
+        self.inputs, self.pending_w = {}, {}  # (stage, mb) -> input leaves / I's outputs
+        self.held = {}  # mb -> {carried name: leaf}: the carried tensors this device holds
+        self.batch = batch
+        for p in self.params:
+            p.grad = None
+        self.comm.start_iteration()
+        # (op, stage, mb, start_s, end_s, seconds blocked in receives, seconds posting
+        # sends), times from the iteration start.
+        self.trace = []
+        for op, stage, mb in self.plan.schedule[self.device]:
+            t0, waited, sent = time.perf_counter() - start, self.comm.wait_s, self.comm.send_s
+            self.run_op[op](stage, mb)
+            self.trace.append((op, stage, mb, t0, time.perf_counter() - start,
+                               self.comm.wait_s - waited, self.comm.send_s - sent))
+        self.comm.finish_iteration()
+        self.optimizer.reduce_gradients()
+        self.grads = {n: p.grad.detach().clone() for n, p in self.named.items()}
+        self.optimizer.step()
+        self.store = self.saved = None
+        return self.loss_sum, time.perf_counter() - start
+
+    def microbatch(self, mb):
+        b = self.plan.microbatch_size
+        first = (self.replica * self.plan.num_microbatches + mb) * b
+        return {k: v[first:first + b] for k, v in self.batch.items()}
+
+    def forward(self, s, mb):
+        for msg in self.plan.awaited_before("F", s):
+            for item, t in zip(msg.items, self.comm.receive(msg, mb)):
+                if (item.key, mb) in self.store:
+                    raise RuntimeError(f"device {self.device} received {item.key} twice")
+                self.put(item.key, mb, t)
+        stage, data = self.stages[s], self.microbatch(mb)
+        if s == 0:  # carried tensors that come with the batch start on the first device
+            for c in self.model.carried:
+                if c["producer"] is None:
+                    self.put(("carried", c["name"]), mb, data[c["name"]])
+        h = self.store[(("main", s - 1), mb)] if s > 0 else self.model.first_input(data)
+        env = dict(data)
+        env.update(self.held.get(mb, {}))
+        env.update((k, self.store[(("skip", k), mb)]) for k in stage.skips_in)
+        # The leaves whose gradients I computes: main-path input, skips and carried tensors.
+        self.inputs[(s, mb)] = [v for v in [h, *env.values()]
+                                if isinstance(v, torch.Tensor) and v.requires_grad]
+        with torch.enable_grad():
+            out, produced = stage.forward(h, env)
+        outputs = [(("carried", k), produced[k]) for k in stage.carried_out]
+        outputs += [(("skip", k), produced[k]) for k in stage.skips_out]
+        if s == self.last_stage:
+            loss = self.model.loss_sum(out, data) / self.plan.global_batch
+            self.loss_sum += loss.item()
+            outputs.append((("loss", None), loss))
+        else:
+            outputs.append((("main", s), out))
+        for key, t in outputs:
+            if key[0] != "loss":
+                self.put(key, mb, t)
+        self.saved[(s, mb)] = outputs
+        for msg in self.plan.sent_after("F", s):
+            self.comm.send(msg, mb, [self.store[(item.key, mb)] for item in msg.items])
+
+    def put(self, key, mb, tensor):
+        """Store a value crossing a stage boundary as a detached leaf (see the module doc)."""
+        leaf = blocklist.detached_leaf(tensor)
+        self.store[(key, mb)] = leaf
+        if key[0] == "carried":
+            self.held.setdefault(mb, {})[key[1]] = leaf
+
+    def backward(self, s, mb):
+        """B: the whole backward of stage s for microbatch mb."""
+        self.receive_grads(s, mb)
+        tensors, grads = self.output_grads(self.saved.pop((s, mb)), mb)
+        self.inputs.pop((s, mb))
+        torch.autograd.backward(tensors, grads)
+        self.send_grads(s, mb)
+
+    def backward_input(self, s, mb):
+        """I: gradients of the stage's inputs only (what other stages wait for); the graph
+        is kept for W. Same messages as B."""
+        self.receive_grads(s, mb)
+        tensors, grads = self.output_grads(self.saved[(s, mb)], mb)
+        inputs = self.inputs.pop((s, mb))
+        if inputs:
+            torch.autograd.backward(tensors, grads, inputs=inputs, retain_graph=True)
+        self.pending_w[(s, mb)] = (tensors, grads)
+        self.send_grads(s, mb)
+
+    def backward_weight(self, s, mb):
+        """W: parameter gradients of the stage. autograd re-walks the part of the graph
+        shared with I (a cost a fused split-backward kernel would avoid)."""
+        tensors, grads = self.pending_w.pop((s, mb))
+        self.saved.pop((s, mb))
+        params = [p for p in self.stages[s].parameters() if p.requires_grad]
+        torch.autograd.backward(tensors, grads, inputs=params)
+
+    def receive_grads(self, s, mb):
+        for msg in self.plan.awaited_before("B", s):
+            for item, g in zip(msg.items, self.comm.receive(msg, mb)):
+                leaf = self.store[(item.key, mb)]
+                leaf.grad = g if leaf.grad is None else leaf.grad + g
+
+    def output_grads(self, outputs, mb):
+        tensors, grads = [], []
+        for key, t in outputs:
+            g = torch.ones_like(t) if key[0] == "loss" else self.store[(key, mb)].grad
+            if g is not None:  # e.g. a carried tensor no later block reads
+                tensors.append(t)
+                grads.append(g)
+        return tensors, grads
+
+    def send_grads(self, s, mb):
+        for msg in self.plan.sent_after("B", s):
+            self.comm.send(msg, mb, [self._grad_of(self.store[(item.key, mb)])
+                                     for item in msg.items])
+
+    @staticmethod
+    def _grad_of(leaf):
+        # A value nobody downstream used has a zero gradient; it still travels back, as the
+        # planner counts it.
+        return leaf.grad if leaf.grad is not None else torch.zeros_like(leaf)
+
+    # --- checkpoints ---------------------------------------------------------------------
+
+    def state_dict(self):
+        return {"params": {n: p.detach().cpu() for n, p in self.named.items()},
+                "optimizer": self.optimizer.state_dict()}
+
+    def load_state_dict(self, state):
+        if set(state["params"]) != set(self.named):
+            raise ValueError("the checkpoint holds other parameters than this rank's stages")
+        with torch.no_grad():
+            for n, p in self.named.items():
+                p.copy_(state["params"][n])
+        self.optimizer.load_state_dict(state["optimizer"])

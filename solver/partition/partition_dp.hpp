@@ -1,0 +1,165 @@
+// Pieces the partition dynamic programs share: prefix sums over the layer sequence, the
+// lexicographic value they minimise, and the upper-bound schedule that keeps them fast.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "pulse/cost/cost_model.hpp"
+#include "pulse/cost/memory.hpp"
+#include "pulse/graph/layer_graph.hpp"
+#include "pulse/partition/partition.hpp"
+
+namespace pulse::detail {
+
+/// Prefix sums over layers: index x covers layers [0, x). `upto` arrays are indexed by
+/// layer + 1 and count carried tensors whose producer is at or before that layer (input
+/// tensors, producer -1, count everywhere).
+struct LayerPrefix {
+  explicit LayerPrefix(const LayerGraph& graph);
+
+  int num_layers = 0;
+  std::vector<double> compute;  ///< forward + backward seconds.
+  std::vector<std::int64_t> params;
+  std::vector<std::int64_t> activation;
+  std::vector<std::int64_t> output;  ///< Per layer, not a prefix.
+  std::vector<std::int64_t> skip_bytes_by_producer;
+  std::vector<std::int64_t> skip_bytes_by_consumer;
+  std::vector<int> skip_count_by_producer;
+  std::vector<int> skip_count_by_consumer;
+  std::vector<std::int64_t> carried_bytes_upto;
+  std::vector<std::int64_t> carried_grad_bytes_upto;
+  std::vector<int> carried_count_upto;
+  std::vector<int> carried_grad_count_upto;
+
+  /// Sums over the inclusive layer range [a, b]; zero when b < a.
+  double compute_in(int a, int b) const { return b < a ? 0.0 : compute[b + 1] - compute[a]; }
+  std::int64_t params_in(int a, int b) const { return b < a ? 0 : params[b + 1] - params[a]; }
+  std::int64_t activation_in(int a, int b) const {
+    return b < a ? 0 : activation[b + 1] - activation[a];
+  }
+  /// No partition over `pp` devices has a device load under this: the total compute shared
+  /// evenly, and the heaviest single layer, which some device must run whole.
+  double load_lower_bound(int pp) const;
+};
+
+/// What a device's share costs per microbatch.
+struct DeviceCost {
+  double load = 0;          ///< Compute plus blocking sends, seconds.
+  std::int64_t memory = 0;  ///< Bound on bytes held with the assumed microbatches in flight.
+  std::int64_t bytes = 0;   ///< P2P bytes it sends, both directions.
+};
+
+/// Which quantity the DP minimises the maximum of.
+enum class Objective { time, memory };
+
+/// Lexicographic DP value: the largest primary cost so far, then bytes moved, then the
+/// smallest memory headroom (larger is better).
+struct DpValue {
+  double primary = 0;
+  std::int64_t bytes = 0;
+  std::int64_t headroom = std::numeric_limits<std::int64_t>::max();
+};
+
+/// A partition DP's answer: stage boundaries, its value, each device's cost, states explored.
+struct DpFound {
+  std::vector<LayerId> first_layer;
+  DpValue value;
+  std::vector<DeviceCost> devices;
+  int states = 0;
+  bool exact = true;  ///< False when a bounded search (not the full DP) found it.
+};
+
+inline double primary_of(const DeviceCost& c, Objective objective) {
+  return objective == Objective::time ? c.load : static_cast<double>(c.memory);
+}
+
+inline DpValue extend(const DpValue& v, const DeviceCost& c, Objective objective,
+                      std::int64_t capacity) {
+  return DpValue{std::max(v.primary, primary_of(c, objective)), v.bytes + c.bytes,
+                 std::min(v.headroom, capacity - c.memory)};
+}
+
+/// True when `a` is strictly better than `b`. Primary costs within a relative 1e-12 tie.
+inline bool better(const DpValue& a, const DpValue& b) {
+  const double tol = 1e-12 * std::max(std::fabs(a.primary), std::fabs(b.primary));
+  if (a.primary < b.primary - tol) return true;
+  if (a.primary > b.primary + tol) return false;
+  if (a.bytes != b.bytes) return a.bytes < b.bytes;
+  return a.headroom > b.headroom;
+}
+
+/// Upper bounds tried in turn, as multiples of the lower bound. A DP run only keeps states
+/// whose devices stay under the bound, so early runs are cheap; the first run that finds a
+/// partition has found the optimum, because the optimum is under that bound too.
+///
+/// Two schedules, because the two DPs pay differently for a loose bound. The V DP's states
+/// form a band whose width grows with the slack (bound - lower bound), and its transitions
+/// per state grow the same way, so a run costs about the slack squared; runs under the
+/// optimum die early. Fine steps near 1 therefore pay off: on a 1000-layer model without
+/// skips at P = 32 they cut the time from 3.2 s to 27 ms (bench/bench_partition.cpp). The
+/// sequential DP's run costs about the same at any bound, so it takes few, coarse steps.
+inline const std::vector<double>& fine_upper_bound_factors() {
+  static const std::vector<double> factors = {
+      1.0001, 1.0003, 1.001, 1.003, 1.01, 1.02, 1.05,
+      1.1,    1.2,    1.4,   1.8,   2.6,  4.2,  std::numeric_limits<double>::infinity()};
+  return factors;
+}
+inline const std::vector<double>& coarse_upper_bound_factors() {
+  static const std::vector<double> factors = {
+      1.02, 1.05, 1.1, 1.2, 1.4, 1.8, 2.6, 4.2, std::numeric_limits<double>::infinity()};
+  return factors;
+}
+
+/// Runs `program` under each upper bound in turn; the first bound that admits a partition
+/// gives the optimum.
+template <class Program>
+auto solve_increasing(Program& program, double lower_bound, const std::vector<double>& factors)
+    -> decltype(program.run(0.0)) {
+  for (double factor : factors) {
+    if (auto found = program.run(lower_bound * factor)) return found;
+  }
+  return std::nullopt;
+}
+
+/// When no partition fits: runs `memory_program` (a DP minimising the largest device memory)
+/// and reports that partition's fullest device, so the message can say by how much.
+template <class Program>
+std::optional<MemoryShortfall> smallest_shortfall(Program& memory_program,
+                                                  const PartitionRequest& request,
+                                                  std::int64_t total_params) {
+  MemoryShortfall shortfall;
+  shortfall.capacity_bytes = request.memory_capacity;
+  const double floor =
+      static_cast<double>(request.memory.static_bytes(total_params, request.dp)) / request.pp;
+  const auto found =
+      solve_increasing(memory_program, std::max(floor, 1.0), coarse_upper_bound_factors());
+  if (!found) return std::nullopt;  // no partition of this shape at all, memory aside
+  for (std::size_t d = 0; d < found->devices.size(); ++d) {
+    if (found->devices[d].memory > shortfall.needed_bytes) {
+      shortfall.needed_bytes = found->devices[d].memory;
+      shortfall.device = static_cast<DeviceId>(d);
+    }
+  }
+  return shortfall;
+}
+
+/// Copies per-device loads and memory bounds into a result.
+inline void record_devices(const std::vector<DeviceCost>& devices, PartitionResult& result) {
+  for (const DeviceCost& c : devices) {
+    result.device_load_s.push_back(c.load);
+    result.device_memory_bytes.push_back(c.memory);
+  }
+}
+
+/// The link a non-local skip may take when the DP cannot know its destination: the slowest
+/// among the pipeline's device pairs (so the DP never underestimates).
+LinkClass slowest_link(const PipelineLinks& links);
+/// True when every pair of distinct pipeline devices has the same link.
+bool links_uniform(const PipelineLinks& links);
+
+}  // namespace pulse::detail

@@ -1,0 +1,220 @@
+// The conventional baselines: P contiguous stages, stage s on device s, and every skip
+// tensor either relayed through each stage boundary between its producer and its consumer
+// (what chain-only runtimes such as PyTorch pipelining and DeepSpeed do) or sent directly
+// from the producer's stage to the consumer's (a runtime with point-to-point skip support).
+//
+//   V_0(b)   = cost_0([0, b])
+//   V_s(b)   = min over a of max(V_{s-1}(a-1), cost_s([a, b]))      s = 1..P-1
+//   answer   = V_{P-1}(L-1)
+//
+// cost_s([a, b]) = compute + forward send at cut b (output, carried tensors, and relayed
+// skips; one message each) + backward send at cut a-1, as PipelineModel derives them; with
+// direct routing, skips leaving [a, b] are sent forward and skips entering it have their
+// gradients sent back, on the slowest link. memory_s (weights and state plus in-flight
+// activations and the skips held) must fit. The same growing upper bound as the V
+// partitioner prunes the search.
+
+#include <algorithm>
+#include <optional>
+
+#include "partition_dp.hpp"
+#include "pulse/partition/partition.hpp"
+
+namespace pulse {
+
+namespace {
+
+using detail::DeviceCost;
+using detail::DpFound;
+using detail::DpValue;
+using detail::LayerPrefix;
+using detail::Objective;
+
+class SequentialDynamicProgram {
+ public:
+  SequentialDynamicProgram(const PartitionRequest& request, Objective objective)
+      : request_(request),
+        prefix_(*request.graph),
+        num_layers_(prefix_.num_layers),
+        pp_(request.pp),
+        objective_(objective),
+        direct_(request.routing == SkipRouting::direct),
+        slowest_(detail::slowest_link(request.links)) {
+    live_bytes_.assign(num_layers_, 0);
+    live_count_.assign(num_layers_, 0);
+    by_producer_.assign(num_layers_, {});
+    for (const SkipPair& s : request.graph->skip_pairs()) {
+      for (int x = s.producer; x < s.consumer; ++x) {
+        live_bytes_[x] += s.bytes;
+        live_count_[x] += 1;
+      }
+      by_producer_[s.producer].push_back({s.consumer, s.bytes});
+      if (direct_) {  // direct skips never ride on the main path
+        for (int x = s.producer; x < s.consumer; ++x) {
+          live_bytes_[x] -= s.bytes;
+          live_count_[x] -= 1;
+        }
+      }
+    }
+  }
+
+  using Found = DpFound;
+
+  std::optional<Found> run(double bound);
+
+ private:
+  struct Cell {
+    DpValue value;
+    int start = -1;  // first layer of stage s; -1 when unreachable
+    DeviceCost cost;
+  };
+
+  /// `inside`: skips with both ends in [a, b] (bytes, count), cached on the device.
+  DeviceCost cost(int s, int a, int b, std::int64_t inside, int inside_count) const;
+  /// Direct routing: skips sent from [a, b] and gradients sent back into it.
+  double direct_sends(int a, int b, std::int64_t inside, int inside_count, DeviceCost& c,
+                      std::int64_t& held) const;
+  bool within(const DeviceCost& c, double bound) const {
+    if (objective_ == Objective::memory) return static_cast<double>(c.memory) <= bound;
+    return c.load <= bound && c.memory <= request_.memory_capacity;
+  }
+
+  const PartitionRequest& request_;
+  LayerPrefix prefix_;
+  int num_layers_, pp_;
+  Objective objective_;
+  std::vector<std::int64_t> live_bytes_;  // [x]: skip bytes crossing the cut after layer x
+  std::vector<int> live_count_;
+  std::vector<std::vector<std::pair<int, std::int64_t>>> by_producer_;  // (consumer, bytes)
+  bool direct_;
+  LinkClass slowest_;
+};
+
+double SequentialDynamicProgram::direct_sends(int a, int b, std::int64_t inside, int inside_count,
+                                              DeviceCost& c, std::int64_t& held) const {
+  const LayerPrefix& p = prefix_;
+  const std::int64_t produced = p.skip_bytes_by_producer[b + 1] - p.skip_bytes_by_producer[a];
+  const std::int64_t consumed = p.skip_bytes_by_consumer[b + 1] - p.skip_bytes_by_consumer[a];
+  const int produced_n = p.skip_count_by_producer[b + 1] - p.skip_count_by_producer[a];
+  const int consumed_n = p.skip_count_by_consumer[b + 1] - p.skip_count_by_consumer[a];
+  c.bytes += (produced - inside) + (consumed - inside);
+  held = produced + consumed - inside;
+  return transfer_time(slowest_, produced_n - inside_count, produced - inside) +
+         transfer_time(slowest_, consumed_n - inside_count, consumed - inside);
+}
+
+DeviceCost SequentialDynamicProgram::cost(int s, int a, int b, std::int64_t inside,
+                                          int inside_count) const {
+  const LayerPrefix& p = prefix_;
+  DeviceCost c;
+  double sends = 0;
+  std::int64_t relayed = 0;
+  if (s + 1 < pp_) {
+    const std::int64_t bytes = p.output[b] + live_bytes_[b] + p.carried_bytes_upto[b + 1];
+    sends += transfer_time(request_.links[s][s + 1],
+                                  1 + live_count_[b] + p.carried_count_upto[b + 1], bytes);
+    c.bytes += bytes;
+    relayed += live_bytes_[b];
+  }
+  if (s > 0) {
+    const std::int64_t bytes = p.output[a - 1] + live_bytes_[a - 1] + p.carried_grad_bytes_upto[a];
+    sends += transfer_time(request_.links[s][s - 1],
+                                  1 + live_count_[a - 1] + p.carried_grad_count_upto[a], bytes);
+    c.bytes += bytes;
+    relayed += live_bytes_[a - 1];
+  }
+  std::int64_t held = relayed + inside;
+  if (direct_) sends += direct_sends(a, b, inside, inside_count, c, held);
+  c.load = device_load(p.compute_in(a, b), sends, request_.overlap_comm);
+  c.memory = memory_bound(request_.memory, p.params_in(a, b), request_.dp, request_.inflight[s],
+                          p.activation_in(a, b) + held);
+  return c;
+}
+
+std::optional<SequentialDynamicProgram::Found> SequentialDynamicProgram::run(double bound) {
+  const bool time = objective_ == Objective::time;
+  // table[s][b]: best value with stages 0..s covering layers [0, b].
+  std::vector<std::vector<Cell>> table(pp_, std::vector<Cell>(num_layers_));
+  int states = 0;
+  for (int s = 0; s < pp_; ++s) {
+    // Stage s ends at b in [s, L - P + s]: each later stage needs a layer.
+    for (int b = s; b <= num_layers_ - pp_ + s; ++b) {
+      if (s == pp_ - 1 && b != num_layers_ - 1) continue;
+      Cell best;
+      std::int64_t inside = 0;
+      int inside_count = 0;
+      for (int a = b; a >= s; --a) {
+        for (const auto& [consumer, bytes] : by_producer_[a]) {
+          if (consumer <= b) {
+            inside += bytes;
+            ++inside_count;
+          }
+        }
+        if (time && prefix_.compute_in(a, b) > bound) break;
+        const Cell* prev = s == 0 ? nullptr : &table[s - 1][a - 1];
+        if (s == 0 && a != 0) continue;
+        if (prev && prev->start < 0) continue;
+        const DeviceCost c = cost(s, a, b, inside, inside_count);
+        if (!within(c, bound)) continue;
+        const DpValue v =
+            detail::extend(prev ? prev->value : DpValue{}, c, objective_, request_.memory_capacity);
+        if (best.start < 0 || detail::better(v, best.value)) best = Cell{v, a, c};
+      }
+      if (best.start >= 0) ++states;
+      table[s][b] = best;
+    }
+  }
+  const Cell& last = table[pp_ - 1][num_layers_ - 1];
+  if (last.start < 0) return std::nullopt;
+  Found f;
+  f.first_layer.assign(pp_ + 1, 0);
+  f.first_layer[pp_] = num_layers_;
+  f.devices.resize(pp_);
+  int b = num_layers_ - 1;
+  for (int s = pp_ - 1; s >= 0; --s) {
+    const Cell& cell = table[s][b];
+    f.first_layer[s] = cell.start;
+    f.devices[s] = cell.cost;
+    b = cell.start - 1;
+  }
+  f.value = last.value;
+  f.states = states;
+  return f;
+}
+
+}  // namespace
+
+PartitionAnswer partition_sequential(const PartitionRequest& request) {
+  PartitionAnswer outcome;
+  const LayerGraph& graph = *request.graph;
+  const int L = graph.num_layers();
+  if (L < request.pp) return outcome;
+  const LayerPrefix prefix(graph);
+  const double lower_bound = prefix.load_lower_bound(request.pp);
+
+  SequentialDynamicProgram time_dp(request, Objective::time);
+  if (auto found =
+          detail::solve_increasing(time_dp, lower_bound, detail::coarse_upper_bound_factors())) {
+    PartitionResult& r = outcome.result;
+    r.layout = sequential_layout(found->first_layer, request.pp);
+    r.method = request.routing == SkipRouting::direct ? "sequential-dp-direct" : "sequential-dp";
+    r.objective_s = found->value.primary;
+    r.lower_bound_s = lower_bound;
+    r.bytes_per_microbatch = found->value.bytes;
+    r.exact = request.routing == SkipRouting::forwarded || detail::links_uniform(request.links);
+    r.states_explored = found->states;
+    bool local = true;
+    for (const SkipPair& s : graph.skip_pairs()) {
+      local = local && r.layout.stage_of(s.producer) == r.layout.stage_of(s.consumer);
+    }
+    r.all_skips_local = local;
+    detail::record_devices(found->devices, r);
+    outcome.status = r.exact ? SolveStatus::optimal : SolveStatus::feasible;
+    return outcome;
+  }
+  SequentialDynamicProgram memory_dp(request, Objective::memory);
+  outcome.shortfall = detail::smallest_shortfall(memory_dp, request, prefix.params[L]);
+  return outcome;
+}
+
+}  // namespace pulse

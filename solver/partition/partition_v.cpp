@@ -1,0 +1,540 @@
+// The skip-aware V partitioner.
+//
+// Layers 0..L-1 are cut into 2P contiguous stages; device d runs stage d (encoder side)
+// and stage 2P-1-d (decoder side). Walking the V from the outside in, device d takes an
+// encoder segment E = [i+1, i'] and a decoder segment D = [j', j-1]; the bottom device P-1
+// takes everything left, [i+1, j-1], as stages P-1 and P. So a partition is a path of
+// states (i, j) = "layers <= i and >= j are placed", from (-1, L) inwards:
+//
+//   V_0(-1, L) = 0
+//   V_{d+1}(i', j') = min over (i, j) of  max(V_d(i, j), cost_d(E, D))      d = 0..P-2
+//   answer      = min over (i, j) of  max(V_{P-1}(i, j), cost_{P-1}([i+1, j-1]))
+//
+// subject to (a) every segment non-empty, (b) memory_d(E, D) <= capacity, and under
+// SkipPolicy::local_only (c) every skip stays on one device. (c) is two O(1) checks per
+// transition, because placed skips are local by induction:
+//   (c1) j' <= min_consumer_crossing[i']: skips leaving E land in D or further out;
+//   (c2) max_producer_crossing[j'] <= i': skips entering D start in E or further out.
+// For nested skips the states satisfying (c) form a narrow band, which is what makes the
+// DP fast at real sizes. With allow_nonlocal, skips with one end outside E u D are charged
+// at their transfer cost on the slowest pipeline link (the destination device is not known
+// yet); the answer is exact when the pipeline's links are uniform.
+//
+// cost_d(E, D) = compute(E) + compute(D) + blocking sends, exactly as PipelineModel
+// derives them (tests check the two agree). The DP runs under an upper bound U on the
+// primary cost, pruning states that cannot stay under it; U grows geometrically from the
+// lower bound until a partition appears (fine_upper_bound_factors).
+//
+// The band is narrow when U is close to an even share of the work. It is not when one layer
+// outweighs several devices' shares: every device may then take several shares, the states
+// fill the (i, j) triangle and a run examines billions of transitions (a 1000-layer model
+// whose heaviest layer is 10% of the compute, at P = 32, ran for more than four minutes).
+// So an exact run stops after request.exact_transition_budget transitions, and from then on
+// the program runs a bounded search: from each state and each encoder end i', only the
+// fullest decoder segment under U (the smallest j'; with skips kept local, also the emptiest,
+// as locality may leave the fullest no way on), and at each level only the kBeamWidth
+// states whose optimistic completion max(V, what is left / devices left) is smallest. Its
+// answer is a valid partition whose costs are computed exactly, but it is not proven optimal,
+// and the result says so (PartitionResult::exact).
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+
+#include "partition_dp.hpp"
+#include "pulse/partition/partition.hpp"
+
+namespace pulse {
+
+namespace {
+
+using detail::DeviceCost;
+using detail::DpFound;
+using detail::DpValue;
+using detail::LayerPrefix;
+using detail::Objective;
+
+constexpr int kMaxLayers = 4000;         // The dense state index is (L+1)^2 ints.
+constexpr std::size_t kBeamWidth = 512;  // States kept per level by the bounded search.
+
+class VDynamicProgram {
+ public:
+  VDynamicProgram(const PartitionRequest& request, SkipPolicy policy, Objective objective)
+      : request_(request),
+        prefix_(*request.graph),
+        num_layers_(prefix_.num_layers),
+        pp_(request.pp),
+        local_only_(policy == SkipPolicy::local_only),
+        objective_(objective),
+        slowest_(detail::slowest_link(request.links)),
+        budget_(request.exact_transition_budget) {
+    build_crossing_tables();
+    if (!local_only_) build_skip_grid();
+    slot_.assign(static_cast<std::size_t>(num_layers_ + 1) * (num_layers_ + 1), -1);
+  }
+
+  using Found = DpFound;
+
+  /// The best partition whose devices all stay at or under `bound`, if any. Exact until a
+  /// run exceeds the transition budget; bounded from then on (see the top of the file).
+  std::optional<Found> run(double bound);
+
+ private:
+  struct State {
+    int i, j;
+    DpValue value;
+    int parent;
+    DeviceCost cost;  // of the device that led here
+  };
+
+  std::optional<Found> run_once(double bound);
+  void keep_most_promising(int level);
+  void build_crossing_tables();
+  void build_skip_grid();
+  void expand(int d, const State& from, int from_index, double bound);
+  void relax(int level, int i, int j, const DpValue& v, int parent, const DeviceCost& cost);
+  DeviceCost side_cost(int d, int i, int j, int i2, int j2) const;
+  DeviceCost middle_cost(int i, int j) const;
+  bool within(const DeviceCost& c, double bound) const;
+  std::int64_t held_skip_bytes(int ea, int eb, int da, int db, int* fwd_count,
+                               std::int64_t* fwd_bytes, int* bwd_count,
+                               std::int64_t* bwd_bytes) const;
+  double send(int from, int to, int count, std::int64_t bytes) const {
+    return transfer_time(request_.links[from][to], count, bytes);
+  }
+  std::int64_t grid_sum(int pa, int pb, int ca, int cb, bool count) const;
+  Found reconstruct(const State& last, const DeviceCost& middle, const DpValue& value) const;
+
+  const PartitionRequest& request_;
+  LayerPrefix prefix_;
+  int num_layers_, pp_;
+  bool local_only_;
+  Objective objective_;
+  LinkClass slowest_;
+  std::vector<int> min_consumer_crossing_;  // [i]: min c over skips p <= i < c; L if none
+  std::vector<int> max_producer_crossing_;  // [j]: max p over skips p < j <= c; -1 if none
+  std::vector<std::int64_t> grid_bytes_;    // [(a)*(L+1)+b]: skips with p < a, c < b
+  std::vector<int> grid_count_;
+  std::int64_t budget_;
+  std::int64_t transitions_ = 0;  // in the current run
+  bool over_budget_ = false;      // the current exact run gave up
+  bool bounded_ = false;          // runs are bounded searches from now on
+  std::vector<std::vector<State>> levels_;
+  std::vector<int> slot_;  // dense (i+1, j) -> index in the level being built
+  std::vector<std::size_t> touched_;
+};
+
+void VDynamicProgram::build_crossing_tables() {
+  min_consumer_crossing_.assign(num_layers_, num_layers_);
+  max_producer_crossing_.assign(num_layers_ + 1, -1);
+  for (const SkipPair& s : request_.graph->skip_pairs()) {
+    for (int i = s.producer; i < s.consumer; ++i) {
+      min_consumer_crossing_[i] = std::min(min_consumer_crossing_[i], s.consumer);
+    }
+    for (int j = s.producer + 1; j <= s.consumer; ++j) {
+      max_producer_crossing_[j] = std::max(max_producer_crossing_[j], s.producer);
+    }
+  }
+}
+
+void VDynamicProgram::build_skip_grid() {
+  const std::size_t n = static_cast<std::size_t>(num_layers_ + 1);
+  grid_bytes_.assign(n * n, 0);
+  grid_count_.assign(n * n, 0);
+  for (const SkipPair& s : request_.graph->skip_pairs()) {
+    grid_bytes_[(s.producer + 1) * n + (s.consumer + 1)] += s.bytes;
+    grid_count_[(s.producer + 1) * n + (s.consumer + 1)] += 1;
+  }
+  for (std::size_t a = 0; a < n; ++a) {
+    for (std::size_t b = 0; b < n; ++b) {
+      if (a > 0) {
+        grid_bytes_[a * n + b] += grid_bytes_[(a - 1) * n + b];
+        grid_count_[a * n + b] += grid_count_[(a - 1) * n + b];
+      }
+      if (b > 0) {
+        grid_bytes_[a * n + b] += grid_bytes_[a * n + b - 1];
+        grid_count_[a * n + b] += grid_count_[a * n + b - 1];
+      }
+      if (a > 0 && b > 0) {
+        grid_bytes_[a * n + b] -= grid_bytes_[(a - 1) * n + b - 1];
+        grid_count_[a * n + b] -= grid_count_[(a - 1) * n + b - 1];
+      }
+    }
+  }
+}
+
+// Skips with producer in [pa, pb] and consumer in [ca, cb]; empty ranges give 0.
+std::int64_t VDynamicProgram::grid_sum(int pa, int pb, int ca, int cb, bool count) const {
+  if (pb < pa || cb < ca) return 0;
+  const std::size_t n = static_cast<std::size_t>(num_layers_ + 1);
+  auto at = [&](int a, int b) -> std::int64_t {
+    return count ? grid_count_[a * n + b] : grid_bytes_[a * n + b];
+  };
+  return at(pb + 1, cb + 1) - at(pa, cb + 1) - at(pb + 1, ca) + at(pa, ca);
+}
+
+// Skip bytes one microbatch holds on a device with segments [ea, eb] and [da, db]: every
+// skip it produces (kept locally or sent) plus every skip it receives. Also returns, for
+// allow_nonlocal, the skips it must send forward (produced here, consumed elsewhere) and
+// backward (consumed here, produced elsewhere).
+std::int64_t VDynamicProgram::held_skip_bytes(int ea, int eb, int da, int db, int* fwd_count,
+                                              std::int64_t* fwd_bytes, int* bwd_count,
+                                              std::int64_t* bwd_bytes) const {
+  const auto& pb = prefix_.skip_bytes_by_producer;
+  const std::int64_t produced = (pb[eb + 1] - pb[ea]) + (db >= da ? pb[db + 1] - pb[da] : 0);
+  *fwd_count = 0;
+  *bwd_count = 0;
+  *fwd_bytes = 0;
+  *bwd_bytes = 0;
+  if (local_only_) return produced;
+  const auto& cb = prefix_.skip_bytes_by_consumer;
+  const auto& pc = prefix_.skip_count_by_producer;
+  const auto& cc = prefix_.skip_count_by_consumer;
+  const std::int64_t consumed = (cb[eb + 1] - cb[ea]) + (db >= da ? cb[db + 1] - cb[da] : 0);
+  const int produced_n = (pc[eb + 1] - pc[ea]) + (db >= da ? pc[db + 1] - pc[da] : 0);
+  const int consumed_n = (cc[eb + 1] - cc[ea]) + (db >= da ? cc[db + 1] - cc[da] : 0);
+  // Both ends inside: E->E, E->D, D->D (a consumer never precedes its producer).
+  const std::int64_t inside = grid_sum(ea, eb, ea, eb, false) + grid_sum(ea, eb, da, db, false) +
+                              grid_sum(da, db, da, db, false);
+  const int inside_n =
+      static_cast<int>(grid_sum(ea, eb, ea, eb, true) + grid_sum(ea, eb, da, db, true) +
+                       grid_sum(da, db, da, db, true));
+  *fwd_bytes = produced - inside;
+  *fwd_count = produced_n - inside_n;
+  *bwd_bytes = consumed - inside;
+  *bwd_count = consumed_n - inside_n;
+  return produced + consumed - inside;
+}
+
+// Device d < P-1 takes E = [i+1, i2] and D = [j2, j-1].
+DeviceCost VDynamicProgram::side_cost(int d, int i, int j, int i2, int j2) const {
+  const LayerPrefix& p = prefix_;
+  DeviceCost c;
+  double sends = 0;
+  auto add = [&](int to, int count, std::int64_t bytes) {
+    sends += send(d, to, count, bytes);
+    c.bytes += bytes;
+  };
+  // Forward E -> stage d+1; nothing is held there yet, so every carried tensor goes along.
+  add(d + 1, 1 + p.carried_count_upto[i2 + 1], p.output[i2] + p.carried_bytes_upto[i2 + 1]);
+  // Backward D -> stage 2P-2-d: gradient of D's input, and of carried tensors that device
+  // d+1 sent because device d did not hold them (producer in (i2, j2-1]).
+  add(d + 1, 1 + p.carried_grad_count_upto[j2] - p.carried_grad_count_upto[i2 + 1],
+      p.output[j2 - 1] + p.carried_grad_bytes_upto[j2] - p.carried_grad_bytes_upto[i2 + 1]);
+  if (d >= 1) {
+    // Forward D -> stage 2P-d on device d-1, which already holds carried tensors up to i.
+    add(d - 1, 1 + p.carried_count_upto[j] - p.carried_count_upto[i + 1],
+        p.output[j - 1] + p.carried_bytes_upto[j] - p.carried_bytes_upto[i + 1]);
+    // Backward E -> stage d-1: gradient of E's input.
+    add(d - 1, 1 + p.carried_grad_count_upto[i + 1],
+        p.output[i] + p.carried_grad_bytes_upto[i + 1]);
+  }
+  int fwd_n = 0, bwd_n = 0;
+  std::int64_t fwd_b = 0, bwd_b = 0;
+  const std::int64_t held = held_skip_bytes(i + 1, i2, j2, j - 1, &fwd_n, &fwd_b, &bwd_n, &bwd_b);
+  if (fwd_n + bwd_n > 0) {
+    sends +=
+        transfer_time(slowest_, fwd_n, fwd_b) + transfer_time(slowest_, bwd_n, bwd_b);
+    c.bytes += fwd_b + bwd_b;
+  }
+  c.load = device_load(p.compute_in(i + 1, i2) + p.compute_in(j2, j - 1), sends,
+                               request_.overlap_comm);
+  const std::int64_t params = p.params_in(i + 1, i2) + p.params_in(j2, j - 1);
+  const std::int64_t act = p.activation_in(i + 1, i2) + p.activation_in(j2, j - 1);
+  c.memory = memory_bound(request_.memory, params, request_.dp, request_.inflight[d], act + held);
+  return c;
+}
+
+// The bottom device P-1 takes [i+1, j-1] as stages P-1 and P.
+DeviceCost VDynamicProgram::middle_cost(int i, int j) const {
+  const LayerPrefix& p = prefix_;
+  const int d = pp_ - 1;
+  DeviceCost c;
+  double sends = 0;
+  if (pp_ >= 2) {
+    const std::int64_t fwd =
+        p.output[j - 1] + p.carried_bytes_upto[j] - p.carried_bytes_upto[i + 1];
+    sends += send(d, d - 1, 1 + p.carried_count_upto[j] - p.carried_count_upto[i + 1], fwd);
+    const std::int64_t bwd = p.output[i] + p.carried_grad_bytes_upto[i + 1];
+    sends += send(d, d - 1, 1 + p.carried_grad_count_upto[i + 1], bwd);
+    c.bytes = fwd + bwd;
+  }
+  int fwd_n = 0, bwd_n = 0;
+  std::int64_t fwd_b = 0, bwd_b = 0;
+  const std::int64_t held = held_skip_bytes(i + 1, j - 1, 0, -1, &fwd_n, &fwd_b, &bwd_n, &bwd_b);
+  if (fwd_n + bwd_n > 0) {
+    sends +=
+        transfer_time(slowest_, fwd_n, fwd_b) + transfer_time(slowest_, bwd_n, bwd_b);
+    c.bytes += fwd_b + bwd_b;
+  }
+  c.load = device_load(p.compute_in(i + 1, j - 1), sends, request_.overlap_comm);
+  c.memory = memory_bound(request_.memory, p.params_in(i + 1, j - 1), request_.dp, request_.inflight[d],
+                          p.activation_in(i + 1, j - 1) + held);
+  return c;
+}
+
+bool VDynamicProgram::within(const DeviceCost& c, double bound) const {
+  if (objective_ == Objective::memory) return static_cast<double>(c.memory) <= bound;
+  return c.load <= bound && c.memory <= request_.memory_capacity;
+}
+
+void VDynamicProgram::relax(int level, int i, int j, const DpValue& v, int parent,
+                            const DeviceCost& cost) {
+  const std::size_t key = static_cast<std::size_t>(i + 1) * (num_layers_ + 1) + j;
+  std::vector<State>& states = levels_[level];
+  if (slot_[key] < 0) {
+    slot_[key] = static_cast<int>(states.size());
+    touched_.push_back(key);
+    states.push_back(State{i, j, v, parent, cost});
+  } else if (detail::better(v, states[slot_[key]].value)) {
+    states[slot_[key]] = State{i, j, v, parent, cost};
+  }
+}
+
+void VDynamicProgram::expand(int d, const State& from, int from_index, double bound) {
+  const LayerPrefix& p = prefix_;
+  const int i = from.i, j = from.j;
+  const int rest = pp_ - 1 - d;  // devices after this one; they need 2 * rest layers
+  const bool time = objective_ == Objective::time;
+  // Per-parameter bytes for pruning; one byte of slack per device absorbs rounding.
+  const double spp = request_.memory.static_bytes(1 << 20, request_.dp) / static_cast<double>(1 << 20);
+  // Largest x with compute[x] <= compute[i2 + 1] + rest * bound. The right side grows with
+  // i2, so one forward walk finds it for every i2 (a binary search per i2 cost more than
+  // the transitions themselves on long models).
+  int fits = static_cast<int>(std::upper_bound(p.compute.begin(), p.compute.end(),
+                                               p.compute[i + 2] + rest * bound) -
+                              p.compute.begin()) -
+             1;
+  for (int i2 = i + 1; i2 + 1 + 2 * rest <= j - 1; ++i2) {
+    const double compute_e = p.compute_in(i + 1, i2);
+    if (time && compute_e > bound) break;
+    if (!time && spp * static_cast<double>(p.params_in(i + 1, i2)) > bound) break;
+    int j2_hi = j - 1;
+    if (local_only_) j2_hi = std::min(j2_hi, min_consumer_crossing_[i2]);
+    if (time) {
+      // The devices after this one must fit what is left: compute(i2+1 .. j2-1) <= rest * U.
+      const double cap = p.compute[i2 + 1] + rest * bound;
+      while (fits < num_layers_ && p.compute[fits + 1] <= cap) ++fits;
+      j2_hi = std::min(j2_hi, fits);
+    }
+    const int j2_min = i2 + 1 + 2 * rest;
+    // Device d's cost for D = [j2, j-1], if it stays within the bound and leaves the devices
+    // after it able to hold the remaining weights and their state.
+    auto edge = [&](int j2) -> std::optional<DeviceCost> {
+      if (local_only_ && max_producer_crossing_[j2] > i2) return std::nullopt;
+      const DeviceCost cost = side_cost(d, i, j, i2, j2);
+      if (!within(cost, bound)) return std::nullopt;
+      const double rest_static = spp * static_cast<double>(p.params_in(i2 + 1, j2 - 1)) - rest;
+      if (rest_static > rest * (time ? static_cast<double>(request_.memory_capacity) : bound)) {
+        return std::nullopt;
+      }
+      return cost;
+    };
+    auto take = [&](int j2, const DeviceCost& cost) {
+      relax(d + 1, i2, j2, detail::extend(from.value, cost, objective_, request_.memory_capacity),
+            from_index, cost);
+    };
+    if (!bounded_) {
+      for (int j2 = j2_hi; j2 >= j2_min; --j2) {
+        if (time && compute_e + p.compute_in(j2, j - 1) > bound) break;
+        if (++transitions_ > budget_) {
+          over_budget_ = true;
+          return;
+        }
+        if (const auto cost = edge(j2)) take(j2, *cost);
+      }
+      continue;
+    }
+    // Bounded search: only the fullest decoder segment, the smallest j2 that passes.
+    int lo = j2_min;
+    if (time) {
+      const double room = bound - compute_e;
+      lo = std::max(lo, static_cast<int>(std::lower_bound(p.compute.begin(), p.compute.end(),
+                                                          p.compute[j] - room) -
+                                         p.compute.begin()));
+      // The search works on a rearranged sum; settle rounding with the test the loop uses.
+      while (lo > j2_min && compute_e + p.compute_in(lo - 1, j - 1) <= bound) --lo;
+      while (lo <= j2_hi && compute_e + p.compute_in(lo, j - 1) > bound) ++lo;
+    }
+    int fullest = j2_hi + 1;
+    for (int j2 = lo; j2 <= j2_hi; ++j2) {
+      if (const auto cost = edge(j2)) {
+        take(j2, *cost);
+        fullest = j2;
+        break;
+      }
+    }
+    // And the emptiest, where skip locality may rule out every continuation of the fullest:
+    // a second way on. Without that constraint the fullest always has one at U = infinity.
+    if (!local_only_ || request_.graph->skip_pairs().empty()) continue;
+    for (int j2 = j2_hi; j2 > fullest; --j2) {
+      if (const auto cost = edge(j2)) {
+        take(j2, *cost);
+        break;
+      }
+    }
+  }
+}
+
+// Bounded search: keeps the kBeamWidth states of `level` with the smallest optimistic
+// completion, the larger of the value so far and an even share of what is left over the
+// devices left; ties go to fewer bytes, more headroom, then position, so the cut is
+// deterministic.
+void VDynamicProgram::keep_most_promising(int level) {
+  std::vector<State>& states = levels_[level];
+  if (states.size() <= kBeamWidth) return;
+  const int left = pp_ - level;
+  const double spp = request_.memory.static_bytes(1 << 20, request_.dp) / static_cast<double>(1 << 20);
+  auto key = [&](const State& s) {
+    const double rest = objective_ == Objective::time
+                            ? prefix_.compute_in(s.i + 1, s.j - 1)
+                            : spp * static_cast<double>(prefix_.params_in(s.i + 1, s.j - 1));
+    return std::max(s.value.primary, rest / left);
+  };
+  std::vector<std::pair<double, int>> order;
+  order.reserve(states.size());
+  for (std::size_t k = 0; k < states.size(); ++k) {
+    order.emplace_back(key(states[k]), static_cast<int>(k));
+  }
+  // A strict total order ((i, j) is unique in a level), so the kept set is the same on any
+  // machine; selection rather than a full sort, as a level can hold 10^5 states here.
+  auto before = [&](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first < b.first;
+    const State& x = states[a.second];
+    const State& y = states[b.second];
+    if (x.value.bytes != y.value.bytes) return x.value.bytes < y.value.bytes;
+    if (x.value.headroom != y.value.headroom) return x.value.headroom > y.value.headroom;
+    return std::pair(x.i, x.j) < std::pair(y.i, y.j);
+  };
+  std::nth_element(order.begin(), order.begin() + kBeamWidth, order.end(), before);
+  std::sort(order.begin(), order.begin() + kBeamWidth, before);
+  std::vector<State> kept;
+  kept.reserve(kBeamWidth);
+  for (std::size_t k = 0; k < kBeamWidth; ++k) kept.push_back(states[order[k].second]);
+  states = std::move(kept);
+}
+
+std::optional<VDynamicProgram::Found> VDynamicProgram::run(double bound) {
+  if (!bounded_) {
+    std::optional<Found> found = run_once(bound);
+    if (!over_budget_) return found;
+    bounded_ = true;  // looser bounds would cost more still
+  }
+  return run_once(bound);
+}
+
+std::optional<VDynamicProgram::Found> VDynamicProgram::run_once(double bound) {
+  transitions_ = 0;
+  over_budget_ = false;
+  levels_.assign(pp_, {});
+  levels_[0].push_back(State{-1, num_layers_, DpValue{}, -1, DeviceCost{}});
+  int states = 1;
+  for (int d = 0; d + 1 < pp_; ++d) {
+    for (std::size_t k : touched_) slot_[k] = -1;
+    touched_.clear();
+    for (std::size_t s = 0; s < levels_[d].size() && !over_budget_; ++s) {
+      expand(d, levels_[d][s], static_cast<int>(s), bound);
+    }
+    if (over_budget_) return std::nullopt;
+    if (bounded_) keep_most_promising(d + 1);
+    states += static_cast<int>(levels_[d + 1].size());
+    if (levels_[d + 1].empty()) return std::nullopt;
+  }
+  std::optional<Found> best;
+  for (const State& s : levels_[pp_ - 1]) {
+    if (s.j - s.i - 1 < 2) continue;
+    const DeviceCost middle = middle_cost(s.i, s.j);
+    if (!within(middle, bound)) continue;
+    const DpValue v = detail::extend(s.value, middle, objective_, request_.memory_capacity);
+    if (!best || detail::better(v, best->value)) best = reconstruct(s, middle, v);
+  }
+  if (best) {
+    best->states = states;
+    best->exact = !bounded_;
+  }
+  return best;
+}
+
+VDynamicProgram::Found VDynamicProgram::reconstruct(const State& last, const DeviceCost& middle,
+                                                    const DpValue& value) const {
+  // Walk the parents back to the outermost device: (i_d, j_d) for d = 0..P-2.
+  std::vector<int> enc_end(pp_, 0), dec_start(pp_, 0);
+  std::vector<DeviceCost> devices(pp_);
+  devices[pp_ - 1] = middle;
+  const State* s = &last;
+  for (int level = pp_ - 1; level >= 1; --level) {
+    enc_end[level - 1] = s->i;
+    dec_start[level - 1] = s->j;
+    devices[level - 1] = s->cost;
+    s = &levels_[level - 1][s->parent];
+  }
+  // Split the bottom segment into stages P-1 and P where compute balances best.
+  const int a = last.i + 1, b = last.j - 1;
+  int split = a;
+  double best_gap = std::numeric_limits<double>::infinity();
+  for (int m = a; m < b; ++m) {
+    const double gap = std::fabs(prefix_.compute_in(a, m) - prefix_.compute_in(m + 1, b));
+    if (gap < best_gap) {
+      best_gap = gap;
+      split = m;
+    }
+  }
+  Found f;
+  f.first_layer.assign(2 * pp_ + 1, 0);
+  for (int d = 0; d < pp_; ++d) f.first_layer[d] = d == 0 ? 0 : enc_end[d - 1] + 1;
+  f.first_layer[pp_] = split + 1;
+  for (int d = 0; d + 1 < pp_; ++d) f.first_layer[2 * pp_ - 1 - d] = dec_start[d];
+  f.first_layer[2 * pp_] = num_layers_;
+  f.value = value;
+  f.devices = std::move(devices);
+  return f;
+}
+
+PartitionResult to_result(const VDynamicProgram::Found& f, const PartitionRequest& r,
+                          SkipPolicy policy) {
+  PartitionResult out;
+  out.layout = v_layout(f.first_layer, r.pp);
+  out.method = policy == SkipPolicy::local_only ? "v-dp-local" : "v-dp-nonlocal";
+  if (!f.exact) out.method += "-bounded";
+  out.objective_s = f.value.primary;
+  out.bytes_per_microbatch = f.value.bytes;
+  out.states_explored = f.states;
+  detail::record_devices(f.devices, out);
+  return out;
+}
+
+}  // namespace
+
+PartitionAnswer partition_v(const PartitionRequest& request, SkipPolicy policy) {
+  PartitionAnswer outcome;
+  const LayerGraph& graph = *request.graph;
+  const int L = graph.num_layers();
+  if (L < 2 * request.pp || L > kMaxLayers) return outcome;
+  const LayerPrefix prefix(graph);
+  // Device 0 runs the first and the last layer, whatever the cuts.
+  const double lower_bound = std::max(prefix.load_lower_bound(request.pp),
+                                      prefix.compute_in(0, 0) + prefix.compute_in(L - 1, L - 1));
+
+  VDynamicProgram time_dp(request, policy, Objective::time);
+  if (auto found =
+          detail::solve_increasing(time_dp, lower_bound, detail::fine_upper_bound_factors())) {
+    outcome.result = to_result(*found, request, policy);
+    outcome.result.lower_bound_s = lower_bound;
+    bool local = true;
+    const PipelineModel model = build_pipeline_model(
+        graph, outcome.result.layout, SkipRouting::direct, request.links, request.overlap_comm);
+    for (const SkipPlacement& s : model.skips) local = local && s.local;
+    outcome.result.all_skips_local = local;
+    outcome.result.exact = found->exact && (policy == SkipPolicy::local_only || local ||
+                                            detail::links_uniform(request.links));
+    outcome.status = outcome.result.exact ? SolveStatus::optimal : SolveStatus::feasible;
+    return outcome;
+  }
+  if (policy == SkipPolicy::local_only) return outcome;  // the caller retries non-locally
+  // Nothing fits: find the partition with the smallest peak memory, to say by how much.
+  VDynamicProgram memory_dp(request, policy, Objective::memory);
+  outcome.shortfall = detail::smallest_shortfall(memory_dp, request, prefix.params[L]);
+  return outcome;
+}
+
+}  // namespace pulse

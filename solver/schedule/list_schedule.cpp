@@ -1,0 +1,224 @@
+#include <algorithm>
+#include <optional>
+#include <stdexcept>
+#include <tuple>
+
+#include "pulse/simulate/engine.hpp"
+#include "pulse/simulate/schedule.hpp"
+#include "pulse/schedule/list_schedule.hpp"
+#include "pulse/cost/memory.hpp"
+
+namespace pulse {
+
+std::vector<int> default_inflight(const StageLayout& layout, int num_microbatches) {
+  // A microbatch admitted by device d's first stage returns for its last backward after
+  // passing every later stage; to keep d busy meanwhile, admit about as many microbatches
+  // as there are stages from d's first to the end, divided by the stages d itself runs
+  // (1F1B's "P - s" warm-up on a chain; about P - d on the V).
+  std::vector<int> k(layout.num_devices, 1);
+  for (DeviceId d = 0; d < layout.num_devices; ++d) {
+    const std::vector<StageId> mine = layout.stages_on(d);
+    if (mine.empty()) continue;  // an idle device (possible in hand-made layouts)
+    const int span = layout.num_stages() - mine.front();
+    const int per_device = static_cast<int>(mine.size());
+    k[d] = std::clamp((span + per_device - 1) / per_device, 1, num_microbatches);
+  }
+  return k;
+}
+
+// Weight-gradient ops rank below every other kind whatever the search assigns the others
+// (ranks 0..3 per device): they are what fills bubbles.
+constexpr int kWeightRank = 1000;
+
+ListPolicy ListPolicy::backward_first(int num_stages) {
+  return ListPolicy{std::vector<int>(num_stages, 1),
+                    std::vector<int>(num_stages, 0),
+                    std::vector<int>(num_stages, kWeightRank),
+                    {}};
+}
+
+ListPolicy ListPolicy::forward_first(int num_stages) {
+  return ListPolicy{std::vector<int>(num_stages, 0),
+                    std::vector<int>(num_stages, 1),
+                    std::vector<int>(num_stages, kWeightRank),
+                    {}};
+}
+
+namespace {
+
+// Candidate order: earliest start, then the policy's rank, then the oldest microbatch, then
+// the later stage, then the lower device.
+using Key = std::tuple<double, int, int, int, int>;
+
+int rank_of(const ListPolicy& p, const Op& op) {
+  switch (op.kind) {
+    case OpKind::forward:
+      return p.forward_rank[op.stage];
+    case OpKind::backward_weight:
+      return p.weight_rank[op.stage];
+    default:
+      return p.backward_rank[op.stage];
+  }
+}
+
+}  // namespace
+
+Schedule gpipe_schedule(const PipelineModel& model, int num_microbatches, bool split_backward) {
+  Schedule s;
+  s.policy = "gpipe";
+  s.split_backward = split_backward;
+  const OpKind back = split_backward ? OpKind::backward_input : OpKind::backward;
+  for (DeviceId d = 0; d < model.num_devices(); ++d) {
+    const std::vector<StageId> stages = model.layout.stages_on(d);
+    std::vector<Op> ops;
+    for (int m = 0; m < num_microbatches; ++m) {
+      for (StageId st : stages) ops.push_back({OpKind::forward, st, m});
+    }
+    for (int m = 0; m < num_microbatches; ++m) {
+      for (auto st = stages.rbegin(); st != stages.rend(); ++st) {
+        ops.push_back({back, *st, m});
+        if (split_backward) ops.push_back({OpKind::backward_weight, *st, m});
+      }
+    }
+    s.device_ops.push_back(std::move(ops));
+  }
+  return s;
+}
+
+Schedule list_schedule(const PipelineModel& model, int num_microbatches,
+                       const std::vector<int>& inflight_limit, bool split_backward) {
+  return list_schedule(model, num_microbatches, inflight_limit, split_backward,
+                       ListPolicy::backward_first(model.layout.num_stages()));
+}
+
+namespace {
+
+// The list scheduler's state. Each device's best candidate is cached and recomputed only
+// when something that can change it happened: the device ran an op (its free time and its
+// queue moved) or an op sent it an input.
+class ListScheduler {
+ public:
+  ListScheduler(const PipelineModel& model, int M, const std::vector<int>& limits, bool split,
+                const ListPolicy& policy)
+      : model_(model),
+        num_microbatches_(M),
+        limits_(limits),
+        split_(split),
+        policy_(policy),
+        engine_(model, M),
+        next_f_(model.layout.num_stages(), 0),
+        next_b_(model.layout.num_stages(), 0),
+        next_w_(model.layout.num_stages(), 0),
+        open_(model.layout.num_stages(), 0),
+        queues_(model.num_devices()),
+        best_(model.num_devices()) {
+    for (DeviceId d = 0; d < model.num_devices(); ++d) {
+      queues_[d].stages = model.layout.stages_on(d);
+      queues_[d].admitting = queues_[d].stages.empty() ? -1 : queues_[d].stages.front();
+      refresh(d);
+    }
+  }
+
+  Schedule run(double* makespan_s) {
+    const int S = model_.layout.num_stages(), P = model_.num_devices();
+    Schedule schedule;
+    schedule.device_ops.assign(P, {});
+    schedule.split_backward = split_;
+    const std::size_t total = static_cast<std::size_t>(S) * num_microbatches_ * (split_ ? 3 : 2);
+    double makespan = 0;
+    std::vector<DeviceId> dirty;
+    for (std::size_t done = 0; done < total; ++done) {
+      DeviceId d = -1;
+      for (DeviceId e = 0; e < P; ++e) {
+        if (best_[e] && (d < 0 || best_[e]->first < best_[d]->first)) d = e;
+      }
+      if (d < 0) throw std::logic_error("list_schedule: no operation is ready (deadlock)");
+      const Op op = best_[d]->second;
+      makespan = std::max(makespan, engine_.execute(op).busy_until_s);
+      schedule.device_ops[d].push_back(op);
+      advance(d, op);
+      dirty.clear();
+      engine_.consumer_devices(op, dirty);
+      std::sort(dirty.begin(), dirty.end());
+      dirty.erase(std::unique(dirty.begin(), dirty.end()), dirty.end());
+      for (DeviceId e : dirty) refresh(e);
+    }
+    schedule.policy = "list";
+    if (makespan_s) *makespan_s = makespan;
+    return schedule;
+  }
+
+ private:
+  struct DeviceQueue {
+    std::vector<StageId> stages;
+    StageId admitting = 0;  // the device's first stage: a microbatch enters the device there
+    int inflight = 0;
+  };
+
+  void refresh(DeviceId d) {
+    const OpKind back = split_ ? OpKind::backward_input : OpKind::backward;
+    const DeviceQueue& q = queues_[d];
+    best_[d].reset();
+    auto consider = [&](const Op& op) {
+      const auto ready = engine_.ready_time(op);
+      if (!ready) return;
+      const Key key{*ready, rank_of(policy_, op), op.mb, -op.stage, d};
+      if (!best_[d] || key < best_[d]->first) best_[d] = {key, op};
+    };
+    for (StageId s : q.stages) {
+      const bool admits = s == q.admitting;
+      const bool room = admits ? q.inflight < limits_[d] : window_open(s);
+      if (next_f_[s] < num_microbatches_ && room) {
+        consider(Op{OpKind::forward, s, next_f_[s]});
+      }
+      if (next_b_[s] < next_f_[s]) consider(Op{back, s, next_b_[s]});
+      if (split_ && next_w_[s] < next_b_[s]) consider(Op{OpKind::backward_weight, s, next_w_[s]});
+    }
+  }
+
+  bool window_open(StageId s) const {
+    const auto& w = policy_.window_limit;
+    return w.empty() || w[s] <= 0 || open_[s] < w[s];
+  }
+
+  void advance(DeviceId d, const Op& op) {
+    DeviceQueue& q = queues_[d];
+    const StageId s = op.stage;
+    const bool last = op.kind == OpKind::backward_weight || (op.kind != OpKind::forward && !split_);
+    if (op.kind == OpKind::forward) {
+      ++next_f_[s];
+      ++open_[s];
+      if (s == q.admitting) ++q.inflight;
+    } else if (op.kind == OpKind::backward_weight) {
+      ++next_w_[s];
+    } else {
+      ++next_b_[s];
+    }
+    if (last) {
+      --open_[s];
+      if (s == q.admitting) --q.inflight;
+    }
+  }
+
+  const PipelineModel& model_;
+  int num_microbatches_;
+  const std::vector<int>& limits_;
+  bool split_;
+  const ListPolicy& policy_;
+  detail::ExecutionEngine engine_;
+  std::vector<int> next_f_, next_b_, next_w_;
+  std::vector<int> open_;  // per stage: microbatches between its forward and last backward
+  std::vector<DeviceQueue> queues_;
+  std::vector<std::optional<std::pair<Key, Op>>> best_;
+};
+
+}  // namespace
+
+Schedule list_schedule(const PipelineModel& model, int num_microbatches,
+                       const std::vector<int>& inflight_limit, bool split_backward,
+                       const ListPolicy& policy, double* makespan_s) {
+  return ListScheduler(model, num_microbatches, inflight_limit, split_backward, policy)
+      .run(makespan_s);
+}
+
+}  // namespace pulse

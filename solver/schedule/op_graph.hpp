@@ -1,0 +1,51 @@
+// The operations of one microbatch and their dependencies, with the latencies the execution
+// engine applies: an op's output reaches a consumer on another device when the op's compute
+// and every send the op makes before that one have finished (sends leave in transfer order).
+// The schedule ILPs and the lower bound are built on this graph.
+#pragma once
+
+#include <vector>
+
+#include "pulse/cost/pipeline_model.hpp"
+#include "pulse/simulate/schedule.hpp"
+
+namespace pulse::detail {
+
+struct OpType {
+  OpKind kind;
+  StageId stage;
+  DeviceId device;
+  double compute;    ///< Seconds of compute.
+  double occupancy;  ///< Compute plus the sends that block the device afterwards.
+};
+
+struct OpEdge {
+  int from, to;    ///< Indices into OpGraph::ops.
+  double latency;  ///< Earliest start of `to` after the start of `from`.
+};
+
+struct OpGraph {
+  std::vector<OpType> ops;  ///< In topological order.
+  std::vector<OpEdge> edges;
+  std::vector<std::vector<int>> by_device;
+  std::vector<int> admitting;  ///< Per device: its first stage's forward (-1: no stage).
+  std::vector<int> releasing;  ///< Per device: the op freeing its first stage's memory (-1).
+  std::vector<double> head;    ///< Per op: longest path from the start of the microbatch.
+  std::vector<double> tail;    ///< Per op: longest path from its start to the microbatch's end.
+  double critical_path = 0;    ///< One microbatch alone, start to end.
+
+  int find(OpKind kind, StageId stage) const;
+};
+
+OpGraph build_op_graph(const PipelineModel& model, bool split_backward);
+
+/// No schedule of `num_microbatches` can be shorter. For every device, the one-machine
+/// relaxation: each of its ops gets a release time (its dependency chain, its stage's
+/// earlier microbatches and, with `inflight_limit`, the microbatch it waits to replace) and
+/// a tail (what must still run after it); the best preemptive schedule of the device alone
+/// (Jackson's rule: among released ops, the largest tail first) bounds every real schedule.
+/// The largest over devices is the bound.
+double schedule_lower_bound(const OpGraph& graph, int num_microbatches,
+                            const std::vector<int>& inflight_limit);
+
+}  // namespace pulse::detail

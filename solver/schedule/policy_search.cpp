@@ -1,0 +1,183 @@
+// Search over list-schedule policies, scored by the schedules themselves.
+//
+// A list schedule is fixed by two things per device: how many microbatches it may hold in
+// flight, and which of its op types it prefers when several are ready at once. The best
+// choice depends on the stage costs (a lightly loaded device should favour the ops that
+// feed the busiest one), so the synthesizer searches:
+//   1. a portfolio: both uniform rules (backward-first, forward-first) at in-flight limits
+//      of 1x, 2x, 3x, 4x the round-trip minimum and unlimited, each capped by memory;
+//   2. coordinate descent from the best: for each device in turn, every ordering of its op
+//      types' ranks (weight-gradient ops stay last), then a few in-flight limits; a change
+//      is kept only if the makespan drops. Sweeps repeat until nothing improves or the
+//      evaluation budget is spent.
+// Every evaluation is one list schedule (one replay on the execution engine), so the
+// search is deterministic under its evaluation budget.
+
+#include <algorithm>
+#include <numeric>
+
+#include "policy_search.hpp"
+#include "pulse/cost/memory.hpp"
+
+namespace pulse::detail {
+
+namespace {
+
+// The rank slots of one device: (stage, kind) pairs, weight gradients last.
+struct Slot {
+  StageId stage;
+  OpKind kind;
+};
+
+std::vector<Slot> slots_of(const PipelineModel& m, DeviceId d, bool split) {
+  std::vector<Slot> out;
+  for (StageId s : m.layout.stages_on(d)) {
+    out.push_back({s, OpKind::forward});
+    out.push_back({s, split ? OpKind::backward_input : OpKind::backward});
+  }
+  return out;
+}
+
+void set_rank(ListPolicy& p, const Slot& slot, int rank) {
+  (slot.kind == OpKind::forward ? p.forward_rank : p.backward_rank)[slot.stage] = rank;
+}
+
+class Search {
+ public:
+  Search(const PipelineModel& m, const SearchInput& in) : model_(m), in_(in) {}
+
+  SearchResult run() {
+    portfolio();
+    for (int sweep = 0; sweep < in_.max_sweeps && improved_ && !out_of_budget(); ++sweep) {
+      improved_ = false;
+      for (DeviceId d = 0; d < model_.num_devices() && !out_of_budget(); ++d) {
+        ranks_of(d);
+        limits_of(d);
+      }
+    }
+    return best_;
+  }
+
+ private:
+  bool out_of_budget() const {
+    return best_.evaluations >= in_.max_evaluations || (in_.expired && in_.expired());
+  }
+
+  // Scores one candidate; keeps it if strictly shorter.
+  bool offer(ListPolicy policy, const std::vector<int>& limits) {
+    if (out_of_budget()) return false;
+    policy.window_limit = windows_for(limits);
+    double makespan = 0;
+    Schedule s =
+        list_schedule(model_, in_.num_microbatches, limits, in_.split_backward, policy, &makespan);
+    ++best_.evaluations;
+    if (best_.found && makespan >= best_.makespan_s * (1 - 1e-12)) return false;
+    bool safe = true;
+    for (std::size_t d = 0; d < limits.size(); ++d) safe = safe && limits[d] <= in_.safe_cap[d];
+    if (!safe && in_.fits && !in_.fits(s)) return false;
+    best_.found = true;
+    best_.schedule = std::move(s);
+    best_.makespan_s = makespan;
+    best_.policy = policy;
+    best_.limits = limits;
+    improved_ = true;
+    return true;
+  }
+
+  // Window limits for the later stages of every device whose in-flight limit is beyond what
+  // fits in any order: each in-flight microbatch holds `held_` bytes for its whole stay, and
+  // the later stages' activations share what is left (at least one window each, so that
+  // microbatches can always leave; the replayed memory rule judges the rest).
+  std::vector<int> windows_for(const std::vector<int>& limits) const {
+    std::vector<int> windows(model_.layout.num_stages(), 0);
+    for (DeviceId d = 0; d < model_.num_devices(); ++d) {
+      const std::vector<StageId> stages = model_.layout.stages_on(d);
+      if (stages.size() < 2 || limits[d] <= in_.safe_cap[d]) continue;
+      std::int64_t later = 0;
+      for (std::size_t i = 1; i < stages.size(); ++i)
+        later += model_.stages[stages[i]].activation_bytes;
+      if (later == 0) continue;
+      const std::int64_t left = in_.free_bytes[d] - limits[d] * held_[d];
+      const int open = static_cast<int>(std::clamp<std::int64_t>(left / later, 1, limits[d]));
+      for (std::size_t i = 1; i < stages.size(); ++i) windows[stages[i]] = open;
+    }
+    return windows;
+  }
+
+  // `multiple` times the round-trip minimum of device d, within `cap`.
+  int limit_at(DeviceId d, long multiple, const std::vector<int>& cap) const {
+    return static_cast<int>(std::min<long>({in_.num_microbatches, multiple * base_[d], cap[d]}));
+  }
+
+  // The limits that fit whatever the order come first, then those up to what memory can
+  // allow at best (those candidates must pass the replayed memory rule).
+  void portfolio() {
+    const int S = model_.layout.num_stages();
+    std::vector<std::vector<int>> tried;
+    for (const std::vector<int>* cap : {&in_.safe_cap, &one_more_, &in_.memory_cap}) {
+      for (long multiple : {1L, 2L, 3L, 4L, 1L << 20}) {
+        std::vector<int> limits(base_.size());
+        for (DeviceId d = 0; d < model_.num_devices(); ++d) limits[d] = limit_at(d, multiple, *cap);
+        if (std::find(tried.begin(), tried.end(), limits) != tried.end()) continue;
+        tried.push_back(limits);
+        offer(ListPolicy::backward_first(S), limits);
+        offer(ListPolicy::forward_first(S), limits);
+      }
+    }
+  }
+
+  // Every ordering of device d's rank slots, from the best policy so far.
+  void ranks_of(DeviceId d) {
+    const std::vector<Slot> slots = slots_of(model_, d, in_.split_backward);
+    std::vector<int> perm(slots.size());
+    std::iota(perm.begin(), perm.end(), 0);
+    do {
+      ListPolicy p = best_.policy;
+      for (std::size_t i = 0; i < slots.size(); ++i) set_rank(p, slots[i], perm[i]);
+      offer(p, best_.limits);
+    } while (std::next_permutation(perm.begin(), perm.end()) && !out_of_budget());
+  }
+
+  // A few in-flight limits for device d: the round-trip minimum and its multiples, within
+  // each cap, and the first few counts beyond what fits in any order.
+  void limits_of(DeviceId d) {
+    std::vector<int> values;
+    for (const std::vector<int>* cap : {&in_.safe_cap, &one_more_, &in_.memory_cap}) {
+      for (long multiple : {1L, 2L, 3L, 1L << 20}) values.push_back(limit_at(d, multiple, *cap));
+    }
+    for (int k = in_.safe_cap[d] + 1; k <= in_.safe_cap[d] + 3; ++k) {
+      values.push_back(std::min(k, in_.memory_cap[d]));
+    }
+    std::vector<int> tried{best_.limits[d]};
+    for (int value : values) {
+      if (std::find(tried.begin(), tried.end(), value) != tried.end()) continue;
+      tried.push_back(value);
+      std::vector<int> limits = best_.limits;
+      limits[d] = value;
+      offer(best_.policy, limits);
+    }
+  }
+
+  // One more microbatch in flight than fits in any order, where memory can allow it.
+  static std::vector<int> plus_one(const SearchInput& in) {
+    std::vector<int> cap = in.safe_cap;
+    for (std::size_t d = 0; d < cap.size(); ++d) cap[d] = std::min(cap[d] + 1, in.memory_cap[d]);
+    return cap;
+  }
+
+  const PipelineModel& model_;
+  const SearchInput& in_;
+  const std::vector<int> base_ = default_inflight(model_.layout, in_.num_microbatches);
+  const std::vector<std::int64_t> held_ = bytes_per_microbatch_staying(model_);
+  const std::vector<int> one_more_ = plus_one(in_);
+  SearchResult best_;
+  bool improved_ = true;
+};
+
+}  // namespace
+
+SearchResult search_list_schedules(const PipelineModel& model, const SearchInput& input) {
+  return Search(model, input).run();
+}
+
+}  // namespace pulse::detail

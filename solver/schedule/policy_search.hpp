@@ -1,0 +1,41 @@
+// The search over list-schedule policies (internal to the schedule synthesizer). See
+// policy_search.cpp.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "pulse/schedule/list_schedule.hpp"
+#include "pulse/simulate/schedule.hpp"
+
+namespace pulse::detail {
+
+struct SearchInput {
+  int num_microbatches = 1;
+  std::vector<int> memory_cap;  ///< Per device: most microbatches in flight memory can allow.
+  std::vector<int> safe_cap;    ///< Per device: in-flight counts that fit in any order.
+  std::vector<std::int64_t> free_bytes;  ///< Per device: capacity less the static state.
+  bool split_backward = false;
+  int max_evaluations = 400;  ///< Deterministic work limit: list schedules tried.
+  int max_sweeps = 3;
+  std::function<bool()> expired;  ///< Wall-clock safety limit.
+  /// Checks the memory rule by replay; asked only when a limit exceeds `safe_cap`.
+  std::function<bool(const Schedule&)> fits;
+};
+
+struct SearchResult {
+  bool found = false;
+  Schedule schedule;
+  double makespan_s = 0;
+  ListPolicy policy;
+  std::vector<int> limits;
+  int evaluations = 0;
+};
+
+/// The best list schedule over a portfolio of rules and in-flight limits, improved by
+/// coordinate descent on per-device ranks and limits. See policy_search.cpp.
+SearchResult search_list_schedules(const PipelineModel& model, const SearchInput& input);
+
+}  // namespace pulse::detail

@@ -1,0 +1,289 @@
+#include "pulse/base/json_check.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace pulse {
+
+namespace {
+
+bool is_identifier(std::string_view k) {
+  if (k.empty() || std::isdigit(static_cast<unsigned char>(k[0]))) return false;
+  return std::all_of(k.begin(), k.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+std::string quoted_list(const std::vector<std::string_view>& names) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    out += (i ? ", " : "") + std::string(names[i]);
+  }
+  return out;
+}
+
+std::string format_bound(double minimum, bool exclusive) {
+  return fmt::format("{} {}", exclusive ? ">" : ">=", minimum);
+}
+
+}  // namespace
+
+JsonPath JsonPath::key(std::string_view k) const {
+  JsonPath p = *this;
+  p.text += is_identifier(k) ? fmt::format(".{}", k) : fmt::format("[\"{}\"]", k);
+  return p;
+}
+
+JsonPath JsonPath::at(std::size_t index) const {
+  JsonPath p = *this;
+  p.text += fmt::format("[{}]", index);
+  return p;
+}
+
+JsonPath JsonPath::noted(std::string n) const {
+  JsonPath p = *this;
+  p.note = std::move(n);
+  return p;
+}
+
+std::string JsonPath::str() const {
+  return note.empty() ? text : text + " (" + note + ")";
+}
+
+Result<std::string> read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return input_error(
+        fmt::format("{}: cannot open file for reading: {}", path, std::strerror(errno)));
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) return input_error(fmt::format("{}: read error", path));
+  return buffer.str();
+}
+
+namespace {
+
+// 1-based line and column of byte offset `offset` (0-based) in `text`.
+std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t offset) {
+  std::size_t line = 1, column = 1;
+  for (std::size_t i = 0; i < std::min(offset, text.size()); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+}  // namespace
+
+Result<json> parse_json(std::string_view text, const std::string& file) {
+  try {
+    return json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    // e.byte is 1-based: the position of the last character read. nlohmann's message is
+    // "[json.exception.parse_error.101] parse error at line L, column C: what"; keep what
+    // follows the location so the location is ours, in the usual FILE:LINE:COL form.
+    const auto [line, column] = line_column(text, e.byte > 0 ? e.byte - 1 : 0);
+    std::string what = e.what();
+    const auto at = what.find(", column ");
+    const auto cut = at == std::string::npos ? std::string::npos : what.find(": ", at);
+    if (cut != std::string::npos) what = what.substr(cut + 2);
+    return input_error(fmt::format("{}:{}:{}: malformed JSON: {}", file, line, column, what));
+  } catch (const json::out_of_range& e) {
+    // A number too large for a double (1e999): nlohmann names the token, not its place.
+    std::string what = e.what();
+    const auto quote = what.find('\'');
+    std::string token = quote == std::string::npos ? "" : what.substr(quote + 1);
+    if (!token.empty() && token.back() == '\'') token.pop_back();
+    const std::size_t offset = token.empty() ? std::string::npos : text.find(token);
+    if (offset == std::string::npos) {
+      return input_error(fmt::format("{}: malformed JSON: a number is out of range", file));
+    }
+    const auto [line, column] = line_column(text, offset);
+    return input_error(
+        fmt::format("{}:{}:{}: number {} is out of range for a double", file, line, column, token));
+  } catch (const json::exception& e) {
+    return input_error(fmt::format("{}: malformed JSON: {}", file, e.what()));
+  }
+}
+
+void JsonChecker::fail(const JsonPath& path, std::string_view message) {
+  errors_.push_back(fmt::format("{}: {}: {}", file_, path.str(), message));
+}
+
+Error JsonChecker::error() const {
+  std::string message;
+  const std::size_t shown = std::min(errors_.size(), kMaxShown);
+  for (std::size_t i = 0; i < shown; ++i) message += (i ? "\n" : "") + errors_[i];
+  if (errors_.size() > shown) {
+    message += fmt::format("\n{}: ... and {} more errors", file_, errors_.size() - shown);
+  }
+  return input_error(std::move(message));
+}
+
+bool JsonChecker::object(const json& value, const JsonPath& path,
+                         const std::vector<std::string_view>& allowed) {
+  if (!value.is_object()) {
+    fail(path, fmt::format("expected an object, got {}", describe(value)));
+    return false;
+  }
+  std::vector<std::string> allowed_strings(allowed.begin(), allowed.end());
+  for (const auto& [k, v] : value.items()) {
+    if (std::find(allowed.begin(), allowed.end(), k) != allowed.end()) continue;
+    const std::string guess = closest_match(k, allowed_strings);
+    fail(path.key(k), guess.empty()
+                          ? fmt::format("unknown key (allowed here: {})", quoted_list(allowed))
+                          : fmt::format("unknown key; did you mean \"{}\"?", guess));
+  }
+  return true;
+}
+
+const json* JsonChecker::member(const json& obj, const JsonPath& path, std::string_view key,
+                                bool required) {
+  if (!obj.is_object()) return nullptr;
+  const auto it = obj.find(key);
+  if (it == obj.end()) {
+    if (required) fail(path, fmt::format("missing required key \"{}\"", key));
+    return nullptr;
+  }
+  return &*it;
+}
+
+const json* JsonChecker::array(const json& obj, const JsonPath& path, std::string_view key,
+                               bool required) {
+  const json* v = member(obj, path, key, required);
+  if (v && !v->is_array()) {
+    fail(path.key(key), fmt::format("expected an array, got {}", describe(*v)));
+    return nullptr;
+  }
+  return v;
+}
+
+std::optional<std::string> JsonChecker::string(const json& obj, const JsonPath& path,
+                                               std::string_view key, bool required) {
+  const json* v = member(obj, path, key, required);
+  if (!v) return std::nullopt;
+  if (!v->is_string() || v->get_ref<const std::string&>().empty()) {
+    fail(path.key(key), fmt::format("expected a non-empty string, got {}", describe(*v)));
+    return std::nullopt;
+  }
+  return v->get<std::string>();
+}
+
+std::optional<std::int64_t> JsonChecker::integer(const json& obj, const JsonPath& path,
+                                                 std::string_view key, std::int64_t minimum,
+                                                 bool required) {
+  const json* v = member(obj, path, key, required);
+  if (!v) return std::nullopt;
+  // A float with an integral value (1e9, 4.0) is accepted: generators write such numbers.
+  std::optional<std::int64_t> value;
+  if (v->is_number_integer()) {
+    value = v->get<std::int64_t>();
+  } else if (v->is_number_float()) {
+    const double d = v->get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15) {
+      value = static_cast<std::int64_t>(d);
+    }
+  }
+  if (!value || *value < minimum) {
+    fail(path.key(key), fmt::format("expected an integer >= {}, got {}", minimum, describe(*v)));
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<double> JsonChecker::number(const json& value, const JsonPath& path, double minimum,
+                                          bool exclusive) {
+  const bool in_range =
+      value.is_number() && std::isfinite(value.get<double>()) &&
+      (exclusive ? value.get<double>() > minimum : value.get<double>() >= minimum);
+  if (!in_range) {
+    fail(path, fmt::format("expected a finite number {}, got {}", format_bound(minimum, exclusive),
+                           describe(value)));
+    return std::nullopt;
+  }
+  return value.get<double>();
+}
+
+std::optional<double> JsonChecker::number(const json& obj, const JsonPath& path,
+                                          std::string_view key, double minimum, bool exclusive,
+                                          bool required) {
+  const json* v = member(obj, path, key, required);
+  if (!v) return std::nullopt;
+  return number(*v, path.key(key), minimum, exclusive);
+}
+
+std::optional<bool> JsonChecker::boolean(const json& obj, const JsonPath& path,
+                                         std::string_view key, bool required) {
+  const json* v = member(obj, path, key, required);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) {
+    fail(path.key(key), fmt::format("expected true or false, got {}", describe(*v)));
+    return std::nullopt;
+  }
+  return v->get<bool>();
+}
+
+std::string describe(const json& value) {
+  switch (value.type()) {
+    case json::value_t::null:
+      return "null";
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::array:
+      return fmt::format("an array of {}", value.size());
+    case json::value_t::string: {
+      std::string s = value.get<std::string>();
+      if (s.size() > 40) s = s.substr(0, 37) + "...";
+      return fmt::format("a string \"{}\"", s);
+    }
+    case json::value_t::boolean:
+      return value.get<bool>() ? "true" : "false";
+    default:
+      return value.dump();
+  }
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string closest_match(std::string_view word, const std::vector<std::string>& candidates) {
+  // A typo is a few edits, but a very short word is a few edits from anything short:
+  // one or two letters allow one edit.
+  std::string best;
+  std::size_t best_distance =
+      (word.size() <= 2 ? 1 : std::max<std::size_t>(2, word.size() / 3)) + 1;
+  for (const auto& c : candidates) {
+    const std::size_t d = edit_distance(word, c);
+    if (d < best_distance) {
+      best = c;
+      best_distance = d;
+    }
+  }
+  return best;
+}
+
+}  // namespace pulse

@@ -1,0 +1,271 @@
+#include "pulse/compile/plan_builder.hpp"
+
+#include <algorithm>
+
+#include "pulse/base/version.hpp"
+#include "pulse/cost/cost_model.hpp"
+#include "pulse/plan/figures.hpp"
+
+namespace pulse {
+
+namespace {
+
+PlanInput input(const SourceFile& file, const std::string& name, const Provenance& provenance) {
+  return {file.name, name, file.sha256, provenance.method};
+}
+
+PlanGivenOptions given_options(const PlanOptions& o) {
+  PlanGivenOptions g;
+  g.strategy = strategy_name(o.strategy);
+  g.pp = o.pp;
+  g.dp = o.dp;
+  g.microbatch_size = o.microbatch_size;
+  g.global_batch = o.global_batch;
+  g.split_backward = o.split_backward;
+  g.memory = o.memory;
+  return g;
+}
+
+PlanParallelism parallelism(const CompiledPlan& p, const ModelProfile& model,
+                            const ClusterProfile& c) {
+  PlanParallelism x;
+  x.pp = p.pp;
+  x.dp = p.dp;
+  x.microbatch_size = p.microbatch_size;
+  x.num_microbatches = p.num_microbatches;
+  x.global_batch = p.global_batch;
+  x.num_stages = p.model.layout.num_stages();
+  x.devices_used = p.pp * p.dp;
+  x.devices_total = c.num_devices();
+  x.device_type = c.device_type;
+  x.times_interpolated = !is_profiled_size(model.microbatch_sizes, p.microbatch_size);
+  return x;
+}
+
+PlanPartition partition(const CompiledPlan& p) {
+  const std::vector<double> load = p.model.device_load();
+  PlanPartition x;
+  x.method = p.partition.method;
+  x.objective_s = *std::max_element(load.begin(), load.end());
+  x.lower_bound_s = p.partition.lower_bound_s;
+  x.exact = p.partition.exact;
+  x.all_skips_local = p.partition.all_skips_local;
+  x.skips_nested = p.skips_nested;
+  x.states_explored = p.partition.states_explored;
+  return x;
+}
+
+std::string stage_side(const CompiledPlan& p, StageId s) {
+  if (!traits(p.strategy).v_placement) return "chain";
+  return s < p.pp ? "encoder" : "decoder";
+}
+
+std::vector<PlanStage> stages(const CompiledPlan& p, const ModelProfile& model) {
+  std::vector<PlanStage> out;
+  const StageLayout& layout = p.model.layout;
+  for (StageId s = 0; s < layout.num_stages(); ++s) {
+    PlanStage x;
+    x.id = s;
+    x.device = layout.device[s];
+    x.side = stage_side(p, s);
+    for (LayerId l = layout.first_layer[s]; l < layout.first_layer[s + 1]; ++l) {
+      x.layers.push_back(model.layers[l].name);
+    }
+    const StageCost& c = p.model.stages[s];
+    x.forward_s = c.forward_s;
+    x.backward_s = c.backward_s;
+    x.backward_weight_s = c.backward_weight_s;
+    x.params = c.params;
+    x.activation_bytes_per_microbatch = c.activation_bytes;
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+std::vector<PlanDevice> devices(const CompiledPlan& p, const ModelProfile& model) {
+  std::vector<PlanDevice> out;
+  const std::vector<double> load = p.model.device_load();
+  const std::vector<std::int64_t> params = p.model.device_params();
+  for (DeviceId d = 0; d < p.pp; ++d) {
+    PlanDevice x;
+    x.device = d;
+    x.stages = p.model.layout.stages_on(d);
+    x.load_s = load[d];
+    x.params = params[d];
+    x.inflight_limit = p.inflight_limit[d];
+    for (const SkipPlacement& s : p.model.skips) {
+      if (s.local && p.model.layout.device[s.producer_stage] == d) {
+        x.cached_skips.push_back(model.skips[s.skip].name);
+      }
+    }
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+std::vector<PlanSkip> skips(const CompiledPlan& p, const ModelProfile& model) {
+  std::vector<PlanSkip> out;
+  for (const SkipPlacement& s : p.model.skips) {
+    const Skip& k = model.skips[s.skip];
+    PlanSkip x;
+    x.name = k.name;
+    x.producer = model.layers[k.producer].name;
+    x.consumer = model.layers[k.consumer].name;
+    x.bytes_per_sample = k.bytes_per_sample;
+    x.producer_stage = s.producer_stage;
+    x.consumer_stage = s.consumer_stage;
+    x.producer_device = p.model.layout.device[s.producer_stage];
+    x.consumer_device = p.model.layout.device[s.consumer_stage];
+    x.local = s.local;
+    x.route = s.local ? "local" : p.model.routing == SkipRouting::direct ? "direct" : "forwarded";
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+std::vector<PlanCarried> carried(const ModelProfile& model) {
+  std::vector<PlanCarried> out;
+  for (const Carried& c : model.carried) {
+    PlanCarried x;
+    x.name = c.name;
+    if (c.producer >= 0) x.producer = model.layers[c.producer].name;
+    x.bytes_per_sample = c.bytes_per_sample;
+    x.needs_gradient = c.needs_gradient;
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+std::vector<PlanTransfer> transfers(const CompiledPlan& p, const ModelProfile& model) {
+  std::vector<PlanTransfer> out;
+  for (const Transfer& t : p.model.transfers) {
+    const DeviceId from = p.model.layout.device[t.from], to = p.model.layout.device[t.to];
+    PlanTransfer x;
+    x.from_stage = t.from;
+    x.to_stage = t.to;
+    x.from_device = from;
+    x.to_device = to;
+    x.kind = t.main_path ? "main" : "skip";
+    x.forward = t.forward;
+    x.backward = t.backward;
+    x.forward_messages = t.forward_messages;
+    x.backward_messages = t.backward_messages;
+    x.forward_s = t.forward_s;
+    x.backward_s = t.backward_s;
+    x.forward_link = p.model.links[from][to].name;
+    x.backward_link = p.model.links[to][from].name;
+    for (int k : t.skips) x.skips.push_back(model.skips[k].name);
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+std::vector<std::vector<PlanOp>> schedule(const Timeline& timeline) {
+  std::vector<std::vector<PlanOp>> out;
+  for (const DeviceTimeline& d : timeline.devices) {
+    std::vector<PlanOp>& ops = out.emplace_back();
+    for (const TimedOp& t : d.ops) ops.push_back({t.op, t.start_s, t.end_s});
+  }
+  return out;
+}
+
+// How the schedule was found. No wall-clock time: `stopped_by` says whether the
+// deterministic node limit or the wall-clock safety limit ended the search.
+PlanSolver solver(const CompiledPlan& p) {
+  const ScheduleAnswer& a = p.solver;
+  PlanSolver x;
+  x.status = solve_status_name(a.status);
+  x.method = a.method;
+  x.stopped_by = a.stopped_by;
+  x.makespan_s = a.makespan_s;
+  x.lower_bound_s = a.lower_bound_s;
+  x.gap = a.gap;
+  x.heuristic_makespan_s = a.heuristic_makespan_s;
+  x.list_evaluations = a.list_evaluations;
+  x.order_evaluations = a.order_evaluations;
+  x.milp_solves = a.milp_solves;
+  x.milp_nodes = a.milp_nodes;
+  x.limits = {p.options.solver_max_nodes, p.options.solver_max_seconds};
+  return x;
+}
+
+PlanRankMap rank_map(const CompiledPlan& p, const ClusterProfile& c) {
+  PlanRankMap x;
+  x.world_size = p.pp * p.dp;
+  std::vector<int> used(c.num_devices(), 0);
+  for (int r = 0; r < p.dp; ++r) {
+    x.pipeline_groups.push_back(p.ranks[r]);
+    for (int d = 0; d < p.pp; ++d) used[p.ranks[r][d]] = 1;
+  }
+  for (int d = 0; d < p.pp; ++d) {
+    std::vector<RankId> group;
+    for (int r = 0; r < p.dp; ++r) group.push_back(p.ranks[r][d]);
+    x.data_parallel_groups.push_back(std::move(group));
+  }
+  for (RankId g = 0; g < c.num_devices(); ++g) {
+    if (!used[g]) {
+      x.unused_ranks.push_back(g);
+      continue;
+    }
+    for (int r = 0; r < p.dp; ++r) {
+      for (int d = 0; d < p.pp; ++d) {
+        if (p.ranks[r][d] == g) x.ranks.push_back({g, c.node_of(g), c.local_of(g), r, d});
+      }
+    }
+  }
+  x.placement = PlanPlacement{p.placement.topology_aware, p.placement.note,
+                              p.placement.boundary_links};
+  return x;
+}
+
+std::vector<PlanCandidate> search(const CompiledPlan& p) {
+  std::vector<PlanCandidate> out;
+  for (const Candidate& k : p.candidates) {
+    PlanCandidate x;
+    x.pp = k.pp;
+    x.dp = k.dp;
+    x.microbatch_size = k.microbatch_size;
+    x.num_microbatches = k.num_microbatches;
+    x.feasible = k.feasible;
+    x.chosen = k.chosen;
+    x.synthesized = k.synthesized;
+    if (k.feasible) {
+      x.iteration_s = k.iteration_s;
+      x.samples_per_s = k.samples_per_s;
+      x.peak_memory_bytes = k.peak_memory_bytes;
+    }
+    if (!k.reason.empty()) x.reason = k.reason;
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+}  // namespace
+
+Plan build_plan(const CompiledPlan& p, const ModelProfile& model, const ClusterProfile& cluster) {
+  Plan plan;
+  plan.generator = {"pulse-plan", kVersion};
+  plan.inputs = {input(model.file, model.name, model.provenance),
+                 input(cluster.file, cluster.name, cluster.provenance)};
+  plan.options = given_options(p.options);
+  plan.parallelism = parallelism(p, model, cluster);
+  plan.partition = partition(p);
+  plan.stages = stages(p, model);
+  plan.devices = devices(p, model);
+  plan.skips = skips(p, model);
+  plan.carried = carried(model);
+  plan.transfers = transfers(p, model);
+  plan.schedule = schedule(p.timeline);
+  plan.schedule_info = {p.schedule.policy, p.schedule.split_backward, p.timeline.makespan_s};
+  plan.solver = solver(p);
+  // The cluster settings the figures assume, so that `simulate` can replay the plan
+  // without the cluster file.
+  plan.cost_model = PlanCostModel{cluster.overlap_comm, cluster.allreduce, kTimeQuantum_s};
+  plan.comm = comm_figures(p.model, p.evaluation.allreduce, p.num_microbatches, p.dp);
+  plan.predicted = predicted_figures(p.timeline, p.evaluation, cluster.usable_memory());
+  plan.rank_map = rank_map(p, cluster);
+  plan.search = search(p);
+  return plan;
+}
+
+}  // namespace pulse

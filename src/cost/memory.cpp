@@ -1,0 +1,115 @@
+#include "pulse/cost/memory.hpp"
+
+#include <algorithm>
+#include <tuple>
+
+namespace pulse {
+
+std::vector<MemoryBreakdown> static_memory(const PipelineModel& model, const MemoryModel& memory,
+                                           int dp) {
+  std::vector<MemoryBreakdown> out(model.num_devices());
+  const std::vector<std::int64_t> params = model.device_params();
+  for (int d = 0; d < model.num_devices(); ++d) {
+    out[d].weights = memory.weight_bytes(params[d]);
+    out[d].gradients = memory.gradient_bytes(params[d]);
+    out[d].optimizer = memory.optimizer_bytes(params[d], dp);
+  }
+  return out;
+}
+
+std::vector<std::int64_t> skip_bytes_per_microbatch(const PipelineModel& model) {
+  const StageLayout& layout = model.layout;
+  std::vector<std::int64_t> bytes(model.num_devices(), 0);
+  for (const SkipPlacement& s : model.skips) {
+    if (s.local) bytes[layout.device[s.producer_stage]] += s.bytes;
+  }
+  for (const Transfer& t : model.transfers) {
+    bytes[layout.device[t.from]] += t.forward.skip;
+    bytes[layout.device[t.to]] += t.forward.skip;
+  }
+  return bytes;
+}
+
+std::vector<std::int64_t> bytes_per_microbatch_at_most(const PipelineModel& model) {
+  std::vector<std::int64_t> bytes = skip_bytes_per_microbatch(model);
+  for (StageId s = 0; s < model.layout.num_stages(); ++s) {
+    bytes[model.layout.device[s]] += model.stages[s].activation_bytes;
+  }
+  return bytes;
+}
+
+std::vector<std::int64_t> bytes_per_microbatch_staying(const PipelineModel& model) {
+  std::vector<std::int64_t> bytes = skip_bytes_per_microbatch(model);
+  for (DeviceId d = 0; d < model.num_devices(); ++d) {
+    const std::vector<StageId> mine = model.layout.stages_on(d);
+    if (!mine.empty()) bytes[d] += model.stages[mine.front()].activation_bytes;
+  }
+  return bytes;
+}
+
+std::int64_t memory_bound(const MemoryModel& memory, std::int64_t params, int dp, int inflight,
+                          std::int64_t per_microbatch) {
+  return memory.static_bytes(params, dp) + static_cast<std::int64_t>(inflight) * per_microbatch;
+}
+
+namespace {
+
+// How many microbatches, each holding per_mb[d] bytes, fit beside the static state.
+std::vector<int> fitting(const std::vector<std::int64_t>& per_mb,
+                         const std::vector<std::int64_t>& static_bytes, std::int64_t capacity,
+                         const std::vector<int>& wanted) {
+  std::vector<int> limits(per_mb.size(), 0);
+  for (std::size_t d = 0; d < per_mb.size(); ++d) {
+    const std::int64_t free = capacity - static_bytes[d];
+    if (free <= 0) continue;
+    const std::int64_t fits = per_mb[d] > 0 ? free / per_mb[d] : wanted[d];
+    limits[d] = static_cast<int>(std::min<std::int64_t>(wanted[d], fits));
+  }
+  return limits;
+}
+
+}  // namespace
+
+std::vector<int> memory_inflight_limits(const PipelineModel& model,
+                                        const std::vector<std::int64_t>& static_bytes,
+                                        std::int64_t capacity, const std::vector<int>& wanted) {
+  return fitting(bytes_per_microbatch_at_most(model), static_bytes, capacity, wanted);
+}
+
+std::vector<int> resident_inflight_limits(const PipelineModel& model,
+                                          const std::vector<std::int64_t>& static_bytes,
+                                          std::int64_t capacity, const std::vector<int>& wanted) {
+  return fitting(bytes_per_microbatch_staying(model), static_bytes, capacity, wanted);
+}
+
+Residency residency(const PipelineModel& model, DeviceId device,
+                    const std::vector<ActivationHold>& holds) {
+  const std::vector<StageId> stages = model.layout.stages_on(device);
+  const std::int64_t skip = skip_bytes_per_microbatch(model)[device];
+  // (time, bytes, microbatches) deltas; at one instant releases (negative) come first.
+  std::vector<std::tuple<double, std::int64_t, int>> events;
+  events.reserve(2 * holds.size());
+  for (const ActivationHold& h : holds) {
+    const bool admits = !stages.empty() && h.stage == stages.front();
+    const std::int64_t bytes = model.stages[h.stage].activation_bytes + (admits ? skip : 0);
+    events.emplace_back(h.from_s, bytes, admits ? 1 : 0);
+    events.emplace_back(h.until_s, -bytes, admits ? -1 : 0);
+  }
+  std::sort(events.begin(), events.end());
+  Residency r;
+  std::int64_t held = 0;
+  int inflight = 0;
+  for (const auto& [time, bytes, microbatches] : events) {
+    held += bytes;
+    inflight += microbatches;
+    r.peak_bytes = std::max(r.peak_bytes, held);
+    r.max_inflight = std::max(r.max_inflight, inflight);
+  }
+  return r;
+}
+
+bool within_memory(std::int64_t static_bytes, std::int64_t resident_bytes, std::int64_t capacity) {
+  return static_bytes + resident_bytes <= capacity;
+}
+
+}  // namespace pulse

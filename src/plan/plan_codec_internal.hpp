@@ -1,0 +1,478 @@
+// The plan codec's machinery (private to src/plan). plan_sections.cpp lists every section's
+// keys once, as calls on an `io` object; the three IO classes below give those calls their
+// meaning: PlanWriter writes the value, PlanReader reads and checks it, KeyLister records the
+// key for the schema test. A section function is a template over the IO class, so a key
+// added to a section is written, read and listed by the same line.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "pulse/base/json_check.hpp"
+#include "pulse/plan/plan.hpp"
+#include "pulse/plan/plan_codec.hpp"
+
+namespace pulse::detail {
+
+using ojson = nlohmann::ordered_json;
+
+/// Whether a key must be present, and what an absent one means.
+enum class Need {
+  required,   ///< The reader fails without it; always written.
+  optional,   ///< A std::optional member: absent when empty, and not written then.
+  defaulted,  ///< The reader keeps the member's default when absent; always written.
+};
+
+/// How a number is written: rounded to its quantum, so it prints the same everywhere.
+enum class Format {
+  raw,      ///< As it is (settings such as bytes per parameter).
+  seconds,  ///< To the nanosecond (cost_model.hpp's quantum).
+  ratio,    ///< To 1e-9.
+  rate,     ///< To 1e-6 (samples per second).
+};
+
+/// What the reader accepts for a number.
+enum class Range { nonnegative, positive, finite };
+
+/// What an index counts, which bounds it: stages read so far, the pipeline degree, the
+/// microbatches. `stage_in_order` is a stage's own id, which must equal its position.
+enum class IndexOf { stage, stage_in_order, device, microbatch };
+
+/// How long an array of objects must be.
+enum class Length { any, num_stages };
+
+enum class Kind { count, bytes, number, text, note, flag, index, choice, op, sha256 };
+
+/// What one key holds and how it is checked. Built with the helpers below.
+struct Spec {
+  Kind kind = Kind::count;
+  std::optional<Need> need;  ///< Unset: required, or optional for a std::optional member.
+  /// A std::optional member written as null when empty, and read empty from a null.
+  bool null_ok = false;
+  Format format = Format::raw;
+  Range range = Range::nonnegative;
+  IndexOf index = IndexOf::stage;
+  int minimum = 0;
+  std::vector<std::string_view> choices;
+  const char* noun = nullptr;  ///< For lists that must not be empty: "layer".
+
+  Spec defaulted() const { return with(Need::defaulted); }
+  /// Present, and null where there is no value.
+  Spec nullable() const {
+    Spec s = with(Need::required);
+    s.null_ok = true;
+    return s;
+  }
+  /// Null or absent where there is no value (written as null).
+  Spec nullable_or_absent() const {
+    Spec s = with(Need::optional);
+    s.null_ok = true;
+    return s;
+  }
+  Spec nonempty(const char* what) const {
+    Spec s = *this;
+    s.noun = what;
+    return s;
+  }
+
+ private:
+  Spec with(Need n) const {
+    Spec s = *this;
+    s.need = n;
+    return s;
+  }
+};
+
+inline Spec spec_of(Kind kind) {
+  Spec s;
+  s.kind = kind;
+  return s;
+}
+inline Spec count(int minimum = 0) {
+  Spec s = spec_of(Kind::count);
+  s.minimum = minimum;
+  return s;
+}
+inline Spec bytes() {
+  return spec_of(Kind::bytes);
+}
+inline Spec number(Format format, Range range) {
+  Spec s = spec_of(Kind::number);
+  s.format = format;
+  s.range = range;
+  return s;
+}
+inline Spec seconds() {
+  return number(Format::seconds, Range::nonnegative);
+}
+inline Spec text() {
+  return spec_of(Kind::text);
+}
+/// Any string, the empty one included.
+inline Spec note() {
+  return spec_of(Kind::note);
+}
+inline Spec flag() {
+  return spec_of(Kind::flag);
+}
+inline Spec index(IndexOf of) {
+  Spec s = spec_of(Kind::index);
+  s.index = of;
+  return s;
+}
+inline Spec choice(std::initializer_list<std::string_view> values) {
+  Spec s = spec_of(Kind::choice);
+  s.choices = values;
+  return s;
+}
+/// A SHA-256 digest: 64 lowercase hex digits.
+inline Spec sha256() {
+  return spec_of(Kind::sha256);
+}
+/// An op letter: "F", "B", "I" or "W".
+inline Spec op_kind() {
+  Spec s = spec_of(Kind::op);
+  s.choices = {"F", "B", "I", "W"};
+  return s;
+}
+
+template <class T>
+struct is_optional : std::false_type {};
+template <class T>
+struct is_optional<std::optional<T>> : std::true_type {};
+template <class T>
+inline constexpr bool is_optional_v = is_optional<std::remove_const_t<T>>::value;
+
+/// The presence a spec asks of a member of type T.
+template <class T>
+Need need_of(const Spec& spec) {
+  return spec.need.value_or(is_optional_v<T> ? Need::optional : Need::required);
+}
+
+/// A number rounded as `format` says.
+double rounded(double value, Format format);
+
+// ---------------------------------------------------------------------------------------
+// PlanWriter: section -> ordered JSON.
+
+class PlanWriter {
+ public:
+  explicit PlanWriter(ojson& out) : out_(out) {}
+
+  template <class T>
+  void field(std::string_view key, const T& value, const Spec& spec) {
+    if constexpr (is_optional_v<T>) {
+      if (value) {
+        out_[std::string(key)] = scalar(*value, spec);
+      } else if (spec.null_ok) {
+        out_[std::string(key)] = nullptr;
+      }
+    } else {
+      out_[std::string(key)] = scalar(value, spec);
+    }
+  }
+
+  template <class T>
+  void list(std::string_view key, const std::vector<T>& values, const Spec& spec) {
+    ojson array = ojson::array();
+    for (const T& v : values) array.push_back(scalar(v, spec));
+    out_[std::string(key)] = array;
+  }
+  void groups(std::string_view key, const std::vector<std::vector<RankId>>& groups);
+  void byte_map(std::string_view key,
+                const std::optional<std::map<std::string, std::int64_t>>& values);
+  /// A value the writer derives and the reader ignores (Bytes::total).
+  void derived(std::string_view key, std::int64_t value) { out_[std::string(key)] = value; }
+
+  template <class T, class Fn>
+  void object(std::string_view key, const T& value, Fn&& keys, std::optional<Need> = {}) {
+    if constexpr (is_optional_v<T>) {
+      if (value) out_[std::string(key)] = write(*value, keys);
+    } else {
+      out_[std::string(key)] = write(value, keys);
+    }
+  }
+  template <class T, class Fn>
+  void objects(std::string_view key, const std::vector<T>& values, Fn&& keys,
+               Need = Need::required, Length = Length::any) {
+    ojson array = ojson::array();
+    for (const T& v : values) array.push_back(write(v, keys));
+    out_[std::string(key)] = array;
+  }
+  template <class T, class Fn>
+  void objects(std::string_view key, const std::optional<std::vector<T>>& values, Fn&& keys) {
+    if (values) objects(key, *values, keys);
+  }
+  template <class Fn>
+  void device_schedules(std::string_view key, const std::vector<std::vector<PlanOp>>& schedule,
+                        Fn&& op_keys) {
+    ojson array = ojson::array();
+    for (std::size_t d = 0; d < schedule.size(); ++d) {
+      ojson ops = ojson::array();
+      for (const PlanOp& op : schedule[d]) ops.push_back(write(op, op_keys));
+      array.push_back({{"device", d}, {"ops", ops}});
+    }
+    out_[std::string(key)] = array;
+  }
+
+ private:
+  template <class T, class Fn>
+  static ojson write(const T& value, Fn&& keys) {
+    ojson out = ojson::object();
+    PlanWriter sub(out);
+    keys(sub, value);
+    return out;
+  }
+  static ojson scalar(double v, const Spec& spec) { return rounded(v, spec.format); }
+  static ojson scalar(int v, const Spec&) { return v; }
+  static ojson scalar(std::int64_t v, const Spec&) { return v; }
+  static ojson scalar(bool v, const Spec&) { return v; }
+  static ojson scalar(const std::string& v, const Spec&) { return v; }
+  static ojson scalar(OpKind v, const Spec&) { return std::string(1, op_letter(v)); }
+
+  ojson& out_;
+};
+
+// ---------------------------------------------------------------------------------------
+// PlanReader: JSON -> section, every problem recorded in the checker.
+
+class PlanReader {
+ public:
+  PlanReader(JsonChecker& check, const json& obj, JsonPath path, const Plan& context)
+      : check_(check), obj_(obj), path_(std::move(path)), plan_(context) {}
+
+  template <class T>
+  void field(std::string_view key, T& value, const Spec& spec) {
+    const Need need = need_of<T>(spec);
+    const json* v = check_.member(obj_, path_, key, need == Need::required);
+    if (!v || (spec.null_ok && v->is_null())) return;
+    if constexpr (is_optional_v<T>) {
+      typename T::value_type x{};
+      if (read(key, *v, x, spec)) value = x;
+    } else {
+      read(key, *v, value, spec);
+    }
+  }
+
+  void list(std::string_view key, std::vector<std::string>& values, const Spec& spec);
+  void list(std::string_view key, std::vector<std::int64_t>& values, const Spec& spec);
+  void list(std::string_view key, std::vector<int>& values, const Spec& spec);
+  void groups(std::string_view key, std::vector<std::vector<RankId>>& groups);
+  void byte_map(std::string_view key, std::optional<std::map<std::string, std::int64_t>>& values);
+  void derived(std::string_view, std::int64_t) {}
+
+  template <class T, class Fn>
+  void object(std::string_view key, T& value, Fn&& keys, std::optional<Need> need = {}) {
+    const bool required = need.value_or(is_optional_v<T> ? Need::optional : Need::required) ==
+                          Need::required;
+    const json* v = check_.member(obj_, path_, key, required);
+    if (!v) return;
+    if (!v->is_object()) {
+      check_.fail(path_.key(key), fmt_expected_object(*v));
+      return;
+    }
+    PlanReader sub(check_, *v, path_.key(key), plan_);
+    if constexpr (is_optional_v<T>) {
+      typename T::value_type x{};
+      keys(sub, x);
+      value = std::move(x);
+    } else {
+      keys(sub, value);
+    }
+  }
+
+  /// An array of objects. Length::num_stages: its length must equal
+  /// $.parallelism.num_stages (checked after the elements' types, before their keys).
+  template <class T, class Fn>
+  void objects(std::string_view key, std::vector<T>& values, Fn&& keys,
+               Need need = Need::required, Length length = Length::any) {
+    if (need != Need::required && !obj_.contains(std::string(key))) return;
+    read_objects(key, values, keys, length == Length::num_stages);
+  }
+  template <class T, class Fn>
+  void objects(std::string_view key, std::optional<std::vector<T>>& values, Fn&& keys) {
+    if (!obj_.contains(std::string(key))) return;
+    std::vector<T> read;
+    read_objects(key, read, keys, false);
+    values = std::move(read);
+  }
+
+  template <class Fn>
+  void device_schedules(std::string_view key, std::vector<std::vector<PlanOp>>& schedule,
+                        Fn&& op_keys);
+
+ private:
+  template <class T, class Fn>
+  void read_objects(std::string_view key, std::vector<T>& values, Fn&& keys,
+                    bool count_is_num_stages) {
+    const json* list = check_.array(obj_, path_, key, true);
+    if (!list) return;
+    std::vector<std::size_t> good;
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      if ((*list)[i].is_object()) {
+        good.push_back(i);
+      } else {
+        check_.fail(path_.key(key).at(i), fmt_expected_object((*list)[i]));
+      }
+    }
+    if (count_is_num_stages) check_stage_count(key, list->size());
+    for (std::size_t i : good) {
+      T value{};
+      PlanReader sub(check_, (*list)[i], path_.key(key).at(i), plan_);
+      sub.position_ = static_cast<int>(values.size());
+      keys(sub, value);
+      values.push_back(std::move(value));
+    }
+  }
+  void check_stage_count(std::string_view key, std::size_t count);
+  static std::string fmt_expected_object(const json& v);
+
+  bool read(std::string_view key, const json& v, int& out, const Spec& spec);
+  bool read(std::string_view key, const json& v, std::int64_t& out, const Spec& spec);
+  bool read(std::string_view key, const json& v, double& out, const Spec& spec);
+  bool read(std::string_view key, const json& v, bool& out, const Spec& spec);
+  bool read(std::string_view key, const json& v, std::string& out, const Spec& spec);
+  bool read(std::string_view key, const json& v, OpKind& out, const Spec& spec);
+  /// An index in [0, limit) (`what` names it), or -1 recorded as a problem.
+  int read_index(const json& v, const JsonPath& at, IndexOf of);
+  /// The integers >= 0 of `array`, found at this reader's path (a rank group).
+  void list_elements(const json& array, std::vector<int>& out);
+
+  JsonChecker& check_;
+  const json& obj_;
+  JsonPath path_;
+  const Plan& plan_;
+  int position_ = 0;  ///< This object's place in its array (for IndexOf::stage_in_order).
+};
+
+template <class Fn>
+void PlanReader::device_schedules(std::string_view key, std::vector<std::vector<PlanOp>>& schedule,
+                                  Fn&& op_keys) {
+  const int P = plan_.parallelism.pp;
+  schedule.assign(P, {});
+  std::vector<bool> seen(P, false);
+  std::vector<std::vector<PlanOp>> read;
+  const json* list = check_.array(obj_, path_, key, true);
+  for (std::size_t i = 0; list && i < list->size(); ++i) {
+    const json& entry = (*list)[i];
+    const JsonPath at = path_.key(key).at(i);
+    if (!entry.is_object()) {
+      check_.fail(at, fmt_expected_object(entry));
+      continue;
+    }
+    const json* device = check_.member(entry, at, "device", true);
+    const int d = device ? read_index(*device, at.key("device"), IndexOf::device) : -1;
+    if (d >= 0 && seen[d]) check_.fail(at.key("device"), "device " + std::to_string(d) + " is listed twice");
+    const json* ops = check_.array(entry, at, "ops", true);
+    if (d < 0 || seen[d] || !ops) continue;
+    seen[d] = true;
+    for (std::size_t k = 0; k < ops->size(); ++k) {
+      const JsonPath op_at = at.key("ops").at(k);
+      if (!(*ops)[k].is_object()) {
+        check_.fail(op_at, fmt_expected_object((*ops)[k]));
+        continue;
+      }
+      PlanOp op;
+      op.op.stage = -1;
+      op.op.mb = -1;
+      PlanReader sub(check_, (*ops)[k], op_at, plan_);
+      op_keys(sub, op);
+      if (op.op.stage >= 0 && op.op.mb >= 0) schedule[d].push_back(op);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// KeyLister: every key with its JSON type, for the schema test.
+
+class KeyLister {
+ public:
+  KeyLister(std::vector<PlanKey>& out, std::string path) : out_(out), path_(std::move(path)) {}
+
+  template <class T>
+  void field(std::string_view key, const T&, const Spec& spec) {
+    const Need need = need_of<T>(spec);
+    std::string type = type_of(spec);
+    if (spec.null_ok) type += "|null";
+    add(key, type, need == Need::required);
+  }
+  template <class T>
+  void list(std::string_view key, const std::vector<T>&, const Spec& spec) {
+    add(key, "array", need_of<std::vector<T>>(spec) == Need::required);
+    out_.push_back({path_ + "." + std::string(key) + "[]", type_of(spec), false});
+  }
+  void groups(std::string_view key, const std::vector<std::vector<RankId>>&);
+  void byte_map(std::string_view key, const std::optional<std::map<std::string, std::int64_t>>&);
+  void derived(std::string_view key, std::int64_t) { add(key, "integer", false); }
+
+  template <class T, class Fn>
+  void object(std::string_view key, const T&, Fn&& keys, std::optional<Need> need = {}) {
+    add(key, "object",
+        need.value_or(is_optional_v<T> ? Need::optional : Need::required) == Need::required);
+    KeyLister sub(out_, path_ + "." + std::string(key));
+    if constexpr (is_optional_v<T>) {
+      typename std::remove_const_t<T>::value_type x{};
+      keys(sub, x);
+    } else {
+      std::remove_const_t<T> x{};
+      keys(sub, x);
+    }
+  }
+  template <class V, class Fn>
+  void objects(std::string_view key, const V&, Fn&& keys, Need need = Need::required,
+               Length = Length::any) {
+    using Vec = std::remove_const_t<V>;
+    out_.push_back({path_ + "." + std::string(key) + "[]", "object", false});
+    if constexpr (is_optional_v<Vec>) {
+      add(key, "array", false);
+      typename Vec::value_type::value_type x{};
+      KeyLister sub(out_, path_ + "." + std::string(key) + "[]");
+      keys(sub, x);
+    } else {
+      add(key, "array", need == Need::required);
+      typename Vec::value_type x{};
+      KeyLister sub(out_, path_ + "." + std::string(key) + "[]");
+      keys(sub, x);
+    }
+  }
+  template <class Fn>
+  void device_schedules(std::string_view key, const std::vector<std::vector<PlanOp>>&,
+                        Fn&& op_keys) {
+    add(key, "array", true);
+    const std::string entry = path_ + "." + std::string(key) + "[]";
+    out_.push_back({entry, "object", false});
+    out_.push_back({entry + ".device", "integer", true});
+    out_.push_back({entry + ".ops", "array", true});
+    out_.push_back({entry + ".ops[]", "object", false});
+    KeyLister sub(out_, entry + ".ops[]");
+    PlanOp op;
+    op_keys(sub, op);
+  }
+
+ private:
+  void add(std::string_view key, std::string type, bool required) {
+    out_.push_back({path_ + "." + std::string(key), std::move(type), required});
+  }
+  static std::string type_of(const Spec& spec);
+
+  std::vector<PlanKey>& out_;
+  std::string path_;
+};
+
+// The sections (plan_sections.cpp), each a list of keys in writing order.
+void plan_keys(PlanWriter& io, const Plan& plan);
+void plan_keys(PlanReader& io, Plan& plan);
+void plan_keys(KeyLister& io, const Plan& plan);
+/// The figures sections alone: `comm` and `predicted`.
+void figure_keys(PlanWriter& io, const Plan& plan);
+
+}  // namespace pulse::detail

@@ -1,0 +1,326 @@
+// Every key of a plan, once, in the order the plan writes them. Each section is a generic
+// function of an `io` (plan_codec_internal.hpp): PlanWriter writes these keys, PlanReader
+// reads and checks them, KeyLister lists them for the schema test. docs/plans.md says what
+// each key means; schema/plan.schema.json describes the same keys.
+
+#include "plan_codec_internal.hpp"
+
+namespace pulse::detail {
+
+namespace {
+
+template <class IO, class T>
+void generator_keys(IO& io, T& g) {
+  io.field("name", g.name, text());
+  io.field("version", g.version, text());
+}
+
+template <class IO, class T>
+void input_keys(IO& io, T& in) {
+  io.field("file", in.file, text());
+  io.field("name", in.name, text());
+  io.field("sha256", in.sha256, sha256());
+  io.field("provenance", in.provenance, text());
+}
+
+template <class IO, class T>
+void inputs_keys(IO& io, T& inputs) {
+  io.object("model", inputs.model, [](auto& sub, auto& x) { input_keys(sub, x); });
+  io.object("cluster", inputs.cluster, [](auto& sub, auto& x) { input_keys(sub, x); });
+}
+
+template <class IO, class T>
+void memory_model_keys(IO& io, T& m) {
+  io.field("weight_bytes_per_param", m.weight_bytes_per_param,
+           number(Format::raw, Range::nonnegative).defaulted());
+  io.field("gradient_bytes_per_param", m.gradient_bytes_per_param,
+           number(Format::raw, Range::nonnegative).defaulted());
+  io.field("optimizer_bytes_per_param", m.optimizer_bytes_per_param,
+           number(Format::raw, Range::nonnegative).defaulted());
+  io.field("zero_stage", m.zero_stage, count().defaulted());
+}
+
+template <class IO, class T>
+void options_keys(IO& io, T& o) {
+  io.field("strategy", o.strategy, text());
+  io.field("pp", o.pp, count(1).nullable_or_absent());
+  io.field("dp", o.dp, count(1).nullable_or_absent());
+  io.field("microbatch_size", o.microbatch_size, count(1).nullable_or_absent());
+  io.field("global_batch", o.global_batch, count(1).nullable_or_absent());
+  io.field("split_backward", o.split_backward, flag());
+  io.object("memory", o.memory, [](auto& sub, auto& x) { memory_model_keys(sub, x); },
+            Need::defaulted);
+}
+
+template <class IO, class T>
+void parallelism_keys(IO& io, T& x) {
+  io.field("pp", x.pp, count(1));
+  io.field("dp", x.dp, count(1));
+  io.field("microbatch_size", x.microbatch_size, count(1));
+  io.field("num_microbatches", x.num_microbatches, count(1));
+  io.field("global_batch", x.global_batch, count(1));
+  io.field("num_stages", x.num_stages, count(1));
+  io.field("devices_used", x.devices_used, count());
+  io.field("devices_total", x.devices_total, count());
+  io.field("device_type", x.device_type, text());
+  io.field("times_interpolated", x.times_interpolated, flag());
+}
+
+template <class IO, class T>
+void partition_keys(IO& io, T& x) {
+  io.field("method", x.method, text());
+  io.field("objective_s", x.objective_s, seconds());
+  io.field("lower_bound_s", x.lower_bound_s, seconds());
+  io.field("exact", x.exact, flag());
+  io.field("all_skips_local", x.all_skips_local, flag());
+  io.field("skips_nested", x.skips_nested, flag());
+  io.field("states_explored", x.states_explored, count());
+}
+
+template <class IO, class T>
+void stage_keys(IO& io, T& s) {
+  io.field("id", s.id, index(IndexOf::stage_in_order));
+  io.field("device", s.device, index(IndexOf::device));
+  io.field("side", s.side, text());
+  io.list("layers", s.layers, text().nonempty("layer"));
+  io.field("forward_s", s.forward_s, seconds());
+  io.field("backward_s", s.backward_s, seconds());
+  io.field("backward_weight_s", s.backward_weight_s, seconds());
+  io.field("params", s.params, bytes());
+  io.field("activation_bytes_per_microbatch", s.activation_bytes_per_microbatch, bytes());
+}
+
+template <class IO, class T>
+void device_keys(IO& io, T& d) {
+  io.field("device", d.device, index(IndexOf::device));
+  io.list("stages", d.stages, index(IndexOf::stage));
+  io.field("load_s", d.load_s, seconds());
+  io.field("params", d.params, bytes());
+  io.field("inflight_limit", d.inflight_limit, count());
+  io.list("cached_skips", d.cached_skips, text().defaulted());
+}
+
+template <class IO, class T>
+void skip_keys(IO& io, T& k) {
+  io.field("name", k.name, text());
+  io.field("producer", k.producer, text());
+  io.field("consumer", k.consumer, text());
+  io.field("bytes_per_sample", k.bytes_per_sample, bytes());
+  io.field("producer_stage", k.producer_stage, index(IndexOf::stage));
+  io.field("consumer_stage", k.consumer_stage, index(IndexOf::stage));
+  io.field("producer_device", k.producer_device, index(IndexOf::device));
+  io.field("consumer_device", k.consumer_device, index(IndexOf::device));
+  io.field("local", k.local, flag());
+  io.field("route", k.route, choice({"local", "direct", "forwarded"}));
+}
+
+template <class IO, class T>
+void carried_keys(IO& io, T& c) {
+  io.field("name", c.name, text());
+  io.field("producer", c.producer, text().nullable());
+  io.field("bytes_per_sample", c.bytes_per_sample, bytes());
+  io.field("needs_gradient", c.needs_gradient, flag());
+}
+
+template <class IO, class T>
+void bytes_keys(IO& io, T& b) {
+  io.field("activation", b.activation, bytes());
+  io.field("skip", b.skip, bytes());
+  io.field("carried", b.carried, bytes());
+  io.derived("total", b.total());
+}
+
+template <class IO, class T>
+void transfer_keys(IO& io, T& t) {
+  io.field("from_stage", t.from_stage, index(IndexOf::stage));
+  io.field("to_stage", t.to_stage, index(IndexOf::stage));
+  io.field("from_device", t.from_device, index(IndexOf::device));
+  io.field("to_device", t.to_device, index(IndexOf::device));
+  io.field("kind", t.kind, choice({"main", "skip"}));
+  io.object("forward_bytes_per_microbatch", t.forward,
+            [](auto& sub, auto& x) { bytes_keys(sub, x); });
+  io.object("backward_bytes_per_microbatch", t.backward,
+            [](auto& sub, auto& x) { bytes_keys(sub, x); });
+  io.field("forward_messages", t.forward_messages, count());
+  io.field("backward_messages", t.backward_messages, count());
+  io.field("forward_s", t.forward_s, seconds());
+  io.field("backward_s", t.backward_s, seconds());
+  io.field("forward_link", t.forward_link, text());
+  io.field("backward_link", t.backward_link, text());
+  io.list("skips", t.skips, text().defaulted());
+}
+
+template <class IO, class T>
+void op_keys(IO& io, T& o) {
+  io.field("op", o.op.kind, op_kind());
+  io.field("stage", o.op.stage, index(IndexOf::stage));
+  io.field("mb", o.op.mb, index(IndexOf::microbatch));
+  io.field("start_s", o.start_s, seconds());
+  io.field("end_s", o.end_s, seconds());
+}
+
+template <class IO, class T>
+void schedule_info_keys(IO& io, T& x) {
+  io.field("policy", x.policy, text());
+  io.field("split_backward", x.split_backward, flag());
+  io.field("makespan_s", x.makespan_s, seconds());
+}
+
+template <class IO, class T>
+void solver_keys(IO& io, T& x) {
+  io.field("status", x.status, text());
+  io.field("method", x.method, text());
+  io.field("stopped_by", x.stopped_by, text());
+  io.field("makespan_s", x.makespan_s, seconds());
+  io.field("lower_bound_s", x.lower_bound_s, seconds());
+  io.field("gap", x.gap, number(Format::ratio, Range::finite));
+  io.field("heuristic_makespan_s", x.heuristic_makespan_s, seconds());
+  io.field("list_evaluations", x.list_evaluations, count());
+  io.field("order_evaluations", x.order_evaluations, count());
+  io.field("milp_solves", x.milp_solves, count());
+  io.field("milp_nodes", x.milp_nodes, count());
+  io.object("limits", x.limits, [](auto& sub, auto& l) {
+    sub.field("max_nodes", l.max_nodes, count());
+    sub.field("max_seconds", l.max_seconds, number(Format::raw, Range::nonnegative));
+  });
+}
+
+template <class IO, class T>
+void cost_model_keys(IO& io, T& x) {
+  io.field("overlap_comm", x.overlap_comm, flag());
+  io.field("allreduce", x.allreduce, choice({"ring", "hierarchical"}));
+  io.field("time_quantum_s", x.time_quantum_s, number(Format::raw, Range::positive));
+}
+
+template <class IO, class T>
+void comm_keys(IO& io, T& x) {
+  io.field("p2p_bytes_per_iteration", x.p2p_bytes_per_iteration, bytes());
+  io.field("skip_bytes_per_iteration", x.skip_bytes_per_iteration, bytes());
+  io.field("activation_bytes_per_iteration", x.activation_bytes_per_iteration, bytes());
+  io.field("carried_bytes_per_iteration", x.carried_bytes_per_iteration, bytes());
+  io.object("p2p_bytes_per_microbatch_per_pipeline", x.p2p_bytes_per_microbatch_per_pipeline,
+            [](auto& sub, auto& b) { bytes_keys(sub, b); });
+  io.byte_map("p2p_bytes_per_link_class", x.p2p_bytes_per_link_class);
+  io.field("allreduce_bytes_per_iteration", x.allreduce_bytes_per_iteration, bytes());
+}
+
+template <class IO, class T>
+void breakdown_keys(IO& io, T& m) {
+  io.field("weights", m.weights, bytes().defaulted());
+  io.field("gradients", m.gradients, bytes().defaulted());
+  io.field("optimizer", m.optimizer, bytes().defaulted());
+  io.field("activations", m.activations, bytes().defaulted());
+  io.field("skip_cache", m.skip_cache, bytes().defaulted());
+}
+
+template <class IO, class T>
+void device_prediction_keys(IO& io, T& d) {
+  io.field("device", d.device, index(IndexOf::device));
+  io.field("compute_s", d.compute_s, seconds());
+  io.field("send_s", d.send_s, seconds());
+  io.field("idle_s", d.idle_s, seconds());
+  io.field("allreduce_s", d.allreduce_s, seconds());
+  io.field("max_inflight", d.max_inflight, count());
+  io.field("peak_memory_bytes", d.peak_memory_bytes, bytes());
+  io.field("capacity_bytes", d.capacity_bytes, bytes());
+  io.object("memory", d.memory, [](auto& sub, auto& m) { breakdown_keys(sub, m); });
+}
+
+template <class IO, class T>
+void predicted_keys(IO& io, T& x) {
+  io.field("iteration_s", x.iteration_s, number(Format::seconds, Range::positive));
+  io.field("samples_per_s", x.samples_per_s, number(Format::rate, Range::positive));
+  io.field("bubble_ratio", x.bubble_ratio, number(Format::ratio, Range::nonnegative));
+  io.field("pipeline_makespan_s", x.pipeline_makespan_s, seconds());
+  io.field("allreduce_exposed_s", x.allreduce_exposed_s, seconds());
+  io.list("peak_memory_bytes", x.peak_memory_bytes, bytes());
+  io.objects("devices", x.devices, [](auto& sub, auto& d) { device_prediction_keys(sub, d); });
+}
+
+template <class IO, class T>
+void rank_keys(IO& io, T& r) {
+  io.field("rank", r.rank, count());
+  io.field("node", r.node, count());
+  io.field("local_device", r.local_device, count());
+  io.field("dp_index", r.dp_index, count());
+  io.field("pipeline_device", r.pipeline_device, count());
+}
+
+template <class IO, class T>
+void rank_map_keys(IO& io, T& x) {
+  io.field("world_size", x.world_size, count());
+  io.objects("ranks", x.ranks, [](auto& sub, auto& r) { rank_keys(sub, r); });
+  io.groups("pipeline_groups", x.pipeline_groups);
+  io.groups("data_parallel_groups", x.data_parallel_groups);
+  io.list("unused_ranks", x.unused_ranks, count().defaulted());
+  io.object("placement", x.placement, [](auto& sub, auto& p) {
+    sub.field("topology_aware", p.topology_aware, flag());
+    sub.field("note", p.note, note());
+    sub.list("boundary_links", p.boundary_links, text().defaulted());
+  });
+}
+
+template <class IO, class T>
+void candidate_keys(IO& io, T& k) {
+  io.field("pp", k.pp, count(1));
+  io.field("dp", k.dp, count(1));
+  io.field("microbatch_size", k.microbatch_size, count(1));
+  io.field("num_microbatches", k.num_microbatches, count());
+  io.field("feasible", k.feasible, flag());
+  io.field("chosen", k.chosen, flag());
+  io.field("synthesized", k.synthesized, flag());
+  io.field("iteration_s", k.iteration_s, seconds());
+  io.field("samples_per_s", k.samples_per_s, number(Format::rate, Range::nonnegative));
+  io.field("peak_memory_bytes", k.peak_memory_bytes, bytes());
+  io.field("reason", k.reason, text());
+}
+
+// The whole plan. `schema` is checked before anything else (plan_codec.cpp), so it is
+// written here and not read. The degrees come before every index they bound.
+template <class IO, class P>
+void all_keys(IO& io, P& p) {
+  io.object("generator", p.generator, [](auto& sub, auto& x) { generator_keys(sub, x); });
+  io.object("inputs", p.inputs, [](auto& sub, auto& x) { inputs_keys(sub, x); });
+  io.object("options", p.options, [](auto& sub, auto& x) { options_keys(sub, x); });
+  io.object("parallelism", p.parallelism, [](auto& sub, auto& x) { parallelism_keys(sub, x); });
+  io.object("partition", p.partition, [](auto& sub, auto& x) { partition_keys(sub, x); });
+  io.objects("stages", p.stages, [](auto& sub, auto& x) { stage_keys(sub, x); }, Need::required,
+             Length::num_stages);
+  io.objects("devices", p.devices, [](auto& sub, auto& x) { device_keys(sub, x); });
+  io.objects("skips", p.skips, [](auto& sub, auto& x) { skip_keys(sub, x); });
+  io.objects("carried", p.carried, [](auto& sub, auto& x) { carried_keys(sub, x); });
+  io.objects("transfers", p.transfers, [](auto& sub, auto& x) { transfer_keys(sub, x); });
+  io.device_schedules("schedule", p.schedule, [](auto& sub, auto& x) { op_keys(sub, x); });
+  io.object("schedule_info", p.schedule_info,
+            [](auto& sub, auto& x) { schedule_info_keys(sub, x); });
+  io.object("solver", p.solver, [](auto& sub, auto& x) { solver_keys(sub, x); });
+  io.object("cost_model", p.cost_model, [](auto& sub, auto& x) { cost_model_keys(sub, x); });
+  io.object("comm", p.comm, [](auto& sub, auto& x) { comm_keys(sub, x); });
+  io.object("predicted", p.predicted, [](auto& sub, auto& x) { predicted_keys(sub, x); });
+  io.object("rank_map", p.rank_map, [](auto& sub, auto& x) { rank_map_keys(sub, x); });
+  io.objects("search", p.search, [](auto& sub, auto& x) { candidate_keys(sub, x); },
+             Need::defaulted);
+}
+
+}  // namespace
+
+void plan_keys(PlanWriter& io, const Plan& plan) {
+  io.field("schema", plan.schema, text());
+  all_keys(io, plan);
+}
+
+void plan_keys(PlanReader& io, Plan& plan) {
+  all_keys(io, plan);
+}
+
+void plan_keys(KeyLister& io, const Plan& plan) {
+  io.field("schema", plan.schema, text());
+  all_keys(io, plan);
+}
+
+void figure_keys(PlanWriter& io, const Plan& plan) {
+  io.object("comm", plan.comm, [](auto& sub, auto& x) { comm_keys(sub, x); });
+  io.object("predicted", plan.predicted, [](auto& sub, auto& x) { predicted_keys(sub, x); });
+}
+
+}  // namespace pulse::detail

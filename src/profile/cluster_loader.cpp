@@ -1,0 +1,203 @@
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "pulse/base/json_check.hpp"
+#include "loader_common.hpp"
+#include "pulse/profile/profile.hpp"
+
+namespace pulse {
+
+namespace {
+
+constexpr const char* kClusterSchema = "pulse.cluster/v1";
+// The diagonal marker of the intra_node matrix, as `nvidia-smi topo -m` prints it.
+constexpr const char* kSelf = "X";
+
+void read_device(JsonChecker& check, const json& root, ClusterProfile& c) {
+  const JsonPath path = JsonPath{}.key("device");
+  const json* dev = check.member(root, JsonPath{}, "device", true);
+  if (!dev ||
+      !check.object(*dev, path, {"type", "memory_bytes", "reserved_bytes", "peak_fp16_flops"})) {
+    return;
+  }
+  c.device_type = check.string(*dev, path, "type").value_or("");
+  c.memory_bytes = check.integer(*dev, path, "memory_bytes", 1).value_or(0);
+  c.reserved_bytes = check.integer(*dev, path, "reserved_bytes", 0, false).value_or(0);
+  c.peak_fp16_flops = check.number(*dev, path, "peak_fp16_flops", 0.0, true, false).value_or(0.0);
+  if (c.memory_bytes > 0 && c.reserved_bytes >= c.memory_bytes) {
+    check.fail(path.key("reserved_bytes"),
+               fmt::format("expected less than memory_bytes ({}), got {}", c.memory_bytes,
+                           c.reserved_bytes));
+  }
+}
+
+// Returns whether the section lists class names at all (references can be checked); a class
+// with a bad number is still a known name.
+bool read_link_classes(JsonChecker& check, const json& root, ClusterProfile& c) {
+  const JsonPath path = JsonPath{}.key("link_classes");
+  const json* classes = check.member(root, JsonPath{}, "link_classes", true);
+  if (!classes) return false;
+  if (!classes->is_object() || classes->empty()) {
+    check.fail(path, fmt::format("expected an object of link class name -> "
+                                 "{{bandwidth_bytes_per_s, latency_s}}, got {}",
+                                 describe(*classes)));
+    return false;
+  }
+  // nlohmann iterates object keys in sorted order, so class indices are deterministic.
+  for (const auto& [name, value] : classes->items()) {
+    const JsonPath lp = path.key(name);
+    if (name == kSelf) {
+      check.fail(lp, "the class name \"X\" is reserved for the intra_node diagonal");
+      continue;
+    }
+    if (!check.object(value, lp, {"bandwidth_bytes_per_s", "latency_s", "description"})) continue;
+    LinkClass link;
+    link.name = name;
+    link.bandwidth_bytes_per_s =
+        check.number(value, lp, "bandwidth_bytes_per_s", 0.0, true).value_or(1.0);
+    link.latency_s = check.number(value, lp, "latency_s", 0.0, false).value_or(0.0);
+    if (value.contains("description")) check.string(value, lp, "description");
+    c.link_classes.push_back(std::move(link));
+  }
+  return true;
+}
+
+int class_index(const ClusterProfile& c, const std::string& name) {
+  for (std::size_t i = 0; i < c.link_classes.size(); ++i) {
+    if (c.link_classes[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::vector<std::string> class_names(const ClusterProfile& c) {
+  std::vector<std::string> names;
+  for (const auto& l : c.link_classes) names.push_back(l.name);
+  return names;
+}
+
+// A link class reference; unknown names get a did-you-mean. With a broken link_classes
+// section (`classes_valid` false) unknown names are not reported again.
+int resolve_class(JsonChecker& check, const json& value, const JsonPath& path,
+                  const ClusterProfile& c, bool classes_valid) {
+  if (value == kSelf) {
+    check.fail(path, "\"X\" marks the diagonal only; expected a link class name");
+    return -1;
+  }
+  if (!value.is_string()) {
+    check.fail(path, fmt::format("expected a link class name, got {}", describe(value)));
+    return -1;
+  }
+  const std::string name = value.get<std::string>();
+  const int index = class_index(c, name);
+  if (index >= 0 || !classes_valid) return index;
+  const std::string guess = closest_match(name, class_names(c));
+  check.fail(path,
+             guess.empty()
+                 ? fmt::format("unknown link class \"{}\" (not in $.link_classes)", name)
+                 : fmt::format("unknown link class \"{}\"; did you mean \"{}\"?", name, guess));
+  return -1;
+}
+
+void read_intra_node(JsonChecker& check, const json& root, ClusterProfile& c, bool classes_valid) {
+  const JsonPath path = JsonPath{}.key("intra_node");
+  const json* matrix = check.array(root, JsonPath{}, "intra_node", true);
+  if (!matrix) return;
+  const std::size_t n = static_cast<std::size_t>(c.devices_per_node);
+  if (matrix->size() != n) {
+    check.fail(path, fmt::format("expected {} rows (devices_per_node), got {}", n, matrix->size()));
+    return;
+  }
+  c.intra_node.assign(n, std::vector<int>(n, -1));
+  for (std::size_t a = 0; a < n; ++a) {
+    const json& row = (*matrix)[a];
+    if (!row.is_array() || row.size() != n) {
+      check.fail(path.at(a),
+                 fmt::format("expected a row of {} link class names, got {}", n, describe(row)));
+      continue;
+    }
+    for (std::size_t b = 0; b < n; ++b) {
+      const JsonPath cell = path.at(a).at(b);
+      if (a == b) {
+        if (row[b] != kSelf) {
+          check.fail(cell, fmt::format("expected \"X\" on the diagonal, got {}", describe(row[b])));
+        }
+        continue;
+      }
+      c.intra_node[a][b] = resolve_class(check, row[b], cell, c, classes_valid);
+    }
+  }
+  for (std::size_t a = 0; a < n; ++a) {
+    for (std::size_t b = a + 1; b < n; ++b) {
+      const int ab = c.intra_node[a][b], ba = c.intra_node[b][a];
+      if (ab >= 0 && ba >= 0 && ab != ba) {
+        check.fail(path.at(b).at(a),
+                   fmt::format("matrix must be symmetric: [{}][{}] is \"{}\" but [{}][{}] is "
+                               "\"{}\"",
+                               a, b, c.link_classes[ab].name, b, a, c.link_classes[ba].name));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Result<ClusterProfile> parse_cluster_profile(std::string_view text, const std::string& file) {
+  auto root = parse_json(text, file);
+  if (!root) return root.error();
+  JsonChecker check(file);
+  ClusterProfile c;
+  // The tag first: a profile of the other kind (swapped --model and --cluster) gets one
+  // line saying so rather than a list of unknown keys.
+  if (root->is_object() && !check_schema_tag(check, *root, kClusterSchema)) return check.error();
+  if (!check.object(
+          *root, JsonPath{},
+          {"schema", "name", "description", "provenance", "device", "devices_per_node", "nodes",
+           "link_classes", "intra_node", "inter_node", "overlap_comm", "allreduce"})) {
+    return check.error();
+  }
+  c.name = check.string(*root, JsonPath{}, "name").value_or("");
+  if (root->contains("description")) {
+    c.description = check.string(*root, JsonPath{}, "description").value_or("");
+  }
+  c.provenance = read_provenance(check, *root, JsonPath{});
+  read_device(check, *root, c);
+  const auto per_node = check.integer(*root, JsonPath{}, "devices_per_node", 1);
+  const auto nodes = check.integer(*root, JsonPath{}, "nodes", 1);
+  if (per_node && *per_node > 4096) {
+    check.fail(JsonPath{}.key("devices_per_node"), "expected at most 4096");
+  }
+  if (nodes && *nodes > 65536) check.fail(JsonPath{}.key("nodes"), "expected at most 65536");
+  c.devices_per_node = static_cast<int>(std::clamp<std::int64_t>(per_node.value_or(0), 0, 4096));
+  c.nodes = static_cast<int>(std::clamp<std::int64_t>(nodes.value_or(0), 0, 65536));
+  const bool classes_valid = read_link_classes(check, *root, c);
+  if (per_node && *per_node <= 4096) read_intra_node(check, *root, c, classes_valid);
+  if (const json* inter = check.member(*root, JsonPath{}, "inter_node", false)) {
+    c.inter_node = resolve_class(check, *inter, JsonPath{}.key("inter_node"), c, classes_valid);
+  } else if (c.nodes > 1) {
+    check.fail(JsonPath{}, fmt::format("missing key \"inter_node\", required because the cluster "
+                                       "has {} nodes",
+                                       c.nodes));
+  }
+  c.overlap_comm = check.boolean(*root, JsonPath{}, "overlap_comm", false).value_or(false);
+  if (root->contains("allreduce")) {
+    c.allreduce = check.string(*root, JsonPath{}, "allreduce").value_or("ring");
+    if (c.allreduce != "ring" && c.allreduce != "hierarchical") {
+      check.fail(JsonPath{}.key("allreduce"),
+                 fmt::format("expected \"ring\" or \"hierarchical\", got \"{}\"", c.allreduce));
+    }
+  }
+  if (!check.ok()) return check.error();
+  c.file.name = base_name(file);
+  c.file.path = file;
+  c.file.sha256 = sha256_hex(text);
+  return c;
+}
+
+Result<ClusterProfile> load_cluster_profile(const std::string& path) {
+  auto text = read_text_file(path);
+  if (!text) return text.error();
+  return parse_cluster_profile(*text, path);
+}
+
+}  // namespace pulse

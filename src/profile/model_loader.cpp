@@ -1,0 +1,299 @@
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "pulse/base/json_check.hpp"
+#include "loader_common.hpp"
+#include "pulse/profile/profile.hpp"
+
+namespace pulse {
+
+namespace {
+
+constexpr const char* kModelSchema = "pulse.model/v1";
+constexpr int kMaxMicrobatch = 1 << 20;
+
+void read_timing(JsonChecker& check, const json& root, ModelProfile& m) {
+  const JsonPath path = JsonPath{}.key("timing");
+  const json* timing = check.member(root, JsonPath{}, "timing", true);
+  if (!timing || !check.object(*timing, path, {"microbatch_sizes", "device_types"})) return;
+  if (const json* sizes = check.array(*timing, path, "microbatch_sizes", true)) {
+    const JsonPath sp = path.key("microbatch_sizes");
+    if (sizes->empty()) check.fail(sp, "expected at least one microbatch size");
+    bool valid = true;
+    for (std::size_t i = 0; i < sizes->size(); ++i) {
+      const json& s = (*sizes)[i];
+      const bool integral = s.is_number() && std::floor(s.get<double>()) == s.get<double>();
+      if (!integral || s.get<double>() < 1 || s.get<double>() > kMaxMicrobatch) {
+        check.fail(sp.at(i), fmt::format("expected an integer from 1 to {}, got {}", kMaxMicrobatch,
+                                         describe(s)));
+        valid = false;
+        continue;
+      }
+      const int size = static_cast<int>(s.get<double>());
+      if (!m.microbatch_sizes.empty() && size <= m.microbatch_sizes.back()) {
+        check.fail(sp.at(i), fmt::format("microbatch sizes must be strictly increasing, got {} "
+                                         "after {}",
+                                         size, m.microbatch_sizes.back()));
+        valid = false;
+      }
+      m.microbatch_sizes.push_back(size);
+    }
+    // With a broken size list, per-layer time arrays cannot be checked against it; the
+    // error above is the one to fix.
+    if (!valid) m.microbatch_sizes.clear();
+  }
+  if (check.member(*timing, path, "device_types", true)) {
+    m.device_types = read_string_list(check, *timing, path, "device_types");
+  }
+  if (timing->contains("device_types") && m.device_types.empty()) {
+    check.fail(path.key("device_types"), "expected at least one device type");
+  }
+  for (std::size_t i = 0; i < m.device_types.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (m.device_types[i] == m.device_types[j]) {
+        check.fail(path.key("device_types").at(i),
+                   fmt::format("duplicate device type \"{}\"", m.device_types[i]));
+      }
+    }
+  }
+}
+
+// forward_s / backward_s: {device type: [seconds per microbatch, one per size]}.
+std::vector<std::vector<double>> read_times(JsonChecker& check, const json& layer,
+                                            const JsonPath& path, std::string_view key,
+                                            const ModelProfile& m) {
+  std::vector<std::vector<double>> times(m.device_types.size());
+  const json* obj = check.member(layer, path, key, true);
+  // Without a valid $.timing every entry would be reported again; that error suffices.
+  if (!obj || m.device_types.empty() || m.microbatch_sizes.empty()) return times;
+  const JsonPath tp = path.key(key);
+  if (!obj->is_object()) {
+    check.fail(tp,
+               fmt::format("expected an object of device type -> times, got {}", describe(*obj)));
+    return times;
+  }
+  for (const auto& [type, values] : obj->items()) {
+    const int d = m.device_type_index(type);
+    if (d < 0) {
+      const std::string guess = closest_match(type, m.device_types);
+      check.fail(tp.key(type), guess.empty()
+                                   ? std::string("device type not listed in $.timing.device_types")
+                                   : fmt::format("device type not listed in $.timing.device_types; "
+                                                 "did you mean \"{}\"?",
+                                                 guess));
+      continue;
+    }
+    if (!values.is_array() || values.size() != m.microbatch_sizes.size()) {
+      check.fail(tp.key(type),
+                 fmt::format("expected an array of {} times, one per $.timing.microbatch_sizes "
+                             "entry, got {}",
+                             m.microbatch_sizes.size(), describe(values)));
+      continue;
+    }
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (auto t = check.number(values[i], tp.key(type).at(i), 0.0, true)) times[d].push_back(*t);
+    }
+  }
+  for (std::size_t d = 0; d < m.device_types.size(); ++d) {
+    // A misspelt key was reported above with a suggestion; do not report it twice.
+    bool misspelt = false;
+    for (const auto& [type, values] : obj->items()) {
+      misspelt = misspelt || (m.device_type_index(type) < 0 &&
+                              closest_match(type, {m.device_types[d]}) == m.device_types[d]);
+    }
+    if (!misspelt && !obj->contains(m.device_types[d])) {
+      check.fail(tp, fmt::format("missing times for device type \"{}\"", m.device_types[d]));
+    }
+  }
+  return times;
+}
+
+Layer read_layer(JsonChecker& check, const json& value, const JsonPath& raw_path,
+                 const ModelProfile& m) {
+  Layer layer;
+  JsonPath path = raw_path;
+  // Name the layer in every message about it, unknown keys included.
+  if (value.is_object() && value.contains("name") && value["name"].is_string()) {
+    path = path.noted(fmt::format("layer \"{}\"", value["name"].get<std::string>()));
+  }
+  if (!check.object(
+          value, path,
+          {"name", "kind", "params", "forward_s", "backward_s", "backward_weight_fraction",
+           "activation_bytes_per_sample", "output_bytes_per_sample", "forward_flops_per_sample"})) {
+    return layer;
+  }
+  if (auto name = check.string(value, path, "name")) layer.name = *name;
+  if (value.contains("kind")) layer.kind = check.string(value, path, "kind").value_or("");
+  layer.params = check.integer(value, path, "params", 0).value_or(0);
+  layer.forward_s = read_times(check, value, path, "forward_s", m);
+  layer.backward_s = read_times(check, value, path, "backward_s", m);
+  if (const json* f = check.member(value, path, "backward_weight_fraction", false)) {
+    const bool in_range = f->is_number() && f->get<double>() > 0 && f->get<double>() < 1;
+    if (!in_range) {
+      check.fail(path.key("backward_weight_fraction"),
+                 fmt::format("expected a number strictly between 0 and 1, got {}", describe(*f)));
+    } else {
+      layer.backward_weight_fraction = f->get<double>();
+    }
+  }
+  layer.activation_bytes_per_sample =
+      check.integer(value, path, "activation_bytes_per_sample", 0).value_or(0);
+  layer.output_bytes_per_sample =
+      check.integer(value, path, "output_bytes_per_sample", 0).value_or(0);
+  layer.forward_flops_per_sample =
+      check.number(value, path, "forward_flops_per_sample", 0.0, false, false).value_or(0.0);
+  return layer;
+}
+
+// Resolves a layer name to its index; unknown names get a did-you-mean.
+std::optional<LayerId> resolve_layer(JsonChecker& check, const json& obj, const JsonPath& path,
+                                     std::string_view key,
+                                     const std::map<std::string, LayerId>& index,
+                                     const std::vector<std::string>& names) {
+  const auto name = check.string(obj, path, key);
+  if (!name) return std::nullopt;
+  const auto it = index.find(*name);
+  if (it != index.end()) return it->second;
+  const std::string guess = closest_match(*name, names);
+  check.fail(path.key(key),
+             guess.empty()
+                 ? fmt::format("unknown layer \"{}\"", *name)
+                 : fmt::format("unknown layer \"{}\"; did you mean \"{}\"?", *name, guess));
+  return std::nullopt;
+}
+
+void read_skips(JsonChecker& check, const json& root, const std::map<std::string, LayerId>& index,
+                const std::vector<std::string>& names, ModelProfile& m) {
+  const json* skips = check.array(root, JsonPath{}, "skips", true);
+  if (!skips) return;
+  std::map<std::pair<LayerId, LayerId>, std::size_t> seen;
+  for (std::size_t i = 0; i < skips->size(); ++i) {
+    const json& s = (*skips)[i];
+    const JsonPath path = JsonPath{}.key("skips").at(i);
+    if (!check.object(s, path, {"name", "producer", "consumer", "bytes_per_sample"})) continue;
+    Skip skip;
+    if (s.contains("name")) skip.name = check.string(s, path, "name").value_or("");
+    const auto producer = resolve_layer(check, s, path, "producer", index, names);
+    const auto consumer = resolve_layer(check, s, path, "consumer", index, names);
+    skip.bytes_per_sample = check.integer(s, path, "bytes_per_sample", 1).value_or(0);
+    if (!producer || !consumer) continue;
+    skip.producer = *producer;
+    skip.consumer = *consumer;
+    if (skip.producer >= skip.consumer) {
+      check.fail(path, fmt::format("producer \"{}\" (layer {}) must come before consumer \"{}\" "
+                                   "(layer {}) in execution order",
+                                   names[skip.producer], skip.producer, names[skip.consumer],
+                                   skip.consumer));
+      continue;
+    }
+    const auto [it, inserted] = seen.emplace(std::pair{skip.producer, skip.consumer}, i);
+    if (!inserted) {
+      check.fail(path, fmt::format("duplicate skip \"{}\" -> \"{}\" (first at $.skips[{}])",
+                                   names[skip.producer], names[skip.consumer], it->second));
+      continue;
+    }
+    if (skip.name.empty()) skip.name = names[skip.producer] + "->" + names[skip.consumer];
+    m.skips.push_back(std::move(skip));
+  }
+}
+
+void read_carried(JsonChecker& check, const json& root, const std::map<std::string, LayerId>& index,
+                  const std::vector<std::string>& names, ModelProfile& m) {
+  const json* carried = check.array(root, JsonPath{}, "carried", false);
+  if (!carried) return;
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < carried->size(); ++i) {
+    const json& c = (*carried)[i];
+    const JsonPath path = JsonPath{}.key("carried").at(i);
+    if (!check.object(c, path, {"name", "producer", "bytes_per_sample", "needs_gradient"})) {
+      continue;
+    }
+    Carried t;
+    t.name = check.string(c, path, "name").value_or("");
+    if (!t.name.empty() && !seen.insert(t.name).second) {
+      check.fail(path.key("name"), fmt::format("duplicate carried tensor \"{}\"", t.name));
+    }
+    const json* producer = check.member(c, path, "producer", true);
+    if (producer && !producer->is_null()) {
+      t.producer = resolve_layer(check, c, path, "producer", index, names).value_or(-1);
+    }
+    t.bytes_per_sample = check.integer(c, path, "bytes_per_sample", 1).value_or(0);
+    t.needs_gradient = check.boolean(c, path, "needs_gradient").value_or(false);
+    m.carried.push_back(std::move(t));
+  }
+}
+
+void read_layers(JsonChecker& check, const json& root, ModelProfile& m) {
+  const json* layers = check.array(root, JsonPath{}, "layers", true);
+  if (!layers) return;
+  if (layers->size() < 2) {
+    check.fail(
+        JsonPath{}.key("layers"),
+        fmt::format("expected at least 2 layers (a V needs two stages), got {}", layers->size()));
+  }
+  std::map<std::string, std::size_t> first_seen;
+  for (std::size_t i = 0; i < layers->size(); ++i) {
+    const JsonPath path = JsonPath{}.key("layers").at(i);
+    Layer layer = read_layer(check, (*layers)[i], path, m);
+    if (!layer.name.empty()) {
+      const auto [it, inserted] = first_seen.emplace(layer.name, i);
+      if (!inserted) {
+        check.fail(path.key("name"), fmt::format("duplicate layer name \"{}\" (first at "
+                                                 "$.layers[{}])",
+                                                 layer.name, it->second));
+      }
+    }
+    m.layers.push_back(std::move(layer));
+  }
+}
+
+}  // namespace
+
+Result<ModelProfile> parse_model_profile(std::string_view text, const std::string& file) {
+  auto root = parse_json(text, file);
+  if (!root) return root.error();
+  JsonChecker check(file);
+  ModelProfile m;
+  // The tag first: a profile of the other kind (swapped --model and --cluster) gets one
+  // line saying so rather than a list of unknown keys.
+  if (root->is_object() && !check_schema_tag(check, *root, kModelSchema)) return check.error();
+  if (!check.object(*root, JsonPath{},
+                    {"schema", "name", "description", "provenance", "dtype", "timing", "layers",
+                     "skips", "carried"})) {
+    return check.error();
+  }
+  m.name = check.string(*root, JsonPath{}, "name").value_or("");
+  if (root->contains("description")) {
+    m.description = check.string(*root, JsonPath{}, "description").value_or("");
+  }
+  if (root->contains("dtype")) check.string(*root, JsonPath{}, "dtype");
+  m.provenance = read_provenance(check, *root, JsonPath{});
+  read_timing(check, *root, m);
+  read_layers(check, *root, m);
+
+  std::map<std::string, LayerId> index;
+  std::vector<std::string> names;
+  for (const auto& layer : m.layers) {
+    index.emplace(layer.name, static_cast<LayerId>(names.size()));
+    names.push_back(layer.name);
+  }
+  read_skips(check, *root, index, names, m);
+  read_carried(check, *root, index, names, m);
+  if (!check.ok()) return check.error();
+  m.file.name = base_name(file);
+  m.file.path = file;
+  m.file.sha256 = sha256_hex(text);
+  return m;
+}
+
+Result<ModelProfile> load_model_profile(const std::string& path) {
+  auto text = read_text_file(path);
+  if (!text) return text.error();
+  return parse_model_profile(*text, path);
+}
+
+}  // namespace pulse

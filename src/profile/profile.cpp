@@ -1,0 +1,41 @@
+// The profiles' own queries; loading and checking them is model_loader.cpp's and
+// cluster_loader.cpp's.
+#include "pulse/profile/profile.hpp"
+
+#include <algorithm>
+
+namespace pulse {
+
+int ModelProfile::device_type_index(std::string_view type) const {
+  const auto it = std::find(device_types.begin(), device_types.end(), type);
+  return it == device_types.end() ? -1 : static_cast<int>(it - device_types.begin());
+}
+
+std::int64_t ModelProfile::total_params() const {
+  std::int64_t total = 0;
+  for (const auto& l : layers) total += l.params;
+  return total;
+}
+
+const LinkClass& ClusterProfile::link(RankId a, RankId b) const {
+  if (node_of(a) != node_of(b)) return link_classes.at(inter_node);
+  return link_classes.at(intra_node.at(local_of(a)).at(local_of(b)));
+}
+
+double interpolate_time(const std::vector<double>& times, const std::vector<int>& sizes, int b) {
+  if (sizes.size() == 1 || b <= sizes.front()) {
+    return times.front() * static_cast<double>(b) / sizes.front();
+  }
+  if (b >= sizes.back()) return times.back() * static_cast<double>(b) / sizes.back();
+  const auto hi = std::upper_bound(sizes.begin(), sizes.end(), b) - sizes.begin();
+  const auto lo = hi - 1;
+  if (sizes[lo] == b) return times[lo];
+  const double w = static_cast<double>(b - sizes[lo]) / (sizes[hi] - sizes[lo]);
+  return times[lo] + w * (times[hi] - times[lo]);
+}
+
+bool is_profiled_size(const std::vector<int>& sizes, int b) {
+  return std::find(sizes.begin(), sizes.end(), b) != sizes.end();
+}
+
+}  // namespace pulse

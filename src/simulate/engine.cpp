@@ -1,0 +1,149 @@
+#include "pulse/simulate/engine.hpp"
+
+#include <algorithm>
+
+namespace pulse::detail {
+
+namespace {
+bool done(double t) {
+  return !std::isnan(t);
+}
+}  // namespace
+
+ExecutionEngine::ExecutionEngine(const PipelineModel& model, int num_microbatches)
+    : model_(model), num_microbatches_(num_microbatches) {
+  const int S = model.layout.num_stages();
+  out_of_.assign(S, {});
+  into_.assign(S, {});
+  for (std::size_t t = 0; t < model.transfers.size(); ++t) {
+    out_of_[model.transfers[t].from].push_back(t);
+    into_[model.transfers[t].to].push_back(t);
+  }
+  device_free_.assign(model.num_devices(), 0.0);
+  sends_.assign(model.num_devices(), {});
+  link_free_.assign(model.num_devices(), std::vector<double>(model.num_devices(), 0.0));
+  const std::size_t n = static_cast<std::size_t>(S) * num_microbatches_;
+  f_start_.assign(n, kNotYet);
+  f_end_.assign(n, kNotYet);
+  g_end_.assign(n, kNotYet);
+  w_end_.assign(n, kNotYet);
+  const std::size_t T = model.transfers.size();
+  for (auto* v : {&fwd_send_end_, &bwd_send_end_, &fwd_arrival_, &bwd_arrival_}) {
+    v->assign(T, std::vector<double>(num_microbatches_, kNotYet));
+  }
+}
+
+double ExecutionEngine::compute_time(const Op& op) const {
+  return op_compute_s(model_.stages[op.stage], op.kind);
+}
+
+bool ExecutionEngine::executed(const Op& op) const {
+  const std::size_t i = idx(op.stage, op.mb);
+  switch (op.kind) {
+    case OpKind::forward:
+      return done(f_end_[i]);
+    case OpKind::backward:
+    case OpKind::backward_input:
+      return done(g_end_[i]);
+    case OpKind::backward_weight:
+      return done(w_end_[i]);
+  }
+  return false;
+}
+
+std::optional<double> ExecutionEngine::ready_time(const Op& op) const {
+  const StageId s = op.stage;
+  const int m = op.mb;
+  const int S = model_.layout.num_stages();
+  double t = device_free_[model_.layout.device[s]];
+  auto need = [&t](double when) {
+    if (!done(when)) return false;
+    t = std::max(t, when);
+    return true;
+  };
+  if (op.kind == OpKind::forward) {
+    // The previous stage's output (a local hand-over or a transfer) and direct skips.
+    if (s > 0 && model_.layout.device[s - 1] == model_.layout.device[s] &&
+        !need(f_end_[idx(s - 1, m)])) {
+      return std::nullopt;
+    }
+    for (std::size_t tr : into_[s]) {
+      if (!need(fwd_arrival_[tr][m])) return std::nullopt;
+    }
+    return t;
+  }
+  if (op.kind == OpKind::backward_weight) {
+    if (!need(g_end_[idx(s, m)])) return std::nullopt;
+    return t;
+  }
+  // B or I: own forward, the next stage's gradient, and gradients of skips sent from here.
+  if (!need(f_end_[idx(s, m)])) return std::nullopt;
+  if (s + 1 < S && model_.layout.device[s + 1] == model_.layout.device[s] &&
+      !need(g_end_[idx(s + 1, m)])) {
+    return std::nullopt;
+  }
+  for (std::size_t tr : out_of_[s]) {
+    if (!need(bwd_arrival_[tr][m])) return std::nullopt;
+  }
+  return t;
+}
+
+double ExecutionEngine::send_all(DeviceId d, double t, const std::vector<std::size_t>& transfers,
+                                 int m, bool forward) {
+  double busy = t;
+  for (std::size_t tr : transfers) {
+    const Transfer& x = model_.transfers[tr];
+    const DeviceId to = model_.layout.device[forward ? x.to : x.from];
+    double& link = link_free_[d][to];
+    const double start = model_.overlap_comm ? std::max(t, link) : std::max(busy, link);
+    const double end = start + (forward ? x.forward_s : x.backward_s);
+    link = end;
+    (forward ? fwd_send_end_ : bwd_send_end_)[tr][m] = end;
+    (forward ? fwd_arrival_ : bwd_arrival_)[tr][m] = end;
+    sends_[d].push_back(TimedSend{tr, m, forward, to, start, end});
+    if (!model_.overlap_comm) busy = end;
+  }
+  return busy;
+}
+
+void ExecutionEngine::consumer_devices(const Op& op, std::vector<DeviceId>& out) const {
+  out.push_back(model_.layout.device[op.stage]);
+  if (op.kind == OpKind::forward) {
+    for (std::size_t t : out_of_[op.stage])
+      out.push_back(model_.layout.device[model_.transfers[t].to]);
+  } else if (op.kind != OpKind::backward_weight) {
+    for (std::size_t t : into_[op.stage])
+      out.push_back(model_.layout.device[model_.transfers[t].from]);
+  }
+}
+
+TimedOp ExecutionEngine::execute(const Op& op) {
+  const DeviceId d = model_.layout.device[op.stage];
+  const double start = ready_time(op).value();
+  const double end = start + compute_time(op);
+  const std::size_t i = idx(op.stage, op.mb);
+  double busy = end;
+  switch (op.kind) {
+    case OpKind::forward:
+      f_start_[i] = start;
+      f_end_[i] = end;
+      busy = send_all(d, end, out_of_[op.stage], op.mb, true);
+      break;
+    case OpKind::backward:
+      g_end_[i] = end;
+      w_end_[i] = end;
+      busy = send_all(d, end, into_[op.stage], op.mb, false);
+      break;
+    case OpKind::backward_input:
+      g_end_[i] = end;
+      busy = send_all(d, end, into_[op.stage], op.mb, false);
+      break;
+    case OpKind::backward_weight:
+      w_end_[i] = end;
+      break;
+  }
+  device_free_[d] = busy;
+  return TimedOp{op, start, end, busy};
+}
+
+}  // namespace pulse::detail

@@ -1,0 +1,206 @@
+#include "pulse/simulate/simulate.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "pulse/simulate/engine.hpp"
+
+namespace pulse {
+
+namespace {
+
+std::string op_name(const Op& op) {
+  return fmt::format("{}(stage {}, microbatch {})", op_letter(op.kind), op.stage, op.mb);
+}
+
+// Every op exactly once, on the device that runs its stage.
+Status check_schedule_shape(const PipelineModel& model, const Schedule& schedule, int M) {
+  const int S = model.layout.num_stages();
+  if (static_cast<int>(schedule.device_ops.size()) != model.num_devices()) {
+    return internal_error(fmt::format("schedule has {} devices, the pipeline {}",
+                                      schedule.device_ops.size(), model.num_devices()));
+  }
+  const int kinds = schedule.split_backward ? 3 : 2;
+  std::vector<int> seen(static_cast<std::size_t>(S) * M * 4, 0);
+  for (int d = 0; d < model.num_devices(); ++d) {
+    for (const Op& op : schedule.device_ops[d]) {
+      if (op.stage < 0 || op.stage >= S || op.mb < 0 || op.mb >= M) {
+        return internal_error(fmt::format("device {}: {} is out of range", d, op_name(op)));
+      }
+      if (model.layout.device[op.stage] != d) {
+        return internal_error(fmt::format("device {}: {} belongs to device {}", d, op_name(op),
+                                          model.layout.device[op.stage]));
+      }
+      const bool split_op = op.kind == OpKind::backward_input || op.kind == OpKind::backward_weight;
+      if (split_op != schedule.split_backward && op.kind != OpKind::forward) {
+        return internal_error(
+            fmt::format("device {}: {} mixes split and full backward", d, op_name(op)));
+      }
+      int& n = seen[(static_cast<std::size_t>(op.stage) * M + op.mb) * 4 +
+                    static_cast<int>(op.kind)];
+      if (++n > 1)
+        return internal_error(fmt::format("device {}: {} appears twice", d, op_name(op)));
+    }
+  }
+  const std::size_t expected = static_cast<std::size_t>(S) * M * kinds;
+  std::size_t total = 0;
+  for (const auto& ops : schedule.device_ops) total += ops.size();
+  if (total != expected) {
+    return internal_error(fmt::format("schedule has {} operations, expected {}", total, expected));
+  }
+  return Ok{};
+}
+
+struct MemEvent {
+  double time;
+  std::int64_t delta;
+  bool skip;  // skip cache, else activations
+};
+
+// The holders of one skip tensor (or its gradient) over time: the producing device until
+// the first send completes, each receiving device from arrival until it sends on, and the
+// last one until the consumer uses it.
+void skip_events(const PipelineModel& model, const detail::ExecutionEngine& e,
+                 const SkipPlacement& k, const std::vector<std::size_t>& hops, int m,
+                 std::vector<std::vector<MemEvent>>& events) {
+  const auto& dev = model.layout.device;
+  auto hold = [&](DeviceId d, double from, double to) {
+    events[d].push_back({from, k.bytes, true});
+    events[d].push_back({to, -k.bytes, true});
+  };
+  DeviceId holder = dev[k.producer_stage];
+  double since = e.forward_end(k.producer_stage, m);
+  for (std::size_t tr : hops) {
+    hold(holder, since, e.send_end(tr, m, true));
+    holder = dev[model.transfers[tr].to];
+    since = e.arrival(tr, m, true);
+  }
+  hold(holder, since, e.forward_start(k.consumer_stage, m));
+  holder = dev[k.consumer_stage];
+  since = e.grad_end(k.consumer_stage, m);
+  for (auto it = hops.rbegin(); it != hops.rend(); ++it) {
+    hold(holder, since, e.send_end(*it, m, false));
+    holder = dev[model.transfers[*it].from];
+    since = e.arrival(*it, m, false);
+  }
+  hold(holder, since, e.grad_end(k.producer_stage, m));
+}
+
+// Per device: the bytes it really holds at its peak (activations in flight and every skip
+// tensor while it sits there, hop by hop), and what the memory rule charges it (residency).
+void memory_pass(const PipelineModel& model, const detail::ExecutionEngine& e, int M,
+                 Timeline& timeline) {
+  const int P = model.num_devices();
+  std::vector<std::vector<MemEvent>> events(P);
+  std::vector<std::vector<ActivationHold>> holds(P);
+  for (StageId s = 0; s < model.layout.num_stages(); ++s) {
+    const DeviceId d = model.layout.device[s];
+    const std::int64_t a = model.stages[s].activation_bytes;
+    for (int m = 0; m < M; ++m) {
+      events[d].push_back({e.forward_start(s, m), a, false});
+      events[d].push_back({e.backward_done(s, m), -a, false});
+      holds[d].push_back({s, e.forward_start(s, m), e.backward_done(s, m)});
+    }
+  }
+  for (const SkipPlacement& k : model.skips) {
+    std::vector<std::size_t> hops;
+    for (std::size_t t = 0; t < model.transfers.size(); ++t) {
+      const auto& sk = model.transfers[t].skips;
+      if (std::find(sk.begin(), sk.end(), k.skip) != sk.end()) hops.push_back(t);
+    }
+    std::sort(hops.begin(), hops.end(), [&](std::size_t a, std::size_t b) {
+      return model.transfers[a].from < model.transfers[b].from;
+    });
+    for (int m = 0; m < M; ++m) skip_events(model, e, k, hops, m, events);
+  }
+  for (int d = 0; d < P; ++d) {
+    auto& ev = events[d];
+    // At one instant, releases happen before allocations: memory freed by an op that ends
+    // is available to the op that starts then.
+    std::stable_sort(ev.begin(), ev.end(), [](const MemEvent& a, const MemEvent& b) {
+      if (a.time != b.time) return a.time < b.time;
+      return a.delta < b.delta;
+    });
+    std::int64_t act = 0, skip = 0, best = -1;
+    DeviceTimeline& t = timeline.devices[d];
+    for (const MemEvent& x : ev) {
+      (x.skip ? skip : act) += x.delta;
+      if (act + skip > best) {
+        best = act + skip;
+        t.peak.activations = act;
+        t.peak.skip_cache = skip;
+      }
+    }
+    const Residency charged = residency(model, d, holds[d]);
+    t.resident_peak = charged.peak_bytes;
+    t.max_inflight = charged.max_inflight;
+  }
+}
+
+}  // namespace
+
+bool within_memory(const Timeline& timeline, const std::vector<MemoryBreakdown>& static_bytes,
+                   std::int64_t capacity) {
+  for (std::size_t d = 0; d < timeline.devices.size(); ++d) {
+    if (!within_memory(static_bytes[d].total(), timeline.devices[d].resident_peak, capacity)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+Result<Timeline> simulate(const PipelineModel& model, const Schedule& schedule,
+                          int num_microbatches, const std::vector<MemoryBreakdown>& static_bytes) {
+  if (auto shape = check_schedule_shape(model, schedule, num_microbatches); !shape) {
+    return shape.error();
+  }
+  const int P = model.num_devices();
+  detail::ExecutionEngine engine(model, num_microbatches);
+  Timeline timeline;
+  timeline.devices.resize(P);
+  std::vector<std::size_t> next(P, 0);
+  std::size_t remaining = 0;
+  for (const auto& ops : schedule.device_ops) remaining += ops.size();
+  while (remaining > 0) {
+    bool progress = false;
+    for (int d = 0; d < P; ++d) {
+      const auto& ops = schedule.device_ops[d];
+      while (next[d] < ops.size() && engine.ready_time(ops[next[d]])) {
+        const TimedOp t = engine.execute(ops[next[d]++]);
+        timeline.devices[d].ops.push_back(t);
+        timeline.devices[d].compute_s += t.end_s - t.start_s;
+        timeline.devices[d].send_s += t.busy_until_s - t.end_s;
+        timeline.makespan_s = std::max(timeline.makespan_s, t.busy_until_s);
+        --remaining;
+        progress = true;
+      }
+    }
+    if (!progress) {
+      std::string stuck;
+      for (int d = 0; d < P; ++d) {
+        if (next[d] < schedule.device_ops[d].size()) {
+          stuck += fmt::format("{}device {} waits at {}", stuck.empty() ? "" : "; ", d,
+                               op_name(schedule.device_ops[d][next[d]]));
+        }
+      }
+      return internal_error("schedule deadlocks: " + stuck);
+    }
+  }
+  for (int d = 0; d < P; ++d) {
+    DeviceTimeline& dev = timeline.devices[d];
+    dev.idle_s = std::max(0.0, timeline.makespan_s - dev.compute_s - dev.send_s);
+    dev.sends = engine.sends(d);
+  }
+  memory_pass(model, engine, num_microbatches, timeline);
+  for (int d = 0; d < P; ++d) {
+    MemoryBreakdown& peak = timeline.devices[d].peak;
+    peak.weights = static_bytes[d].weights;
+    peak.gradients = static_bytes[d].gradients;
+    peak.optimizer = static_bytes[d].optimizer;
+  }
+  return timeline;
+}
+
+}  // namespace pulse

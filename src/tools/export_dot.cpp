@@ -1,0 +1,88 @@
+// dot: the layer graph as the plan cuts it. Stages are clusters, layers are filled with
+// their device's colour, the main path is solid and skip edges are dashed (green when the
+// skip stays on its device, red when it crosses devices).
+#include <map>
+
+#include <fmt/format.h>
+
+#include "pulse/tools/export.hpp"
+#include "pulse/base/units.hpp"
+
+namespace pulse {
+
+namespace {
+
+// Light fills, one per pipeline device (cycled beyond eight).
+constexpr const char* kDeviceFill[] = {"#a6cee3", "#b2df8a", "#fb9a99", "#fdbf6f",
+                                       "#cab2d6", "#ffff99", "#8dd3c7", "#d9d9d9"};
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string layer_label(const std::string& name, const DotOptions& o) {
+  if (!o.model) return name;
+  for (const Layer& l : o.model->layers) {
+    if (l.name != name) continue;
+    const std::string kind = l.kind.empty() ? "" : l.kind + ", ";
+    return fmt::format("{}\n{}{:.1f} M params", name, kind, static_cast<double>(l.params) / 1e6);
+  }
+  return name;
+}
+
+std::string stage_clusters(const Plan& p, const DotOptions& o) {
+  std::string out;
+  for (const PlanStage& s : p.stages) {
+    const char* fill = kDeviceFill[s.device % 8];
+    out += fmt::format("  subgraph cluster_stage{} {{\n", s.id);
+    out += fmt::format("    label={};\n    style=rounded;\n",
+                       quoted(fmt::format("stage {} on device {}{}", s.id, s.device,
+                                          s.side ? " (" + *s.side + ")" : "")));
+    for (const std::string& l : s.layers) {
+      out += fmt::format("    {} [label={}, fillcolor=\"{}\"];\n", quoted(l),
+                         quoted(layer_label(l, o)), fill);
+    }
+    out += "  }\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string export_dot(const Plan& p, const DotOptions& o) {
+  std::string out = fmt::format("digraph {} {{\n", quoted(p.inputs.model.name));
+  out += fmt::format(
+      "  graph [label={}, labelloc=t, fontname=\"Helvetica\", rankdir=TB];\n",
+      quoted(fmt::format("{} on {}: pp {} x dp {}, {} stages; dashed: skip edges",
+                         p.inputs.model.name, p.inputs.cluster.name, p.pp(), p.parallelism.dp,
+                         p.num_stages())));
+  out += "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\"];\n";
+  out += "  edge [fontname=\"Helvetica\", fontsize=9];\n";
+  out += stage_clusters(p, o);
+  const auto layers = p.layer_stages();
+  for (std::size_t i = 1; i < layers.size(); ++i) {
+    const bool crosses = p.stages[layers[i - 1].second].device != p.stages[layers[i].second].device;
+    out += fmt::format("  {} -> {}{};\n", quoted(layers[i - 1].first), quoted(layers[i].first),
+                       crosses ? " [penwidth=2]" : "");
+  }
+  for (const PlanSkip& s : p.skips) {
+    const std::int64_t bytes = s.bytes_per_sample * p.parallelism.microbatch_size;
+    out += fmt::format(
+        "  {} -> {} [style=dashed, constraint=false, color=\"{}\", label={}];\n",
+        quoted(s.producer), quoted(s.consumer), s.local ? "#1a9850" : "#d73027",
+        quoted(fmt::format("{}{}", format_bytes(bytes),
+                           s.local ? "" : " (" + s.route.value_or("remote") + ")")));
+  }
+  return out + "}\n";
+}
+
+}  // namespace pulse

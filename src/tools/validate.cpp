@@ -1,0 +1,261 @@
+#include "pulse/tools/validate.hpp"
+
+#include <map>
+#include <set>
+#include <utility>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "pulse/base/units.hpp"
+#include "validate_internal.hpp"
+
+namespace pulse {
+
+namespace detail {
+ValidateResult Validator::run() {
+  check_inputs();
+  check_degrees();
+  const bool layers = check_layers();
+  const bool placement = check_placement();
+  if (device_type_ < 0) {
+    skip("skips, transfers, schedule, timing and memory: no times for the cluster's device type");
+  } else if (plan_.parallelism.device_type && *plan_.parallelism.device_type != cluster_.device_type) {
+    skip("skips, transfers, schedule, timing and memory: the plan is for another device type");
+  } else if (!layers) {
+    skip("skips, transfers, schedule, timing and memory: the stages do not cover the model");
+  } else if (!placement) {
+    skip("skips, transfers, schedule, timing and memory: a pipeline device runs no stage");
+  } else {
+    build_model();
+    check_skips();
+    check_cached_skips();
+    check_transfers();
+    check_schedule_order();
+    check_schedule_and_memory();
+  }
+  check_predicted_memory();
+  check_rank_map();
+  finish();
+  return std::move(out_);
+}
+
+void Validator::finish() {
+  for (const auto& [check, at] : overflow_) {
+    out_.violations[at].message = fmt::format("... and {} more", count_[check] - request_.max_per_check);
+  }
+  for (const auto& [check, n] : count_) out_.total += n;
+}
+
+void Validator::check_inputs() {
+  const struct {
+    const char* kind;
+    const SourceFile& file;
+    const PlanInput& claimed;
+  } inputs[] = {{"model", model_.file, plan_.inputs.model},
+                  {"cluster", cluster_.file, plan_.inputs.cluster}};
+  for (const auto& in : inputs) {
+    if (in.file.sha256 != in.claimed.sha256) {
+      fail("inputs", fmt::format("{} profile {} has sha256 {}..., the plan was made from {} with "
+                                 "sha256 {}...",
+                                 in.kind, in.file.name, short_hash(in.file.sha256), in.claimed.file,
+                                 short_hash(in.claimed.sha256)));
+    }
+  }
+  if (plan_.parallelism.device_type && *plan_.parallelism.device_type != cluster_.device_type) {
+    fail("inputs", fmt::format("the plan is for device type \"{}\", cluster {} has \"{}\"",
+                               *plan_.parallelism.device_type, cluster_.name, cluster_.device_type));
+  }
+  device_type_ = model_.device_type_index(cluster_.device_type);
+  if (device_type_ < 0) {
+    fail("inputs", fmt::format("model {} has no times for device type \"{}\" of cluster {}",
+                               model_.name, cluster_.device_type, cluster_.name));
+  }
+}
+
+void Validator::check_degrees() {
+  const PlanParallelism& x = plan_.parallelism;
+  const long needed = static_cast<long>(x.pp) * x.dp;
+  if (needed > cluster_.num_devices()) {
+    fail("degrees", fmt::format("pp {} x dp {} needs {} devices, cluster {} has {}", x.pp, x.dp,
+                                needed, cluster_.name, cluster_.num_devices()));
+  }
+  const long batch = static_cast<long>(x.dp) * x.microbatch_size * x.num_microbatches;
+  if (batch != x.global_batch) {
+    fail("degrees",
+         fmt::format("global_batch {} is not dp {} x microbatch_size {} x "
+                     "num_microbatches {} = {}",
+                     x.global_batch, x.dp, x.microbatch_size, x.num_microbatches, batch));
+  }
+  if (x.devices_used.value_or(0) > 0 && *x.devices_used != needed) {
+    fail("degrees", fmt::format("devices_used {} is not pp {} x dp {} = {}", *x.devices_used, x.pp,
+                                x.dp, needed));
+  }
+  if (x.devices_total.value_or(0) > 0 && *x.devices_total != cluster_.num_devices()) {
+    fail("degrees", fmt::format("devices_total {} is not the {} devices of cluster {}",
+                                *x.devices_total, cluster_.num_devices(), cluster_.name));
+  }
+}
+
+bool Validator::check_layers() {
+  std::map<std::string, LayerId> index;
+  for (LayerId l = 0; l < static_cast<LayerId>(model_.layers.size()); ++l) {
+    index[model_.layers[l].name] = l;
+  }
+  std::map<std::string, StageId> seen;
+  std::vector<LayerId> order;
+  bool complete = true;
+  for (const auto& [layer, stage] : plan_.layer_stages()) {
+    const auto it = index.find(layer);
+    if (it == index.end()) {
+      fail("layers", fmt::format("stage {} lists layer \"{}\", which model {} does not have", stage,
+                                 layer, model_.name));
+      complete = false;
+    } else if (const auto [at, fresh] = seen.emplace(layer, stage); !fresh) {
+      fail("layers", fmt::format("layer \"{}\" is in stage {} and again in stage {}", layer,
+                                 at->second, stage));
+      complete = false;
+    } else {
+      order.push_back(it->second);
+    }
+  }
+  for (const Layer& l : model_.layers) {
+    if (seen.count(l.name)) continue;
+    fail("layers", fmt::format("layer \"{}\" (layer {} of model {}) is in no stage", l.name,
+                               index[l.name], model_.name));
+    complete = false;
+  }
+  if (!complete) return false;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    if (order[i] == static_cast<LayerId>(i)) continue;
+    fail("layers", fmt::format("stage {} lists \"{}\" where the model's execution order has "
+                               "\"{}\" (layer {})",
+                               seen[model_.layers[order[i]].name], model_.layers[order[i]].name,
+                               model_.layers[i].name, i));
+    return false;
+  }
+  first_layer_.push_back(0);
+  for (const PlanStage& s : plan_.stages) {
+    first_layer_.push_back(first_layer_.back() + static_cast<LayerId>(s.layers.size()));
+  }
+  return true;
+}
+
+bool Validator::check_placement() {
+  const int P = plan_.pp(), S = plan_.num_stages();
+  // A known strategy fixes the shape; any other (or none) is judged by its stage count.
+  const StrategyTraits* known = known_strategy(plan_.strategy());
+  const bool v = known ? known->v_placement : S == 2 * P;
+  const char* shape = v ? "V" : "chain";
+  if (S != (v ? 2 * P : P)) {
+    fail("placement", fmt::format("a {} on pp {} devices has {} stages, the plan has {}", shape, P,
+                                  v ? 2 * P : P, S));
+  }
+  for (const PlanStage& s : plan_.stages) {
+    const DeviceId want = v ? (s.id < P ? s.id : 2 * P - 1 - s.id) : s.id;
+    if (S == (v ? 2 * P : P) && s.device != want) {
+      fail("placement", fmt::format("stage {} is on device {}; the {} puts it on device {}", s.id,
+                                    s.device, shape, want));
+    }
+    const std::string side = !v ? "chain" : (s.id < P ? "encoder" : "decoder");
+    if (s.side && *s.side != side) {
+      fail("placement", fmt::format("stage {} is marked \"{}\"; in the {} it is \"{}\"", s.id,
+                                    *s.side, shape, side));
+    }
+  }
+  bool every_device_busy = true;
+  std::vector<std::vector<StageId>> on(P);
+  for (const PlanStage& s : plan_.stages) on[s.device].push_back(s.id);
+  for (DeviceId d = 0; d < P; ++d) {
+    if (on[d].empty()) {
+      fail("placement", fmt::format("pipeline device {} runs no stage", d));
+      every_device_busy = false;
+    }
+  }
+  std::set<DeviceId> listed;
+  for (const PlanDevice& d : plan_.devices) {
+    if (!listed.insert(d.device).second) {
+      fail("placement", fmt::format("devices[] lists device {} twice", d.device));
+    } else if (d.stages != on[d.device]) {
+      fail("placement",
+           fmt::format("devices[] says device {} runs stages [{}]; the stages on it "
+                       "are [{}]",
+                       d.device, fmt::join(d.stages, ", "), fmt::join(on[d.device], ", ")));
+    }
+  }
+  if (static_cast<int>(listed.size()) != P) {
+    fail("placement", fmt::format("devices[] describes {} devices, pp is {}", listed.size(), P));
+  }
+  return every_device_busy;
+}
+
+void Validator::check_rank_map() {
+  const PlanRankMap& m = plan_.rank_map;
+  const int P = plan_.pp(), D = plan_.parallelism.dp, N = cluster_.num_devices();
+  if (m.world_size.value_or(0) > 0 && *m.world_size != P * D) {
+    fail("rank_map", fmt::format("world_size {} is not pp {} x dp {}", *m.world_size, P, D));
+  }
+  std::map<std::pair<int, int>, RankId> at;  // (dp_index, pipeline device) -> rank
+  std::set<RankId> used;
+  for (const PlanRank& r : m.ranks) {
+    if (r.rank >= N) {
+      fail("rank_map",
+           fmt::format("rank {} is not in cluster {} ({} devices)", r.rank, cluster_.name, N));
+      continue;
+    }
+    if (r.node != cluster_.node_of(r.rank) || r.local_device != cluster_.local_of(r.rank)) {
+      fail("rank_map", fmt::format("rank {} is said to be node {} local device {}; in cluster {} "
+                                   "it is node {} local device {}",
+                                   r.rank, r.node, r.local_device, cluster_.name,
+                                   cluster_.node_of(r.rank), cluster_.local_of(r.rank)));
+    }
+    if (r.dp_index >= D || r.pipeline_device >= P) {
+      fail("rank_map", fmt::format("rank {} has dp_index {} and pipeline_device {}, outside dp {} "
+                                   "x pp {}",
+                                   r.rank, r.dp_index, r.pipeline_device, D, P));
+    } else if (!at.emplace(std::pair{r.dp_index, r.pipeline_device}, r.rank).second) {
+      fail("rank_map", fmt::format("dp_index {}, pipeline_device {} has two ranks", r.dp_index,
+                                   r.pipeline_device));
+    }
+    if (!used.insert(r.rank).second)
+      fail("rank_map", fmt::format("rank {} is listed twice", r.rank));
+  }
+  if (static_cast<long>(m.ranks.size()) != static_cast<long>(P) * D) {
+    fail("rank_map",
+         fmt::format("ranks[] lists {} ranks, pp {} x dp {} is {}", m.ranks.size(), P, D, P * D));
+  }
+  check_rank_groups(at);
+}
+
+void Validator::check_rank_groups(const std::map<std::pair<int, int>, RankId>& at) {
+  const PlanRankMap& m = plan_.rank_map;
+  const int P = plan_.pp(), D = plan_.parallelism.dp;
+  auto expect = [&](const char* key, const std::vector<std::vector<RankId>>& groups, int outer,
+                    int inner, bool by_replica) {
+    if (static_cast<int>(groups.size()) != outer) {
+      fail("rank_map", fmt::format("{} has {} groups, expected {}", key, groups.size(), outer));
+      return;
+    }
+    for (int i = 0; i < outer; ++i) {
+      std::vector<RankId> want;
+      for (int j = 0; j < inner; ++j) {
+        const auto it = at.find(by_replica ? std::pair{i, j} : std::pair{j, i});
+        want.push_back(it == at.end() ? -1 : it->second);
+      }
+      if (groups[i] != want) {
+        fail("rank_map", fmt::format("{}[{}] is [{}]; ranks[] gives [{}]", key, i,
+                                     fmt::join(groups[i], ", "), fmt::join(want, ", ")));
+      }
+    }
+  };
+  expect("pipeline_groups", m.pipeline_groups, D, P, true);
+  expect("data_parallel_groups", m.data_parallel_groups, P, D, false);
+}
+
+}  // namespace detail
+
+ValidateResult validate_plan(const ValidateRequest& request) {
+  return detail::Validator(request).run();
+}
+
+}  // namespace pulse

@@ -1,0 +1,90 @@
+// The plan validator's shared state, split over validate.cpp (inputs, degrees, layers,
+// placement, rank map) and validate_schedule.cpp (skips, transfers, schedule, timing,
+// memory). Private to the library.
+#pragma once
+
+#include <cmath>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "pulse/plan/strategy.hpp"
+#include "pulse/cost/cost_model.hpp"
+#include "pulse/graph/layer_graph.hpp"
+#include "pulse/simulate/schedule_check.hpp"
+#include "pulse/tools/validate.hpp"
+
+namespace pulse::detail {
+
+// Plans round times to the nanosecond; times recomputed here are not rounded.
+constexpr double kQuantum = kTimeQuantum_s;
+constexpr double kTimeTolerance = 2 * kQuantum;
+constexpr double kNoise = 1e-12;
+
+inline std::string op_name(const Op& op) {
+  return fmt::format("{}(stage {}, mb {})", op_letter(op.kind), op.stage, op.mb);
+}
+
+inline std::string short_hash(const std::string& h) {
+  return h.substr(0, 12);
+}
+
+/// The traits of the strategy a plan names, or null for a name this build does not know.
+inline const StrategyTraits* known_strategy(const std::string& name) {
+  const auto s = parse_strategy(name);
+  return s ? &traits(*s) : nullptr;
+}
+
+inline bool close(double a, double b) {
+  return std::fabs(a - b) <= kTimeTolerance + 1e-9 * std::fabs(b);
+}
+
+class Validator {
+ public:
+  explicit Validator(const ValidateRequest& r)
+      : request_(r), plan_(*r.plan), model_(*r.model), cluster_(*r.cluster) {}
+  ValidateResult run();
+
+ private:
+  // Past the limit of a check, one placeholder stands for the rest ("... and N more").
+  void fail(const char* check, std::string message) {
+    const std::size_t n = ++count_[check];
+    if (n == request_.max_per_check + 1) overflow_[check] = out_.violations.size();
+    if (n <= request_.max_per_check + 1) out_.violations.push_back({check, std::move(message)});
+  }
+  void skip(std::string what) { out_.skipped.push_back(std::move(what)); }
+
+  void check_inputs();
+  void check_degrees();
+  bool check_layers();
+  bool check_placement();
+  void build_model();
+  void check_skips();
+  void check_cached_skips();
+  void check_transfers();
+  Timeline timeline() const;
+  void check_schedule_order();
+  void check_schedule_and_memory();
+  void check_timing(const Timeline& t);
+  void check_predicted_memory();
+  void check_rank_map();
+  void check_rank_groups(const std::map<std::pair<int, int>, RankId>& at);
+  void finish();
+
+  const ValidateRequest& request_;
+  const Plan& plan_;
+  const ModelProfile& model_;
+  const ClusterProfile& cluster_;
+  ValidateResult out_;
+  std::map<std::string, std::size_t> count_;
+  std::map<std::string, std::size_t> overflow_;  // check -> index of its placeholder
+  int device_type_ = -1;
+  std::vector<LayerId> first_layer_;
+  std::optional<LayerGraph> graph_;
+  PipelineModel pm_;
+};
+
+}  // namespace pulse::detail

@@ -1,0 +1,139 @@
+#include "pulse/compile/compile.hpp"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "pulse/compile/plan_builder.hpp"
+#include "pulse/simulate/schedule_check.hpp"
+#include "support/test_support.hpp"
+
+namespace pulse {
+namespace {
+
+using nlohmann::json;
+
+using test::compile_ok;
+using test::Inputs;
+using test::shipped;
+
+void expect_valid_schedule(const CompiledPlan& p, const ClusterProfile& c) {
+  ScheduleCheckRequest r{&p.model, &p.timeline,    p.num_microbatches,
+                         false,    p.static_bytes, c.usable_memory()};
+  const auto problems = check_schedule(r);
+  EXPECT_TRUE(problems.empty()) << problems.front();
+}
+
+TEST(Compile, Sd2AtPp4IsAVWithEverySkipLocal) {
+  const Inputs in = shipped("sd2-unet-512", "dgx1-v100-32gb-1n");
+  PlanOptions o;
+  o.pp = 4;
+  const CompiledPlan p = compile_ok(in, o);
+  const json plan = json::parse(test::plan_text(p, in.model, in.cluster));
+  EXPECT_EQ(plan["schema"], "pulse.plan/v1");
+  ASSERT_EQ(plan["stages"].size(), 8u);
+  std::multiset<std::string> seen;
+  for (const json& s : plan["stages"]) {
+    const int id = s["id"], device = s["device"];
+    EXPECT_EQ(device, id < 4 ? id : 7 - id);
+    for (const json& l : s["layers"]) seen.insert(l.get<std::string>());
+  }
+  // Every layer in exactly one stage, in execution order.
+  ASSERT_EQ(seen.size(), in.model.layers.size());
+  std::size_t i = 0;
+  for (const json& s : plan["stages"]) {
+    for (const json& l : s["layers"]) EXPECT_EQ(l, in.model.layers[i++].name);
+  }
+  ASSERT_EQ(plan["skips"].size(), 12u);
+  for (const json& s : plan["skips"]) {
+    EXPECT_TRUE(s["local"].get<bool>());
+    EXPECT_EQ(s["producer_device"], s["consumer_device"]);
+  }
+  EXPECT_EQ(plan["comm"]["skip_bytes_per_iteration"], 0);
+  EXPECT_GT(plan["comm"]["p2p_bytes_per_iteration"].get<std::int64_t>(), 0);
+  expect_valid_schedule(p, in.cluster);
+}
+
+TEST(Compile, SequentialBaselinePaysForSkips) {
+  const Inputs in = shipped("sd2-unet-512", "dgx1-v100-32gb-1n");
+  PlanOptions o;
+  o.pp = 4;
+  o.strategy = Strategy::one_f_one_b;
+  const CompiledPlan p = compile_ok(in, o);
+  const json plan = json::parse(test::plan_text(p, in.model, in.cluster));
+  EXPECT_EQ(plan["stages"].size(), 4u);
+  EXPECT_GT(plan["comm"]["skip_bytes_per_iteration"].get<std::int64_t>(), 0);
+  expect_valid_schedule(p, in.cluster);
+}
+
+TEST(Compile, SameInputsGiveByteIdenticalPlans) {
+  const Inputs in = shipped("sd2-unet-512", "atlas800-910a-1n");
+  PlanOptions o;  // searches the pipeline degree
+  const std::string a = test::plan_text(compile_ok(in, o), in.model, in.cluster);
+  const std::string b = test::plan_text(compile_ok(in, o), in.model, in.cluster);
+  EXPECT_EQ(a, b);
+}
+
+TEST(Compile, SearchKeepsTheFastestDegree) {
+  const Inputs in = shipped("tiny-unet", "dgx1-v100-32gb-1n");
+  const CompiledPlan p = compile_ok(in, PlanOptions{});
+  // 8 devices: pp in {1, 2, 4} divides them and leaves each device two layers of the ten
+  // (pp 8 would need 16); microbatch sizes 1 and 2 (the profile's): six candidates.
+  ASSERT_EQ(p.candidates.size(), 6u);
+  EXPECT_TRUE(p.candidates.front().chosen);
+  for (const Candidate& k : p.candidates) {
+    EXPECT_TRUE(k.pp == 1 || k.pp == 2 || k.pp == 4) << k.pp;
+    if (k.feasible) {
+      EXPECT_LE(k.samples_per_s, p.evaluation.samples_per_s);
+    }
+  }
+}
+
+TEST(Compile, ModelsWithoutSkipsOrWithCrossingSkipsStillPlan) {
+  ClusterProfile cluster = test::make_cluster(4, 1, std::int64_t{1} << 30);
+  std::vector<test::LayerSpec> layers(12);
+  for (const auto& skips : {std::vector<std::pair<int, int>>{},
+                            std::vector<std::pair<int, int>>{{0, 6}, {3, 9}, {1, 11}}}) {
+    const ModelProfile m = test::make_model(layers, skips);
+    PlanOptions o;
+    o.pp = 3;
+    auto p = compile_plan(m, cluster, o);
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    EXPECT_EQ(p->model.layout.num_stages(), 6);
+    expect_valid_schedule(*p, cluster);
+  }
+}
+
+TEST(Compile, InfeasibleMemorySaysByHowMuchAndWhere) {
+  Inputs in = shipped("tiny-unet", "dgx1-v100-32gb-1n");
+  in.cluster.memory_bytes = 20 * 1000 * 1000;
+  in.cluster.reserved_bytes = 0;
+  PlanOptions o;
+  o.pp = 2;
+  const auto p = compile_plan(in.model, in.cluster, o);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.error().kind, ErrorKind::infeasible);
+  // The most frugal V puts five layers (5M parameters, 80 MB of state) on each device.
+  EXPECT_NE(p.error().message.find("tiny-unet does not fit dgx1-v100-32gb-1n at pp 2"),
+            std::string::npos)
+      << p.error().message;
+  EXPECT_NE(p.error().message.find("on pipeline device"), std::string::npos);
+}
+
+TEST(Compile, InconsistentOptionsAreUsageErrors) {
+  const Inputs in = shipped("tiny-unet", "dgx1-v100-32gb-1n");
+  PlanOptions o;
+  o.pp = 4;
+  o.dp = 4;
+  EXPECT_EQ(compile_plan(in.model, in.cluster, o).error().message,
+            "--pp 4 x --dp 4 needs 16 devices; cluster dgx1-v100-32gb-1n has 8");
+  o.dp = 1;
+  o.global_batch = 10;
+  o.microbatch_size = 4;
+  EXPECT_EQ(compile_plan(in.model, in.cluster, o).error().message,
+            "global batch 10 is not divisible by dp 1 x microbatch size 4 = 4");
+}
+
+}  // namespace
+}  // namespace pulse

@@ -1,0 +1,210 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "pulse/compile/compile.hpp"
+#include "pulse/place/placement.hpp"
+#include "support/test_support.hpp"
+
+namespace pulse {
+namespace {
+
+// Four equal layers (forward 1 s, backward 2 s), no skips, outputs of 0 bytes; `params` per
+// layer and 1 kB of activations per sample.
+ModelProfile four_layers(std::int64_t params) {
+  std::vector<test::LayerSpec> layers(4, test::LayerSpec{1.0, params, 1000, 0});
+  return test::make_model(layers, {});
+}
+
+// Two devices on one node; links of `bandwidth` and no latency.
+ClusterProfile two_devices(std::int64_t memory, double bandwidth) {
+  ClusterProfile c = test::make_cluster(2, 1, memory, bandwidth, 0.0);
+  return c;
+}
+
+const Candidate& find(const CompiledPlan& p, int pp) {
+  for (const Candidate& c : p.candidates) {
+    if (c.pp == pp) return c;
+  }
+  throw std::runtime_error("no candidate");
+}
+
+TEST(Tuner, PipeliningWinsWhenTheAllReduceCosts) {
+  // Global batch 4 on 2 devices, microbatch size 1 (the only profiled size):
+  //   pp 1 x dp 2: each device runs 2 microbatches of all 4 layers back to back,
+  //     2 x 4 x 3 = 24 s, then all-reduces its gradients: 4 x 625,000 params x 2 bytes =
+  //     5 MB over a 2-ring at 1 MB/s: 2 steps of 2.5 MB = 5 s, nothing to hide it behind:
+  //     29 s, 4/29 = 0.138 samples/s.
+  //   pp 2 x dp 1: a V of 4 one-layer stages, M = 4; each device has 4 x (1+1+2+2) = 24 s of
+  //     work and the ramp costs 3 (the bottom device starts at 1, the top one ends 2 after
+  //     it): 27 s is the bound, and the synthesizer reaches it; no all-reduce:
+  //     4/27 = 0.148 samples/s.
+  // So pp 2 wins.
+  const ModelProfile m = four_layers(625000);
+  const ClusterProfile c = two_devices(std::int64_t{1} << 30, 1e6);
+  PlanOptions o;
+  o.global_batch = 4;
+  const auto plan = compile_plan(m, c, o);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  EXPECT_EQ(plan->pp, 2);
+  EXPECT_EQ(plan->dp, 1);
+  EXPECT_DOUBLE_EQ(plan->evaluation.iteration_s, 27.0);
+  const Candidate& pure_dp = find(*plan, 1);
+  EXPECT_TRUE(pure_dp.feasible);
+  EXPECT_DOUBLE_EQ(pure_dp.iteration_s, 29.0);
+  EXPECT_TRUE(plan->candidates.front().chosen);
+  // 1 - (4/29) / (4/27) = 1 - 27/29 of the throughput lost.
+  EXPECT_EQ(pure_dp.reason, "6.9% fewer samples/s than the chosen configuration");
+  // With free gradients pure data parallelism wins: 24 s against 27 s.
+  const auto fast = compile_plan(m, two_devices(std::int64_t{1} << 30, 1e300), o);
+  ASSERT_TRUE(fast.ok());
+  EXPECT_EQ(fast->pp, 1);
+  EXPECT_DOUBLE_EQ(fast->evaluation.iteration_s, 24.0);
+}
+
+TEST(Tuner, MemoryCapForcesADeeperPipeline) {
+  // 1M parameters per layer at 16 bytes each: one device holding all four layers needs
+  // 64 MB of training state; two layers each, 32 MB. With 50 MB per device only pp 2 fits.
+  const ModelProfile m = four_layers(1000000);
+  const ClusterProfile c = two_devices(50 * 1000 * 1000, 1e9);
+  PlanOptions o;
+  o.global_batch = 4;
+  const auto plan = compile_plan(m, c, o);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  EXPECT_EQ(plan->pp, 2);
+  const Candidate& shallow = find(*plan, 1);
+  EXPECT_FALSE(shallow.feasible);
+  EXPECT_NE(shallow.reason.find("does not fit synthetic-cluster at pp 1"), std::string::npos)
+      << shallow.reason;
+}
+
+TEST(Tuner, ZeroOneMakesTheShallowerPipelineFit) {
+  // Same 50 MB devices. ZeRO-1 shards the 12 bytes of optimizer state per parameter over the
+  // 2 replicas of pp 1: 2 + 2 + 6 = 10 bytes, 40 MB for all four layers, plus a few kB of
+  // activations: it fits.
+  const ModelProfile m = four_layers(1000000);
+  const ClusterProfile c = two_devices(50 * 1000 * 1000, 1e9);
+  PlanOptions o;
+  o.global_batch = 4;
+  o.pp = 1;
+  o.microbatch_size = 1;
+  EXPECT_FALSE(compile_plan(m, c, o).ok());
+  o.memory.zero_stage = 1;
+  const auto plan = compile_plan(m, c, o);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  EXPECT_EQ(plan->pp, 1);
+  EXPECT_EQ(plan->static_bytes[0].optimizer, 4 * 1000000 * 6);
+}
+
+TEST(Tuner, InfeasibleClusterNamesTheSmallestPipelineThatWouldFit) {
+  // Eight layers of 1M parameters (16 MB of state each) on two 40 MB devices: a V of 2
+  // devices puts at least 4 layers (64 MB) on one; of 3 devices, at least 3 (48 MB); of 4,
+  // 2 layers (32 MB plus a few kB of activations): 4 devices per pipeline, the cluster has 2.
+  std::vector<test::LayerSpec> layers(8, test::LayerSpec{1.0, 1000000, 1000, 0});
+  const ModelProfile m = test::make_model(layers, {});
+  const ClusterProfile c = two_devices(40 * 1000 * 1000, 1e9);
+  const auto plan = compile_plan(m, c, PlanOptions{});
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.error().kind, ErrorKind::infeasible);
+  // Then the shortfall of the deepest pipeline the cluster allows: pp 2 holds 4 layers,
+  // 64 MB = 61.0 MiB, 22.9 MiB over.
+  EXPECT_EQ(plan.error().message,
+            "synthetic needs at least 4 T devices (38.1 MiB usable each) per pipeline, even "
+            "with microbatch 1 and one microbatch in flight; the cluster has 2. At pp 2: "
+            "synthetic does not fit synthetic-cluster at pp 2 (dp 1, microbatch size 1): even "
+            "the most memory-frugal partition, with one microbatch in flight, needs 61.0 MiB on "
+            "pipeline device 0, 22.9 MiB more than the 38.1 MiB usable per device (38.1 MiB "
+            "minus 0 B reserved)");
+}
+
+TEST(Tuner, EveryCandidateSaysWhyItLost) {
+  auto model = load_model_profile(test::profile_path("models/tiny-unet.json")).value();
+  auto cluster =
+      load_cluster_profile(test::profile_path("clusters/dgx1-v100-32gb-1n.json")).value();
+  PlanOptions o;
+  o.global_batch = 24;  // 24 / (dp x mb) must be whole: dp 8 with mb 2 is not
+  const auto plan = compile_plan(model, cluster, o);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  int chosen = 0;
+  for (const Candidate& c : plan->candidates) {
+    if (c.chosen) {
+      ++chosen;
+      EXPECT_TRUE(c.reason.empty());
+    } else {
+      EXPECT_FALSE(c.reason.empty()) << "pp " << c.pp << " mb " << c.microbatch_size;
+    }
+  }
+  EXPECT_EQ(chosen, 1);
+  EXPECT_TRUE(std::any_of(plan->candidates.begin(), plan->candidates.end(), [](const Candidate& c) {
+    return c.reason == "global batch 24 is not divisible by dp 8 x microbatch size 2 = 16";
+  }));
+}
+
+// --- Placement ----------------------------------------------------------------------------
+
+ClusterProfile shipped_cluster(const std::string& name) {
+  return load_cluster_profile(test::profile_path("clusters/" + name + ".json")).value();
+}
+
+void expect_permutation(const Placement& p, int devices) {
+  std::set<RankId> seen;
+  for (const auto& replica : p.ranks) seen.insert(replica.begin(), replica.end());
+  EXPECT_EQ(static_cast<int>(seen.size()), devices);
+  EXPECT_EQ(*seen.begin(), 0);
+  EXPECT_EQ(*seen.rbegin(), devices - 1);
+}
+
+TEST(Placement, DgxPipelineOfEightStaysOnNvlink) {
+  // The DGX-1V cube-mesh has a Hamiltonian path over NVLink: rank order 0..7 is not one
+  // (3-4 is SYS), the placement must be.
+  const ClusterProfile c = shipped_cluster("dgx1-v100-32gb-1n");
+  const Placement p = place_pipelines({&c, 8, 1, {}, {}});
+  EXPECT_TRUE(p.topology_aware);
+  expect_permutation(p, 8);
+  for (const std::string& link : p.boundary_links) EXPECT_NE(link, "SYS");
+  // Weighted: the heaviest boundary gets a double link.
+  const Placement w = place_pipelines({&c, 8, 1, {1, 1, 1, 100, 1, 1, 1}, {}});
+  EXPECT_EQ(w.boundary_links[3], "NV2");
+}
+
+TEST(Placement, DgxTwoPipelinesOfFourUseNvlinkOnly) {
+  const ClusterProfile c = shipped_cluster("dgx1-v100-32gb-1n");
+  const Placement p = place_pipelines({&c, 4, 2, {}, {}});
+  expect_permutation(p, 8);
+  for (const auto& replica : p.ranks) {
+    for (int d = 0; d + 1 < 4; ++d) EXPECT_NE(c.link(replica[d], replica[d + 1]).name, "SYS");
+  }
+}
+
+TEST(Placement, AscendPipelineOfFourStaysInOneHccsGroup) {
+  const ClusterProfile c = shipped_cluster("atlas800-910a-2n");
+  const Placement p = place_pipelines({&c, 4, 4, {}, {}});
+  expect_permutation(p, 16);
+  for (const auto& replica : p.ranks) {
+    const int group = c.local_of(replica[0]) / 4, node = c.node_of(replica[0]);
+    for (RankId r : replica) {
+      EXPECT_EQ(c.local_of(r) / 4, group);
+      EXPECT_EQ(c.node_of(r), node);
+    }
+  }
+}
+
+TEST(Placement, LongPipelinesSpanWholeNodesAndReplicasSpreadOverNodes) {
+  const ClusterProfile c = shipped_cluster("dgx1-v100-32gb-4n");
+  const Placement p = place_pipelines({&c, 16, 2, {}, {}});
+  expect_permutation(p, 32);
+  for (const auto& replica : p.ranks) {
+    // Devices 0-7 on one node, 8-15 on the next.
+    for (int d = 1; d < 16; ++d) {
+      EXPECT_EQ(c.node_of(replica[d]), c.node_of(replica[0]) + d / 8);
+    }
+  }
+  const Placement q = place_pipelines({&c, 8, 4, {}, {}});
+  std::set<int> nodes;
+  for (const auto& replica : q.ranks) nodes.insert(c.node_of(replica[0]));
+  EXPECT_EQ(nodes.size(), 4u);  // one replica per node
+}
+
+}  // namespace
+}  // namespace pulse

@@ -1,0 +1,73 @@
+// The memory rule (cost/memory.hpp) on a hand-built V of two devices:
+//   stages 0..3 on devices 0, 1, 1, 0; activations per microbatch 100, 10, 20, 40 bytes;
+//   one skip of 5 bytes from stage 0 to stage 3, kept on device 0.
+#include "pulse/cost/memory.hpp"
+
+#include <gtest/gtest.h>
+
+namespace pulse {
+namespace {
+
+PipelineModel little_v() {
+  PipelineModel m;
+  m.layout = v_layout({0, 1, 2, 3, 4}, 2);
+  for (std::int64_t a : {100, 10, 20, 40}) {
+    StageCost c;
+    c.activation_bytes = a;
+    c.params = 10;
+    m.stages.push_back(c);
+  }
+  m.skips.push_back(SkipPlacement{0, 0, 3, true, 5});
+  return m;
+}
+
+TEST(Memory, BytesPerMicrobatch) {
+  const PipelineModel m = little_v();
+  // skip(d): the local skip is held on device 0 only.
+  EXPECT_EQ(skip_bytes_per_microbatch(m), (std::vector<std::int64_t>{5, 0}));
+  // At most: all of a device's stages, 100 + 40 + 5 and 10 + 20.
+  EXPECT_EQ(bytes_per_microbatch_at_most(m), (std::vector<std::int64_t>{145, 30}));
+  // For a microbatch's whole stay: the first stage's activations and skip(d).
+  EXPECT_EQ(bytes_per_microbatch_staying(m), (std::vector<std::int64_t>{105, 10}));
+}
+
+TEST(Memory, InflightLimitsFromFreeBytes) {
+  const PipelineModel m = little_v();
+  // 320 bytes free on each device: 320 / 145 = 2 in any order, 320 / 105 = 3 at best on
+  // device 0; device 1 is capped by `wanted`.
+  const std::vector<std::int64_t> static_bytes{1000, 1000};
+  const std::vector<int> wanted{8, 8};
+  EXPECT_EQ(memory_inflight_limits(m, static_bytes, 1320, wanted), (std::vector<int>{2, 8}));
+  EXPECT_EQ(resident_inflight_limits(m, static_bytes, 1320, wanted), (std::vector<int>{3, 8}));
+  // Nothing free: not even one microbatch fits.
+  EXPECT_EQ(memory_inflight_limits(m, static_bytes, 1000, wanted), (std::vector<int>{0, 0}));
+}
+
+TEST(Memory, PartitionBoundIsStaticPlusInflightTimesPerMicrobatch) {
+  // 16 bytes per parameter (mixed-precision Adam): 16 * 1000 + 3 * 145.
+  EXPECT_EQ(memory_bound(MemoryModel{}, 1000, 1, 3, 145), 16435);
+  // ZeRO-1 over 4 replicas shards the 12 optimizer bytes: (2 + 2 + 3) * 1000.
+  MemoryModel zero;
+  zero.zero_stage = 1;
+  EXPECT_EQ(memory_bound(zero, 1000, 4, 0, 145), 7000);
+}
+
+TEST(Memory, ResidencyChargesActivationsFromForwardToLastBackward) {
+  const PipelineModel m = little_v();
+  // Device 0: stage 0 holds microbatch 0 over [0, 10] and 1 over [2, 12], each 100 + 5 (its
+  // first stage carries skip(0)); stage 3 holds 40 over [4, 8] and [6, 9].
+  //   t: 0 -> 105, 2 -> 210, 4 -> 250, 6 -> 290, 8 -> 250, 9 -> 210, 10 -> 105, 12 -> 0.
+  const Residency r =
+      residency(m, 0, {{0, 0, 10}, {0, 2, 12}, {3, 4, 8}, {3, 6, 9}});
+  EXPECT_EQ(r.peak_bytes, 290);
+  EXPECT_EQ(r.max_inflight, 2);
+  // What ends at an instant is released before what starts then is charged.
+  const Residency handover = residency(m, 0, {{0, 0, 5}, {0, 5, 10}});
+  EXPECT_EQ(handover.peak_bytes, 105);
+  EXPECT_EQ(handover.max_inflight, 1);
+  EXPECT_TRUE(within_memory(1000, 290, 1290));
+  EXPECT_FALSE(within_memory(1000, 290, 1289));
+}
+
+}  // namespace
+}  // namespace pulse

@@ -1,0 +1,339 @@
+#include "pulse/partition/partition.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+
+#include "pulse/graph/layer_graph.hpp"
+#include "support/test_support.hpp"
+
+namespace pulse {
+namespace {
+
+using test::LayerSpec;
+
+// tiny-unet's shape: forward 1,2,3,4,5,5,4,3,2,1 ms (backward twice), so compute per layer
+// (forward + backward) is 3,6,9,12,15,15,12,9,6,3 ms, 90 ms in all. Skips nest:
+// 0->9, 1->8, 2->7, 3->6.
+ModelProfile tiny_unet() {
+  std::vector<LayerSpec> layers;
+  for (double ms : {1, 2, 3, 4, 5, 5, 4, 3, 2, 1}) layers.push_back({ms / 1000});
+  return test::make_model(layers, {{0, 9}, {1, 8}, {2, 7}, {3, 6}});
+}
+
+PartitionRequest request_for(const LayerGraph& g, int pp, PipelineLinks links,
+                             std::int64_t capacity = std::int64_t{1} << 40) {
+  PartitionRequest r;
+  r.graph = &g;
+  r.pp = pp;
+  r.links = std::move(links);
+  r.memory_capacity = capacity;
+  r.inflight.assign(pp, 1);
+  return r;
+}
+
+double max_load(const PipelineModel& m) {
+  const auto load = m.device_load();
+  return *std::max_element(load.begin(), load.end());
+}
+
+TEST(PartitionV, TinyUnetTwoDevicesHandOptimum) {
+  // With every skip local, device 0's encoder cut after layer i forces its decoder cut:
+  //   i=0: device 0 {0,9} = 6,  bottom {1..8} = 84
+  //   i=1: {0,1,8,9} = 18,      bottom {2..7} = 72
+  //   i=2: {0,1,2,7,8,9} = 36,  bottom {3..6} = 54   <- optimum, 54 ms
+  //   i=3: 60,                  bottom {4,5} = 30
+  // The bottom {3,4,5,6} splits evenly after layer 4 (27 ms each).
+  const ModelProfile model = tiny_unet();
+  const LayerGraph g = LayerGraph::build(model, 0, 1);
+  const PartitionAnswer out =
+      partition_v(request_for(g, 2, test::free_links(2)), SkipPolicy::local_only);
+  ASSERT_TRUE(out.found());
+  EXPECT_NEAR(out.result.objective_s, 0.054, 1e-12);
+  EXPECT_EQ(out.result.layout.first_layer, (std::vector<LayerId>{0, 3, 5, 7, 10}));
+  EXPECT_EQ(out.result.layout.device, (std::vector<DeviceId>{0, 1, 1, 0}));
+  EXPECT_TRUE(out.result.all_skips_local);
+  EXPECT_TRUE(out.result.exact);
+  EXPECT_NEAR(out.result.lower_bound_s, 0.045, 1e-12);
+}
+
+TEST(PartitionV, TinyUnetThreeDevicesHandOptimum) {
+  // Candidates (device 0, device 1, bottom) in ms, all skips local:
+  //   cuts after 0 and 2: (6, 30, 54);  after 0 and 3: (6, 54, 30);  after 1 and 2: (18, 18, 54)
+  //   after 1 and 3: (18, 42, 30);      after 2 and 3: (36, 24, 30)  <- optimum, 36 ms
+  const ModelProfile model = tiny_unet();
+  const LayerGraph g = LayerGraph::build(model, 0, 1);
+  const PartitionAnswer out =
+      partition_v(request_for(g, 3, test::free_links(3)), SkipPolicy::local_only);
+  ASSERT_TRUE(out.found());
+  EXPECT_NEAR(out.result.objective_s, 0.036, 1e-12);
+  EXPECT_EQ(out.result.layout.first_layer, (std::vector<LayerId>{0, 3, 4, 5, 6, 7, 10}));
+  EXPECT_EQ(out.result.layout.device, (std::vector<DeviceId>{0, 1, 2, 2, 1, 0}));
+}
+
+TEST(PartitionV, HeaviestLayerLiftsTheLowerBound) {
+  // Compute per layer 3, 3, 30, 3, 3, 3 ms: an even share over 2 devices is 22.5 ms, but
+  // the device running layer 2 needs 30 ms whatever the cuts. Best V: device 0 {0, 5} = 6,
+  // device 1 {1..4} = 39; or device 0 {0, 1, 4, 5} = 12 and device 1 {2, 3} = 33 (optimum).
+  const ModelProfile model =
+      test::make_model({{0.001}, {0.001}, {0.010}, {0.001}, {0.001}, {0.001}}, {});
+  const LayerGraph g = LayerGraph::build(model, 0, 1);
+  const auto r = request_for(g, 2, test::free_links(2));
+  const PartitionAnswer v = partition_v(r, SkipPolicy::local_only);
+  ASSERT_TRUE(v.found());
+  EXPECT_NEAR(v.result.lower_bound_s, 0.030, 1e-12);
+  EXPECT_NEAR(v.result.objective_s, 0.033, 1e-12);
+  EXPECT_GE(v.result.objective_s, v.result.lower_bound_s);
+  const PartitionAnswer s = partition_sequential(r);
+  ASSERT_TRUE(s.found());
+  EXPECT_NEAR(s.result.lower_bound_s, 0.030, 1e-12);
+  EXPECT_NEAR(s.result.objective_s, 0.036, 1e-12);  // {0, 1, 2} = 36 against {3, 4, 5} = 9
+}
+
+TEST(PartitionV, BoundedSearchTakesOverWhenTheBudgetRunsOut) {
+  // With a budget of zero transitions the exact DP gives up at once. Skip locality leaves
+  // the bounded search the same choices as the exact DP on tiny-unet (each encoder cut
+  // forces its decoder cut), so it finds the same optimum, 54 ms, but cannot claim it.
+  const ModelProfile model = tiny_unet();
+  const LayerGraph g = LayerGraph::build(model, 0, 1);
+  auto r = request_for(g, 2, test::free_links(2));
+  r.exact_transition_budget = 0;
+  const PartitionAnswer bounded = partition_v(r, SkipPolicy::local_only);
+  ASSERT_TRUE(bounded.found());
+  EXPECT_FALSE(bounded.result.exact);
+  EXPECT_EQ(bounded.result.method, "v-dp-local-bounded");
+  EXPECT_NEAR(bounded.result.objective_s, 0.054, 1e-12);
+  EXPECT_TRUE(bounded.result.all_skips_local);
+  r.exact_transition_budget = 1000;  // enough for the whole exact DP here
+  const PartitionAnswer exact = partition_v(r, SkipPolicy::local_only);
+  ASSERT_TRUE(exact.found());
+  EXPECT_TRUE(exact.result.exact);
+  EXPECT_EQ(exact.result.method, "v-dp-local");
+}
+
+TEST(PartitionV, CommunicationIsChargedToTheSender) {
+  // Two devices, the tiny model with 1 MB outputs on a 1 GB/s link with 1 ms latency: the
+  // 54 ms optimum pays one 2 ms message each way on the bottom device
+  // (forward: layer 6's output to device 0; backward: layer 2's output gradient).
+  ModelProfile model = tiny_unet();
+  for (Layer& l : model.layers) l.output_bytes_per_sample = 1000000;
+  const LayerGraph g = LayerGraph::build(model, 0, 1);
+  const auto r = request_for(g, 2, test::uniform_links(2, 1e9, 1e-3));
+  const PartitionAnswer out = partition_v(r, SkipPolicy::local_only);
+  ASSERT_TRUE(out.found());
+  EXPECT_NEAR(out.result.objective_s, 0.054 + 2 * 0.002, 1e-12);
+  EXPECT_EQ(out.result.bytes_per_microbatch, 4000000);  // 2 transfers x 2 directions
+}
+
+TEST(PartitionV, ObjectiveAgreesWithPipelineModel) {
+  const ModelProfile model = tiny_unet();
+  const LayerGraph g = LayerGraph::build(model, 0, 2);
+  const auto r = request_for(g, 2, test::uniform_links(2, 1e8, 5e-4));
+  const PartitionAnswer out = partition_v(r, SkipPolicy::local_only);
+  ASSERT_TRUE(out.found());
+  const PipelineModel m =
+      build_pipeline_model(g, out.result.layout, SkipRouting::direct, r.links, false);
+  EXPECT_NEAR(out.result.objective_s, max_load(m), 1e-12);
+  EXPECT_EQ(out.result.device_memory_bytes, test::memory_bound(m, r));
+}
+
+TEST(PartitionV, NoLocalPartitionMeansNotFound) {
+  // Skips 0->2 and 1->3 cross: no V over 4 layers keeps both local at pp 2.
+  const ModelProfile model = test::make_model({{}, {}, {}, {}}, {{0, 2}, {1, 3}});
+  const LayerGraph g = LayerGraph::build(model, 0, 1);
+  const auto r = request_for(g, 2, test::free_links(2));
+  EXPECT_FALSE(partition_v(r, SkipPolicy::local_only).found());
+  const PartitionAnswer out = partition_v(r, SkipPolicy::allow_nonlocal);
+  ASSERT_TRUE(out.found());
+  EXPECT_FALSE(out.result.all_skips_local);
+}
+
+TEST(PartitionV, MemoryShortfallNamesDeviceAndBytes) {
+  // Four equal layers of 1000 parameters (16 bytes each: 16 kB), 1000 activation bytes, one
+  // in flight. The most frugal V at pp 2 puts two layers per device: 32 kB + 2 kB of
+  // activations + nothing else = 34000 bytes; a 30000-byte device cannot hold it.
+  const ModelProfile model = test::make_model({{}, {}, {}, {}}, {});
+  const LayerGraph g = LayerGraph::build(model, 0, 1);
+  const auto r = request_for(g, 2, test::free_links(2), 30000);
+  const PartitionAnswer out = partition_v(r, SkipPolicy::allow_nonlocal);
+  EXPECT_FALSE(out.found());
+  ASSERT_TRUE(out.shortfall.has_value());
+  EXPECT_EQ(out.shortfall->needed_bytes, 34000);
+  EXPECT_EQ(out.shortfall->capacity_bytes, 30000);
+  EXPECT_EQ(out.shortfall->device, 0);
+  // One more byte of headroom per device and it fits.
+  EXPECT_TRUE(
+      partition_v(request_for(g, 2, test::free_links(2), 34000), SkipPolicy::allow_nonlocal).found());
+}
+
+TEST(PartitionV, SingleDeviceHoldsBothStages) {
+  const ModelProfile model = tiny_unet();
+  const LayerGraph g = LayerGraph::build(model, 0, 1);
+  const PartitionAnswer out =
+      partition_v(request_for(g, 1, test::free_links(1)), SkipPolicy::local_only);
+  ASSERT_TRUE(out.found());
+  EXPECT_NEAR(out.result.objective_s, 0.090, 1e-12);
+  EXPECT_EQ(out.result.layout.device, (std::vector<DeviceId>{0, 0}));
+}
+
+// Random instances against exhaustive enumeration. Costs are integers of milliseconds plus
+// links with latency, so ties are common and the comparison is of objective values.
+struct Shape {
+  const char* name;
+  std::vector<std::pair<int, int>> (*skips)(int, std::mt19937&);
+};
+
+// Test listings show the shape's name, not the struct's bytes.
+void PrintTo(const Shape& shape, std::ostream* os) {
+  *os << shape.name;
+}
+
+std::vector<std::pair<int, int>> no_skips(int, std::mt19937&) {
+  return {};
+}
+
+// 6 to max_layers layers of random costs and sizes, skips as the shape draws them.
+ModelProfile random_model(std::mt19937& rng, int max_layers, const Shape& shape) {
+  std::uniform_int_distribution<int> ms(1, 9), size(6, max_layers), bytes(1, 5);
+  const int n = size(rng);
+  std::vector<LayerSpec> layers;
+  for (int i = 0; i < n; ++i) {
+    layers.push_back({ms(rng) / 1000.0, 1000 * ms(rng), 100 * bytes(rng), 1000 * bytes(rng)});
+  }
+  return test::make_model(layers, shape.skips(n, rng), 3000);
+}
+
+// A V partition reports what the pipeline model of its layout says: the largest device
+// load, each device's memory bound (within the cap), and local skips when asked for.
+void expect_reported_as_modelled(const LayerGraph& g, const PartitionRequest& r,
+                                 const PartitionResult& got, bool local) {
+  const PipelineModel m =
+      build_pipeline_model(g, got.layout, SkipRouting::direct, r.links, r.overlap_comm);
+  EXPECT_NEAR(max_load(m), got.objective_s, 1e-12);
+  const auto memory = test::memory_bound(m, r);
+  EXPECT_EQ(got.device_memory_bytes, memory);
+  EXPECT_LE(*std::max_element(memory.begin(), memory.end()), r.memory_capacity);
+  if (local) {
+    EXPECT_TRUE(got.all_skips_local);
+  }
+}
+
+class BruteForceAgreement : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(BruteForceAgreement, VAndSequentialMatchExhaustiveSearch) {
+  std::mt19937 rng(12345);
+  int compared = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const ModelProfile model = random_model(rng, 11, GetParam());
+    const int n = static_cast<int>(model.layers.size());
+    const LayerGraph g = LayerGraph::build(model, 0, 1);
+    for (int pp = 1; pp <= std::min(3, n / 2); ++pp) {
+      auto r = request_for(g, pp, test::uniform_links(pp, 1e6, 1e-4));
+      r.overlap_comm = trial % 2 == 1;  // overlapped sends: the slower of compute and sends
+      r.inflight.assign(pp, 2);
+      // Every third trial squeezes memory so some partitions are excluded.
+      if (trial % 3 == 0) {
+        r.memory_capacity = test::brute_force_v(r, false).min_peak_memory * 11 / 10;
+      }
+      for (bool local : {true, false}) {
+        const auto expected = test::brute_force_v(r, local);
+        const auto got =
+            partition_v(r, local ? SkipPolicy::local_only : SkipPolicy::allow_nonlocal);
+        ASSERT_EQ(got.found(), expected.objective >= 0) << "trial " << trial << " pp " << pp;
+        if (!got.found()) continue;
+        EXPECT_NEAR(got.result.objective_s, expected.objective, 1e-12)
+            << "trial " << trial << " pp " << pp << " local " << local;
+        SCOPED_TRACE("trial " + std::to_string(trial) + " pp " + std::to_string(pp));
+        expect_reported_as_modelled(g, r, got.result, local);
+        ++compared;
+      }
+      for (SkipRouting routing : {SkipRouting::forwarded, SkipRouting::direct}) {
+        r.routing = routing;
+        const auto expected = test::brute_force_sequential(r);
+        const auto got = partition_sequential(r);
+        ASSERT_EQ(got.found(), expected.objective >= 0) << "sequential, trial " << trial;
+        if (got.found()) {
+          EXPECT_NEAR(got.result.objective_s, expected.objective, 1e-12);
+          const PipelineModel m =
+              build_pipeline_model(g, got.result.layout, routing, r.links, r.overlap_comm);
+          EXPECT_EQ(got.result.device_memory_bytes, test::memory_bound(m, r));
+        }
+      }
+      r.routing = SkipRouting::forwarded;
+    }
+  }
+  EXPECT_GT(compared, 100);  // the comparison really ran on many instances
+}
+
+// The bounded search (exact DP out of budget at once) against exhaustive search: never
+// better than the optimum, costs that agree with the pipeline model, memory within the cap,
+// skips local when asked, and a partition whenever neither memory nor skip locality binds
+// (at an unbounded U every device can then leave its successors the fewest layers they need).
+TEST_P(BruteForceAgreement, BoundedSearchIsValidAndNeverBeatsTheOptimum) {
+  std::mt19937 rng(777);
+  int compared = 0, optimal = 0, feasible = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const ModelProfile model = random_model(rng, 12, GetParam());
+    const int n = static_cast<int>(model.layers.size());
+    const LayerGraph g = LayerGraph::build(model, 0, 1);
+    for (int pp = 2; pp <= std::min(4, n / 2); ++pp) {
+      auto r = request_for(g, pp, test::uniform_links(pp, 1e6, 1e-4));
+      r.overlap_comm = trial % 2 == 1;
+      r.inflight.assign(pp, 2);
+      const bool squeezed = trial % 3 == 0;
+      if (squeezed) r.memory_capacity = test::brute_force_v(r, false).min_peak_memory * 11 / 10;
+      r.exact_transition_budget = 0;
+      for (bool local : {true, false}) {
+        const auto expected = test::brute_force_v(r, local);
+        const auto got =
+            partition_v(r, local ? SkipPolicy::local_only : SkipPolicy::allow_nonlocal);
+        if (expected.objective < 0) {
+          EXPECT_FALSE(got.found()) << "trial " << trial;
+          continue;
+        }
+        // Guaranteed only where locality cannot close every continuation; elsewhere counted.
+        if (!squeezed && (!local || model.skips.empty())) {
+          EXPECT_TRUE(got.found()) << "trial " << trial << " pp " << pp << " local " << local;
+        }
+        ++feasible;
+        if (!got.found()) continue;
+        EXPECT_FALSE(got.result.exact);
+        EXPECT_GE(got.result.objective_s, expected.objective - 1e-12) << "trial " << trial;
+        SCOPED_TRACE("trial " + std::to_string(trial) + " pp " + std::to_string(pp));
+        expect_reported_as_modelled(g, r, got.result, local);
+        ++compared;
+        optimal += got.result.objective_s <= expected.objective + 1e-12;
+      }
+    }
+  }
+  EXPECT_GT(compared, 100);
+  // Reported, not asserted: how often the bounded answer is the optimum anyway.
+  std::printf("bounded search: a partition in %d of %d feasible instances, optimal in %d\n",
+              compared, feasible, optimal);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, BruteForceAgreement,
+                         ::testing::Values(Shape{"nested", test::random_nested_skips},
+                                           Shape{"crossing", test::random_skips},
+                                           Shape{"none", no_skips}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(PartitionSequential, RelaysSkipsThroughEveryBoundary) {
+  // Four layers, a skip 0->3, pp 2 cut in the middle (both layers cost the same): the skip
+  // rides with the activation across the one boundary: 2 messages each way.
+  const ModelProfile model = test::make_model({{}, {}, {}, {}}, {{0, 3}}, 500);
+  const LayerGraph g = LayerGraph::build(model, 0, 1);
+  const auto r = request_for(g, 2, test::uniform_links(2, 1e6, 1e-3));
+  const PartitionAnswer out = partition_sequential(r);
+  ASSERT_TRUE(out.found());
+  EXPECT_EQ(out.result.layout.first_layer, (std::vector<LayerId>{0, 2, 4}));
+  // Each side: two layers of 1 + 2 ms compute, plus (100 + 500 bytes) / 1e6 B/s and two
+  // messages of 1 ms latency: 6 + 0.6 + 2 = 8.6 ms.
+  EXPECT_NEAR(out.result.objective_s, 0.006 + 0.0006 + 0.002, 1e-12);
+  EXPECT_EQ(out.result.bytes_per_microbatch, 1200);
+}
+
+}  // namespace
+}  // namespace pulse

@@ -1,0 +1,214 @@
+// The plan codec: one key list drives the writer, the reader and the schema. A plan written,
+// read and written again is the same bytes, whatever sections it has; every key the writer
+// emits is in the key list; the schema describes exactly the key list, with the same types
+// and the same required keys.
+#include "pulse/plan/plan_codec.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "pulse/compile/compile.hpp"
+#include "pulse/compile/plan_builder.hpp"
+#include "support/test_support.hpp"
+
+namespace pulse {
+namespace {
+
+using nlohmann::json;
+
+std::string round_trip(const std::string& text) {
+  auto plan = parse_plan(text, "p.json");
+  EXPECT_TRUE(plan.ok()) << (plan.ok() ? "" : plan.error().message);
+  return plan.ok() ? write_plan(*plan) : "";
+}
+
+// Plans with every section the writer has: tuned (search), fixed, V and chain, split
+// backward, data parallel (all-reduce figures), carried tensors, relayed and direct skips.
+std::vector<std::string> planned() {
+  std::vector<std::string> out;
+  struct Case {
+    const char* model;
+    const char* cluster;
+    Strategy strategy;
+    std::optional<int> pp;
+    bool split;
+    std::optional<int> dp = std::nullopt;
+  };
+  const Case cases[] = {
+      {"tiny-unet", "dgx1-v100-32gb-1n", Strategy::pulse, std::nullopt, false},
+      {"sd2-unet-512", "dgx1-v100-32gb-2n", Strategy::pulse, 4, true},
+      {"sd2-unet-512", "atlas800-910a-1n", Strategy::one_f_one_b, 4, false, 1},  // unused ranks
+      {"uvit-l2-256", "dgx1-v100-32gb-1n", Strategy::one_f_one_b_direct, 2, true},
+      {"tiny-unet", "dgx1-v100-32gb-2n", Strategy::gpipe, std::nullopt, false},
+  };
+  for (const Case& c : cases) {
+    const test::Inputs in = test::shipped(c.model, c.cluster);
+    PlanOptions o;
+    o.strategy = c.strategy;
+    o.pp = c.pp;
+    o.split_backward = c.split;
+    o.dp = c.dp;
+    o.solver_max_seconds = 0.3;
+    out.push_back(test::plan_text(test::compile_ok(in, o), in.model, in.cluster));
+  }
+  return out;
+}
+
+// "$.stages[].layers[]" for every key of a written plan; map entries become ".*".
+void written_paths(const json& v, const std::string& path, const std::set<std::string>& maps,
+                   std::set<std::string>& out) {
+  if (v.is_object()) {
+    const bool map = maps.count(path) > 0;
+    for (const auto& [key, value] : v.items()) {
+      const std::string at = path + "." + (map ? "*" : key);
+      out.insert(at);
+      written_paths(value, at, maps, out);
+    }
+  } else if (v.is_array()) {
+    for (const json& e : v) {
+      out.insert(path + "[]");
+      written_paths(e, path + "[]", maps, out);
+    }
+  }
+}
+
+TEST(PlanCodec, WriteReadWriteGivesTheSameBytes) {
+  for (const std::string& text : planned()) {
+    EXPECT_EQ(round_trip(text), text);
+  }
+}
+
+TEST(PlanCodec, EveryKeyTheWriterEmitsIsInTheKeyList) {
+  std::set<std::string> listed, required, maps;
+  for (const PlanKey& k : plan_keys()) {
+    listed.insert(k.path);
+    if (k.required) required.insert(k.path);
+    if (k.path.size() > 2 && k.path.substr(k.path.size() - 2) == ".*") {
+      maps.insert(k.path.substr(0, k.path.size() - 2));
+    }
+  }
+  std::set<std::string> seen_anywhere;
+  for (const std::string& text : planned()) {
+    std::set<std::string> written;
+    written_paths(json::parse(text), "$", maps, written);
+    for (const std::string& p : written) EXPECT_TRUE(listed.count(p)) << p;
+    // A required key of a section that is present appears whenever its parent does.
+    for (const std::string& r : required) {
+      const std::string parent = r.substr(0, r.find_last_of('.'));
+      if (parent == "$" || written.count(parent)) {
+        EXPECT_TRUE(written.count(r)) << r;
+      }
+    }
+    seen_anywhere.insert(written.begin(), written.end());
+  }
+  // The test plans exercise every key but those only hand-written plans or failures use.
+  for (const std::string& p : listed) {
+    if (p == "$.search[].reason" || p == "$.carried[].producer") continue;
+    EXPECT_TRUE(seen_anywhere.count(p)) << "no test plan writes " << p;
+  }
+}
+
+// The schema as (path -> type, required) in the key list's notation.
+struct SchemaKey {
+  std::string type;
+  bool required = false;
+};
+
+std::string schema_type(const json& node) {
+  if (node.contains("type")) {
+    if (node["type"].is_array()) {
+      std::vector<std::string> types;
+      for (const json& x : node["type"]) types.push_back(x.get<std::string>());
+      return fmt::format("{}", fmt::join(types, "|"));
+    }
+    return node["type"];
+  }
+  if (node.contains("enum") || node.contains("const")) return "string";
+  return "?";
+}
+
+void flatten(const json& node, const std::string& path, bool required,
+             std::map<std::string, SchemaKey>& out) {
+  out[path] = {schema_type(node), required};
+  std::set<std::string> req;
+  if (node.contains("required")) {
+    for (const json& r : node["required"]) req.insert(r.get<std::string>());
+  }
+  if (node.contains("properties")) {
+    for (const auto& [key, child] : node["properties"].items()) {
+      flatten(child, path + "." + key, req.count(key) > 0, out);
+    }
+  }
+  if (node.contains("items")) flatten(node["items"], path + "[]", false, out);
+  if (node.contains("additionalProperties") && node["additionalProperties"].is_object()) {
+    flatten(node["additionalProperties"], path + ".*", false, out);
+  }
+}
+
+// Every disagreement between the key list and a schema, one line each.
+std::vector<std::string> disagreements(const json& schema) {
+  std::map<std::string, SchemaKey> described;
+  flatten(schema, "$", true, described);
+  described.erase("$");
+  std::vector<std::string> out;
+  std::set<std::string> listed;
+  for (const PlanKey& k : plan_keys()) {
+    listed.insert(k.path);
+    const auto it = described.find(k.path);
+    if (it == described.end()) {
+      out.push_back(k.path + ": written but not in the schema");
+      continue;
+    }
+    if (it->second.type != k.type) {
+      out.push_back(k.path + ": schema type " + it->second.type + ", written as " + k.type);
+    }
+    // Items of an array and map entries have no "required" of their own.
+    const bool element = k.path.back() == ']' || k.path.back() == '*';
+    if (!element && it->second.required != k.required) {
+      out.push_back(k.path + (k.required ? ": the reader requires it, the schema does not"
+                                         : ": the schema requires it, the reader does not"));
+    }
+  }
+  for (const auto& [path, key] : described) {
+    if (!listed.count(path)) out.push_back(path + ": in the schema but not a key of the codec");
+  }
+  return out;
+}
+
+json shipped_schema() {
+  std::ifstream in(test::source_dir() + "/schema/plan.schema.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  return json::parse(text.str());
+}
+
+TEST(PlanCodec, TheSchemaDescribesExactlyTheKeyList) {
+  EXPECT_EQ(disagreements(shipped_schema()), std::vector<std::string>{});
+}
+
+TEST(PlanCodec, ASchemaThatDivergesIsCaught) {
+  // The check itself can fail: a key the schema forgets, a type it gets wrong, a key it
+  // invents, and a required key it makes optional.
+  json schema = shipped_schema();
+  schema["properties"]["solver"]["properties"].erase("milp_nodes");
+  schema["properties"]["parallelism"]["properties"]["pp"]["type"] = "number";
+  schema["properties"]["stages"]["items"]["properties"]["colour"] = {{"type", "string"}};
+  schema["properties"]["comm"]["required"] = json::array({"p2p_bytes_per_iteration"});
+  EXPECT_EQ(disagreements(schema),
+            (std::vector<std::string>{
+                "$.parallelism.pp: schema type number, written as integer",
+                "$.solver.milp_nodes: written but not in the schema",
+                "$.comm.skip_bytes_per_iteration: the reader requires it, the schema does not",
+                "$.stages[].colour: in the schema but not a key of the codec"}));
+}
+
+}  // namespace
+}  // namespace pulse

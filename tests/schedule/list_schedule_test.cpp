@@ -1,0 +1,193 @@
+#include "pulse/simulate/schedule.hpp"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "pulse/simulate/schedule_check.hpp"
+#include "pulse/simulate/simulate.hpp"
+#include "support/test_support.hpp"
+#include "pulse/schedule/list_schedule.hpp"
+
+namespace pulse {
+namespace {
+
+// A pipeline model over synthetic layers, one layer per stage.
+PipelineModel one_layer_per_stage(const std::vector<double>& forward_s, bool v, double bandwidth,
+                                  double latency, std::int64_t out_bytes = 1000) {
+  std::vector<test::LayerSpec> layers;
+  for (double f : forward_s) layers.push_back({f, 10, 100, out_bytes});
+  std::vector<std::pair<int, int>> skips;
+  const int n = static_cast<int>(forward_s.size());
+  if (v) {
+    for (int i = 0; i < n / 2 - 1; ++i) skips.push_back({i, n - 1 - i});
+  }
+  const LayerGraph g = LayerGraph::build(test::make_model(layers, skips, 500), 0, 1);
+  std::vector<LayerId> first;
+  for (int i = 0; i <= n; ++i) first.push_back(i);
+  const int pp = v ? n / 2 : n;
+  const StageLayout layout = v ? v_layout(first, pp) : sequential_layout(first, pp);
+  return build_pipeline_model(g, layout, v ? SkipRouting::direct : SkipRouting::forwarded,
+                              test::uniform_links(pp, bandwidth, latency), false);
+}
+
+Timeline run(const PipelineModel& m, int M, const std::vector<int>& limits, bool split = false) {
+  const Schedule s = list_schedule(m, M, limits, split);
+  const std::vector<MemoryBreakdown> zero(m.num_devices());
+  auto t = simulate(m, s, M, zero);
+  EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().message);
+  ScheduleCheckRequest check{&m, &t.value(), M, split, zero, std::int64_t{1} << 40};
+  const auto problems = check_schedule(check);
+  EXPECT_TRUE(problems.empty()) << problems.front();
+  return t.value();
+}
+
+TEST(ListSchedule, ChainReproducesOneFOneB) {
+  // Equal stages without communication: 1F1B takes (P - 1 + M) (f + b) and idles
+  // (P - 1) / (M + P - 1) of the time.
+  for (int P : {2, 3, 4, 8}) {
+    for (int M : {1, P, 2 * P, 5 * P}) {
+      const PipelineModel m = one_layer_per_stage(std::vector<double>(P, 1.0), false, 1e30, 0);
+      const Timeline t = run(m, M, default_inflight(m.layout, M));
+      EXPECT_DOUBLE_EQ(t.makespan_s, 3.0 * (P - 1 + M)) << "P " << P << " M " << M;
+      double idle = 0;
+      for (const auto& d : t.devices) idle += d.idle_s;
+      EXPECT_NEAR(idle / (P * t.makespan_s), double(P - 1) / (M + P - 1), 1e-12);
+      // 1F1B never holds more than P - s microbatches on stage s.
+      for (int s = 0; s < P; ++s) EXPECT_LE(t.devices[s].max_inflight, std::min(M, P - s));
+    }
+  }
+}
+
+TEST(ListSchedule, SingleDeviceRunsEverythingBackToBack) {
+  // pp 1: stages 0 and 1 on one device, 1 + 2 ms forward, twice that backward, M = 5.
+  const PipelineModel m = one_layer_per_stage({0.001, 0.002}, true, 1e30, 0);
+  const Timeline t = run(m, 5, {5});
+  EXPECT_NEAR(t.makespan_s, 5 * 0.009, 1e-12);
+  EXPECT_NEAR(t.devices[0].idle_s, 0.0, 1e-12);
+}
+
+TEST(ListSchedule, TransferTimeDelaysTheReceiver) {
+  // Two stages on two devices, 1 s each way of compute, a 1000-byte output on a 1000 B/s
+  // link with 0.5 s latency: the message takes 1.5 s. One microbatch:
+  // F0 [0,1] send [1,2.5] F1 [2.5,3.5] B1 [3.5,5.5] send [5.5,7] B0 [7,9].
+  const PipelineModel m = one_layer_per_stage({1.0, 1.0}, false, 1000, 0.5);
+  const Timeline t = run(m, 1, {1, 1});
+  EXPECT_DOUBLE_EQ(t.makespan_s, 9.0);
+  EXPECT_DOUBLE_EQ(t.devices[1].ops[0].start_s, 2.5);
+  EXPECT_DOUBLE_EQ(t.devices[0].ops[0].busy_until_s, 2.5);
+  EXPECT_DOUBLE_EQ(t.devices[0].send_s, 1.5);  // the activation forward
+  EXPECT_DOUBLE_EQ(t.devices[1].send_s, 1.5);  // its gradient back
+}
+
+// Most microbatches of stage s at once between its forward's start and its last backward's
+// end, from the replayed op times.
+int most_in_window(const Timeline& t, const PipelineModel& m, StageId s, bool split) {
+  const OpKind last = split ? OpKind::backward_weight : OpKind::backward;
+  std::vector<std::pair<double, int>> events;
+  for (const TimedOp& op : t.devices[m.layout.device[s]].ops) {
+    if (op.op.stage != s) continue;
+    if (op.op.kind == OpKind::forward) events.push_back({op.start_s, +1});
+    if (op.op.kind == last) events.push_back({op.end_s, -1});
+  }
+  std::sort(events.begin(), events.end());
+  int open = 0, most = 0;
+  for (const auto& e : events) most = std::max(most, open += e.second);
+  return most;
+}
+
+TEST(ListSchedule, WindowLimitsKeepLaterStagesApart) {
+  // Three microbatches in flight per device, forward first (which likes to run a second
+  // microbatch's later stage before the first one's backward). With a window limit of one
+  // on every later stage, no two microbatches overlap there; without it, some do.
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> cost(0.5, 3.0);
+  int overlapping_without = 0;
+  for (int trial = 0; trial < 20; ++trial) {
+    const int stages = 2 * (2 + trial % 3);
+    std::vector<double> f;
+    for (int s = 0; s < stages; ++s) f.push_back(cost(rng));
+    const PipelineModel m = one_layer_per_stage(f, true, 2000, 0.01);
+    const std::vector<int> limits(m.num_devices(), 3);
+    for (bool split : {false, true}) {
+      ListPolicy policy = ListPolicy::forward_first(stages);
+      const Schedule free_order = list_schedule(m, 8, limits, split, policy);
+      policy.window_limit.assign(stages, 0);
+      for (StageId s = stages / 2; s < stages; ++s) policy.window_limit[s] = 1;
+      const Schedule s = list_schedule(m, 8, limits, split, policy);
+      const std::vector<MemoryBreakdown> zero(m.num_devices());
+      const Timeline limited = simulate(m, s, 8, zero).value();
+      const Timeline unlimited = simulate(m, free_order, 8, zero).value();
+      for (StageId st = stages / 2; st < stages; ++st) {
+        EXPECT_EQ(most_in_window(limited, m, st, split), 1) << "trial " << trial << " stage " << st;
+        overlapping_without += most_in_window(unlimited, m, st, split) > 1;
+      }
+      for (int d = 0; d < m.num_devices(); ++d) EXPECT_LE(limited.devices[d].max_inflight, 3);
+    }
+  }
+  EXPECT_GT(overlapping_without, 0);
+}
+
+TEST(ListSchedule, RandomPipelinesAreValidAndRespectLimits) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> cost(0.5, 3.0);
+  std::uniform_int_distribution<int> limit(1, 4);
+  for (int trial = 0; trial < 40; ++trial) {
+    const bool v = trial % 2 == 0;
+    const int stages = v ? 2 * (1 + trial % 4) : 1 + trial % 5;
+    std::vector<double> f;
+    for (int s = 0; s < stages; ++s) f.push_back(cost(rng));
+    const PipelineModel m = one_layer_per_stage(f, v, 2000, 0.01);
+    std::vector<int> limits;
+    for (int d = 0; d < m.num_devices(); ++d) limits.push_back(limit(rng));
+    const int M = 1 + trial % 9;
+    for (bool split : {false, true}) {
+      const Timeline t = run(m, M, limits, split);
+      for (int d = 0; d < m.num_devices(); ++d) EXPECT_LE(t.devices[d].max_inflight, limits[d]);
+    }
+  }
+}
+
+TEST(Simulate, RejectsMissingDuplicateAndDeadlockedSchedules) {
+  const PipelineModel m = one_layer_per_stage({1.0, 1.0}, false, 1e30, 0);
+  const std::vector<MemoryBreakdown> zero(2);
+  Schedule s = list_schedule(m, 2, {2, 1});
+  Schedule missing = s;
+  missing.device_ops[0].pop_back();
+  EXPECT_EQ(simulate(m, missing, 2, zero).error().message, "schedule has 7 operations, expected 8");
+  Schedule twice = s;
+  twice.device_ops[0][1] = twice.device_ops[0][0];
+  EXPECT_EQ(simulate(m, twice, 2, zero).error().message,
+            "device 0: F(stage 0, microbatch 0) appears twice");
+  // Device 0 insists on B0 of microbatch 0 before F0 of microbatch 0 exists: deadlock.
+  Schedule stuck = s;
+  std::swap(stuck.device_ops[0][0], stuck.device_ops[0].back());
+  const auto r = simulate(m, stuck, 2, zero);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("schedule deadlocks: device 0 waits at"), std::string::npos);
+}
+
+TEST(ScheduleCheck, NamesEachViolation) {
+  const PipelineModel m = one_layer_per_stage({1.0, 1.0}, false, 1000, 0.5);
+  const std::vector<MemoryBreakdown> zero(2);
+  auto t = simulate(m, list_schedule(m, 1, {1, 1}), 1, zero).value();
+  // Pull device 1's forward earlier than its input can arrive (2.5 s).
+  t.devices[1].ops[0].start_s = 1.0;
+  ScheduleCheckRequest r{&m, &t, 1, false, zero, 1 << 20};
+  auto problems = check_schedule(r);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0],
+            "F(stage 1, mb 0) starts at 1.000000000 s, before F(stage 0, mb 0) ends at "
+            "1.000000000 s plus 1.500000000 s of transfer");
+  // Memory: 100 bytes of activations per microbatch; a 50-byte device cannot hold one.
+  t = simulate(m, list_schedule(m, 1, {1, 1}), 1, zero).value();
+  r.memory_capacity = 50;
+  problems = check_schedule(r);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[0],
+            "device 0: 1 microbatches in flight hold 100 bytes with the static state at "
+            "0.000000000 s, over the 50 byte capacity");
+}
+
+}  // namespace
+}  // namespace pulse

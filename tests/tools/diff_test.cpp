@@ -1,0 +1,203 @@
+#include "pulse/tools/diff.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "pulse/compile/compile.hpp"
+#include "pulse/compile/plan_builder.hpp"
+#include "pulse/plan/plan_codec.hpp"
+#include "support/test_support.hpp"
+
+namespace pulse {
+namespace {
+
+using nlohmann::json;
+
+json plan_doc(const std::string& model, const std::string& cluster, std::optional<int> pp = {}) {
+  auto m = load_model_profile(test::profile_path("models/" + model + ".json"));
+  auto c = load_cluster_profile(test::profile_path("clusters/" + cluster + ".json"));
+  PlanOptions o;
+  o.pp = pp;
+  auto p = compile_plan(m.value(), c.value(), o);
+  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
+  return json::parse(test::plan_text(p.value(), m.value(), c.value()));
+}
+
+Plan read(const json& doc, const std::string& name) {
+  auto p = parse_plan(doc.dump(), name);
+  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
+  return p.value();
+}
+
+const DiffRow& row(const PlanDiff& d, const std::string& key) {
+  for (const DiffRow& r : d.rows) {
+    if (r.key == key) return r;
+  }
+  throw std::runtime_error("no row " + key);
+}
+
+// Layer -> (stage, device) straight from the JSON, independent of the reader and the diff.
+std::map<std::string, std::pair<int, int>> placement(const json& doc) {
+  std::map<std::string, std::pair<int, int>> out;
+  for (const json& s : doc["stages"]) {
+    for (const json& l : s["layers"]) out[l] = {s["id"], s["device"]};
+  }
+  return out;
+}
+
+TEST(Diff, Sd2OnV100AndOn910aNamesChangedDegreesAndMovedLayers) {
+  const json v100 = plan_doc("sd2-unet-512", "dgx1-v100-32gb-1n");
+  const json a910 = plan_doc("sd2-unet-512", "atlas800-910a-1n");
+  const Plan a = read(v100, "v100.json"), b = read(a910, "910a.json");
+  const PlanDiff d = diff_plans({&a, &b});
+  const std::string table = format_diff_table(d, {});
+
+  std::vector<std::string> degrees;
+  for (const char* k : {"pp", "dp", "microbatch_size", "num_microbatches", "global_batch"}) {
+    if (v100["parallelism"][k] != a910["parallelism"][k]) degrees.push_back(k);
+  }
+  if (v100["stages"].size() != a910["stages"].size()) degrees.push_back("num_stages");
+  EXPECT_EQ(d.changed_degrees, degrees);
+  for (const std::string& k : degrees) EXPECT_NE(row(d, k).delta, "");
+
+  // The two clusters' links differ, so the balanced cuts differ: some layers move.
+  const auto old_at = placement(v100), new_at = placement(a910);
+  std::vector<std::string> moved;
+  for (const json& s : a910["stages"]) {
+    for (const json& l : s["layers"]) {
+      if (old_at.at(l) != new_at.at(l)) moved.push_back(l);
+    }
+  }
+  ASSERT_FALSE(moved.empty());
+  ASSERT_EQ(d.moved_layers.size(), moved.size());
+  for (std::size_t i = 0; i < moved.size(); ++i) {
+    const LayerMove& m = d.moved_layers[i];
+    EXPECT_EQ(m.layer, moved[i]);
+    EXPECT_EQ(std::pair(m.old_stage, m.old_device), old_at.at(moved[i]));
+    EXPECT_EQ(std::pair(m.new_stage, m.new_device), new_at.at(moved[i]));
+    EXPECT_NE(table.find(fmt::format("  {} ", moved[i])), std::string::npos) << table;
+  }
+  EXPECT_NE(table.find(fmt::format("moved layers: {} of 47\n", moved.size())), std::string::npos);
+  EXPECT_EQ(row(d, "cluster").delta, "changed");
+  EXPECT_EQ(row(d, "device_type").new_text, "Ascend-910A");
+}
+
+TEST(Diff, ChangedDegreesAreRowsWithTheirDelta) {
+  // pp 4 x dp 2 against pp 2 x dp 4 on the same global batch: the microbatch count changes
+  // too (and the microbatch size, if the planner picks another one).
+  const json pp4 = plan_doc("sd2-unet-512", "dgx1-v100-32gb-1n", 4);
+  const json pp2 = plan_doc("sd2-unet-512", "atlas800-910a-1n", 2);
+  const Plan a = read(pp4, "pp4.json"), b = read(pp2, "pp2.json");
+  const PlanDiff d = diff_plans({&a, &b});
+  std::vector<std::string> degrees = {"pp", "dp"};
+  for (const char* k : {"microbatch_size", "num_microbatches", "global_batch"}) {
+    if (pp4["parallelism"][k] != pp2["parallelism"][k]) degrees.push_back(k);
+  }
+  degrees.push_back("num_stages");
+  EXPECT_EQ(d.changed_degrees, degrees);
+  EXPECT_EQ(row(d, "pp").delta, "-2");
+  EXPECT_EQ(row(d, "dp").delta, fmt::format("{:+}", pp2["parallelism"]["dp"].get<int>() -
+                                                        pp4["parallelism"]["dp"].get<int>()));
+  const std::string table = format_diff_table(d, {});
+  EXPECT_NE(table.find("  pp                       4                                   2"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("  stage 7 "), std::string::npos);
+  EXPECT_EQ(row(d, "stage7").new_text, "-");
+}
+
+TEST(Diff, APlanAgainstItselfHasNoChanges) {
+  const Plan a = read(plan_doc("tiny-unet", "dgx1-v100-32gb-1n", 2), "a.json");
+  const PlanDiff d = diff_plans({&a, &a});
+  for (const DiffRow& r : d.rows) {
+    EXPECT_EQ(r.change, Change::same) << r.key;
+    EXPECT_EQ(r.delta, "") << r.key;
+  }
+  EXPECT_TRUE(d.moved_layers.empty());
+  EXPECT_TRUE(d.changed_degrees.empty());
+  EXPECT_EQ(d.slowdown_pct, 0);
+  EXPECT_EQ(d.traffic_increase_pct, 0);
+  const std::string table = format_diff_table(d, {});
+  EXPECT_EQ(table.substr(table.size() - 20), "\nmoved layers: none\n");
+  EXPECT_EQ(table.find('\033'), std::string::npos);
+}
+
+TEST(Diff, ThresholdFiguresAndDirections) {
+  json old_doc = plan_doc("tiny-unet", "dgx1-v100-32gb-1n", 2);
+  json new_doc = old_doc;
+  // 10% fewer samples per second, twice the point-to-point bytes at the same batch.
+  new_doc["predicted"]["samples_per_s"] = old_doc["predicted"]["samples_per_s"].get<double>() * 0.9;
+  new_doc["comm"]["p2p_bytes_per_iteration"] =
+      2 * old_doc["comm"]["p2p_bytes_per_iteration"].get<std::int64_t>();
+  const double old_bubble = old_doc["predicted"]["bubble_ratio"];
+  ASSERT_GT(old_bubble, 0.06);
+  new_doc["predicted"]["bubble_ratio"] = 0.05;
+  const Plan a = read(old_doc, "old.json"), b = read(new_doc, "new.json");
+  const PlanDiff d = diff_plans({&a, &b});
+  EXPECT_NEAR(d.slowdown_pct, 10.0, 1e-6);
+  EXPECT_NEAR(d.traffic_increase_pct, 100.0, 1e-9);
+  EXPECT_EQ(row(d, "samples_per_s").change, Change::worse);
+  EXPECT_EQ(row(d, "samples_per_s").delta, "-10.0%");
+  EXPECT_EQ(row(d, "p2p_bytes").change, Change::worse);
+  EXPECT_EQ(row(d, "bubble_ratio").change, Change::better);
+  EXPECT_EQ(row(d, "bubble_ratio").delta, fmt::format("{:+.1f} pp", 100 * (0.05 - old_bubble)));
+  // Colour: red for worse, green for better, only when asked.
+  const std::string colored = format_diff_table(d, {true});
+  EXPECT_NE(colored.find("\033[31m"), std::string::npos);
+  EXPECT_NE(colored.find("\033[32m"), std::string::npos);
+  // From no traffic at all to some is an infinite increase (null in JSON).
+  json quiet = old_doc;
+  quiet["comm"]["p2p_bytes_per_iteration"] = 0;
+  const Plan q = read(quiet, "quiet.json");
+  const PlanDiff dq = diff_plans({&q, &a});
+  EXPECT_TRUE(std::isinf(dq.traffic_increase_pct));
+  EXPECT_TRUE(json::parse(format_diff_json(dq))["traffic_increase_pct"].is_null());
+}
+
+TEST(Diff, LayersOnlyInOnePlan) {
+  json old_doc = plan_doc("tiny-unet", "dgx1-v100-32gb-1n", 2);
+  json new_doc = old_doc;
+  new_doc["stages"][0]["layers"][0] = "embedding";
+  const Plan a = read(old_doc, "old.json"), b = read(new_doc, "new.json");
+  const PlanDiff d = diff_plans({&a, &b});
+  ASSERT_EQ(d.moved_layers.size(), 2u);
+  EXPECT_EQ(d.moved_layers[0].layer, "embedding");
+  EXPECT_EQ(d.moved_layers[0].old_stage, -1);
+  EXPECT_EQ(d.moved_layers[1].layer, "embed");
+  EXPECT_EQ(d.moved_layers[1].new_stage, -1);
+  const std::string table = format_diff_table(d, {});
+  EXPECT_NE(table.find("  embedding  (absent)            -> stage 0 (device 0)\n"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("  embed      stage 0 (device 0)  -> (absent)\n"), std::string::npos);
+}
+
+TEST(Diff, JsonForMachines) {
+  const Plan a = read(plan_doc("sd2-unet-512", "dgx1-v100-32gb-1n"), "v100.json");
+  const Plan b = read(plan_doc("sd2-unet-512", "atlas800-910a-1n"), "910a.json");
+  const PlanDiff d = diff_plans({&a, &b});
+  const json j = json::parse(format_diff_json(d));
+  EXPECT_EQ(j["schema"], "pulse.plan-diff/v1");
+  EXPECT_EQ(j["old"], "v100.json");
+  EXPECT_EQ(j["moved_layers"].size(), d.moved_layers.size());
+  EXPECT_EQ(j["rows"].size(), d.rows.size());
+  for (const json& r : j["rows"]) {
+    if (r["key"] == "iteration_s") {
+      EXPECT_EQ(r["old"], a.predicted.iteration_s);
+      EXPECT_EQ(r["section"], "time");
+      EXPECT_EQ(r["change"], "better");  // the 910A plan is faster
+    }
+    if (r["key"] == "cluster") {
+      EXPECT_EQ(r["new"], "atlas800-910a-1n");
+    }
+  }
+  EXPECT_NEAR(j["slowdown_pct"].get<double>(), d.slowdown_pct, 1e-9);
+}
+
+}  // namespace
+}  // namespace pulse

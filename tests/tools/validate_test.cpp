@@ -1,0 +1,306 @@
+#include "pulse/tools/validate.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "pulse/compile/compile.hpp"
+#include "pulse/compile/plan_builder.hpp"
+#include "pulse/plan/plan_codec.hpp"
+#include "support/test_support.hpp"
+#include "pulse/schedule/list_schedule.hpp"
+
+namespace pulse {
+namespace {
+
+using nlohmann::json;
+
+using test::compile_ok;
+using test::Inputs;
+using test::shipped;
+
+json plan_doc(const Inputs& in, const PlanOptions& o) {
+  return json::parse(test::plan_text(compile_ok(in, o), in.model, in.cluster));
+}
+
+// The same plan with the backward split into I and W ops (zero-bubble style), scheduled by
+// the list scheduler and replayed by the simulator, as a split-backward planner would.
+json split_doc(const Inputs& in, const PlanOptions& o) {
+  CompiledPlan p = compile_ok(in, o);
+  p.schedule = list_schedule(p.model, p.num_microbatches, p.inflight_limit, true);
+  p.timeline = simulate(p.model, p.schedule, p.num_microbatches, p.static_bytes).value();
+  return json::parse(test::plan_text(p, in.model, in.cluster));
+}
+
+ValidateResult validate(const json& doc, const Inputs& in) {
+  auto plan = parse_plan(doc.dump(), "p.json");
+  EXPECT_TRUE(plan.ok()) << (plan.ok() ? "" : plan.error().message);
+  return validate_plan({&plan.value(), &in.model, &in.cluster});
+}
+
+std::vector<std::string> lines(const ValidateResult& r) {
+  std::vector<std::string> out;
+  for (const Violation& v : r.violations) out.push_back(v.check + ": " + v.message);
+  return out;
+}
+
+PlanOptions pp(int n, Strategy s = Strategy::pulse) {
+  PlanOptions o;
+  o.pp = n;
+  o.strategy = s;
+  return o;
+}
+
+TEST(Validate, AcceptsEveryPlanThePlannerMakes) {
+  const char* models[] = {"tiny-unet",   "sd2-unet-512",       "sdxl-unet-1024",
+                          "uvit-l2-256", "hunyuan-dit-g2-512", "flux1-dev-1024"};
+  const char* clusters[] = {"dgx1-v100-32gb-1n", "atlas800-910a-1n", "dgx1-v100-32gb-2n"};
+  int checked = 0;
+  for (const char* m : models) {
+    for (const char* c : clusters) {
+      const Inputs in = shipped(m, c);
+      for (Strategy s : {Strategy::pulse, Strategy::one_f_one_b}) {
+        PlanOptions o;  // the pipeline degree is searched
+        o.strategy = s;
+        const ValidateResult r = validate(plan_doc(in, o), in);
+        EXPECT_TRUE(r.ok()) << m << " on " << c << ": " << lines(r).front();
+        EXPECT_TRUE(r.skipped.empty());
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 36);
+}
+
+TEST(Validate, AcceptsZeroShardingMicrobatchSizesAndSplitBackward) {
+  const Inputs in = shipped("sd2-unet-512", "atlas800-910a-1n");
+  PlanOptions o = pp(4);
+  o.memory.zero_stage = 1;
+  o.microbatch_size = 2;
+  EXPECT_EQ(lines(validate(plan_doc(in, o), in)), std::vector<std::string>{});
+  const json split = split_doc(in, pp(4));
+  ASSERT_EQ(split["schedule_info"]["split_backward"], true);
+  EXPECT_EQ(split["schedule"][0]["ops"].dump().find("\"B\""), std::string::npos);
+  EXPECT_EQ(lines(validate(split, in)), std::vector<std::string>{});
+}
+
+class Corrupted : public ::testing::Test {
+ protected:
+  // tiny-unet at pp 2 (dp 4, 16 microbatches): stages [embed enc0 enc1] [enc2 mid0]
+  // [mid1 dec2] [dec1 dec0 head] on devices 0 1 1 0, every skip local.
+  Inputs in_ = shipped("tiny-unet", "dgx1-v100-32gb-1n");
+  json v_ = plan_doc(in_, pp(2));
+};
+
+TEST_F(Corrupted, ALayerDropped) {
+  json& layers = v_["stages"][1]["layers"];
+  ASSERT_EQ(layers[0], "enc2");
+  layers.erase(layers.begin());
+  const ValidateResult r = validate(v_, in_);
+  EXPECT_EQ(lines(r), std::vector<std::string>{
+                          "layers: layer \"enc2\" (layer 3 of model tiny-unet) is in no stage"});
+  EXPECT_EQ(r.skipped.size(), 1u);
+}
+
+TEST_F(Corrupted, LayersOutOfOrder) {
+  std::swap(v_["stages"][0]["layers"][1], v_["stages"][0]["layers"][2]);
+  EXPECT_EQ(lines(validate(v_, in_)),
+            std::vector<std::string>{"layers: stage 0 lists \"enc1\" where the model's "
+                                     "execution order has \"enc0\" (layer 1)"});
+}
+
+TEST_F(Corrupted, ASkipClaimedLocalThatIsNot) {
+  // The sequential baseline at pp 4 relays every skip: enc0->dec0 runs stage 0 -> 3.
+  json seq = plan_doc(in_, pp(4, Strategy::one_f_one_b));
+  ASSERT_EQ(seq["skips"][1]["name"], "enc0->dec0");
+  ASSERT_EQ(seq["skips"][1]["local"], false);
+  seq["skips"][1]["local"] = true;
+  EXPECT_EQ(lines(validate(seq, in_)),
+            std::vector<std::string>{"skips: skip \"enc0->dec0\" is claimed local but runs from "
+                                     "stage 0 (device 0) to stage 3 (device 3)"});
+}
+
+TEST_F(Corrupted, ALocalSkipClaimedRemoteAndAWrongStage) {
+  v_["skips"][3]["local"] = false;       // enc2->dec2, stages 1 and 2, both on device 1
+  v_["skips"][0]["consumer_stage"] = 2;  // embed->head is consumed in stage 3
+  EXPECT_EQ(lines(validate(v_, in_)),
+            (std::vector<std::string>{
+                "skips: skip \"embed->head\" runs from stage 0 (device 0) to stage 3 (device 0); "
+                "the plan says stage 0 to stage 2",
+                "skips: skip \"enc2->dec2\" is claimed not local but runs from stage 1 (device "
+                "1) to stage 2 (device 1)"}));
+}
+
+TEST_F(Corrupted, TwoOpsSwappedAgainstADependency) {
+  // Device 1 runs F(1, 0) then F(2, 0); F(2, 0) needs F(1, 0)'s output. Swap the two.
+  json& ops = v_["schedule"][1]["ops"];
+  ASSERT_EQ(ops[0]["stage"], 1);
+  ASSERT_EQ(ops[1]["stage"], 2);
+  std::swap(ops[0]["stage"], ops[1]["stage"]);
+  const double slot0 = ops[0]["start_s"], slot1 = ops[1]["start_s"], end1 = ops[1]["end_s"];
+  const std::vector<std::string> got = lines(validate(v_, in_));
+  ASSERT_EQ(got.size(), 2u) << got.front();
+  // F(2, 0) now sends to stage 3 on device 0 before F(1, 0) may start (sends block).
+  EXPECT_EQ(got[0].rfind(fmt::format("schedule: device 1: F(stage 1, mb 0) starts at {:.9f} s "
+                                     "while F(stage 2, mb 0) occupies it until ",
+                                     slot1),
+                         0),
+            0u)
+      << got[0];
+  EXPECT_EQ(got[1], fmt::format("schedule: F(stage 2, mb 0) starts at {:.9f} s, before F(stage "
+                                "1, mb 0) ends at {:.9f} s plus 0.000000000 s of local "
+                                "hand-over",
+                                slot0, end1));
+}
+
+TEST_F(Corrupted, OpsListedOutOfTimeOrder) {
+  json& ops = v_["schedule"][0]["ops"];
+  std::swap(ops[0], ops[1]);
+  const std::vector<std::string> got = lines(validate(v_, in_));
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got[0], fmt::format("schedule: device 0: F(stage 0, mb 0) starts at 0.000000000 s, "
+                                "before F(stage 0, mb 1) listed ahead of it ({:.9f} s)",
+                                ops[0]["start_s"].get<double>()));
+}
+
+TEST_F(Corrupted, MemoryOverTheCap) {
+  // 100 kB of optimizer state per parameter: device 0 holds 6M parameters, 600 GB.
+  v_["options"]["memory"]["optimizer_bytes_per_param"] = 1e5;
+  const ValidateResult r = validate(v_, in_);
+  ASSERT_EQ(r.violations.size(), 2u);
+  for (int d = 0; d < 2; ++d) {
+    const Violation& v = r.violations[d];
+    EXPECT_EQ(v.check, "memory");
+    EXPECT_EQ(v.message.rfind(fmt::format("device {}: ", d), 0), 0u) << v.message;
+    EXPECT_NE(v.message.find("microbatches in flight hold"), std::string::npos);
+    EXPECT_NE(v.message.find("over the 31568009626 byte capacity"), std::string::npos);
+  }
+}
+
+TEST_F(Corrupted, PredictedPeakOverTheCap) {
+  v_["predicted"]["peak_memory_bytes"][1] = 31568009627;
+  EXPECT_EQ(lines(validate(v_, in_)),
+            std::vector<std::string>{"memory: device 1: predicted peak 29.40 GiB (31568009627 "
+                                     "bytes) is over the usable 29.40 GiB (31568009626 bytes)"});
+}
+
+TEST_F(Corrupted, WrongHash) {
+  v_["inputs"]["model"]["sha256"] = std::string(64, '0');
+  EXPECT_EQ(lines(validate(v_, in_)),
+            std::vector<std::string>{"inputs: model profile tiny-unet.json has sha256 "
+                                     "1bb3a92d2962..., the plan was made from tiny-unet.json "
+                                     "with sha256 000000000000..."});
+}
+
+TEST_F(Corrupted, DegreesInconsistent) {
+  const int dp = v_["parallelism"]["dp"], b = v_["parallelism"]["microbatch_size"];
+  const int m = v_["parallelism"]["num_microbatches"], batch = v_["parallelism"]["global_batch"];
+  ASSERT_EQ(batch, dp * b * m);
+  v_["parallelism"]["global_batch"] = batch - 1;
+  EXPECT_EQ(lines(validate(v_, in_)),
+            std::vector<std::string>{fmt::format("degrees: global_batch {} is not dp {} x "
+                                                 "microbatch_size {} x num_microbatches {} = {}",
+                                                 batch - 1, dp, b, m, batch)});
+  v_["parallelism"]["global_batch"] = batch;
+  v_["parallelism"]["dp"] = 8;
+  const std::vector<std::string> got = lines(validate(v_, in_));
+  ASSERT_GE(got.size(), 2u);
+  EXPECT_EQ(got[0], "degrees: pp 2 x dp 8 needs 16 devices, cluster dgx1-v100-32gb-1n has 8");
+  EXPECT_EQ(got[1], fmt::format("degrees: global_batch {} is not dp 8 x microbatch_size {} x "
+                                "num_microbatches {} = {}",
+                                batch, b, m, 8 * b * m));
+}
+
+TEST_F(Corrupted, PlacementNotAV) {
+  v_["stages"][1]["device"] = 0;
+  const std::vector<std::string> got = lines(validate(v_, in_));
+  ASSERT_GE(got.size(), 3u);
+  EXPECT_EQ(got[0], "placement: stage 1 is on device 0; the V puts it on device 1");
+  EXPECT_EQ(got[1],
+            "placement: devices[] says device 0 runs stages [0, 3]; the stages on it are "
+            "[0, 1, 3]");
+  EXPECT_EQ(got[2],
+            "placement: devices[] says device 1 runs stages [1, 2]; the stages on it are "
+            "[2]");
+}
+
+TEST_F(Corrupted, TransferTimeAndOpDuration) {
+  // enc1's output (1 MiB per sample) moves from stage 0 to stage 1 over NVLink.
+  json& t = v_["transfers"][0];
+  const std::int64_t bytes = t["forward_bytes_per_microbatch"]["total"];
+  const double seconds = t["forward_s"];
+  EXPECT_EQ(bytes, 1048576 * v_["parallelism"]["microbatch_size"].get<std::int64_t>());
+  t["forward_s"] = 0.001;
+  json& first = v_["schedule"][0]["ops"][0];  // F(0, 0): 6 ms per sample
+  const double runs = first["end_s"].get<double>() - first["start_s"].get<double>();
+  first["end_s"] = first["start_s"].get<double>() + runs / 2;
+  EXPECT_EQ(lines(validate(v_, in_)),
+            (std::vector<std::string>{
+                fmt::format("transfers: stage 0 -> 1 (main) moves {0} bytes in {1:.9f} s "
+                            "forward and {0} bytes in {1:.9f} s backward; the plan says {0} in "
+                            "0.001000000 s and {0} in {1:.9f} s",
+                            bytes, seconds),
+                fmt::format("timing: device 0: F(stage 0, mb 0) runs {:.9f} s, the cost model "
+                            "says {:.9f} s",
+                            runs / 2, runs)}));
+}
+
+TEST_F(Corrupted, RankMapOnTheWrongNode) {
+  v_["rank_map"]["ranks"][1]["node"] = 1;
+  EXPECT_EQ(lines(validate(v_, in_)),
+            std::vector<std::string>{"rank_map: rank 1 is said to be node 1 local device 1; in "
+                                     "cluster dgx1-v100-32gb-1n it is node 0 local device 1"});
+}
+
+TEST(Validate, SplitBackwardWeightBeforeItsInputGradient) {
+  const Inputs in = shipped("tiny-unet", "dgx1-v100-32gb-1n");
+  json doc = split_doc(in, pp(2));
+  json& ops = doc["schedule"][0]["ops"];
+  // Find I(s, m) on device 0 and swap it with its W(s, m), which runs later.
+  std::size_t i = 0, w = 0;
+  while (ops[i]["op"] != "I") ++i;
+  while (!(ops[w]["op"] == "W" && ops[w]["stage"] == ops[i]["stage"] &&
+           ops[w]["mb"] == ops[i]["mb"])) {
+    ++w;
+  }
+  ops[i]["op"] = "W";
+  ops[w]["op"] = "I";
+  const std::string expected = fmt::format(
+      "schedule: W(stage {}, mb {}) starts at {:.9f} s, before I(stage {}, mb {}) ends at",
+      ops[i]["stage"].get<int>(), ops[i]["mb"].get<int>(), ops[i]["start_s"].get<double>(),
+      ops[i]["stage"].get<int>(), ops[i]["mb"].get<int>());
+  bool found = false;
+  for (const std::string& l : lines(validate(doc, in))) found |= l.rfind(expected, 0) == 0;
+  EXPECT_TRUE(found) << expected;
+}
+
+TEST(Validate, FullBackwardOpInASplitSchedule) {
+  const Inputs in = shipped("tiny-unet", "dgx1-v100-32gb-1n");
+  json doc = split_doc(in, pp(2));
+  json& ops = doc["schedule"][1]["ops"];
+  std::size_t i = 0;
+  while (ops[i]["op"] != "W") ++i;
+  ops[i]["op"] = "B";
+  const std::vector<std::string> got = lines(validate(doc, in));
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got[0], fmt::format("schedule: device 1: B(stage {}, mb {}) in a schedule whose "
+                                "split_backward is true",
+                                ops[i]["stage"].get<int>(), ops[i]["mb"].get<int>()));
+}
+
+TEST(Validate, ListsAtMostTenViolationsOfACheck) {
+  const Inputs in = shipped("tiny-unet", "dgx1-v100-32gb-1n");
+  json doc = plan_doc(in, pp(2));
+  for (json& op : doc["schedule"][1]["ops"]) op["end_s"] = op["start_s"].get<double>() + 1e-6;
+  const ValidateResult r = validate(doc, in);
+  ASSERT_EQ(r.violations.size(), 11u);
+  EXPECT_EQ(r.violations.back().check, "timing");
+  EXPECT_EQ(r.violations.back().message, fmt::format("... and {} more", r.total - 10));
+  // Every op of device 1: 2 stages x M microbatches x (F, B).
+  EXPECT_EQ(r.total, doc["schedule"][1]["ops"].size());
+  EXPECT_EQ(r.total, 4 * doc["parallelism"]["num_microbatches"].get<std::size_t>());
+}
+
+}  // namespace
+}  // namespace pulse
