@@ -11,6 +11,7 @@
 #include "pulse/compile/compile.hpp"
 #include "pulse/compile/plan_builder.hpp"
 #include "pulse/plan/plan_codec.hpp"
+#include "pulse/tools/replay.hpp"
 #include "support/test_support.hpp"
 
 namespace pulse {
@@ -176,6 +177,33 @@ TEST(Diff, LayersOnlyInOnePlan) {
             std::string::npos)
       << table;
   EXPECT_NE(table.find("  embed      stage 0 (device 0)  -> (absent)\n"), std::string::npos);
+}
+
+TEST(Diff, ScaleRowsOnlyWhenAPlanAssumesAScale) {
+  const json doc = plan_doc("tiny-unet", "dgx1-v100-32gb-1n", 2);
+  const Plan a = read(doc, "a.json");
+  auto has_row = [](const PlanDiff& d, const std::string& key) {
+    for (const DiffRow& r : d.rows) {
+      if (r.key == key) return true;
+    }
+    return false;
+  };
+  const PlanDiff same = diff_plans({&a, &a});
+  EXPECT_FALSE(has_row(same, "compute_scale"));
+  EXPECT_FALSE(has_row(same, "link_scale"));
+  // The same plan replayed with compute x3 (as diff --compute-scale 3 does): a compute row,
+  // x1 against x3, no link row, a slower iteration and nothing moved.
+  auto replayed = replay_plan({&a, nullptr, 3.0, 1.0});
+  ASSERT_TRUE(replayed.ok()) << replayed.error().message;
+  const PlanDiff d = diff_plans({&a, &replayed->figures});
+  ASSERT_TRUE(has_row(d, "compute_scale"));
+  EXPECT_FALSE(has_row(d, "link_scale"));
+  EXPECT_EQ(row(d, "compute_scale").old_text, "x1");
+  EXPECT_EQ(row(d, "compute_scale").new_text, "x3");
+  EXPECT_EQ(row(d, "compute_scale").change, Change::changed);
+  EXPECT_EQ(row(d, "iteration_s").change, Change::worse);
+  EXPECT_TRUE(d.moved_layers.empty());
+  EXPECT_TRUE(d.changed_degrees.empty());
 }
 
 TEST(Diff, JsonForMachines) {
