@@ -17,9 +17,9 @@ For each model (SD2 UNet at 512 and 768 px, U-ViT-H/2, Hunyuan-DiT at 1024 px) a
 Then a sensitivity study on the 910A clusters (tuned, every strategy planned again under
 each condition): every Ascend-910A time in the model profile multiplied by a factor, from
 the analytic figure the profiles had before they were anchored to measurements, through
-the low and high ends of the profile's stated time range; and every link bandwidth of the
-cluster halved, quartered and doubled. The C++ planner has no such option, so the script
-writes scaled copies of the profiles into a temporary directory and plans those.
+the low and high ends of the profile's stated time range (`pulse-plan plan --compute-scale
+F|range-low|range-high`); and every link of the cluster made 1/16 to 2 times as fast
+(`--link-scale F`: bandwidth x F, latency / F).
 
 Every figure is the plan's own `predicted` and `comm` block: one simulator, one cost model
 for all strategies. Deterministic (the planner is), so the page regenerates byte-identical.
@@ -32,7 +32,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = [
@@ -79,11 +78,11 @@ def cluster_path(cluster):
     return os.path.join(ROOT, "profiles", "clusters", cluster + ".json")
 
 
-def plan(binary, model, cluster, strategy, pp, paths=None):
-    """Plan one strategy; `paths` = (model file, cluster file) replaces the shipped ones."""
-    mpath, cpath = paths or (model_path(model), cluster_path(cluster))
-    cmd = [binary, "plan", "--quiet", "--model", mpath, "--cluster", cpath,
-           "--strategy", strategy, "--global-batch", str(SAMPLES_PER_DEVICE * devices(cluster))]
+def plan(binary, model, cluster, strategy, pp, scales=()):
+    """Plan one strategy; `scales`: extra planner options (--compute-scale, --link-scale)."""
+    cmd = [binary, "plan", "--quiet", "--model", model_path(model), "--cluster",
+           cluster_path(cluster), "--strategy", strategy,
+           "--global-batch", str(SAMPLES_PER_DEVICE * devices(cluster)), *scales]
     if pp:
         cmd += ["--pp", str(pp)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -100,6 +99,8 @@ def plan(binary, model, cluster, strategy, pp, paths=None):
         "p2p": comm["p2p_bytes_per_iteration"], "skip": comm["skip_bytes_per_iteration"],
         "iteration": pred["iteration_s"], "sps": pred["samples_per_s"],
         "bubble": pred["bubble_ratio"],
+        "compute_scale": p["options"].get("compute_scale", 1.0),
+        "link_scale": p["options"].get("link_scale", 1.0),
     }
 
 
@@ -195,32 +196,6 @@ def load(path):
         return json.load(f)
 
 
-def write(path, data):
-    with open(path, "w") as f:
-        json.dump(data, f, indent=2)
-
-
-def scaled_model(model, factor, out_dir):
-    """A copy of the model profile with every SENS_DEVICE time multiplied by factor."""
-    p = load(model_path(model))
-    for layer in p["layers"]:
-        for key in ("forward_s", "backward_s"):
-            layer[key][SENS_DEVICE] = [t * factor for t in layer[key][SENS_DEVICE]]
-    path = os.path.join(out_dir, f"{model}.compute-{factor:.4f}.json")
-    write(path, p)
-    return path
-
-
-def scaled_cluster(cluster, factor, out_dir):
-    """A copy of the cluster profile with every link bandwidth multiplied by factor."""
-    c = load(cluster_path(cluster))
-    for link in c["link_classes"].values():
-        link["bandwidth_bytes_per_s"] *= factor
-    path = os.path.join(out_dir, f"{cluster}.links-{factor:g}.json")
-    write(path, c)
-    return path
-
-
 def analytic_factor(model):
     """Train time per sample at microbatch 8 (or the largest size below) of the profile as it
     was before the calibration, over the shipped one, on SENS_DEVICE."""
@@ -245,34 +220,45 @@ def time_range(model):
 
 
 def sensitivity_conditions():
-    """(model, cluster, condition label, kind, factor) for every sensitivity plan set."""
+    """(model, cluster, condition label, factor, planner options) for every plan set."""
     out = []
     for model, _ in SENS_MODELS:
         low, high = time_range(model)
-        computes = [("analytic", analytic_factor(model)), ("range low", low),
-                    ("anchored", 1.0), ("range high", high)]
+        analytic = analytic_factor(model)
+        computes = [("analytic", analytic, ["--compute-scale", repr(analytic)]),
+                    ("range low", low, ["--compute-scale", "range-low"]),
+                    ("anchored", 1.0, []),
+                    ("range high", high, ["--compute-scale", "range-high"])]
         for cluster, _, _ in SENS_CLUSTERS:
-            for label, factor in sorted(computes, key=lambda x: x[1]):
-                out.append((model, cluster, label, "compute", factor))
+            for label, factor, options in sorted(computes, key=lambda x: x[1]):
+                out.append((model, cluster, label, factor, options))
             for factor in LINK_SCALES:
-                out.append((model, cluster, f"links x{factor:.4g}", "links", factor))
+                out.append((model, cluster, f"links x{factor:.4g}", factor,
+                            ["--link-scale", repr(factor)]))
     return out
 
 
-def sensitivity_jobs(out_dir):
+def sensitivity_jobs():
     jobs = []
     fixed = {c: pp for c, _, pp in CLUSTERS}
-    for model, cluster, label, kind, factor in sensitivity_conditions():
-        if kind == "compute":
-            paths = (model_path(model) if factor == 1.0 else scaled_model(model, factor, out_dir),
-                     cluster_path(cluster))
-        else:
-            paths = (model_path(model), scaled_cluster(cluster, factor, out_dir))
+    for model, cluster, label, _, options in sensitivity_conditions():
         for mode, _ in SENS_MODES:
             pp = fixed[cluster] if mode == "fixed" else None
             for s in STRATEGIES:
-                jobs.append(((model, cluster, label, mode), s, (model, cluster, s, pp, paths)))
+                jobs.append(((model, cluster, label, mode), s, (model, cluster, s, pp, options)))
     return jobs
+
+
+def check_recorded_scales(sens):
+    """Every plan states the factor its condition names (range-low/high read by the planner
+    from the same line time_range reads here)."""
+    for model, cluster, label, factor, options in sensitivity_conditions():
+        key = "link_scale" if label.startswith("links") else "compute_scale"
+        for mode, _ in SENS_MODES:
+            for s, r in sens[(model, cluster, label, mode)].items():
+                if r["fits"] and abs(r[key] - factor) > 1e-12 * factor:
+                    sys.exit(f"results_bench: {model} on {cluster}, {label}, {s}: the plan "
+                             f"records {key} {r[key]}, expected {factor}")
 
 
 def sensitivity_section(sens):
@@ -281,12 +267,13 @@ def sensitivity_section(sens):
         "",
         "On the Ascend 910A clusters, every strategy planned again under each condition, at "
         "the fixed pipeline degree and tuned. *Compute*: every 910A time of the model profile "
-        "multiplied by the factor shown: `analytic` is the profile as it was before it was "
-        "anchored to the public measurements (docs/profiles.md, Calibration: the 910A then "
-        "ran SD2 2.3x faster), `range low` and `range high` the ends of the time range the "
-        "profile states, `anchored` the shipped profile. *Links*: every link bandwidth of "
-        "the cluster multiplied (latencies unchanged), with the anchored profile. The "
-        "planner has no option for this yet; the script plans scaled copies of the profiles.",
+        "multiplied by the factor shown (`pulse-plan plan --compute-scale`): `analytic` is the "
+        "profile as it was before it was anchored to the public measurements (docs/profiles.md, "
+        "Calibration: the 910A then ran SD2 2.3x faster), `range low` and `range high` the ends "
+        "of the time range the profile states (`--compute-scale range-low`, `range-high`), "
+        "`anchored` the shipped profile. *Links*: every link of the cluster made that many "
+        "times as fast (`--link-scale`: bandwidth multiplied, latency divided), with the "
+        "anchored profile.",
         "",
     ]
     names = dict(MODELS)
@@ -297,7 +284,7 @@ def sensitivity_section(sens):
                   "| model | cluster | condition | x | best baseline | pulse traffic vs best "
                   "| pulse speedup vs best | largest speedup (vs) |",
                   "|---|---|---|---:|---|---:|---:|---:|"]
-        for model, cluster, label, kind, factor in sensitivity_conditions():
+        for model, cluster, label, factor, _ in sensitivity_conditions():
             rows = sens[(model, cluster, label, mode)]
             pulse, best = rows["pulse"], best_baseline(rows)
             if not pulse["fits"] or best is None:
@@ -409,8 +396,8 @@ def main():
     results = run_jobs(jobs, args.binary, args.jobs)
     sens = None
     if not args.no_sensitivity:
-        with tempfile.TemporaryDirectory(prefix="pulse-results-") as tmp:
-            sens = run_jobs(sensitivity_jobs(tmp), args.binary, args.jobs)
+        sens = run_jobs(sensitivity_jobs(), args.binary, args.jobs)
+        check_recorded_scales(sens)
     command = "/usr/bin/python3 scripts/results_bench.py"
     text = page(results, command, sens)
     tmp = args.out + ".tmp"
