@@ -54,6 +54,9 @@ def parse_args():
     p.add_argument("--iterations", type=int, default=6, help="per run; the first is warm-up")
     p.add_argument("--repeats", type=int, default=3, help="sweeps over every configuration")
     p.add_argument("--profile", help="use this model profile instead of profiling now")
+    p.add_argument("--profile-concurrent", type=int, default=2, metavar="N",
+                   help="profile under the contention of the run: N copies at once "
+                   "(scripts/profile_torch.py --concurrent; default 2, the two ranks here)")
     p.add_argument("--profiles-dir", default=os.path.join(ROOT, "profiles", "clusters"))
     p.add_argument("--timeout", type=float, default=600)
     p.add_argument("--autogroup-nice", type=int,
@@ -282,8 +285,9 @@ def profile_model(args):
     # Run from the repository root with a relative model path, as docs/torch.md does, so
     # that the profile's provenance reads the same as a checked-in one.
     subprocess.run([PY, "scripts/profile_torch.py", "--model", "examples/small_unet.py:build",
-                    "--sizes", ",".join(map(str, sizes)), "--repeats", "7", "-o",
-                    os.path.abspath(path)], check=True, cwd=ROOT)
+                    "--sizes", ",".join(map(str, sizes)), "--repeats", "9", "--concurrent",
+                    str(args.profile_concurrent), "-o", os.path.abspath(path)],
+                   check=True, cwd=ROOT)
     return path
 
 

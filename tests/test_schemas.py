@@ -93,6 +93,9 @@ class Schemas(unittest.TestCase):
             ("sd2-unet-512", "atlas800-910a-4n", ["--pp", "4", "--strategy", "sequential"]),
             ("hunyuan-dit-g2-512", "atlas800-910a-1n", ["--pp", "4", "--zero", "1"]),
             ("uvit-l2-256", "dgx1-v100-16gb-2n", ["--microbatch-size", "2"]),
+            # What-if scales: recorded in options and cost_model, replayed and validated.
+            ("sd2-unet-768", "atlas800-910a-2n",
+             ["--pp", "4", "--compute-scale", "range-low", "--link-scale", "0.25"]),
         ]
         planned = 0
         with tempfile.TemporaryDirectory() as tmp:

@@ -9,11 +9,20 @@ training), parameters, the bytes autograd saves for the block's backward, and th
 its main-path output, of the skip tensors it produces and of the carried tensors it makes.
 The model is a block-list model or any traceable nn.Module, which the torch.fx front end
 splits into layers (models.py, docs/torch.md). scripts/profile_torch.py runs this too.
+
+Timing: every block is warmed up at every microbatch size before anything is timed, and
+the timed repeats visit the sizes in a rotating order, so one-time costs (allocator growth,
+kernel selection, cold caches) and drift in the machine's load fall on no size in
+particular. A block whose per-sample time (forward + backward) at a smaller size is more
+than --max-small-batch-ratio times that at the next larger size is flagged in the
+profile's provenance (or, with --strict, refused). --concurrent N runs N-1 copies of the
+training step beside the measurement, as N ranks per host contend in the run.
 """
 
 import argparse
 import json
 import math
+import multiprocessing
 import os
 import platform
 import statistics
@@ -32,8 +41,22 @@ def parse_args(argv):
     p = argparse.ArgumentParser(prog="pulse-profile", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", required=True, help="FILE.py:FUNCTION that builds the model")
     p.add_argument("--sizes", default="1,2,4,8", help="microbatch sizes, increasing")
-    p.add_argument("--warmup", type=int, default=2, help="untimed runs before measuring")
-    p.add_argument("--repeats", type=int, default=5, help="timed runs; the median is kept")
+    p.add_argument("--warmup", type=int, default=2,
+                   help="untimed runs of every block at every size before any timing")
+    p.add_argument("--repeats", type=int, default=5,
+                   help="timed runs per block and size, sizes interleaved; the median is kept")
+    p.add_argument("--min-run-ms", type=float, default=2.0,
+                   help="repeat a short block back to back within one timed run until the "
+                   "run's forward + backward lasts about this long (default 2 ms)")
+    p.add_argument("--concurrent", type=int, default=1, metavar="N",
+                   help="measure while N-1 other processes run the same training step (N ranks "
+                   "per host; default 1: alone)")
+    p.add_argument("--max-small-batch-ratio", type=float, default=1.2,
+                   help="flag a block whose per-sample time at a microbatch size exceeds this "
+                   "times its per-sample time at the next larger size (default 1.2)")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse (exit 1, write nothing) instead of flagging such a block, or a "
+                   "block whose time at a size exceeds that ratio times its time at the next")
     p.add_argument("--dtype", choices=sorted(DTYPES), default="float32")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--device-type", help="device type name in the profile (default: CPU, "
@@ -49,6 +72,10 @@ def parse_args(argv):
         p.error("--sizes must be strictly increasing positive integers")
     if args.repeats < 1 or args.warmup < 0:
         p.error("--repeats must be >= 1 and --warmup >= 0")
+    if args.concurrent < 1:
+        p.error("--concurrent must be >= 1")
+    if args.max_small_batch_ratio < 1:
+        p.error("--max-small-batch-ratio must be >= 1")
     return args
 
 
@@ -152,17 +179,170 @@ def output_grads(rec, records):
     return grads
 
 
-def median_time(fn, sync, warmup, repeats, setup=None):
-    times = []
-    for k in range(warmup + repeats):
-        arg = setup() if setup else None
-        sync()
-        start = time.perf_counter()
-        fn(arg)
-        sync()
-        if k >= warmup:
-            times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def timed(fn, sync, arg=None):
+    sync()
+    start = time.perf_counter()
+    fn(arg)
+    sync()
+    return time.perf_counter() - start
+
+
+class SizeRun:
+    """One microbatch size: its batch, its chained pass, and the timing of every block.
+
+    A timed run of a short block repeats it `inner[i]` times back to back (forwards in a
+    row; backwards in a row over graphs built untimed beforehand) and keeps the mean, so
+    that one run lasts at least --min-run-ms: a sub-millisecond op timed alone is at the
+    mercy of one context switch on a shared machine."""
+
+    def __init__(self, model, size, args, device):
+        self.size = size
+        self.batch = model.make_batch(size, seed=args.seed + size, device=device)
+        self.records, self.loss = chain_pass(model, self.batch, size)
+        self.forward = [[] for _ in self.records]
+        self.backward = [[] for _ in self.records]
+        self.inner = [1 for _ in self.records]
+
+    def run_block(self, i, sync, keep):
+        rec, n = self.records[i], self.inner[i]
+
+        def forwards(_):
+            for _ in range(n):
+                rec.run_forward()
+
+        def backwards(outs):
+            for out in outs:
+                torch.autograd.backward(*rec.backward_pairs(*out))
+
+        fwd = timed(forwards, sync) / n
+        outs = [rec.run_forward() for _ in range(n)]  # the backward needs fresh graphs
+        bwd = timed(backwards, sync, outs) / n
+        if keep:
+            self.forward[i].append(fwd)
+            self.backward[i].append(bwd)
+        return fwd + bwd
+
+    def set_inner(self, i, last_s, min_run_s):
+        self.inner[i] = max(1, min(64, math.ceil(min_run_s / max(last_s, 1e-9))))
+
+
+def rotation(sizes, k):
+    """The order in which repeat k visits the sizes: rotated by one each repeat, so every
+    size comes first, last and in between equally often."""
+    k %= len(sizes)
+    return sizes[k:] + sizes[:k]
+
+
+def measure_all(model, args, device, sync):
+    """Warm every block up at every size, then time the sizes interleaved."""
+    runs = {b: SizeRun(model, b, args, device) for b in args.sizes}
+    for _ in range(max(args.warmup, 1)):
+        for b in args.sizes:
+            for i in range(len(runs[b].records)):
+                last = runs[b].run_block(i, sync, keep=False)
+                runs[b].set_inner(i, last, args.min_run_ms / 1e3)
+    for k in range(args.repeats):
+        for b in rotation(args.sizes, k):
+            for i in range(len(runs[b].records)):
+                runs[b].run_block(i, sync, keep=True)
+    return {b: rows_of(model, run) for b, run in runs.items()}
+
+
+def rows_of(model, run):
+    param_keys = {storage_key(p)[0] for p in model.parameters()}
+    rows = []
+    for i, rec in enumerate(run.records):
+        rows.append({
+            "forward_s": statistics.median(run.forward[i]),
+            "backward_s": statistics.median(run.backward[i]),
+            "saved": saved_bytes(rec, param_keys),
+            "output": blocklist.tensor_bytes(rec.out_h),
+            "skips": {k: blocklist.tensor_bytes(rec.outputs[k]) for k in rec.unit.skips_out},
+            "carried": {k: blocklist.tensor_bytes(rec.outputs[k]) for k in rec.unit.carried_out},
+        })
+    # Carried tensors that come with the batch (producer null) are measured there.
+    rows[0]["carried"].update({c["name"]: blocklist.tensor_bytes(run.batch[c["name"]])
+                               for c in model.carried if c["producer"] is None})
+    print(f"pulse-profile: microbatch {run.size}: loss {run.loss:.6f}, "
+          f"step {sum(r['forward_s'] + r['backward_s'] for r in rows):.4f} s", file=sys.stderr)
+    return rows
+
+
+def small_batch_findings(model, by_size, sizes, limit):
+    """Two checks on every block's forward + backward time between neighbouring sizes b < b':
+
+    per-sample   time(b)/b > limit x time(b')/b': small microbatches cost more per sample.
+                 Often real (fixed per-op costs of a small block), but a plan at b pays it.
+    inversion    time(b) > limit x time(b'): a smaller microbatch takes longer than a larger
+                 one, which no correct measurement of a sane kernel should show (the work
+                 could be padded to b'); a warm-up artifact or a pathological code path.
+    """
+    per_sample, inversions = [], []
+    for i, name in enumerate(model.block_names):
+        total = [by_size[b][i]["forward_s"] + by_size[b][i]["backward_s"] for b in sizes]
+        for k in range(len(sizes) - 1):
+            (b0, t0), (b1, t1) = (sizes[k], total[k]), (sizes[k + 1], total[k + 1])
+            ratio = (t0 / b0) / (t1 / b1)
+            if ratio > limit:
+                per_sample.append(f"{name}: per-sample time at microbatch {b0} is "
+                                  f"{ratio:.2f}x that at {b1}")
+            if t0 > limit * t1:
+                inversions.append(f"{name}: microbatch {b0} takes {t0 / t1:.2f}x as long as "
+                                  f"microbatch {b1}")
+    return per_sample, inversions
+
+
+def _contender(model_spec, dtype_name, device_name, threads, seed, sizes, ready, stop):
+    """A rank's worth of load: the whole training step, over and over, until told to stop."""
+    blocklist.keep_freed_memory()
+    torch.set_num_threads(threads)
+    device = torch.device(device_name)
+    model = models.load(model_spec, seed=seed, dtype=DTYPES[dtype_name][0]).to(device)
+    model.train()
+    batches = [model.make_batch(b, seed=seed + b, device=device) for b in sizes]
+    ready.set()
+    k = 0
+    while not stop.is_set():
+        b = sizes[k % len(sizes)]
+        chain_pass(model, batches[k % len(sizes)], b)
+        model.zero_grad(set_to_none=True)
+        k += 1
+
+
+class Contention:
+    """N-1 processes running the training step while the profiler measures."""
+
+    def __init__(self, args, device):
+        self.procs, self.stop = [], None
+        if args.concurrent <= 1:
+            return
+        ctx = multiprocessing.get_context("spawn")
+        self.stop = ctx.Event()
+        readies = []
+        for n in range(args.concurrent - 1):
+            ready = ctx.Event()
+            proc = ctx.Process(target=_contender, daemon=True,
+                               args=(args.model, args.dtype, str(device), args.threads,
+                                     args.seed + 1000 * (n + 1), args.sizes, ready, self.stop))
+            proc.start()
+            self.procs.append(proc)
+            readies.append(ready)
+        for ready, proc in zip(readies, self.procs):
+            while not ready.wait(1.0):
+                if not proc.is_alive():
+                    self.close()
+                    raise SystemExit(f"pulse-profile: a --concurrent copy exited "
+                                     f"({proc.exitcode}) before it started")
+
+    def close(self):
+        if self.stop is not None:
+            self.stop.set()
+        for proc in self.procs:
+            proc.join(timeout=60)
+            if proc.is_alive():
+                proc.terminate()
+                proc.join()
+        self.procs = []
 
 
 def saved_bytes(rec, param_keys):
@@ -181,33 +361,6 @@ def saved_bytes(rec, param_keys):
     return sum(seen.values())
 
 
-def measure_size(model, size, args, device, sync):
-    batch = model.make_batch(size, seed=args.seed + size, device=device)
-    records, loss = chain_pass(model, batch, size)
-    param_keys = {storage_key(p)[0] for p in model.parameters()}
-    rows = []
-    for rec in records:
-        fwd = median_time(lambda _: rec.run_forward(), sync, args.warmup, args.repeats)
-
-        def backward(fwd_out, rec=rec):
-            torch.autograd.backward(*rec.backward_pairs(*fwd_out))
-
-        bwd = median_time(backward, sync, args.warmup, args.repeats, setup=rec.run_forward)
-        rows.append({
-            "forward_s": fwd, "backward_s": bwd,
-            "saved": saved_bytes(rec, param_keys),
-            "output": blocklist.tensor_bytes(rec.out_h),
-            "skips": {k: blocklist.tensor_bytes(rec.outputs[k]) for k in rec.unit.skips_out},
-            "carried": {k: blocklist.tensor_bytes(rec.outputs[k]) for k in rec.unit.carried_out},
-        })
-    # Carried tensors that come with the batch (producer null) are measured there.
-    rows[0]["carried"].update({c["name"]: blocklist.tensor_bytes(batch[c["name"]])
-                               for c in model.carried if c["producer"] is None})
-    print(f"pulse-profile: microbatch {size}: loss {loss:.6f}, "
-          f"step {sum(r['forward_s'] + r['backward_s'] for r in rows):.4f} s", file=sys.stderr)
-    return rows
-
-
 def exact_per_sample(values_by_size, what):
     """Bytes of a tensor per sample: must divide exactly and agree at every size."""
     per = {v // b for b, v in values_by_size.items()}
@@ -221,7 +374,7 @@ def round_s(x):
     return max(round(x, 9), 1e-9)  # nanosecond quantum, like the planner; never 0
 
 
-def build_profile(model, by_size, args, device_type, device_desc, dtype_label):
+def build_profile(model, by_size, args, device_type, device_desc, dtype_label, findings):
     sizes = args.sizes
     layers, skip_bytes, carried_bytes = [], {}, {}
     kinds = getattr(model, "block_kinds", ["block"] * len(model.blocks))
@@ -246,7 +399,7 @@ def build_profile(model, by_size, args, device_type, device_desc, dtype_label):
         "schema": "pulse.model/v1",
         "name": args.name,
         "description": f"{args.model} measured block by block with PyTorch.",
-        "provenance": provenance(args, device_desc),
+        "provenance": provenance(args, device_desc, findings),
         "dtype": dtype_label,
         "timing": {"microbatch_sizes": sizes, "device_types": [device_type]},
         "layers": layers,
@@ -258,14 +411,36 @@ def build_profile(model, by_size, args, device_type, device_desc, dtype_label):
     }
 
 
-def provenance(args, device_desc):
+SMALL_BATCH_LINE = "Small-batch check"
+INVERSION_LINE = "Inversion check"
+
+
+def provenance(args, device_desc, findings):
+    alone = ("alone" if args.concurrent == 1 else
+             f"with {args.concurrent - 1} other process(es) running the same training step "
+             f"(--concurrent {args.concurrent})")
+    per_sample, inversions = findings
+    limit = f"{args.max_small_batch_ratio:g}"
+    flagged = [
+        f"{SMALL_BATCH_LINE} (per-sample forward + backward time at a microbatch size more than "
+        f"{limit}x that at the next larger size): "
+        + ("no block flagged." if not per_sample else
+           f"FLAGGED {len(per_sample)}: " + "; ".join(per_sample)
+           + ". Plans at the smaller size pay for it."),
+        f"{INVERSION_LINE} (a microbatch size taking more than {limit}x as long as the next "
+        "larger one): " + ("no block flagged." if not inversions else
+                           f"FLAGGED {len(inversions)}: " + "; ".join(inversions)
+                           + ". Likely an artifact; re-measure before planning on it."),
+    ]
     return {
         "method": "measured",
         "source": (f"pulse-profile --model {args.model} on host "
                    f"{platform.node()} ({device_desc[0]}: {device_desc[1]}), PyTorch "
                    f"{torch.__version__}, Python {platform.python_version()}, dtype "
-                   f"{args.dtype}, seed {args.seed}; median of {args.repeats} runs after "
-                   f"{args.warmup} warm-up runs"),
+                   f"{args.dtype}, seed {args.seed}; every block warmed up {max(args.warmup, 1)} "
+                   f"time(s) at every size, then the median of {args.repeats} runs (each "
+                   f"repeating a short block to last about {args.min_run_ms:g} ms) with the "
+                   f"sizes interleaved; measured {alone}"),
         "generator": "pulse-profile (python/pulse_runtime/profiler.py)",
         "assumptions": [
             "Each block is timed alone on detached copies of its real inputs; cache effects "
@@ -279,7 +454,7 @@ def provenance(args, device_desc):
             "blocks is counted in both.",
             "Skip and carried tensors are the ones the model's block list names; their "
             "bytes and the output bytes are exact sizes in the profiled dtype.",
-        ],
+        ] + flagged,
     }
 
 
@@ -300,8 +475,21 @@ def main(argv=None):
         stem = os.path.splitext(os.path.basename(args.model.rpartition(":")[0]))[0]
         args.name = f"{stem.replace('_', '-')}-{device.type}"
     sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
-    by_size = {b: measure_size(model, b, args, device, sync) for b in args.sizes}
-    profile = build_profile(model, by_size, args, device_type, (kind, desc), dtype_label)
+    contention = Contention(args, device)
+    try:
+        by_size = measure_all(model, args, device, sync)
+    finally:
+        contention.close()
+    findings = small_batch_findings(model, by_size, args.sizes, args.max_small_batch_ratio)
+    for check, lines in zip(("small-batch", "inversion"), findings):
+        for line in lines:
+            print(f"pulse-profile: {check} check: {line}", file=sys.stderr)
+    count = sum(len(lines) for lines in findings)
+    if count and args.strict:
+        raise SystemExit(f"pulse-profile: {count} finding(s) over --max-small-batch-ratio "
+                         f"{args.max_small_batch_ratio:g}; nothing written (--strict)")
+    profile = build_profile(model, by_size, args, device_type, (kind, desc), dtype_label,
+                            findings)
     text = json.dumps(profile, indent=2) + "\n"
     if args.output:
         tmp = args.output + ".tmp"

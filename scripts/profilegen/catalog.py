@@ -3,11 +3,12 @@
 from dataclasses import dataclass
 from typing import Callable, Dict, List
 
-from . import timing
+from . import anchors, timing
 from .flux import FLUX1_DEV, build_flux
 from .hunyuan import HUNYUAN_DIT_G2, build_hunyuan
 from .layers import Architecture
 from .unet import SD2_UNET, SDXL_UNET, build_unet
+from .svd import SVD_XT_UNET, build_svd
 from .uvit import UVIT_H2, UVIT_L2, build_uvit
 
 GENERATOR = "scripts/gen_profiles.py"
@@ -37,6 +38,7 @@ class ModelSpec:
     microbatch_sizes: List[int]
     references: List[str]
     assumptions: List[str]
+    anchored: bool = False  # a public measurement of this model sets its times (anchors.py)
 
 
 def _sd2_spec(px: int, repo: str) -> ModelSpec:
@@ -58,6 +60,7 @@ def _sd2_spec(px: int, repo: str) -> ModelSpec:
             "text encoder, no gradient.",
             "The VAE and text encoder are frozen and outside the pipeline (precomputed latents).",
         ],
+        anchored=True,
     )
 
 
@@ -147,6 +150,54 @@ def _flux_spec() -> ModelSpec:
     )
 
 
+DIFFUSERS_SVD = ("https://github.com/huggingface/diffusers/blob/"
+                 "0697725befb38a1a6aa39bc88ce8cb39c80931dc/src/diffusers/models/unets/"
+                 "unet_spatio_temporal_condition.py (with unet_3d_blocks.py, resnet.py, "
+                 "transformers/transformer_temporal.py, attention.py)")
+
+
+def _svd_spec() -> ModelSpec:
+    frames = SVD_XT_UNET["num_frames"]
+    return ModelSpec(
+        name="svd-xt-unet-576x1024",
+        description=(f"Stable Video Diffusion XT spatio-temporal UNet (diffusers "
+                     f"UNetSpatioTemporalConditionModel), {frames} frames at 576x1024 (latent "
+                     f"8x72x128 per frame); one sample is one clip; one layer per diffusers "
+                     "block."),
+        build=lambda: build_svd(SVD_XT_UNET, 72, 128),
+        microbatch_sizes=[1, 2, 4],
+        references=["https://huggingface.co/stabilityai/stable-video-diffusion-img2vid-xt/"
+                    "blob/main/unet/config.json",
+                    "https://huggingface.co/stabilityai/stable-video-diffusion-img2vid-xt "
+                    "(model card: 25 frames at 576x1024)",
+                    DIFFUSERS_SVD,
+                    "Blattmann et al., Stable Video Diffusion, arXiv 2311.15127",
+                    "Parameter count 1,524,623,082: Gosselin et al., Ctrl-Crash, arXiv "
+                    "2506.00227v2, Table G.6 (the SVD UNet it fine-tunes)"],
+        assumptions=[
+            "One layer per SpatioTemporalResBlock (named resnet), TransformerSpatioTemporalModel "
+            "(named attn), Downsample2D and Upsample2D; conv_out is conv_norm_out + SiLU + "
+            "conv_out. Skips as in the SD UNet, each tensor carrying all frames.",
+            "Spatial layers see the frames as a batch; FLOP classes by the per-frame map "
+            "(small_spatial at 16x16 = 256 positions or fewer, e.g. the 9x16 level).",
+            "A (3,1,1) temporal convolution costs 2*3*Cin*Cout per position and frame; "
+            "temporal attention is over the 25 frames of each position.",
+            "time_embedding's output_bytes_per_sample is the clip's 8-channel input (noisy "
+            "latents and the conditioning frame's latent) that passes by it.",
+            "Carried: temb (1280 fp16, once per clip) from time_embedding, trained, so its "
+            "gradient returns; image_context (1 x 1024 fp16, the frozen CLIP image "
+            "embedding) with the batch, no gradient. image_only_indicator (zeros) is left "
+            "out.",
+            "The VAE and CLIP image encoder are frozen and outside the pipeline.",
+            "Saved activations: the per-op rule of the 2D UNet applied to every frame, plus "
+            "the temporal blocks (ResnetBlock 3*(2*C)*HW per frame, TemporalBasicTransformer"
+            "Block 42*C per token beyond the spatial block's 28*C) and the blends' two "
+            "inputs; no activation checkpointing, which published SVD fine-tuning scripts "
+            "usually enable (the planner does not add it).",
+        ],
+    )
+
+
 def model_specs() -> List[ModelSpec]:
     return [
         _sd2_spec(512, "stabilityai/stable-diffusion-2-1-base"),
@@ -157,6 +208,7 @@ def model_specs() -> List[ModelSpec]:
         _hunyuan_spec(1024, [1, 2, 4, 8]),
         _hunyuan_spec(512, [1, 2, 4, 8, 16]),
         _flux_spec(),
+        _svd_spec(),
     ]
 
 
@@ -185,12 +237,15 @@ def model_profile(spec: ModelSpec) -> Dict:
         "description": spec.description,
         "provenance": {
             "method": "analytic",
-            "source": ("Analytic, not measured: parameter counts, forward FLOPs and activation "
-                       "bytes computed by formula from the published configuration; times from "
-                       "each device's peak FLOPS and HBM bandwidth times stated efficiencies."),
+            "source": ("Analytic, anchored to public measurements: parameter counts, forward "
+                       "FLOPs and activation bytes computed by formula from the published "
+                       "configuration; times from each device's peak FLOPS and HBM bandwidth "
+                       "times efficiencies fitted to published Stable Diffusion UNet "
+                       "throughput (calibration and time-range lines below)."),
             "generator": GENERATOR,
-            "references": spec.references + DEVICE_REFERENCES,
-            "assumptions": spec.assumptions + timing.assumptions(),
+            "references": spec.references + DEVICE_REFERENCES + anchors.references(),
+            "assumptions": (spec.assumptions + timing.assumptions()
+                            + anchors.calibration_lines() + anchors.range_lines(spec.anchored)),
         },
         "dtype": "fp16",
         "timing": {"microbatch_sizes": list(spec.microbatch_sizes),

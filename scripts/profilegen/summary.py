@@ -3,6 +3,7 @@ against it by tests/test_profiles.py so the document cannot go stale)."""
 
 from typing import Dict, List
 
+from . import anchors
 from .timing import DEVICES
 
 MIB = float(1 << 20)
@@ -68,5 +69,21 @@ def cluster_table(profiles: List[Dict]) -> List[str]:
     return lines
 
 
+def calibration(models: List[Dict]) -> List[str]:
+    """The anchors against the fitted model, then the time range each profile states."""
+    lines = anchors.derivations() + [""] + anchors.calibration_table() + [
+        "", "| profile | time range V100 | time range 910A |",
+                                           "|---|---|---|"]
+    for p in models:
+        ranges = {}
+        for line in p["provenance"]["assumptions"]:
+            parsed = anchors.parse_range(line)
+            if parsed:
+                ranges[parsed[0]] = f"x{parsed[1]:.2f} to x{parsed[2]:.2f}"
+        lines.append(f"| {p['name']} | {ranges['V100-SXM2']} | {ranges['Ascend-910A']} |")
+    return lines
+
+
 def summary(models: List[Dict], clusters: List[Dict]) -> str:
-    return "\n".join(model_table(models) + [""] + cluster_table(clusters)) + "\n"
+    return "\n".join(model_table(models) + [""] + cluster_table(clusters) + [""]
+                     + calibration(models)) + "\n"

@@ -141,48 +141,93 @@ def conv_out(cfg, side: int) -> Layer:
     return acc.done(fp16_bytes(c_out, side, side))
 
 
-class _UNetBuilder:
-    """Walks the blocks in forward order, keeping diffusers' skip stack."""
+class SDBlocks:
+    """The UNet2DConditionModel blocks for the builder; a grid is (height, width) of the
+    latent at that level, square here."""
 
-    def __init__(self, cfg, sample_size: int):
+    @staticmethod
+    def _side(grid) -> int:
+        assert grid[0] == grid[1], grid
+        return grid[0]
+
+    def time_embedding(self, cfg, grid) -> Layer:
+        return time_embedding(cfg, self._side(grid))
+
+    def conv_in(self, cfg, grid) -> Layer:
+        return conv_in(cfg, self._side(grid))
+
+    def conv_out(self, cfg, grid) -> Layer:
+        return conv_out(cfg, self._side(grid))
+
+    def resnet(self, name, c_in, c_out, grid, temb) -> Layer:
+        return resnet(name, c_in, c_out, self._side(grid), temb)
+
+    def transformer(self, name, c, grid, depth, cfg) -> Layer:
+        return transformer2d(name, c, self._side(grid), depth, cfg)
+
+    def downsample(self, name, c, grid) -> Layer:
+        return downsample(name, c, self._side(grid))
+
+    def upsample(self, name, c, grid) -> Layer:
+        return upsample(name, c, self._side(grid))
+
+    def skip_bytes(self, c, grid) -> int:
+        return fp16_bytes(c, *grid)
+
+    def carried(self, cfg, temb) -> list:
+        return [
+            # temb feeds every resnet's time_emb_proj; it is learned, so its gradient returns.
+            Carried("temb", "time_embedding", fp16_bytes(temb), True),
+            # Frozen text-encoder states come with the batch and feed every cross-attention.
+            Carried("text_context", None,
+                    fp16_bytes(cfg["text_tokens"], cfg["cross_attention_dim"]), False),
+        ]
+
+
+class UNetBuilder:
+    """Walks the blocks in forward order, keeping diffusers' skip stack (the same for the
+    2D UNet and the spatio-temporal one, whose blocks differ)."""
+
+    def __init__(self, cfg, grid, blocks):
         self.cfg = cfg
-        self.side = sample_size
+        self.grid = tuple(grid)
+        self.blocks = blocks
         self.temb = _temb_dim(cfg)
         self.layers = []
         self.skips = []
-        self.stack = []  # (producer layer, channels, side), pushed in forward order
+        self.stack = []  # (producer layer, channels, grid), pushed in forward order
 
     def add(self, layer: Layer, push: bool = False, channels: int = 0) -> None:
         self.layers.append(layer)
         if push:
-            self.stack.append((layer.name, channels, self.side))
+            self.stack.append((layer.name, channels, self.grid))
 
     def down_block(self, i: int) -> None:
-        cfg, boc = self.cfg, self.cfg["block_out_channels"]
+        cfg, boc, b = self.cfg, self.cfg["block_out_channels"], self.blocks
         c_in, c_out = boc[max(i - 1, 0)], boc[i]
         has_attn = cfg["down_block_types"][i].startswith("CrossAttn")
         depth = cfg["transformer_layers_per_block"][i]
         for j in range(cfg["layers_per_block"]):
-            res = resnet(f"down{i}.resnet{j}", c_in if j == 0 else c_out, c_out, self.side,
-                         self.temb)
+            res = b.resnet(f"down{i}.resnet{j}", c_in if j == 0 else c_out, c_out, self.grid,
+                           self.temb)
             self.add(res, push=not has_attn, channels=c_out)
             if has_attn:
-                attn = transformer2d(f"down{i}.attn{j}", c_out, self.side, depth, cfg)
+                attn = b.transformer(f"down{i}.attn{j}", c_out, self.grid, depth, cfg)
                 self.add(attn, push=True, channels=c_out)
         if i < len(boc) - 1:
-            layer = downsample(f"down{i}.downsample", c_out, self.side)
-            self.side //= 2
+            layer = b.downsample(f"down{i}.downsample", c_out, self.grid)
+            self.grid = (self.grid[0] // 2, self.grid[1] // 2)
             self.add(layer, push=True, channels=c_out)
 
     def mid_block(self) -> None:
-        c = self.cfg["block_out_channels"][-1]
+        c, b = self.cfg["block_out_channels"][-1], self.blocks
         depth = self.cfg["transformer_layers_per_block"][-1]
-        self.add(resnet("mid.resnet0", c, c, self.side, self.temb))
-        self.add(transformer2d("mid.attn0", c, self.side, depth, self.cfg))
-        self.add(resnet("mid.resnet1", c, c, self.side, self.temb))
+        self.add(b.resnet("mid.resnet0", c, c, self.grid, self.temb))
+        self.add(b.transformer("mid.attn0", c, self.grid, depth, self.cfg))
+        self.add(b.resnet("mid.resnet1", c, c, self.grid, self.temb))
 
     def up_block(self, i: int) -> None:
-        cfg = self.cfg
+        cfg, b = self.cfg, self.blocks
         rev = tuple(reversed(cfg["block_out_channels"]))
         c_out, c_prev = rev[i], rev[max(i - 1, 0)]
         c_in = rev[min(i + 1, len(rev) - 1)]
@@ -191,40 +236,33 @@ class _UNetBuilder:
         n = cfg["layers_per_block"] + 1
         for j in range(n):
             name = f"up{i}.resnet{j}"
-            producer, skip_c, skip_side = self.stack.pop()
+            producer, skip_c, skip_grid = self.stack.pop()
             # diffusers: res_skip_channels = in_channels if last else out_channels
-            assert skip_c == (c_in if j == n - 1 else c_out) and skip_side == self.side, name
-            self.skips.append(Skip(producer, name, fp16_bytes(skip_c, skip_side, skip_side)))
+            assert skip_c == (c_in if j == n - 1 else c_out) and skip_grid == self.grid, name
+            self.skips.append(Skip(producer, name, b.skip_bytes(skip_c, skip_grid)))
             main_c = c_prev if j == 0 else c_out
-            self.add(resnet(name, main_c + skip_c, c_out, self.side, self.temb))
+            self.add(b.resnet(name, main_c + skip_c, c_out, self.grid, self.temb))
             if has_attn:
-                self.add(transformer2d(f"up{i}.attn{j}", c_out, self.side, depth, cfg))
+                self.add(b.transformer(f"up{i}.attn{j}", c_out, self.grid, depth, cfg))
         if i < len(rev) - 1:
-            layer = upsample(f"up{i}.upsample", c_out, self.side)
-            self.side *= 2
+            layer = b.upsample(f"up{i}.upsample", c_out, self.grid)
+            self.grid = (2 * self.grid[0], 2 * self.grid[1])
             self.add(layer)
 
     def build(self) -> Architecture:
-        cfg, side0 = self.cfg, self.side
-        self.add(time_embedding(cfg, side0))
-        self.add(conv_in(cfg, side0), push=True, channels=cfg["block_out_channels"][0])
+        cfg, grid0, b = self.cfg, self.grid, self.blocks
+        self.add(b.time_embedding(cfg, grid0))
+        self.add(b.conv_in(cfg, grid0), push=True, channels=cfg["block_out_channels"][0])
         for i in range(len(cfg["block_out_channels"])):
             self.down_block(i)
         self.mid_block()
         for i in range(len(cfg["block_out_channels"])):
             self.up_block(i)
-        assert not self.stack and self.side == side0
-        self.add(conv_out(cfg, side0))
-        carried = [
-            # temb feeds every resnet's time_emb_proj; it is learned, so its gradient returns.
-            Carried("temb", "time_embedding", fp16_bytes(self.temb), True),
-            # Frozen text-encoder states come with the batch and feed every cross-attention.
-            Carried("text_context", None,
-                    fp16_bytes(cfg["text_tokens"], cfg["cross_attention_dim"]), False),
-        ]
-        return Architecture(self.layers, self.skips, carried)
+        assert not self.stack and self.grid == grid0
+        self.add(b.conv_out(cfg, grid0))
+        return Architecture(self.layers, self.skips, b.carried(cfg, self.temb))
 
 
 def build_unet(cfg, sample_size: int) -> Architecture:
     """The UNet at latent side sample_size (image side / 8)."""
-    return _UNetBuilder(cfg, sample_size).build()
+    return UNetBuilder(cfg, (sample_size, sample_size), SDBlocks()).build()

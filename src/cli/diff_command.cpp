@@ -12,6 +12,8 @@
 #include "pulse/tools/diff.hpp"
 #include "pulse/plan/plan.hpp"
 #include "pulse/plan/plan_codec.hpp"
+#include "pulse/profile/scaling.hpp"
+#include "pulse/tools/replay.hpp"
 
 namespace pulse::cli {
 
@@ -25,7 +27,7 @@ constexpr int kThresholdExit = 4;
 constexpr const char* kDiffHelp =
     R"txt(usage: pulse-plan diff OLD NEW [--format table|json|html] [-o FILE]
                        [--fail-if-slower PCT] [--fail-if-more-traffic PCT]
-                       [--color auto|always|never]
+                       [--color auto|always|never] [--compute-scale F] [--link-scale F]
 
 Compares two plans semantically, typically one model planned for two clusters: the
 degrees (pp, dp, microbatches), the placement (stage -> device, pipeline ranks, skips
@@ -47,6 +49,13 @@ For CI, --fail-if-slower PCT exits 4 when NEW's throughput (samples/s) is more t
 percent below OLD's, and --fail-if-more-traffic PCT when NEW moves more than PCT percent
 more point-to-point bytes per sample. The report is written either way.
 
+What if: --compute-scale F and --link-scale F first replay both plans, as simulate does on
+a plan's own cost model, with every stage time multiplied by F and every link made F times
+as fast (transfer and all-reduce times divided by F); the time rows then hold the replayed
+figures. Stages, placement and schedules stay the plans' own (plan with the same options
+to let the planner choose again). A plan made with scales keeps them: the factors
+multiply, and the rows "compute scale" and "link scale" show what each side assumes.
+
 )txt";
 
 constexpr const char* kDiffExamples = R"txt(
@@ -55,6 +64,7 @@ examples:
   pulse-plan diff old.json new.json --json > diff.json
   pulse-plan diff sd2-v100.json sd2-910a.json --format html -o sd2-move.html
   pulse-plan diff main.json branch.json --fail-if-slower 2 --fail-if-more-traffic 10
+  pulse-plan diff sd2-v100.json sd2-910a.json --compute-scale 1.2 --link-scale 0.5
 
 exit codes: 0 report written; 2 bad usage or a plan that cannot be read; 3 internal error;
 4 a --fail-if threshold tripped (the report is written, the reason is on stderr).
@@ -72,7 +82,11 @@ po::options_description diff_options() {
       "fail-if-more-traffic", po::value<double>()->value_name("PCT"),
       "exit 4 if NEW moves more than PCT percent more P2P bytes per sample")(
       "color", po::value<std::string>()->value_name("WHEN")->default_value("auto"),
-      "auto, always or never (the table only)")("help,h", "this help");
+      "auto, always or never (the table only)")(
+      "compute-scale", po::value<std::string>()->value_name("F"),
+      "replay both plans with every stage time x F (F > 0)")(
+      "link-scale", po::value<std::string>()->value_name("F"),
+      "replay both plans with every link F times as fast (F > 0)")("help,h", "this help");
   return o;
 }
 
@@ -96,6 +110,17 @@ Result<std::optional<double>> threshold(const po::variables_map& vm, const char*
     return usage_error(fmt::format("diff: --{} must be a percentage >= 0, got {}", name, v));
   }
   return std::optional<double>{v};
+}
+
+Result<double> scale(const po::variables_map& vm, const char* name) {
+  if (!vm.count(name)) return 1.0;
+  const std::string text = vm[name].as<std::string>();
+  if (const std::optional<double> v = parse_scale(text)) return *v;
+  return usage_error(fmt::format("diff: --{} must be a positive, finite number, got \"{}\"{}",
+                                 name, text,
+                                 text == "range-low" || text == "range-high"
+                                     ? " (the time range is the model profile's: plan with it)"
+                                     : ""));
 }
 
 // The reasons the thresholds trip, one line each; empty when none does.
@@ -165,12 +190,28 @@ int diff_command(const std::vector<std::string>& args) {
   if (!slower) return report(slower.error());
   auto traffic = threshold(*vm, "fail-if-more-traffic");
   if (!traffic) return report(traffic.error());
+  auto compute = scale(*vm, "compute-scale");
+  if (!compute) return report(compute.error());
+  auto links = scale(*vm, "link-scale");
+  if (!links) return report(links.error());
   auto a = load_plan(split.positional[0]);
   auto b = load_plan(split.positional[1]);
   if (!a || !b) {
     if (!a) report(a.error());
     if (!b) report(b.error());
     return 2;
+  }
+  if (vm->count("compute-scale") || vm->count("link-scale")) {
+    // Both plans replayed under the scaled costs; their figures are what is compared.
+    auto ra = replay_plan({&*a, nullptr, *compute, *links});
+    auto rb = replay_plan({&*b, nullptr, *compute, *links});
+    if (!ra || !rb) {
+      if (!ra) report(ra.error());
+      if (!rb) report(rb.error());
+      return 2;
+    }
+    a = std::move(ra->figures);
+    b = std::move(rb->figures);
   }
   const PlanDiff d = diff_plans({&*a, &*b});
   const std::string text = *format == "json"   ? format_diff_json(d)

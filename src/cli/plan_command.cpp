@@ -8,6 +8,7 @@
 #include "pulse/base/io.hpp"
 #include "pulse/compile/plan_builder.hpp"
 #include "pulse/plan/plan_codec.hpp"
+#include "pulse/profile/scaling.hpp"
 #include "pulse/tools/trace.hpp"
 #include "pulse/base/units.hpp"
 #include "pulse/base/defaults.hpp"
@@ -46,6 +47,12 @@ DGX-1, an HCCS group on an Ascend 910A server), ordered so the boundaries that m
 most bytes get the strongest links; replicas spread over nodes. The plan's "search" lists
 every configuration with its figures or the reason it lost; --explain prints them.
 
+What if the profiles are off: --compute-scale F plans with every compute time of the
+cluster's device type multiplied by F (range-low and range-high: the ends of the time range
+the model profile states for that device type), --link-scale F with every link F times as
+fast (bandwidth x F, latency / F). The plan records both (options, cost_model) beside the
+unscaled files' hashes; simulate and validate replay and check it with them.
+
 )";
 
 constexpr const char* kPlanExamples = R"(
@@ -55,6 +62,7 @@ examples:
   pulse-plan plan --model profiles/models/sd2-unet-512.json \
                   --cluster profiles/clusters/dgx1-v100-32gb-1n.json --pp 4 -o sd2.json
   pulse-plan plan ... --strategy sequential --pp 4 -o sd2-seq.json   # the baseline
+  pulse-plan plan ... --compute-scale range-high --link-scale 0.5   # slower devices, links
 
 exit codes: 0 plan written; 1 no feasible plan (the message says what does not fit, by how
 much, on which device); 2 bad usage or bad input (nothing written); 3 internal error.
@@ -82,6 +90,11 @@ po::options_description plan_options() {
   add("zero", po::value<int>()->value_name("0|1")->default_value(0),
       "1: shard optimizer state over the data-parallel replicas (ZeRO-1)");
   add("split-backward", "backward as input-gradient (I) and weight-gradient (W) ops");
+  add("compute-scale", po::value<std::string>()->value_name("F"),
+      "multiply every compute time of the cluster's device type by F > 0, or by an end of "
+      "the profile's time range: range-low, range-high");
+  add("link-scale", po::value<std::string>()->value_name("F"),
+      "make every link F times as fast (F > 0: bandwidth x F, latency / F)");
   add("solver-nodes", po::value<int>()->value_name("N")->default_value(kDefaultSolverNodes),
       "branch-and-bound nodes per integer program (the deterministic work limit)");
   add("solver-time-limit", po::value<double>()->value_name("S")->default_value(kDefaultSolverSeconds),
@@ -98,6 +111,27 @@ po::options_description plan_options() {
   add("quiet,q", "no summary line on stderr");
   add("help,h", "this help");
   return o;
+}
+
+// --compute-scale and --link-scale as given; range words are resolved once the model is
+// loaded (resolve_compute_scale).
+Result<CostScales> read_scales(const po::variables_map& vm) {
+  CostScales scales;
+  if (vm.count("compute-scale")) {
+    auto parsed = parse_compute_scale(vm["compute-scale"].as<std::string>());
+    if (!parsed) return usage_error("plan: " + parsed.error().message);
+    scales = *parsed;
+  }
+  if (vm.count("link-scale")) {
+    const std::string text = vm["link-scale"].as<std::string>();
+    const std::optional<double> links = parse_scale(text);
+    if (!links) {
+      return usage_error(
+          fmt::format("plan: --link-scale must be a positive, finite number, got \"{}\"", text));
+    }
+    scales.links = *links;
+  }
+  return scales;
 }
 
 Result<PlanOptions> read_options(const po::variables_map& vm) {
@@ -161,17 +195,24 @@ std::string explanation(const CompiledPlan& p) {
   return out;
 }
 
-std::string summary(const CompiledPlan& p, const ModelProfile& m, const ClusterProfile& c) {
+std::string summary(const CompiledPlan& p, const ModelProfile& m, const ClusterProfile& c,
+                    const CostScales& scales) {
   int local = 0;
   for (const SkipPlacement& s : p.model.skips) local += s.local ? 1 : 0;
+  std::string scaled;
+  if (!scales.identity()) {
+    scaled = fmt::format(", compute x{:g}{}, links x{:g}", scales.compute,
+                         scales.compute_from.empty() ? "" : " (" + scales.compute_from + ")",
+                         scales.links);
+  }
   return fmt::format(
       "{} on {} ({}): pp {} x dp {}, {} stages{}, microbatch {} x {}, {}/{} skips local, "
-      "iteration {} ({:.1f} samples/s), bubble {:.1f}%",
+      "iteration {} ({:.1f} samples/s), bubble {:.1f}%{}",
       m.name, c.name, strategy_name(p.strategy), p.pp, p.dp, p.model.layout.num_stages(),
       p.strategy == Strategy::pulse ? fmt::format(" ({})", p.family->name) : "",
       p.microbatch_size, p.num_microbatches, local, p.model.skips.size(),
       format_seconds(p.evaluation.iteration_s), p.evaluation.samples_per_s,
-      100.0 * p.evaluation.bubble_ratio);
+      100.0 * p.evaluation.bubble_ratio, scaled);
 }
 
 }  // namespace
@@ -194,6 +235,8 @@ int plan_command(const std::vector<std::string>& args) {
   }
   auto plan_options = read_options(*vm);
   if (!plan_options) return report(plan_options.error());
+  auto scales = read_scales(*vm);
+  if (!scales) return report(scales.error());
 
   PassClock clock;
   auto model = load_model_profile((*vm)["model"].as<std::string>());
@@ -204,6 +247,11 @@ int plan_command(const std::vector<std::string>& args) {
     if (!cluster) report(cluster.error());
     return 2;
   }
+  if (auto resolved = resolve_compute_scale(*scales, *model, cluster->device_type); !resolved) {
+    return report({resolved.error().kind, "plan: " + resolved.error().message});
+  }
+  // The plan is made from the scaled profiles and names the files as they are.
+  apply_scales(*scales, *model, *cluster);
   clock.lap("load");
   if (stderr_is_terminal() && !vm->count("quiet")) {
     plan_options->progress = [](int done, int total) {
@@ -214,7 +262,7 @@ int plan_command(const std::vector<std::string>& args) {
   auto plan = compile_plan(*model, *cluster, *plan_options, &clock);
   if (!plan) return report(plan.error());
 
-  const std::string text = write_plan(build_plan(*plan, *model, *cluster));
+  const std::string text = write_plan(build_plan(*plan, *model, *cluster, *scales));
   if (vm->count("output")) {
     const std::string path = (*vm)["output"].as<std::string>();
     if (auto written = write_output(path, text); !written) return report(written.error());
@@ -229,7 +277,9 @@ int plan_command(const std::vector<std::string>& args) {
     }
   }
   clock.lap("write");
-  if (!vm->count("quiet")) std::cerr << "pulse-plan: " << summary(*plan, *model, *cluster) << "\n";
+  if (!vm->count("quiet")) {
+    std::cerr << "pulse-plan: " << summary(*plan, *model, *cluster, *scales) << "\n";
+  }
   if (vm->count("explain")) std::cerr << explanation(*plan);
   if (vm->count("stats")) {
     for (const PassTime& t : clock.times()) {

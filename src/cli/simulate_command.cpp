@@ -47,7 +47,8 @@ times and all-reduce times are used, and an untouched plan replays to exactly it
 predicted figures. With --cluster FILE the transfers are timed on that cluster's links
 between the plan's ranks, and the all-reduce, overlap and memory capacity come from that
 cluster: how the same plan does on other links (a cluster of another device type is an
-error: stage times are per device type, plan again).
+error: stage times are per device type, plan again). A plan made with --link-scale F
+(cost_model.link_scale) is timed on the cluster's links made F times as fast.
 
 )txt";
 

@@ -320,8 +320,10 @@ Status schedule_and_evaluate(const CompileInputs& in, CompiledPlan& plan, Effort
 
 std::vector<const Family*> searched_families(const PlanOptions& options) {
   std::vector<const Family*> out;
+  // --family narrows pulse's own search; a baseline strategy always has its one family.
+  const bool narrowed = options.family && options.strategy == Strategy::pulse;
   for (const Family& f : families(options.strategy)) {
-    if (!options.family || options.family == f.name) out.push_back(&f);
+    if (!narrowed || options.family == f.name) out.push_back(&f);
   }
   return out;
 }
@@ -448,6 +450,7 @@ std::string configuration_text(const CompiledPlan& p) {
 Result<CompiledPlan> baseline_answer(const CompileInputs& in, Strategy s, PassClock& clock) {
   PlanOptions options = *in.options;
   options.strategy = s;
+  options.family.reset();
   options.progress = nullptr;
   CompileInputs b = in;
   b.options = &options;

@@ -297,7 +297,8 @@ std::vector<PlanCandidate> search(const CompiledPlan& p) {
 
 }  // namespace
 
-Plan build_plan(const CompiledPlan& p, const ModelProfile& model, const ClusterProfile& cluster) {
+Plan build_plan(const CompiledPlan& p, const ModelProfile& model, const ClusterProfile& cluster,
+                const CostScales& scales) {
   Plan plan;
   plan.generator = {"pulse-plan", kVersion};
   plan.inputs = {input(model.file, model.name, model.provenance),
@@ -315,7 +316,18 @@ Plan build_plan(const CompiledPlan& p, const ModelProfile& model, const ClusterP
   plan.solver = solver(p);
   // The cluster settings the figures assume, so that `simulate` can replay the plan
   // without the cluster file.
-  plan.cost_model = PlanCostModel{cluster.overlap_comm, cluster.allreduce, kTimeQuantum_s};
+  PlanCostModel& cost = plan.cost_model.emplace();
+  cost.overlap_comm = cluster.overlap_comm;
+  cost.allreduce = cluster.allreduce;
+  cost.time_quantum_s = kTimeQuantum_s;
+  // Scales other than 1 only: an unscaled plan stays as it was, byte for byte.
+  if (scales.compute != 1 || !scales.compute_from.empty()) {
+    plan.options.compute_scale = scales.compute;
+    if (!scales.compute_from.empty()) plan.options.compute_scale_from = scales.compute_from;
+  }
+  if (scales.links != 1) plan.options.link_scale = scales.links;
+  if (scales.compute != 1) cost.compute_scale = scales.compute;
+  if (scales.links != 1) cost.link_scale = scales.links;
   plan.comm = comm_figures(p.model, p.evaluation.allreduce, p.num_microbatches, p.dp);
   plan.predicted = predicted_figures(p.timeline, p.evaluation, cluster.usable_memory());
   plan.rank_map = rank_map(p, cluster);

@@ -130,7 +130,16 @@ std::string smallest_shortfall(const CompileInputs& in) {
 
 // Every candidate failed a consistency check: one reason if they share it (a fixed option
 // the cluster cannot meet), else each configuration with its own.
-std::string inconsistent(const std::vector<Trial>& trials) {
+std::string inconsistent(const CompileInputs& in, const std::vector<Trial>& trials) {
+  if (trials.empty()) {
+    const Family* f = searched_families(*in.options).empty()
+                          ? nullptr
+                          : searched_families(*in.options).front();
+    return fmt::format("model {} has {} layers; no pipeline degree gives {} stages of one "
+                       "layer or more",
+                       in.model->name, in.model->layers.size(),
+                       f ? f->name : strategy_name(in.options->strategy));
+  }
   bool same = true;
   for (const Trial& t : trials)
     same = same && t.candidate.reason == trials.front().candidate.reason;
@@ -208,7 +217,7 @@ Result<CompiledPlan> tune(const CompileInputs& in, PassClock& clock) {
     if (t.candidate.feasible) ranked.push_back(&t);
   }
   if (ranked.empty()) {
-    if (valid == 0) return usage_error(inconsistent(trials));
+    if (valid == 0) return usage_error(inconsistent(in, trials));
     return infeasible_error(nothing_fits(in, trials));
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const Trial* a, const Trial* b) {

@@ -49,6 +49,9 @@ void options_keys(IO& io, T& o) {
   io.field("microbatch_size", o.microbatch_size, count(1).nullable_or_absent());
   io.field("global_batch", o.global_batch, count(1).nullable_or_absent());
   io.field("split_backward", o.split_backward, flag());
+  io.field("compute_scale", o.compute_scale, number(Format::raw, Range::positive));
+  io.field("compute_scale_from", o.compute_scale_from, choice({"range-low", "range-high"}));
+  io.field("link_scale", o.link_scale, number(Format::raw, Range::positive));
   io.object("memory", o.memory, [](auto& sub, auto& x) { memory_model_keys(sub, x); },
             Need::defaulted);
 }
@@ -228,6 +231,8 @@ void cost_model_keys(IO& io, T& x) {
   io.field("overlap_comm", x.overlap_comm, flag());
   io.field("allreduce", x.allreduce, choice({"ring", "hierarchical"}));
   io.field("time_quantum_s", x.time_quantum_s, number(Format::raw, Range::positive));
+  io.field("compute_scale", x.compute_scale, number(Format::raw, Range::positive));
+  io.field("link_scale", x.link_scale, number(Format::raw, Range::positive));
 }
 
 template <class IO, class T>

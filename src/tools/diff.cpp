@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -106,6 +107,17 @@ void inputs_and_degrees(PlanDiff& d, const Plan& a, const Plan& b) {
   in.text("device_type", "device type", a.parallelism.device_type.value_or(""),
           b.parallelism.device_type.value_or(""));
   in.text("strategy", "strategy", a.strategy(), b.strategy());
+  // What-if scales (plan --compute-scale/--link-scale, diff's replay): rows only when a
+  // plan's figures assume any, so that unscaled plans diff as they always did.
+  const auto factor = [](const Plan& p, double (PlanCostModel::*get)() const) {
+    return p.cost_model ? ((*p.cost_model).*get)() : 1.0;
+  };
+  for (const auto& [key, label, get] :
+       {std::tuple{"compute_scale", "compute scale", &PlanCostModel::compute_factor},
+        std::tuple{"link_scale", "link scale", &PlanCostModel::link_factor}}) {
+    const double x = factor(a, get), y = factor(b, get);
+    if (x != 1 || y != 1) in.text(key, label, fmt::format("x{:g}", x), fmt::format("x{:g}", y));
+  }
   RowWriter deg(d, "degrees");
   const PlanParallelism &x = a.parallelism, &y = b.parallelism;
   deg.count("pp", "pp", x.pp, y.pp);

@@ -1,13 +1,16 @@
 #include "pulse/tools/replay.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
 
 #include "pulse/base/json_check.hpp"
+#include "pulse/cost/cost_model.hpp"
 #include "pulse/cost/memory.hpp"
 #include "pulse/plan/figures.hpp"
+#include "pulse/profile/scaling.hpp"
 
 namespace pulse {
 
@@ -17,10 +20,26 @@ namespace {
 // given; the times themselves are the transfers' own.
 constexpr const char* kUnnamedLink = "unnamed";
 
+// A time the plan states, times a what-if factor, on the time quantum as the planner's are.
+double scaled(double seconds, double factor) {
+  return factor == 1 ? seconds : quantize_time(seconds * factor);
+}
+
 class Rebuild {
  public:
-  Rebuild(const Plan& plan, const ClusterProfile* cluster)
-      : plan_(plan), cluster_(cluster), check_(plan.file) {}
+  explicit Rebuild(const ReplayRequest& r)
+      : plan_(*r.plan),
+        cluster_(r.cluster),
+        compute_scale_(r.compute_scale),
+        link_scale_(r.link_scale),
+        check_(plan_.file) {
+    // A cluster's links as the plan's figures assume them, then the request's what-if.
+    if (cluster_ && link_factor() != 1) {
+      scaled_cluster_ = *cluster_;
+      scale_links(*scaled_cluster_, link_factor());
+      cluster_ = &*scaled_cluster_;
+    }
+  }
 
   Result<Replay> run();
 
@@ -33,9 +52,16 @@ class Rebuild {
   void links();
   void schedule();
   std::vector<double> allreduce();
+  /// How much faster than the cluster profile's the links are: the plan's scale x the request's.
+  double link_factor() const {
+    return (plan_.cost_model ? plan_.cost_model->link_factor() : 1.0) * link_scale_;
+  }
 
   const Plan& plan_;
   const ClusterProfile* cluster_;
+  std::optional<ClusterProfile> scaled_cluster_;
+  double compute_scale_;
+  double link_scale_;
   JsonChecker check_;
   Replay out_;
   PipelineModel& model_ = out_.model;
@@ -117,9 +143,11 @@ void Rebuild::stages() {
                   fmt::format("expected at most backward_s ({}), got {}", backward,
                               *s.backward_weight_s));
     }
-    model_.stages.push_back(StageCost{s.forward_s.value_or(0), backward,
-                                  s.backward_weight_s.value_or(0), s.params.value_or(0),
-                                  s.activation_bytes_per_microbatch.value_or(0)});
+    model_.stages.push_back(StageCost{scaled(s.forward_s.value_or(0), compute_scale_),
+                                      scaled(backward, compute_scale_),
+                                      scaled(s.backward_weight_s.value_or(0), compute_scale_),
+                                      s.params.value_or(0),
+                                      s.activation_bytes_per_microbatch.value_or(0)});
   }
 }
 
@@ -150,8 +178,8 @@ void Rebuild::transfers() {
     t.backward = pt.backward;
     t.forward_messages = pt.forward_messages.value_or(0);
     t.backward_messages = pt.backward_messages.value_or(0);
-    t.forward_s = pt.forward_s.value_or(0);
-    t.backward_s = pt.backward_s.value_or(0);
+    t.forward_s = scaled(pt.forward_s.value_or(0), 1 / link_scale_);
+    t.backward_s = scaled(pt.backward_s.value_or(0), 1 / link_scale_);
     if (!cluster_ && !pt.has_times()) {
       check_.fail(path,
                   "expected forward_s and backward_s (or give --cluster FILE to time the "
@@ -219,7 +247,9 @@ std::vector<double> Rebuild::allreduce() {
                             P, plan_.parallelism.dp, devices ? devices->size() : 0));
     return seconds;
   }
-  for (const PlanDevicePrediction& d : *devices) seconds[d.device] = d.allreduce_s.value_or(0);
+  for (const PlanDevicePrediction& d : *devices) {
+    seconds[d.device] = scaled(d.allreduce_s.value_or(0), 1 / link_scale_);
+  }
   return seconds;
 }
 
@@ -250,13 +280,26 @@ Result<Replay> Rebuild::run() {
   if (cluster_) {
     out_.capacity_bytes = cluster_->usable_memory();
     out_.cost_source = fmt::format("cluster {} ({})", cluster_->name, cluster_->file.name);
+    if (scaled_cluster_) {
+      out_.cost_source += fmt::format(" with links x{:g}", link_factor());
+    }
   } else {
     const auto& devices = plan_.predicted.devices;
     out_.capacity_bytes =
         devices && !devices->empty() ? devices->front().capacity_bytes.value_or(0) : 0;
     out_.cost_source = "the plan's own cost model and link times";
+    if (link_scale_ != 1) out_.cost_source += fmt::format(", link times / {:g}", link_scale_);
   }
+  if (compute_scale_ != 1) out_.cost_source += fmt::format(", stage times x{:g}", compute_scale_);
   out_.figures = plan_;
+  out_.figures.schedule_info.makespan_s = out_.timeline.makespan_s;
+  if (out_.figures.cost_model && (compute_scale_ != 1 || link_scale_ != 1)) {
+    PlanCostModel& cost = *out_.figures.cost_model;
+    const double compute = cost.compute_factor() * compute_scale_;
+    const double links = cost.link_factor() * link_scale_;
+    cost.compute_scale = compute == 1 ? std::nullopt : std::optional<double>(compute);
+    cost.link_scale = links == 1 ? std::nullopt : std::optional<double>(links);
+  }
   out_.figures.comm =
       comm_figures(model_, out_.evaluation.allreduce, par.num_microbatches, par.dp);
   out_.figures.predicted =
@@ -267,7 +310,14 @@ Result<Replay> Rebuild::run() {
 }  // namespace
 
 Result<Replay> replay_plan(const ReplayRequest& request) {
-  return Rebuild(*request.plan, request.cluster).run();
+  for (const auto& [name, value] :
+       {std::pair{"compute_scale", request.compute_scale}, {"link_scale", request.link_scale}}) {
+    if (!std::isfinite(value) || !(value > 0)) {
+      return usage_error(
+          fmt::format("replay: {} must be positive and finite, got {}", name, value));
+    }
+  }
+  return Rebuild(request).run();
 }
 
 }  // namespace pulse

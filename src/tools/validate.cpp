@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "pulse/base/units.hpp"
+#include "pulse/profile/scaling.hpp"
 #include "validate_internal.hpp"
 
 namespace pulse {
@@ -259,7 +260,19 @@ void Validator::check_rank_groups(const std::map<std::pair<int, int>, RankId>& a
 }  // namespace detail
 
 ValidateResult validate_plan(const ValidateRequest& request) {
-  return detail::Validator(request).run();
+  const std::optional<PlanCostModel>& cost = request.plan->cost_model;
+  if (!cost || (cost->compute_factor() == 1 && cost->link_factor() == 1)) {
+    return detail::Validator(request).run();
+  }
+  // A plan made with --compute-scale / --link-scale is checked against the profiles as it
+  // was made from them: scaled the same way (their files, and so their hashes, unchanged).
+  ModelProfile model = *request.model;
+  ClusterProfile cluster = *request.cluster;
+  apply_scales({cost->compute_factor(), cost->link_factor(), ""}, model, cluster);
+  ValidateRequest scaled = request;
+  scaled.model = &model;
+  scaled.cluster = &cluster;
+  return detail::Validator(scaled).run();
 }
 
 }  // namespace pulse

@@ -6,6 +6,8 @@
 #include <set>
 
 #include "pulse/compile/plan_builder.hpp"
+#include "pulse/plan/plan_codec.hpp"
+#include "pulse/profile/scaling.hpp"
 #include "pulse/simulate/schedule_check.hpp"
 #include "support/test_support.hpp"
 
@@ -134,6 +136,77 @@ TEST(Compile, InconsistentOptionsAreUsageErrors) {
   o.microbatch_size = 4;
   EXPECT_EQ(compile_plan(in.model, in.cluster, o).error().message,
             "global batch 10 is not divisible by dp 1 x microbatch size 4 = 4");
+}
+
+TEST(Compile, TwiceTheComputeOnLinksHalfAsFastDoublesEveryTime) {
+  // Every layer and link time doubles exactly (x2 is exact in binary), so every stage,
+  // transfer and all-reduce time doubles up to the nanosecond each is rounded to, the same
+  // cut and schedule win, and the iteration doubles to within a few nanoseconds; bytes
+  // stay as they are.
+  const Inputs in = shipped("tiny-unet", "dgx1-v100-32gb-1n");
+  PlanOptions o;
+  o.pp = 2;                  // transfers between the devices, an all-reduce over dp 4
+  o.solver_max_seconds = 0;  // list schedules: no wall clock in the comparison
+  const CompiledPlan base = compile_ok(in, o);
+  Inputs slow = in;
+  const CostScales scales{2, 0.5, ""};
+  apply_scales(scales, slow.model, slow.cluster);
+  const CompiledPlan twice = compile_ok(slow, o);
+  ASSERT_EQ(twice.pp, base.pp);
+  ASSERT_EQ(twice.dp, base.dp);
+  ASSERT_EQ(twice.microbatch_size, base.microbatch_size);
+  ASSERT_EQ(twice.model.layout.first_layer, base.model.layout.first_layer);
+  const double ns = 1.5e-9;  // one quantum, and the rounding of its decimal value
+  for (std::size_t s = 0; s < base.model.stages.size(); ++s) {
+    EXPECT_NEAR(twice.model.stages[s].forward_s, 2 * base.model.stages[s].forward_s, ns);
+    EXPECT_NEAR(twice.model.stages[s].backward_s, 2 * base.model.stages[s].backward_s, ns);
+  }
+  ASSERT_EQ(twice.model.transfers.size(), base.model.transfers.size());
+  ASSERT_FALSE(base.model.transfers.empty());
+  for (std::size_t t = 0; t < base.model.transfers.size(); ++t) {
+    EXPECT_NEAR(twice.model.transfers[t].forward_s, 2 * base.model.transfers[t].forward_s, ns);
+  }
+  ASSERT_EQ(base.dp, 4);
+  for (std::size_t d = 0; d < base.evaluation.allreduce.size(); ++d) {
+    EXPECT_GT(base.evaluation.allreduce[d].seconds, 0);
+    EXPECT_NEAR(twice.evaluation.allreduce[d].seconds, 2 * base.evaluation.allreduce[d].seconds,
+                ns);
+  }
+  EXPECT_NEAR(twice.evaluation.iteration_s, 2 * base.evaluation.iteration_s, 20 * ns);
+
+  // The plan records the scales and names the unscaled files.
+  const json a = json::parse(test::plan_text(base, in.model, in.cluster));
+  const json b = json::parse(write_plan(build_plan(twice, slow.model, slow.cluster, scales)));
+  EXPECT_EQ(b["inputs"], a["inputs"]);
+  EXPECT_EQ(b["options"]["compute_scale"], 2.0);
+  EXPECT_EQ(b["options"]["link_scale"], 0.5);
+  EXPECT_FALSE(b["options"].contains("compute_scale_from"));
+  EXPECT_EQ(b["cost_model"]["compute_scale"], 2.0);
+  EXPECT_EQ(b["cost_model"]["link_scale"], 0.5);
+  EXPECT_EQ(b["comm"], a["comm"]);
+  EXPECT_NEAR(b["predicted"]["iteration_s"].get<double>(),
+              2 * a["predicted"]["iteration_s"].get<double>(), 20 * ns);
+  for (const char* key : {"compute_scale", "compute_scale_from", "link_scale"}) {
+    EXPECT_FALSE(a["options"].contains(key)) << key;
+    EXPECT_FALSE(a["cost_model"].contains(key)) << key;
+  }
+}
+
+TEST(Compile, ScalesOfOneWriteTheSamePlan) {
+  const Inputs in = shipped("tiny-unet", "atlas800-910a-1n");
+  PlanOptions o;
+  o.pp = 2;
+  const CompiledPlan p = compile_ok(in, o);
+  Inputs same = in;
+  apply_scales({1, 1, ""}, same.model, same.cluster);
+  EXPECT_EQ(write_plan(build_plan(p, same.model, same.cluster, {1, 1, ""})),
+            test::plan_text(p, in.model, in.cluster));
+  // range-low that happens to be 1 is still recorded as asked for.
+  const json ranged =
+      json::parse(write_plan(build_plan(p, in.model, in.cluster, {1, 1, "range-low"})));
+  EXPECT_EQ(ranged["options"]["compute_scale"], 1.0);
+  EXPECT_EQ(ranged["options"]["compute_scale_from"], "range-low");
+  EXPECT_FALSE(ranged["cost_model"].contains("compute_scale"));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -12,6 +13,7 @@
 #include "pulse/compile/compile.hpp"
 #include "pulse/compile/plan_builder.hpp"
 #include "pulse/plan/plan_codec.hpp"
+#include "pulse/profile/scaling.hpp"
 #include "pulse/tools/trace.hpp"
 #include "support/test_support.hpp"
 #include "pulse/schedule/list_schedule.hpp"
@@ -171,6 +173,60 @@ TEST(Replay, HandEditedPlanGivesTheHandComputedIteration) {
   ASSERT_TRUE(r.ok());
   EXPECT_DOUBLE_EQ(r->timeline.makespan_s, 10.5);
   EXPECT_NEAR(r->evaluation.bubble_ratio, 1.0 / 3.0, 1e-15);
+}
+
+TEST(Replay, ScaledCostsGiveTheHandComputedIteration) {
+  // The same plan with forward f, backward b and transfers t: the timeline above gives
+  // makespan 3f + 3t + 3b. Replayed with compute x3 and links twice as fast: f = 3, b = 6,
+  // t = 0.5 / 2 = 0.25, makespan 27.75; each device computes 18 s and sends 0.5 s, so the
+  // bubble is (55.5 - 36 - 1) / 55.5 = 1/3.
+  const Plan plan = parsed(hand_plan(0.5, false).dump());
+  auto r = replay_plan({&plan, nullptr, 3.0, 2.0});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_DOUBLE_EQ(r->timeline.makespan_s, 27.75);
+  EXPECT_DOUBLE_EQ(r->evaluation.iteration_s, 27.75);
+  EXPECT_NEAR(r->evaluation.bubble_ratio, 1.0 / 3.0, 1e-15);
+  for (const DeviceTimeline& d : r->timeline.devices) {
+    EXPECT_DOUBLE_EQ(d.compute_s, 18.0);
+    EXPECT_DOUBLE_EQ(d.send_s, 0.5);
+  }
+  // The figures say what they assume, and the makespan is the replay's.
+  ASSERT_TRUE(r->figures.cost_model.has_value());
+  EXPECT_EQ(r->figures.cost_model->compute_scale, 3.0);
+  EXPECT_EQ(r->figures.cost_model->link_scale, 2.0);
+  EXPECT_EQ(r->figures.schedule_info.makespan_s, 27.75);
+  EXPECT_DOUBLE_EQ(r->figures.predicted.iteration_s, 27.75);
+  // The plan's own scales multiply with the request's.
+  Plan scaled = plan;
+  scaled.cost_model->compute_scale = 0.5;
+  auto twice = replay_plan({&scaled, nullptr, 4.0, 1.0});
+  ASSERT_TRUE(twice.ok());
+  EXPECT_EQ(twice->figures.cost_model->compute_scale, 2.0);
+  EXPECT_FALSE(twice->figures.cost_model->link_scale.has_value());
+  // The request is checked first.
+  for (const double bad : {0.0, -1.0, std::numeric_limits<double>::infinity()}) {
+    auto r2 = replay_plan({&plan, nullptr, 1.0, bad});
+    ASSERT_FALSE(r2.ok()) << bad;
+    EXPECT_EQ(r2.error().kind, ErrorKind::usage);
+    EXPECT_NE(r2.error().message.find("link_scale must be positive and finite"), std::string::npos);
+  }
+}
+
+TEST(Replay, AScaledPlanReplaysExactlyWithAndWithoutItsCluster) {
+  // plan --compute-scale 1.5 --link-scale 0.5: the plan's transfers were timed on links
+  // half as fast; simulate --cluster must time them the same way (cost_model.link_scale).
+  const Inputs in = shipped("tiny-unet", "dgx1-v100-32gb-2n");
+  Inputs slow = in;
+  const CostScales scales{1.5, 0.5, ""};
+  apply_scales(scales, slow.model, slow.cluster);
+  const CompiledPlan p = compile_ok(slow, options(Strategy::pulse, 2, 8));
+  const std::string text = write_plan(build_plan(p, slow.model, slow.cluster, scales));
+  EXPECT_EQ(differences(text), std::vector<std::string>{});
+  EXPECT_EQ(differences(text, &in.cluster), std::vector<std::string>{});
+  // Without the recorded link scale the shipped cluster's links are twice as fast.
+  json doc = json::parse(text);
+  doc["cost_model"].erase("link_scale");
+  EXPECT_NE(differences(doc.dump(), &in.cluster), std::vector<std::string>{});
 }
 
 TEST(Replay, OverlappedSendsByHand) {

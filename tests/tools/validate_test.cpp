@@ -2,12 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "pulse/compile/compile.hpp"
 #include "pulse/compile/plan_builder.hpp"
 #include "pulse/plan/plan_codec.hpp"
+#include "pulse/profile/scaling.hpp"
 #include "support/test_support.hpp"
 #include "pulse/schedule/list_schedule.hpp"
 
@@ -85,6 +88,26 @@ TEST(Validate, AcceptsZeroShardingMicrobatchSizesAndSplitBackward) {
   ASSERT_EQ(split["schedule_info"]["split_backward"], true);
   EXPECT_EQ(split["schedule"][0]["ops"].dump().find("\"B\""), std::string::npos);
   EXPECT_EQ(lines(validate(split, in)), std::vector<std::string>{});
+}
+
+TEST(Validate, AScaledPlanIsCheckedAgainstTheProfilesScaledAsItSays) {
+  // plan --compute-scale 3 --link-scale 0.25 of tiny-unet: valid against the shipped
+  // (unscaled) files, whose hashes it names; with the scales edited out of cost_model, its
+  // times are three and four times what the profiles say.
+  const Inputs in = shipped("tiny-unet", "dgx1-v100-32gb-1n");
+  Inputs scaled = in;
+  const CostScales scales{3, 0.25, ""};
+  apply_scales(scales, scaled.model, scaled.cluster);
+  const json doc = json::parse(
+      write_plan(build_plan(compile_ok(scaled, pp(2)), scaled.model, scaled.cluster, scales)));
+  EXPECT_EQ(lines(validate(doc, in)), std::vector<std::string>{});
+  json unscaled = doc;
+  unscaled["cost_model"].erase("compute_scale");
+  unscaled["cost_model"].erase("link_scale");
+  const ValidateResult r = validate(unscaled, in);
+  std::set<std::string> checks;
+  for (const Violation& v : r.violations) checks.insert(v.check);
+  EXPECT_EQ(checks, (std::set<std::string>{"transfers", "timing"})) << lines(r).front();
 }
 
 class Corrupted : public ::testing::Test {

@@ -123,6 +123,54 @@ class ProfileSmallUNet(unittest.TestCase):
                 self.assertEqual(structure(json.load(f)), structure(fresh),
                                  f"{path} is stale: regenerate it (docs/torch.md)")
 
+    def test_provenance_states_both_checks(self):
+        lines = self.prof["provenance"]["assumptions"]
+        self.assertTrue(any(l.startswith("Small-batch check") for l in lines), lines)
+        self.assertTrue(any(l.startswith("Inversion check") for l in lines), lines)
+        self.assertIn("sizes interleaved", self.prof["provenance"]["source"])
+
+
+@common.requires_torch
+class ProfilerPieces(unittest.TestCase):
+    """The parts of the profiler and the example model that need no long measurement."""
+
+    def test_findings_on_hand_made_times(self):
+        from pulse_runtime import profiler
+
+        class Model:
+            block_names = ["a", "b"]
+
+        def row(fwd, bwd):
+            return {"forward_s": fwd, "backward_s": bwd}
+        # a: 3 ms at 1, 2 ms at 2 -> per sample 3 vs 1 (3x), whole 1.5x; b: 1 ms, 2 ms.
+        by_size = {1: [row(1e-3, 2e-3), row(0.4e-3, 0.6e-3)],
+                   2: [row(0.8e-3, 1.2e-3), row(0.8e-3, 1.2e-3)]}
+        per_sample, inversions = profiler.small_batch_findings(Model, by_size, [1, 2], 1.2)
+        self.assertEqual(len(per_sample), 1)
+        self.assertTrue(per_sample[0].startswith("a: per-sample time at microbatch 1 is 3.00x"))
+        self.assertEqual(inversions, ["a: microbatch 1 takes 1.50x as long as microbatch 2"])
+        self.assertEqual(profiler.rotation([1, 2, 4], 4), [2, 4, 1])
+
+    def test_batch_one_convolution_matches_nn_conv2d(self):
+        import torch
+        from pulse_runtime import blocklist
+        small_unet = blocklist.load_factory(common.SMALL_UNET + ":build").__globals__
+        conv2d = small_unet["Conv2d"]
+        torch.manual_seed(0)
+        for stride in (1, 2):
+            fast = conv2d(32, 32, 3, padding=1, stride=stride)
+            ref = torch.nn.Conv2d(32, 32, 3, padding=1, stride=stride)
+            ref.load_state_dict(fast.state_dict())
+            x = torch.randn(1, 32, 24, 24, requires_grad=True)
+            self.assertTrue(fast._slow_at_batch_one(x))
+            out, want = fast(x), ref(x)
+            grad = torch.randn_like(out)
+            got = torch.autograd.grad(out, (x, fast.weight, fast.bias), grad)
+            exp = torch.autograd.grad(want, (x, ref.weight, ref.bias), grad)
+            self.assertLess((out - want).abs().max().item(), 1e-4)
+            for g, e in zip(got, exp):
+                self.assertLess(((g - e).norm() / e.norm()).item(), 1e-5)
+
 
 if __name__ == "__main__":
     OPTS, argv = common.main([])

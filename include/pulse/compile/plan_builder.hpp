@@ -7,9 +7,14 @@
 #include "pulse/compile/compile.hpp"
 #include "pulse/plan/plan.hpp"
 #include "pulse/profile/profile.hpp"
+#include "pulse/profile/scaling.hpp"
 
 namespace pulse {
 
-Plan build_plan(const CompiledPlan& plan, const ModelProfile& model, const ClusterProfile& cluster);
+/// `model` and `cluster` are the profiles `plan` was compiled from; with `scales` other than
+/// the identity, after apply_scales (the plan records the scales in `options` and
+/// `cost_model`, and the files' own names and hashes in `inputs`).
+Plan build_plan(const CompiledPlan& plan, const ModelProfile& model, const ClusterProfile& cluster,
+                const CostScales& scales = {});
 
 }  // namespace pulse

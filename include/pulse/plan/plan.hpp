@@ -54,6 +54,11 @@ struct PlanGivenOptions {
   std::optional<int> microbatch_size;
   std::optional<int> global_batch;
   std::optional<bool> split_backward;
+  /// --compute-scale and --link-scale (profile/scaling.hpp); absent for 1.
+  std::optional<double> compute_scale;
+  /// "range-low" or "range-high" when compute_scale is an end of the model's time range.
+  std::optional<std::string> compute_scale_from;
+  std::optional<double> link_scale;
   MemoryModel memory;  ///< `options.memory`; defaults where absent.
 };
 
@@ -229,6 +234,13 @@ struct PlanCostModel {
   bool overlap_comm = false;
   std::string allreduce;  ///< "ring" or "hierarchical".
   std::optional<double> time_quantum_s;
+  /// The profile's compute times were multiplied by this, and every link made this many
+  /// times as fast (profile/scaling.hpp); absent: 1. Replay and validate apply them.
+  std::optional<double> compute_scale;
+  std::optional<double> link_scale;
+
+  double compute_factor() const { return compute_scale.value_or(1.0); }
+  double link_factor() const { return link_scale.value_or(1.0); }
 };
 
 /// `comm`: point-to-point and all-reduce traffic.

@@ -4,7 +4,9 @@
 // (plan/figures.hpp), so a replay of an untouched plan reproduces its `comm` and
 // `predicted` sections exactly and a replay of an edited plan shows what the edit does.
 // With a cluster profile, link times, the all-reduce, overlap and capacity come from that
-// cluster instead of the plan.
+// cluster instead of the plan (its links scaled by the plan's cost_model.link_scale, as the
+// plan's own figures assume). A replay may scale the costs further: every stage time x
+// compute_scale, every link time (transfers, all-reduce) / link_scale (profile/scaling.hpp).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +27,10 @@ struct ReplayRequest {
   /// Optional: replay on this cluster (same device type as the plan) instead of the
   /// plan's own cost_model, link times and all-reduce times.
   const ClusterProfile* cluster = nullptr;
+  /// What-if factors on top of the plan's own: stage times x compute_scale, link times
+  /// / link_scale, each rounded to the time quantum. Positive and finite.
+  double compute_scale = 1;
+  double link_scale = 1;
 };
 
 struct Replay {
@@ -32,8 +38,10 @@ struct Replay {
   Schedule schedule;
   Timeline timeline;
   Evaluation evaluation;
-  /// The plan with its `comm` and `predicted` sections replaced by the replay's: what
-  /// compare_figures (plan_codec.hpp) holds against the plan, and what reports print.
+  /// The plan with its `comm` and `predicted` sections and `schedule_info.makespan_s`
+  /// replaced by the replay's, and `cost_model`'s scales by the ones replayed with: what
+  /// compare_figures (plan_codec.hpp) holds against the plan, what reports print and what
+  /// `diff --compute-scale/--link-scale` compares.
   Plan figures;
   std::int64_t capacity_bytes = 0;  ///< Usable memory per device; 0 when the plan says none.
   std::string cost_source;          ///< "the plan's own cost model ..." or "cluster NAME (FILE)".

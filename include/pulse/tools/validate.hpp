@@ -36,7 +36,8 @@ struct ValidateResult {
   bool ok() const { return violations.empty(); }
 };
 
-/// Checks, in order:
+/// A plan whose cost_model states a compute_scale or link_scale is checked against the
+/// profiles scaled by them (profile/scaling.hpp), as the planner made it. Checks, in order:
 ///   inputs     sha256 of the model and cluster profiles against inputs.*.sha256, and the
 ///              device type;
 ///   degrees    pp x dp within the cluster, global_batch = dp x microbatch_size x

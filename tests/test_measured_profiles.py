@@ -1,0 +1,115 @@
+#!/usr/bin/python3
+"""Every measured model profile this repository ships states its small-batch behaviour and
+shows no artifact of the measurement (standard library only).
+
+Shipped measured profiles: profiles/models/*.json and docs/fidelity/*.profile.json with
+provenance.method "measured". (tests/torch/data holds test fixtures whose times no figure
+uses.) For every block, with t(b) its forward + backward time at microbatch size b and b'
+the next larger size:
+
+- inversion: t(b) > 1.5 t(b'). A smaller microbatch taking longer than a larger one is not
+  what a correct kernel does (the work could be padded to b'); it is a warm-up artifact or
+  a pathological code path, the kind that made the earlier CPU profile 2-17x slower per
+  sample at microbatch 1. 1.5 leaves room for noise on sub-millisecond blocks measured
+  under contention on a shared machine.
+- per-sample excess: t(b)/b > 1.2 t(b')/b'. Real for small blocks (fixed per-op costs), and
+  plans at b pay it, so the profile must say so: scripts/profile_torch.py writes a
+  "Small-batch check" line into provenance.assumptions naming exactly these blocks, and
+  an "Inversion check" line; both must agree with the times in the file.
+
+Run: /usr/bin/python3 tests/test_measured_profiles.py
+"""
+
+import glob
+import json
+import os
+import re
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PER_SAMPLE_LIMIT = 1.2   # the profiler's default --max-small-batch-ratio
+INVERSION_LIMIT = 1.5
+
+
+def shipped_measured():
+    paths = sorted(glob.glob(os.path.join(ROOT, "profiles", "models", "*.json"))
+                   + glob.glob(os.path.join(ROOT, "docs", "fidelity", "*.profile.json")))
+    out = []
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            profile = json.load(f)
+        if profile["provenance"]["method"] == "measured":
+            out.append((os.path.relpath(path, ROOT), profile))
+    return out
+
+
+def findings(profile, limit):
+    """(per-sample excesses, inversions) as (block, smaller size, larger size, ratio)."""
+    sizes = profile["timing"]["microbatch_sizes"]
+    per_sample, inversions = [], []
+    for layer in profile["layers"]:
+        for device in profile["timing"]["device_types"]:
+            total = [f + b for f, b in zip(layer["forward_s"][device], layer["backward_s"][device])]
+            for k in range(len(sizes) - 1):
+                b0, b1 = sizes[k], sizes[k + 1]
+                ratio = (total[k] / b0) / (total[k + 1] / b1)
+                if ratio > limit:
+                    per_sample.append((layer["name"], b0, b1, ratio))
+                if total[k] > limit * total[k + 1]:
+                    inversions.append((layer["name"], b0, b1, total[k] / total[k + 1]))
+    return per_sample, inversions
+
+
+def stated(profile, prefix):
+    """(block, smaller size) pairs a provenance check line names, or None without one."""
+    for line in profile["provenance"].get("assumptions", []):
+        if line.startswith(prefix):
+            return {(m.group(1), int(m.group(2)))
+                    for m in re.finditer(r"(?:: |; )([\w.]+): [^;]*?microbatch (\d+)", line)}
+    return None
+
+
+class MeasuredProfilesTest(unittest.TestCase):
+    def test_there_is_a_measured_profile(self):
+        self.assertTrue(shipped_measured())
+
+    def test_no_inversions(self):
+        for path, profile in shipped_measured():
+            _, inversions = findings(profile, INVERSION_LIMIT)
+            with self.subTest(profile=path):
+                self.assertEqual(inversions, [])
+
+    def test_small_batch_excess_is_stated_exactly(self):
+        for path, profile in shipped_measured():
+            per_sample, inversions = findings(profile, PER_SAMPLE_LIMIT)
+            with self.subTest(profile=path):
+                self.assertEqual(stated(profile, "Small-batch check"),
+                                 {(name, b0) for name, b0, _, _ in per_sample})
+                self.assertEqual(stated(profile, "Inversion check"),
+                                 {(name, b0) for name, b0, _, _ in inversions})
+
+    def test_the_checks_catch_the_earlier_artifact(self):
+        # Blocks as the earlier profile had them (down0_res, seconds): 5.07 ms at microbatch
+        # 1 against 0.73 ms at 2, then proportional.
+        bad = {"timing": {"microbatch_sizes": [1, 2, 4], "device_types": ["CPU"]},
+               "provenance": {"assumptions": []},
+               "layers": [{"name": "down0_res", "forward_s": {"CPU": [0.0050, 0.0007, 0.0013]},
+                           "backward_s": {"CPU": [0.0123, 0.0013, 0.0024]}}]}
+        per_sample, inversions = findings(bad, PER_SAMPLE_LIMIT)
+        self.assertEqual([(n, b0) for n, b0, _, _ in per_sample], [("down0_res", 1)])
+        self.assertEqual([(n, b0) for n, b0, _, _ in findings(bad, INVERSION_LIMIT)[1]],
+                         [("down0_res", 1)])
+        self.assertIsNone(stated(bad, "Small-batch check"))
+
+    def test_stated_reads_the_profiler_line(self):
+        line = ("Small-batch check (per-sample ... next larger size): FLAGGED 2: embed: "
+                "per-sample time at microbatch 1 is 2.44x that at 2; mid.res: per-sample time "
+                "at microbatch 4 is 1.28x that at 8. Plans at the smaller size pay for it.")
+        profile = {"provenance": {"assumptions": [line]}}
+        self.assertEqual(stated(profile, "Small-batch check"), {("embed", 1), ("mid.res", 4)})
+        none = {"provenance": {"assumptions": ["Inversion check (...): no block flagged."]}}
+        self.assertEqual(stated(none, "Inversion check"), set())
+
+
+if __name__ == "__main__":
+    unittest.main()
