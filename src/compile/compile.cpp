@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -12,6 +13,7 @@
 #include "pulse/base/units.hpp"
 #include "pulse/cost/cost_model.hpp"
 #include "pulse/schedule/list_schedule.hpp"
+#include "pulse/simulate/evaluate.hpp"
 
 namespace pulse {
 
@@ -31,9 +33,6 @@ void PassClock::lap(const std::string& pass) {
 namespace detail {
 
 namespace {
-
-// What compile_family returns for a family whose lower bound cannot beat `prune_at`.
-constexpr const char* kPruned = "pruned by its lower bound";
 
 // Screening effort: a short policy search, no integer program.
 constexpr int kScreenEvaluations = 24;
@@ -244,42 +243,6 @@ CompiledPlan start_plan(const CompileInputs& in, const Config& c, const Family& 
   return plan;
 }
 
-// No schedule of this model is shorter: every device runs its compute (and, when sends
-// block, its sends) for every microbatch.
-double time_lower_bound(const PipelineModel& m, int num_microbatches) {
-  std::vector<double> busy(m.num_devices(), 0.0);
-  for (StageId s = 0; s < m.layout.num_stages(); ++s) {
-    busy[m.layout.device[s]] += m.stages[s].forward_s + m.stages[s].backward_s;
-  }
-  if (!m.overlap_comm) {
-    for (const Transfer& t : m.transfers) {
-      busy[m.layout.device[t.from]] += t.forward_s;
-      busy[m.layout.device[t.to]] += t.backward_s;
-    }
-  }
-  return num_microbatches * *std::max_element(busy.begin(), busy.end());
-}
-
-std::int64_t p2p_bytes(const CompiledPlan& p) {
-  return p.model.bytes_per_microbatch().total() * p.num_microbatches * p.dp;
-}
-
-FamilyOutcome outcome_of(const Family& f, const Result<CompiledPlan>& plan, bool synthesized) {
-  FamilyOutcome o;
-  o.family = f.name;
-  o.synthesized = synthesized;
-  if (!plan) {
-    o.reason = plan.error().message;
-    return o;
-  }
-  o.feasible = true;
-  o.all_skips_local = plan->partition.all_skips_local;
-  o.iteration_s = plan->evaluation.iteration_s;
-  o.samples_per_s = plan->evaluation.samples_per_s;
-  o.p2p_bytes_per_iteration = p2p_bytes(*plan);
-  return o;
-}
-
 // The passes of one family, after the graph, up to the pipeline model (re-placed): enough to
 // know its lower bound before scheduling it.
 Status cut_and_place(const CompileInputs& in, const Config& c, CompiledPlan& plan,
@@ -318,6 +281,23 @@ Status schedule_and_evaluate(const CompileInputs& in, CompiledPlan& plan, Effort
 
 }  // namespace
 
+std::int64_t p2p_bytes(const CompiledPlan& p) {
+  return p.model.bytes_per_microbatch().total() * p.num_microbatches * p.dp;
+}
+
+FamilyOutcome outcome_of(const Family& f, const CompiledPlan* plan, bool synthesized) {
+  FamilyOutcome o;
+  o.family = f.name;
+  o.synthesized = synthesized;
+  if (!plan) return o;
+  o.feasible = true;
+  o.all_skips_local = plan->partition.all_skips_local;
+  o.iteration_s = plan->evaluation.iteration_s;
+  o.samples_per_s = plan->evaluation.samples_per_s;
+  o.p2p_bytes_per_iteration = p2p_bytes(*plan);
+  return o;
+}
+
 std::vector<const Family*> searched_families(const PlanOptions& options) {
   std::vector<const Family*> out;
   // --family narrows pulse's own search; a baseline strategy always has its one family.
@@ -335,11 +315,65 @@ bool faster_plan(const CompiledPlan& a, const CompiledPlan& b) {
   return p2p_bytes(a) < p2p_bytes(b);
 }
 
-const Result<CompiledPlan>& compile_family(const CompileInputs& in, const Config& c,
-                                           const Family& f, Effort effort, PassClock& clock,
-                                           double prune_at) {
-  const auto key = std::tuple{c.pp, c.dp, c.microbatch_size, std::string(f.name),
-                              effort == Effort::full && f.schedule == ScheduleFamily::synthesized};
+double iteration_lower_bound(const CompileInputs& in, const CompiledPlan& plan) {
+  const PipelineModel& m = plan.model;
+  const int S = m.layout.num_stages(), P = m.num_devices();
+  const int M = plan.num_microbatches;
+  // Main-path hand-overs: a local one costs nothing, a transfer its time; where neither
+  // links stage s to s + 1 the dependency chain is broken there.
+  std::vector<std::optional<const Transfer*>> hop(std::max(0, S - 1));
+  for (StageId s = 0; s + 1 < S; ++s) {
+    if (m.layout.device[s] == m.layout.device[s + 1]) hop[s] = nullptr;
+  }
+  for (const Transfer& t : m.transfers) {
+    if (t.to == t.from + 1 && !hop[t.from]) hop[t.from] = &t;
+  }
+  // The forward (backward) chain from stage 0 up to `s`: microbatch 0 cannot reach stage s
+  // sooner, and stage 0's backward cannot end sooner after stage s's.
+  auto chain = [&](StageId s, bool forward) {
+    double sum = 0;
+    for (StageId k = s - 1; k >= 0 && hop[k]; --k) {
+      const Transfer* t = *hop[k];
+      sum += (forward ? m.stages[k].forward_s : m.stages[k].backward_s) +
+             (t ? (forward ? t->forward_s : t->backward_s) : 0.0);
+    }
+    return sum;
+  };
+  std::vector<double> busy(P, 0.0);
+  std::vector<StageId> first(P, S);
+  for (StageId s = 0; s < S; ++s) {
+    const DeviceId d = m.layout.device[s];
+    busy[d] += m.stages[s].forward_s + m.stages[s].backward_s;
+    first[d] = std::min(first[d], s);
+  }
+  if (!m.overlap_comm) {
+    for (const Transfer& t : m.transfers) {
+      busy[m.layout.device[t.from]] += t.forward_s;
+      busy[m.layout.device[t.to]] += t.backward_s;
+    }
+  }
+  const std::vector<double> allreduce =
+      allreduce_times(m, plan.ranks, in.options->memory, *in.cluster);
+  double bound = 0;
+  for (DeviceId d = 0; d < P; ++d) {
+    if (first[d] == S) continue;
+    // Device d starts no sooner than microbatch 0 reaches its first stage, then works
+    // through all of its ops; its all-reduce follows its last op.
+    const double last_op_end = chain(first[d], true) + M * busy[d];
+    bound = std::max(bound, last_op_end + allreduce[d]);
+    // Without a split backward every op of a microbatch on d precedes that microbatch's
+    // backward on d's first stage, so d's last op is such a backward, and the backwards
+    // of the stages before it follow.
+    if (!in.options->split_backward) {
+      bound = std::max(bound, last_op_end + chain(first[d], false));
+    }
+  }
+  return bound;
+}
+
+const Result<CompiledPlan>& placed_family(const CompileInputs& in, const Config& c,
+                                          const Family& f, PassClock& clock) {
+  const auto key = std::tuple{c.pp, c.dp, c.microbatch_size, std::string(f.name), 0};
   if (auto it = in.cache->plans.find(key); it != in.cache->plans.end()) return it->second;
   if (static_cast<int>(in.model->layers.size()) < f.num_stages(c.pp)) {
     return in.cache->plans
@@ -355,89 +389,33 @@ const Result<CompiledPlan>& compile_family(const CompileInputs& in, const Config
   // The layer graph at this microbatch size on this device type.
   graph_pass(in, c, plan, st);
   clock.lap("graph");
-  Status placed = cut_and_place(in, c, plan, st, clock);
-  if (placed && time_lower_bound(plan.model, c.num_microbatches) >= prune_at) {
-    in.cache->pruned = Error{ErrorKind::infeasible, std::string(kPruned)};
-    return in.cache->pruned;  // not kept: a bound, not an answer
-  }
   Result<CompiledPlan> result = plan;
-  if (!placed) {
+  if (Status placed = cut_and_place(in, c, plan, st, clock); !placed) {
     result = placed.error();
-  } else if (auto done = schedule_and_evaluate(in, plan, effort, clock); !done) {
-    result = done.error();
   } else {
     result = std::move(plan);
   }
   return in.cache->plans.emplace(key, std::move(result)).first->second;
 }
 
-Result<CompiledPlan> compile_configuration(const CompileInputs& in, const Config& c,
-                                           Effort effort, PassClock& clock) {
-  const CompiledPlan* best = nullptr;
-  std::vector<FamilyOutcome> outcomes;
-  std::optional<Error> first_error;
-  for (const Family* family : searched_families(*in.options)) {
-    const Family& f = *family;
-    // A family of pulse's own that cannot beat the best so far is not scheduled; the
-    // baselines' families always are, so their own answers are known.
-    const double prune_at = best && !f.baseline ? best->evaluation.iteration_s
-                                                : std::numeric_limits<double>::infinity();
-    const Result<CompiledPlan>& plan = compile_family(in, c, f, effort, clock, prune_at);
-    outcomes.push_back(outcome_of(f, plan, effort == Effort::full));
-    if (!plan) {
-      if (plan.error().kind == ErrorKind::internal) return plan.error();
-      if (plan.error().message == kPruned) {
-        outcomes.back().reason = "its lower bound on time is above the best family's time";
-      } else if (!first_error) {
-        first_error = plan.error();
-      }
-      continue;
-    }
-    if (!best || faster_plan(*plan, *best)) best = &*plan;
-  }
-  if (!best) return first_error.value_or(infeasible_error("no family applies"));
-  for (FamilyOutcome& o : outcomes) o.chosen = o.family == best->family->name;
-  CompiledPlan chosen = *best;
-  chosen.families = std::move(outcomes);
-  return chosen;
-}
-
-Result<CompiledPlan> compile_fixed(const CompileInputs& in, const Config& c, PassClock& clock) {
-  const std::vector<const Family*> all = searched_families(*in.options);
-  if (all.size() == 1) {  // one family (a baseline's, or --family): fully synthesized
-    Result<CompiledPlan> plan = compile_family(in, c, *all.front(), Effort::full, clock);
-    if (plan) {
-      plan->families = {outcome_of(*all.front(), plan, true)};
-      plan->families.front().chosen = true;
-      plan->candidates = {chosen_candidate(*plan)};
-    }
-    return plan;
-  }
-  auto screened = compile_configuration(in, c, Effort::screen, clock);
-  if (!screened) return screened;
-  Result<CompiledPlan> plan = finish(in, c, *screened, clock);
-  if (plan) plan->candidates = {chosen_candidate(*plan)};
-  return plan;
-}
-
-Result<CompiledPlan> finish(const CompileInputs& in, const Config& c,
-                            const CompiledPlan& screened, PassClock& clock) {
-  Result<CompiledPlan> full = compile_family(in, c, *screened.family, Effort::full, clock);  // a copy
-  if (!full && full.error().kind == ErrorKind::internal) return full;
-  const bool keep_full =
-      in.options->strategy != Strategy::pulse || (full && !faster_plan(screened, *full));
-  if (!keep_full) {
-    return screened;  // the search beyond the screen found nothing faster
-  }
-  if (full) {
-    full->families = screened.families;
-    for (FamilyOutcome& o : full->families) {
-      if (!o.chosen) continue;
-      o = outcome_of(*full->family, full, true);
-      o.chosen = true;
+const Result<CompiledPlan>& compile_family(const CompileInputs& in, const Config& c,
+                                           const Family& f, Effort effort, PassClock& clock) {
+  // A family with a fixed schedule has one: its full synthesis is its screen.
+  const bool full = effort == Effort::full && f.schedule == ScheduleFamily::synthesized;
+  const auto key = std::tuple{c.pp, c.dp, c.microbatch_size, std::string(f.name), full ? 2 : 1};
+  if (auto it = in.cache->plans.find(key); it != in.cache->plans.end()) return it->second;
+  const Result<CompiledPlan>& placed = placed_family(in, c, f, clock);
+  Result<CompiledPlan> result = placed;
+  if (placed) {
+    CompiledPlan plan = *placed;
+    if (auto done = schedule_and_evaluate(in, plan, full ? Effort::full : Effort::screen, clock);
+        !done) {
+      result = done.error();
+    } else {
+      result = std::move(plan);
     }
   }
-  return full;
+  return in.cache->plans.emplace(key, std::move(result)).first->second;
 }
 
 namespace {
@@ -454,11 +432,7 @@ Result<CompiledPlan> baseline_answer(const CompileInputs& in, Strategy s, PassCl
   options.progress = nullptr;
   CompileInputs b = in;
   b.options = &options;
-  if (!options.pp || !options.microbatch_size) return tune(b, clock);
-  const int dp = options.dp.value_or(std::max(1, in.cluster->num_devices() / *options.pp));
-  auto config = resolve_config(b, *options.pp, dp, *options.microbatch_size);
-  if (!config) return config.error();
-  return compile_fixed(b, *config, clock);
+  return tune(b, clock);
 }
 
 }  // namespace
@@ -549,6 +523,10 @@ Result<int> validate_options(const ModelProfile& model, const ClusterProfile& cl
   if (options.microbatch_size && *options.microbatch_size < 1) {
     return usage_error("--microbatch-size must be at least 1");
   }
+  if (options.family && options.strategy != Strategy::pulse) {
+    return usage_error(fmt::format("--family applies to strategy pulse, not {}",
+                                   strategy_name(options.strategy)));
+  }
   if (options.family && detail::searched_families(options).empty()) {
     std::string names;
     for (const Family& f : families(options.strategy)) {
@@ -576,10 +554,8 @@ Result<CompiledPlan> compile_plan(const ModelProfile& model, const ClusterProfil
     const int dp = options.dp.value_or(std::max(1, cluster.num_devices() / *options.pp));
     auto config = detail::resolve_config(in, *options.pp, dp, *options.microbatch_size);
     if (!config) return config.error();
-    plan = detail::compile_fixed(in, *config, timer);
-  } else {
-    plan = detail::tune(in, timer);
   }
+  plan = detail::tune(in, timer);
   if (options.strategy == Strategy::pulse) {
     plan = detail::against_baselines(in, std::move(plan), timer);
   }

@@ -45,40 +45,37 @@ struct CompileInputs {
 /// what does not add up.
 Result<Config> resolve_config(const CompileInputs& in, int pp, int dp, int microbatch_size);
 
-/// Runs the pass list for one configuration and one family, each pass timed on `clock`. A
-/// family whose lower bound on time (its busiest device's work) is at least `prune_at` is
-/// not scheduled: an infeasible error "pruned by its lower bound".
-/// The answer lives in `in.cache`, so the reference stays valid for the whole compile.
-const Result<CompiledPlan>& compile_family(
-    const CompileInputs& in, const Config& config, const Family& family, Effort effort,
-    PassClock& clock, double prune_at = std::numeric_limits<double>::infinity());
+/// The passes of one configuration and one family up to the pipeline model (partition,
+/// placement, re-placement): enough for its lower bound on time. Each pass is timed on
+/// `clock`; the answer lives in `in.cache`, so the reference stays valid for the compile.
+const Result<CompiledPlan>& placed_family(const CompileInputs& in, const Config& config,
+                                          const Family& family, PassClock& clock);
 
-/// Every family of the strategy at one configuration and effort, fastest first kept: the
-/// plan of the best, with every family's outcome in `families`. Families that cannot beat
-/// the best so far by a lower bound on their time are not scheduled (the baselines' own
-/// families always are, so that their answers are known).
-Result<CompiledPlan> compile_configuration(const CompileInputs& in, const Config& config,
-                                           Effort effort, PassClock& clock);
+/// The whole pass list for one configuration and one family, the schedule at `effort` (a
+/// family with a fixed schedule has the same answer at both). Cached like placed_family.
+const Result<CompiledPlan>& compile_family(const CompileInputs& in, const Config& config,
+                                           const Family& family, Effort effort,
+                                           PassClock& clock);
 
-/// The plan for one fixed configuration: the families screened, the best synthesized in
-/// full; for pulse, each baseline's own plan beside it, the fastest winning.
-Result<CompiledPlan> compile_fixed(const CompileInputs& in, const Config& config,
-                                   PassClock& clock);
+/// No schedule of the placed plan `plan` has a shorter iteration: every device starts no
+/// sooner than the first microbatch reaches it, then runs all its work (and, when sends
+/// block, its sends); its all-reduce follows, and without a split backward so do the
+/// backwards of the stages before its first.
+double iteration_lower_bound(const CompileInputs& in, const CompiledPlan& plan);
 
-/// The final synthesis of a screened configuration: its best family in full; a baseline's
-/// answer is that synthesis, pulse keeps whichever of the two is faster.
-Result<CompiledPlan> finish(const CompileInputs& in, const Config& config,
-                            const CompiledPlan& screened, PassClock& clock);
-
-/// The tuner (tuner.cpp): searches whatever of pp, dp and the microbatch size the options
-/// leave open and returns the fastest plan, with every candidate and why it lost.
+/// The search (tuner.cpp): every configuration the options leave open (one when pp and the
+/// microbatch size are fixed) times every family of the strategy, screened; the best few of
+/// each family synthesized in full; the fastest plan, with every candidate and why it lost.
 Result<CompiledPlan> tune(const CompileInputs& in, PassClock& clock);
-
-/// The candidate entry of a configuration compiled alone (everything fixed).
-Candidate chosen_candidate(const CompiledPlan& plan);
 
 /// The families the options ask to search: the strategy's, or the one --family names.
 std::vector<const Family*> searched_families(const PlanOptions& options);
+
+/// Bytes the plan moves between pipeline devices per iteration, all replicas together.
+std::int64_t p2p_bytes(const CompiledPlan& p);
+
+/// How family `f` did: its plan's figures, or (null) not feasible, the reason left to fill.
+FamilyOutcome outcome_of(const Family& f, const CompiledPlan* plan, bool synthesized);
 
 /// True when `a` is faster than `b` (samples per second; ties: fewer bytes moved).
 bool faster_plan(const CompiledPlan& a, const CompiledPlan& b);

@@ -1,14 +1,24 @@
-// The tuner: chooses pipeline degree, data-parallel degree and microbatch size.
+// The search: chooses pipeline degree, data-parallel degree, microbatch size and family.
 //
-// Candidates: every pipeline degree P that divides the cluster (or fits beside a given
-// --dp) and that the model can fill (2P layers on a V, P on a chain); D = devices / P; every
-// microbatch size b that is a power of two up to the largest profiled size and divides the
-// per-replica batch; M = global batch / (D b). Values given on the command line fix their
-// dimension. Each candidate gets the whole pass list (partition, placement, schedule,
-// evaluation) with a cheap schedule (a short policy search); the best few by that screen
-// get the full schedule synthesis, and the fastest of those wins. Every other candidate is
+// Configurations: every pipeline degree P that divides the cluster (or fits beside a given
+// --dp) and that some family can fill; D = devices / P; every microbatch size b that is a
+// power of two up to the largest profiled size and divides the per-replica batch; M =
+// global batch / (D b). Values given on the command line fix their dimension (all of them:
+// one configuration). Every configuration is tried with every family of the strategy:
+//
+//   1. place: partition, placement and pipeline model of each (configuration, family), and
+//      a lower bound on its iteration time (iteration_lower_bound);
+//   2. screen: a cheap schedule (a short policy search), lowest bound first; a pair whose
+//      bound is no better than the fastest screened plan so far is not scheduled;
+//   3. finish: the best few screened configurations of each family get the full schedule
+//      synthesis, unless their bound is no better than the fastest plan so far; a pair keeps
+//      whichever of its two schedules is faster.
+//
+// Since every family keeps its own best few, narrowing the search to one family (--family)
+// finishes a subset of the pairs the whole search finishes or bounds away: the whole
+// search is never slower than any of its families searched alone. Every configuration is
 // kept with the reason it lost: out of memory (where, by how much), batch not divisible,
-// too few layers, or slower by what share.
+// too few layers, not scheduled by its bound, or slower by what share.
 
 #include <algorithm>
 #include <optional>
@@ -26,8 +36,34 @@ namespace {
 struct Trial {
   Candidate candidate;
   std::optional<Config> config;
-  std::optional<CompiledPlan> plan;
 };
+
+// One family at one configuration, through the search's three steps.
+struct Pair {
+  std::size_t trial = 0;
+  const Family* family = nullptr;
+  std::size_t family_index = 0;  // in searched_families: the families' order in the plan
+  double lower_bound = 0;
+  const CompiledPlan* screened = nullptr;
+  const CompiledPlan* result = nullptr;  // the pair's answer: see finish_pairs
+  bool synthesized = false;              // the result got the full synthesis
+  bool bounded = false;                  // not scheduled: its bound cannot win...
+  double bounded_by = 0;                 // ...this plan's time, already found
+  std::optional<Error> error;            // why it has no result
+};
+
+std::string bounded_reason(const char* whose, const Pair& p) {
+  return fmt::format("not scheduled: {} lower bound on time, {}, is no better than a plan "
+                     "already found, {}",
+                     whose, format_seconds(p.lower_bound), format_seconds(p.bounded_by));
+}
+
+// How telling a pair's reason for having no result is: a family that cannot win (its
+// bound) over one that does not fit, over one the model cannot fill.
+int telling(const Pair& p) {
+  if (p.bounded) return 3;
+  return p.error->kind == ErrorKind::infeasible ? 1 : 0;
+}
 
 std::vector<int> pipeline_degrees(const CompileInputs& in) {
   const ModelProfile& model = *in.model;
@@ -75,13 +111,8 @@ std::vector<Trial> enumerate(const CompileInputs& in) {
   return trials;
 }
 
-void record(Trial& t, const Result<CompiledPlan>& plan, bool synthesized) {
+void record(Trial& t, const CompiledPlan* plan, bool synthesized) {
   t.candidate.synthesized = synthesized;
-  if (!plan) {
-    t.candidate.feasible = false;
-    t.candidate.reason = plan.error().message;
-    return;
-  }
   t.candidate.feasible = true;
   t.candidate.reason.clear();
   t.candidate.iteration_s = plan->evaluation.iteration_s;
@@ -197,61 +228,174 @@ std::vector<Candidate> explain(std::vector<Trial>& trials, const Candidate& chos
 
 }  // namespace
 
-Result<CompiledPlan> tune(const CompileInputs& in, PassClock& clock) {
-  const PlanOptions& o = *in.options;
-  std::vector<Trial> trials = enumerate(in);
-  const int total = static_cast<int>(trials.size());
-  int done = 0, valid = 0;
-  for (Trial& t : trials) {
-    if (t.config) {
-      ++valid;
-      auto plan = compile_configuration(in, *t.config, Effort::screen, clock);
-      if (!plan && plan.error().kind == ErrorKind::internal) return plan.error();
-      record(t, plan, false);
-      if (plan) t.plan = std::move(*plan);
-    }
-    if (o.progress) o.progress(++done, total);
+namespace {
+
+// The search's order on answers: throughput, then fewer devices per pipeline, smaller
+// microbatches, fewer bytes moved, the family listed first.
+bool ahead(const Pair& a, const Pair& b) {
+  const CompiledPlan& x = *a.result;
+  const CompiledPlan& y = *b.result;
+  if (x.evaluation.samples_per_s != y.evaluation.samples_per_s) {
+    return x.evaluation.samples_per_s > y.evaluation.samples_per_s;
   }
-  std::vector<Trial*> ranked;
-  for (Trial& t : trials) {
-    if (t.candidate.feasible) ranked.push_back(&t);
-  }
-  if (ranked.empty()) {
-    if (valid == 0) return usage_error(inconsistent(in, trials));
-    return infeasible_error(nothing_fits(in, trials));
-  }
-  std::stable_sort(ranked.begin(), ranked.end(), [](const Trial* a, const Trial* b) {
-    return faster(a->candidate, b->candidate);
-  });
-  const std::size_t k =
-      o.tuner_top_k > 0 ? std::min<std::size_t>(o.tuner_top_k, ranked.size()) : ranked.size();
-  Trial* best = nullptr;
-  for (std::size_t i = 0; i < k; ++i) {
-    Trial& t = *ranked[i];
-    auto plan = finish(in, *t.config, *t.plan, clock);
-    if (!plan && plan.error().kind == ErrorKind::internal) return plan.error();
-    record(t, plan, true);
-    t.plan.reset();
-    if (plan) {
-      t.plan = std::move(*plan);
-      if (!best || faster(t.candidate, best->candidate)) best = &t;
-    }
-  }
-  if (!best) return infeasible_error(nothing_fits(in, trials));
-  CompiledPlan plan = std::move(*best->plan);
-  plan.candidates = explain(trials, best->candidate);
-  return plan;
+  if (x.pp != y.pp) return x.pp < y.pp;
+  if (x.microbatch_size != y.microbatch_size) return x.microbatch_size < y.microbatch_size;
+  if (p2p_bytes(x) != p2p_bytes(y)) return p2p_bytes(x) < p2p_bytes(y);
+  return a.family_index < b.family_index;
 }
 
-Candidate chosen_candidate(const CompiledPlan& plan) {
-  Trial t;
-  record(t, plan, true);
-  t.candidate.pp = plan.pp;
-  t.candidate.dp = plan.dp;
-  t.candidate.microbatch_size = plan.microbatch_size;
-  t.candidate.num_microbatches = plan.num_microbatches;
-  t.candidate.chosen = true;
-  return t.candidate;
+// Step 1: every (configuration, family) placed, with its lower bound.
+Status place_pairs(const CompileInputs& in, std::vector<Trial>& trials, std::vector<Pair>& pairs,
+                   PassClock& clock) {
+  const std::vector<const Family*> families = searched_families(*in.options);
+  int done = 0;
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    for (std::size_t k = 0; trials[i].config && k < families.size(); ++k) {
+      Pair p;
+      p.trial = i;
+      p.family = families[k];
+      p.family_index = k;
+      const Result<CompiledPlan>& placed = placed_family(in, *trials[i].config, *p.family, clock);
+      if (!placed) {
+        if (placed.error().kind == ErrorKind::internal) return placed.error();
+        p.error = placed.error();
+      } else {
+        p.lower_bound = iteration_lower_bound(in, *placed);
+      }
+      pairs.push_back(std::move(p));
+    }
+    if (in.options->progress) in.options->progress(++done, static_cast<int>(trials.size()));
+  }
+  return Ok{};
+}
+
+// Step 2: the cheap schedule, lowest bound first, bounded by the fastest screened plan so
+// far.
+Status screen_pairs(const CompileInputs& in, const std::vector<Trial>& trials,
+                    std::vector<Pair>& pairs, PassClock& clock) {
+  std::vector<Pair*> order;
+  for (Pair& p : pairs) {
+    if (!p.error) order.push_back(&p);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Pair* a, const Pair* b) { return a->lower_bound < b->lower_bound; });
+  double fastest = std::numeric_limits<double>::infinity();
+  for (Pair* p : order) {
+    if (p->lower_bound >= fastest) {
+      p->bounded = true;
+      p->bounded_by = fastest;
+      p->error = Error{ErrorKind::infeasible, bounded_reason("its", *p)};
+      continue;
+    }
+    const Result<CompiledPlan>& plan =
+        compile_family(in, *trials[p->trial].config, *p->family, Effort::screen, clock);
+    if (!plan) {
+      if (plan.error().kind == ErrorKind::internal) return plan.error();
+      p->error = plan.error();
+      continue;
+    }
+    p->screened = p->result = &*plan;
+    fastest = std::min(fastest, plan->evaluation.iteration_s);
+  }
+  return Ok{};
+}
+
+// Step 3: each family's best `top_k` screened configurations (all when top_k is 0) get the
+// full synthesis, fastest screen first, unless its bound is no better than the fastest
+// answer so far; a pair keeps the faster of its two schedules.
+Status finish_pairs(const CompileInputs& in, const std::vector<Trial>& trials,
+                    std::vector<Pair>& pairs, PassClock& clock) {
+  const std::size_t top_k = in.options->tuner_top_k > 0
+                                ? static_cast<std::size_t>(in.options->tuner_top_k)
+                                : pairs.size();
+  std::vector<Pair*> finishing;
+  double fastest = std::numeric_limits<double>::infinity();
+  for (std::size_t k = 0; k < searched_families(*in.options).size(); ++k) {
+    std::vector<Pair*> family;
+    for (Pair& p : pairs) {
+      if (p.family_index == k && p.screened) family.push_back(&p);
+    }
+    std::stable_sort(family.begin(), family.end(),
+                     [](const Pair* a, const Pair* b) { return ahead(*a, *b); });
+    if (family.size() > top_k) family.resize(top_k);
+    finishing.insert(finishing.end(), family.begin(), family.end());
+    for (const Pair* p : family) fastest = std::min(fastest, p->screened->evaluation.iteration_s);
+  }
+  std::stable_sort(finishing.begin(), finishing.end(),
+                   [](const Pair* a, const Pair* b) { return ahead(*a, *b); });
+  for (Pair* p : finishing) {
+    if (p->lower_bound >= fastest) continue;  // the screen is as good as it gets
+    const Result<CompiledPlan>& full =
+        compile_family(in, *trials[p->trial].config, *p->family, Effort::full, clock);
+    if (!full) {
+      if (full.error().kind == ErrorKind::internal) return full.error();
+      continue;
+    }
+    p->synthesized = true;
+    if (faster_plan(*full, *p->screened)) p->result = &*full;
+    fastest = std::min(fastest, p->result->evaluation.iteration_s);
+  }
+  return Ok{};
+}
+
+// Each configuration's candidate entry: its fastest family's figures, else why none ran.
+void summarize(std::vector<Trial>& trials, const std::vector<Pair>& pairs) {
+  std::vector<const Pair*> best(trials.size(), nullptr);
+  std::vector<const Pair*> failed(trials.size(), nullptr);
+  for (const Pair& p : pairs) {
+    if (p.result) {
+      if (!best[p.trial] || ahead(p, *best[p.trial])) best[p.trial] = &p;
+    } else if (p.error) {
+      const Pair*& f = failed[p.trial];
+      if (!f || telling(p) > telling(*f) ||
+          (p.bounded && f->bounded && p.lower_bound < f->lower_bound)) {
+        f = &p;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    if (best[i]) {
+      record(trials[i], best[i]->result, best[i]->synthesized);
+    } else if (failed[i]) {
+      trials[i].candidate.feasible = false;
+      trials[i].candidate.reason = failed[i]->error->message;
+      if (failed[i]->bounded) {
+        trials[i].candidate.reason = bounded_reason("its families' least", *failed[i]);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Result<CompiledPlan> tune(const CompileInputs& in, PassClock& clock) {
+  std::vector<Trial> trials = enumerate(in);
+  std::vector<Pair> pairs;
+  if (Status s = place_pairs(in, trials, pairs, clock); !s) return s.error();
+  if (Status s = screen_pairs(in, trials, pairs, clock); !s) return s.error();
+  if (Status s = finish_pairs(in, trials, pairs, clock); !s) return s.error();
+  summarize(trials, pairs);
+  const Pair* chosen = nullptr;
+  for (const Pair& p : pairs) {
+    if (p.result && (!chosen || ahead(p, *chosen))) chosen = &p;
+  }
+  if (!chosen) {
+    const bool any_config =
+        std::any_of(trials.begin(), trials.end(), [](const Trial& t) { return t.config; });
+    if (!any_config) return usage_error(inconsistent(in, trials));
+    return infeasible_error(nothing_fits(in, trials));
+  }
+  CompiledPlan plan = *chosen->result;
+  plan.candidates = explain(trials, trials[chosen->trial].candidate);
+  plan.families.clear();
+  for (const Pair& p : pairs) {
+    if (p.trial != chosen->trial) continue;
+    FamilyOutcome o = outcome_of(*p.family, p.result, p.synthesized);
+    if (!p.result && p.error) o.reason = p.error->message;
+    o.chosen = &p == chosen;
+    plan.families.push_back(std::move(o));
+  }
+  return plan;
 }
 
 }  // namespace pulse::detail

@@ -50,12 +50,21 @@ TEST(Tuner, PipeliningWinsWhenTheAllReduceCosts) {
   EXPECT_EQ(plan->pp, 2);
   EXPECT_EQ(plan->dp, 1);
   EXPECT_DOUBLE_EQ(plan->evaluation.iteration_s, 27.0);
+  // Pure data parallelism is never scheduled: its lower bound (24 s of work, then the
+  // 5 s all-reduce) is its exact time, 29 s, and no better than the V's 27 s.
   const Candidate& pure_dp = find(*plan, 1);
-  EXPECT_TRUE(pure_dp.feasible);
-  EXPECT_DOUBLE_EQ(pure_dp.iteration_s, 29.0);
+  EXPECT_FALSE(pure_dp.feasible);
   EXPECT_TRUE(plan->candidates.front().chosen);
-  // 1 - (4/29) / (4/27) = 1 - 27/29 of the throughput lost.
-  EXPECT_EQ(pure_dp.reason, "6.9% fewer samples/s than the chosen configuration");
+  EXPECT_EQ(pure_dp.reason,
+            "not scheduled: its families' least lower bound on time, 29.000 s, is no better "
+            "than a plan already found, 27.000 s");
+  // Searched alone, it takes exactly that.
+  PlanOptions alone = o;
+  alone.pp = 1;
+  alone.microbatch_size = 1;
+  const auto dp_only = compile_plan(m, c, alone);
+  ASSERT_TRUE(dp_only.ok()) << dp_only.error().message;
+  EXPECT_DOUBLE_EQ(dp_only->evaluation.iteration_s, 29.0);
   // With free gradients pure data parallelism wins: 24 s against 27 s.
   const auto fast = compile_plan(m, two_devices(std::int64_t{1} << 30, 1e300), o);
   ASSERT_TRUE(fast.ok());
