@@ -67,7 +67,7 @@ class OrderSearch {
   std::optional<Score> replay(const Schedule& s) {
     ++best_.evaluations;
     auto t = simulate(model_, s, in_.num_microbatches, in_.static_bytes);
-    if (!t || !within_memory(*t, in_.static_bytes, in_.memory_capacity)) return std::nullopt;
+    if (!t || !in_.fits(*t)) return std::nullopt;
     Score score{t->makespan_s, 0};
     for (std::size_t d = 0; d < t->devices.size(); ++d) {
       for (const TimedOp& op : t->devices[d].ops) score.sum_end += op.end_s;
