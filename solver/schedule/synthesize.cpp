@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "exact_ilp.hpp"
+#include "lower_bound.hpp"
 #include "op_graph.hpp"
 #include "order_search.hpp"
 #include "policy_search.hpp"
@@ -317,7 +318,8 @@ Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& r) {
   ScheduleAnswer a;
   a.heuristic_makespan_s = best.timeline.makespan_s;
   const detail::OpGraph graph = detail::build_op_graph(*r.model, r.split_backward);
-  a.lower_bound_s = detail::schedule_lower_bound(graph, r.num_microbatches, mem.reach_cap);
+  const detail::MemoryRelaxation relaxation = detail::memory_relaxation(graph, *r.model, mem.room);
+  a.lower_bound_s = detail::schedule_lower_bound(graph, r.num_microbatches, relaxation);
   if (r.family != ScheduleFamily::synthesized) return fixed_schedule(r, mem, best, a);
   Search search{r, mem, deadline, best, a, r.max_seconds <= 0};
   if (!search.out_of_time) offer_families(r, mem, best);

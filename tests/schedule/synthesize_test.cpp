@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "schedule/lower_bound.hpp"
 #include "schedule/op_graph.hpp"
 #include "pulse/simulate/schedule_check.hpp"
 #include "support/test_support.hpp"
