@@ -316,6 +316,7 @@ Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& r) {
     return internal_error("the list schedule did not replay");
   }
   ScheduleAnswer a;
+  a.activation_budget = r.activation_budget;
   a.heuristic_makespan_s = best.timeline.makespan_s;
   const detail::OpGraph graph = detail::build_op_graph(*r.model, r.split_backward);
   const detail::MemoryRelaxation relaxation = detail::memory_relaxation(graph, *r.model, mem.room);

@@ -48,6 +48,9 @@ void options_keys(IO& io, T& o) {
   io.field("microbatch_size", o.microbatch_size, count(1).nullable_or_absent());
   io.field("global_batch", o.global_batch, count(1).nullable_or_absent());
   io.field("split_backward", o.split_backward, flag());
+  io.field("activation_budget_bytes", o.activation_budget_bytes, bytes().nullable_or_absent());
+  io.field("activation_budget_fraction", o.activation_budget_fraction,
+           number(Format::ratio, Range::positive).nullable_or_absent());
   io.object("memory", o.memory, [](auto& sub, auto& x) { memory_model_keys(sub, x); },
             Need::defaulted);
 }
@@ -183,6 +186,12 @@ void solver_keys(IO& io, T& x) {
     sub.field("max_nodes", l.max_nodes, count());
     sub.field("max_seconds", l.max_seconds, number(Format::raw, Range::nonnegative));
   });
+  io.field("activation_budget_bytes", x.activation_budget_bytes, bytes().nullable_or_absent());
+  io.field("peak_activation_bytes", x.peak_activation_bytes, bytes().defaulted());
+  io.objects("memory_curve", x.memory_curve, [](auto& sub, auto& point) {
+    sub.field("activation_budget_bytes", point.activation_budget_bytes, bytes());
+    sub.field("makespan_s", point.makespan_s, seconds());
+  }, Need::defaulted);
 }
 
 template <class IO, class T>

@@ -92,6 +92,7 @@ struct ScheduleAnswer {
   int milp_nodes = 0;
   int list_evaluations = 0;   ///< List schedules the policy search tried.
   int order_evaluations = 0;  ///< Replays the order search made.
+  std::int64_t activation_budget = 0;  ///< The request's, which the schedule keeps to.
   /// The largest residency of any device under the memory rule (cost/memory.hpp), beyond
   /// its static state: the peak activation memory, the second objective.
   std::int64_t peak_activation_bytes = 0;
