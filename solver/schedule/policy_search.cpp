@@ -120,8 +120,12 @@ class Search {
         for (DeviceId d = 0; d < model_.num_devices(); ++d) limits[d] = limit_at(d, multiple, *cap);
         if (std::find(tried.begin(), tried.end(), limits) != tried.end()) continue;
         tried.push_back(limits);
-        offer(ListPolicy::backward_first(S), limits);
-        offer(ListPolicy::forward_first(S), limits);
+        for (bool active : {false, true}) {
+          ListPolicy backward = ListPolicy::backward_first(S), forward = ListPolicy::forward_first(S);
+          backward.active = forward.active = active;
+          offer(std::move(backward), limits);
+          offer(std::move(forward), limits);
+        }
       }
     }
   }
