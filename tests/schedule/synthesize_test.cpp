@@ -68,17 +68,17 @@ TEST(ScheduleIlp, UniformVWithTwoMicrobatchesIsProvenOptimalAtSixteen) {
 }
 
 TEST(ScheduleIlp, ExactModelFindsWhatTheListSearchMisses) {
-  // Forward 3, 1, 1, 3 (backward twice that), M = 3. Device 0 (stages 0 and 3) has
+  // Forward 3, 1, 2, 3 (backward twice that), M = 3. Device 0 (stages 0 and 3) has
   // 3 + 3 + 6 + 6 = 18 units per microbatch, 54 in all: no schedule is shorter than 54.
   // This one never lets device 0 idle:
   //   device 0: F0.0 F0.1 F0.2 [0,9] F3.0 [9,12] B3.0 [12,18] F3.1 [18,21] B3.1 [21,27]
   //             B0.0 [27,33] F3.2 [33,36] B3.2 [36,42] B0.1 [42,48] B0.2 [48,54]
-  //   device 1: F1.0 [3,4] F1.1 [6,7] F2.0 [7,8] F1.2 [9,10] F2.1 F2.2 [10,12]
-  //             B2.0 B1.0 [18,22] B2.1 B1.1 [27,31] B2.2 B1.2 [42,46]
-  // The heuristic stops at 60 or above and the list search above 54; the exact model,
-  // warm-started from the best list schedule, reaches 54, and the bound proves it optimal. (The
-  // order search finds it too, so it is switched off here; the next test runs it alone.)
-  const PipelineModel m = pipeline({3, 1, 1, 3}, true);
+  //   device 1: F1.0 [3,4] F2.0 [4,6] F1.1 [6,7] F2.1 [7,9] F1.2 [9,10] F2.2 [10,12]
+  //             B2.0 [18,22] B1.0 [22,24] B2.1 [27,31] B1.1 [31,33] B2.2 [42,46] B1.2 [46,48]
+  // The heuristic stops at 63 and the list search at 60; the exact model, warm-started from
+  // the best list schedule, reaches 54, and the bound proves it optimal. (The order search
+  // finds it too, so it is switched off here; the next test runs it alone.)
+  const PipelineModel m = pipeline({3, 1, 2, 3}, true);
   ScheduleRequest r = request(m, 3);
   r.max_order_evaluations = 0;
   const ScheduleAnswer a = solve(r);
@@ -92,7 +92,7 @@ TEST(ScheduleIlp, ExactModelFindsWhatTheListSearchMisses) {
 TEST(ScheduleIlp, OrderSearchFindsWhatTheListSearchMisses) {
   // The instance above without any integer program: moving single ops within a device's
   // order reaches the idle-free 54 that no list schedule reaches, and the bound proves it.
-  const PipelineModel m = pipeline({3, 1, 1, 3}, true);
+  const PipelineModel m = pipeline({3, 1, 2, 3}, true);
   ScheduleRequest r = request(m, 3);
   r.exact_max_ops = 0;
   const ScheduleAnswer a = solve(r);
