@@ -244,15 +244,14 @@ struct Search {
     if (found.improved) best.offer(std::move(found.schedule), r, mem, "order-search");
   }
 
-  // The exact integer program, when the instance is small enough to prove optimality. It
-  // limits in-flight counts, not bytes: run only where the two agree (memory binds the
-  // same whatever the order), so that its optimum is optimal for the memory rule too.
+  // The exact integer program, when the instance is small enough to prove optimality; its
+  // memory rows count bytes, so its optimum is optimal under the memory rule.
   void exact(const detail::OpGraph& graph) {
-    if (!go_on() || mem.reach_cap != mem.safe_cap ||
-        detail::exact_model_size(graph, r.num_microbatches) > r.exact_max_ops) {
+    if (!go_on() || detail::exact_model_size(graph, r.num_microbatches) > r.exact_max_ops) {
       return;
     }
-    const detail::EngineInput in{r.model, r.num_microbatches, mem.reach_cap, r.split_backward};
+    const detail::EngineInput in{r.model, r.num_microbatches, mem.reach_cap, r.split_backward,
+                                 mem.room};
     const auto found = detail::solve_exact(graph, in, best.timeline, limits_for(r, deadline));
     ++a.milp_solves;
     a.milp_nodes += found.milp.nodes;

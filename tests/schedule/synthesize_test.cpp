@@ -341,3 +341,41 @@ TEST(ScheduleMemory, CurveAtThreeSmallerBudgets) {
 
 }  // namespace
 }  // namespace pulse
+
+namespace pulse {
+namespace {
+
+TEST(ScheduleIlp, ExactModelCountsBytes) {
+  // P = 2, forward 1 and backward 2 on every stage (I and W 1 each when split), 300 bytes
+  // for activations per device: one microbatch holding both of a device's stages (200) and
+  // another in its first stage, not two of each. In-flight counts disagree here (1 fits
+  // whatever the order, 3 at most), so only a model that counts bytes can be exact.
+  // M = 4 without a split: the searches stop at 33, the exact model reaches 32 and proves it
+  // (CBC's bound meets it):
+  //   device 0: F0.0 F0.1 [0,2] F3.0 B3.0 [3,6] F3.1 B3.1 [9,12] F0.2 [12,13] B0.0 [13,15]
+  //             F3.2 B3.2 [16,19] F0.3 [19,20] B0.1 [20,22] F3.3 B3.3 [23,26] B0.2 [26,28]
+  //             B0.3 [30,32]
+  //   device 1: F1.0 F2.0 F1.1 [1,4] B2.0 [6,8] F2.1 [8,9] B1.0 [9,11] B2.1 [12,14]
+  //             F1.2 F2.2 [14,16] B1.1 [16,18] B2.2 [19,21] F1.3 F2.3 [21,23] B1.2 [23,25]
+  //             B2.3 [26,28] B1.3 [28,30]
+  // With a split backward and M = 3: 22 without it, 21 proven with it.
+  const PipelineModel m = pipeline({1, 1, 1, 1}, true);
+  for (const bool split : {false, true}) {
+    ScheduleRequest r = request(m, split ? 3 : 4, 300);
+    r.split_backward = split;
+    r.exact_max_ops = 0;
+    const ScheduleAnswer searched = solve(r);
+    EXPECT_DOUBLE_EQ(searched.makespan_s, split ? 22.0 : 33.0);
+    r.exact_max_ops = 72;
+    r.max_seconds = 60;  // the node limit decides, not the machine (about 1 s here)
+    const ScheduleAnswer exact = solve(r);
+    EXPECT_DOUBLE_EQ(exact.makespan_s, split ? 21.0 : 32.0);
+    EXPECT_DOUBLE_EQ(exact.lower_bound_s, exact.makespan_s);
+    EXPECT_EQ(exact.status, SolveStatus::optimal);
+    EXPECT_EQ(exact.method, "exact-ilp");
+    for (const DeviceTimeline& d : exact.timeline.devices) EXPECT_LE(d.resident_peak, 300);
+  }
+}
+
+}  // namespace
+}  // namespace pulse
