@@ -245,11 +245,15 @@ struct Search {
   }
 
   // The exact integer program, when the instance is small enough to prove optimality; its
-  // memory rows count bytes, so its optimum is optimal under the memory rule.
+  // memory rows count bytes, so its optimum is optimal under the memory rule. Where memory
+  // binds (the rows are there), CBC takes about 20 ms a node on these models, so the
+  // instance must be half as large for the node limit, not the clock, to end the solve.
   void exact(const detail::OpGraph& graph) {
-    if (!go_on() || detail::exact_model_size(graph, r.num_microbatches) > r.exact_max_ops) {
-      return;
-    }
+    const std::vector<std::int64_t> most = bytes_per_microbatch_at_most(*r.model);
+    bool binds = false;
+    for (std::size_t d = 0; d < most.size(); ++d) binds = binds || most[d] * r.num_microbatches > mem.room[d];
+    const int largest = binds ? r.exact_max_ops / 2 : r.exact_max_ops;
+    if (!go_on() || detail::exact_model_size(graph, r.num_microbatches) > largest) return;
     const detail::EngineInput in{r.model, r.num_microbatches, mem.reach_cap, r.split_backward,
                                  mem.room};
     const auto found = detail::solve_exact(graph, in, best.timeline, limits_for(r, deadline));
