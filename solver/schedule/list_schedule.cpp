@@ -161,12 +161,12 @@ class ListScheduler {
     const OpKind back = split_ ? OpKind::backward_input : OpKind::backward;
     const DeviceQueue& q = queues_[d];
     best_[d].reset();
-    candidates_.clear();
+    if (policy_.active) candidates_.clear();
     auto consider = [&](const Op& op) {
       const auto ready = engine_.ready_time(op);
       if (!ready) return;
       const Key key{*ready, rank_of(policy_, op), op.mb, -op.stage, d};
-      candidates_.push_back({key, op});
+      if (policy_.active) candidates_.push_back({key, op});
       if (!best_[d] || key < best_[d]->first) best_[d] = {key, op};
     };
     for (StageId s : q.stages) {

@@ -118,13 +118,19 @@ void fill_w(DeviceSlots& s, int device, bool split) {
 // The most activations the device holds in the slot model: F +1 at its slot, W -1 at its
 // slot; without W slots, each free slot releases one held activation whose I has run.
 int memory_peak(const DeviceSlots& s, bool count_w) {
-  const std::vector<SlotOp> ops = device_ops(s, 0, count_w ? 5 : 4);
+  const int kinds = std::min<int>(count_w ? 5 : 4, static_cast<int>(s.size()));
+  int bound = -1;
+  for (int k = 0; k < kinds; ++k) {
+    for (int slot : s[k]) bound = std::max(bound, slot);
+  }
+  std::vector<signed char> kind_at(bound + 1, -1);  // one op per slot on a device
+  for (int k = 0; k < kinds; ++k) {
+    for (int slot : s[k]) kind_at[slot] = static_cast<signed char>(k);
+  }
   int held = 0, peak = 0, releasable = 0;
-  std::size_t next = 0;
-  const int bound = ops.empty() ? -1 : ops.back().slot;
   for (int t = 0; t <= bound; ++t) {
-    if (next < ops.size() && ops[next].slot == t) {
-      const int k = ops[next++].kind;
+    if (kind_at[t] >= 0) {
+      const int k = kind_at[t];
       held += k <= kFUp ? 1 : k >= kW ? -1 : 0;
       if (k == kIUp || k == kIDown) ++releasable;
     } else if (!count_w && releasable > 0) {

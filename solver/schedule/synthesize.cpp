@@ -37,6 +37,7 @@ constexpr long kOrderOpReplays = 1'500'000;
 // order search; the trim below uses the same): the curve shows what memory buys, roughly.
 constexpr std::array<std::pair<int, int>, 3> kCurveFractions{{{3, 4}, {1, 2}, {1, 3}}};
 constexpr int kCurveEvaluations = 60;
+constexpr long kCurveOpReplays = 100'000;  // and at most this many op-replays each
 // How many times the answer may be replaced by an equally fast one at 3/4 of its peak.
 constexpr int kTrimSteps = 2;
 
@@ -80,23 +81,35 @@ std::pair<std::int64_t, std::int64_t> footprint(const Timeline& t) {
   return {peak, total};
 }
 
+// The iteration a timeline gives with the request's all-reduce after each device's last op.
+double iteration(const Timeline& t, const std::vector<double>& allreduce_s) {
+  double end = t.makespan_s;
+  for (std::size_t d = 0; d < allreduce_s.size() && d < t.devices.size(); ++d) {
+    if (!t.devices[d].ops.empty()) end = std::max(end, t.devices[d].ops.back().busy_until_s + allreduce_s[d]);
+  }
+  return end;
+}
+
+// Whether `t` is better than `than`: shorter; or as short and a shorter iteration; or as
+// short, no longer an iteration and holding less.
+bool better(const Timeline& t, const Timeline& than, const std::vector<double>& allreduce_s) {
+  auto compare = [](double x, double y) { return x < y * (1 - 1e-9) ? -1 : x > y * (1 + 1e-9) ? 1 : 0; };
+  if (const int c = compare(t.makespan_s, than.makespan_s); c != 0) return c < 0;
+  const int c = compare(iteration(t, allreduce_s), iteration(than, allreduce_s));
+  if (c != 0) return c < 0;
+  return footprint(t) < footprint(than);
+}
+
 struct Best {
   Schedule schedule;
   Timeline timeline;
   std::string method;
   bool have = false;
 
-  // Whether `t` beats the best: shorter, or as short and holding less.
-  bool beaten_by(const Timeline& t) const {
-    if (!have || t.makespan_s < timeline.makespan_s * (1 - 1e-9)) return true;
-    if (t.makespan_s > timeline.makespan_s * (1 + 1e-9)) return false;
-    return footprint(t) < footprint(timeline);
-  }
-
   // Keeps `candidate` if it replays within memory and beats the best.
   bool offer(Schedule candidate, const ScheduleRequest& r, const Memory& mem, std::string how) {
     auto t = simulate(*r.model, candidate, r.num_microbatches, r.static_bytes);
-    if (!t || !mem.fits(*t) || !beaten_by(*t)) return false;
+    if (!t || !mem.fits(*t) || (have && !better(*t, timeline, r.allreduce_s))) return false;
     schedule = std::move(candidate);
     timeline = std::move(*t);
     method = std::move(how);
@@ -189,14 +202,15 @@ Status check_room(const ScheduleRequest& r, const Memory& mem) {
 }
 
 // The published V families as seeds (two-stage V layouts with a split backward): ZB-V at
-// its own room and at the device's room, V-Half, V-Min; each kept only if within memory.
+// its own room or, where the device's is smaller, at that; V-Half, V-Min; each kept only if
+// within memory.
 void offer_families(const ScheduleRequest& r, const Memory& mem, Best& best) {
   if (!r.split_backward || !is_two_stage_v(r.model->layout)) return;
   const int M = r.num_microbatches;
-  for (const std::vector<std::int64_t>& room : {std::vector<std::int64_t>{}, mem.room}) {
-    if (auto s = v_family_schedule({r.model, M, VFamily::zb_v, room})) {
-      best.offer(std::move(*s), r, mem, "zb-v");
-    }
+  std::vector<std::int64_t> room = zbv_room(*r.model);
+  for (std::size_t d = 0; d < room.size(); ++d) room[d] = std::min(room[d], mem.room[d]);
+  if (auto s = v_family_schedule({r.model, M, VFamily::zb_v, room})) {
+    best.offer(std::move(*s), r, mem, "zb-v");
   }
   for (VFamily f : {VFamily::v_half, VFamily::v_min}) {
     if (auto s = v_family_schedule({r.model, M, f, {}})) best.offer(std::move(*s), r, mem, v_family_name(f));
@@ -285,6 +299,8 @@ struct Search {
   }
 };
 
+Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound);
+
 // A smaller synthesis of the same request with at most `budget` bytes of activations per
 // device (the curve's effort); nullopt when nothing fits it or no time is left.
 std::optional<ScheduleAnswer> at_budget(const ScheduleRequest& r, std::int64_t budget,
@@ -292,7 +308,9 @@ std::optional<ScheduleAnswer> at_budget(const ScheduleRequest& r, std::int64_t b
   ScheduleRequest sub = r;
   sub.activation_budget = budget;
   sub.memory_curve_points = 0;
-  sub.max_evaluations = std::min(r.max_evaluations, kCurveEvaluations);
+  const long ops = r.model->layout.num_stages() * (r.split_backward ? 3L : 2L) * r.num_microbatches;
+  sub.max_evaluations = static_cast<int>(
+      std::min<long>({r.max_evaluations, kCurveEvaluations, std::max(1L, kCurveOpReplays / ops)}));
   sub.max_order_evaluations = 0;
   sub.exact_max_ops = 0;
   sub.max_seconds = deadline.left();
@@ -300,15 +318,15 @@ std::optional<ScheduleAnswer> at_budget(const ScheduleRequest& r, std::int64_t b
     a.status = SolveStatus::time_limit;
     return std::nullopt;
   }
-  auto found = synthesize_schedule(sub);
+  auto found = synthesize(sub, false);
   if (!found) return std::nullopt;
   if (found->status == SolveStatus::time_limit) a.status = SolveStatus::time_limit;
   a.list_evaluations += found->list_evaluations;
   return std::move(*found);
 }
 
-// The second objective, once more: while a synthesis at 3/4 of the answer's peak is as fast,
-// its schedule (holding less) replaces the answer's. Then the memory curve (request's
+// The second objective, once more: while a synthesis at 3/4 of the answer's peak is as fast
+// (and no longer an iteration), its schedule, holding less, replaces the answer's. Then the memory curve (request's
 // memory_curve_points): the makespans at 3/4, 1/2 and 1/3 of the final peak.
 void trim_and_curve(const ScheduleRequest& r, const Deadline& deadline, ScheduleAnswer& a) {
   const int points = std::min<int>(r.memory_curve_points, kCurveFractions.size());
@@ -317,7 +335,7 @@ void trim_and_curve(const ScheduleRequest& r, const Deadline& deadline, Schedule
   for (int step = 0; step < kTrimSteps && !three_quarters; ++step) {
     auto smaller = at_budget(r, a.peak_activation_bytes * 3 / 4, deadline, a);
     if (!smaller) break;
-    if (smaller->makespan_s > a.makespan_s * (1 + 1e-9)) {
+    if (!better(smaller->timeline, a.timeline, r.allreduce_s)) {
       three_quarters = std::move(smaller);
       break;
     }
@@ -337,9 +355,9 @@ void trim_and_curve(const ScheduleRequest& r, const Deadline& deadline, Schedule
   }
 }
 
-}  // namespace
-
-Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& r) {
+// The synthesis; without the bound (the memory curve's points need only the makespan), no
+// schedule is proven optimal and every search runs to its budget.
+Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound) {
   const Deadline deadline(r.max_seconds);
   const Memory mem = memory_of(r);
   if (auto room = check_room(r, mem); !room) return room.error();
@@ -353,8 +371,10 @@ Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& r) {
   a.activation_budget = r.activation_budget;
   a.heuristic_makespan_s = best.timeline.makespan_s;
   const detail::OpGraph graph = detail::build_op_graph(*r.model, r.split_backward);
-  const detail::MemoryRelaxation relaxation = detail::memory_relaxation(graph, *r.model, mem.room);
-  a.lower_bound_s = detail::schedule_lower_bound(graph, r.num_microbatches, relaxation);
+  if (with_bound) {
+    const auto relaxation = detail::memory_relaxation(graph, *r.model, mem.room);
+    a.lower_bound_s = detail::schedule_lower_bound(graph, r.num_microbatches, relaxation);
+  }
   if (r.family != ScheduleFamily::synthesized) return fixed_schedule(r, mem, best, a);
   Search search{r, mem, deadline, best, a, r.max_seconds <= 0};
   if (!search.out_of_time) offer_families(r, mem, best);
@@ -365,5 +385,9 @@ Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& r) {
   trim_and_curve(r, deadline, a);
   return a;
 }
+
+}  // namespace
+
+Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& r) { return synthesize(r, true); }
 
 }  // namespace pulse

@@ -32,10 +32,7 @@ bool is_two_stage_v(const StageLayout& layout) {
   return true;
 }
 
-namespace {
-
-// ZB-V's own limit: 2P microbatches' worth of the device's larger hold.
-std::vector<std::int64_t> zbv_default_room(const PipelineModel& model) {
+std::vector<std::int64_t> zbv_room(const PipelineModel& model) {
   const int P = model.num_devices();
   const std::vector<std::int64_t> skip = skip_bytes_per_microbatch(model);
   std::vector<std::int64_t> room(P);
@@ -47,8 +44,6 @@ std::vector<std::int64_t> zbv_default_room(const PipelineModel& model) {
   return room;
 }
 
-}  // namespace
-
 std::optional<Schedule> v_family_schedule(const VFamilyRequest& r) {
   if (r.model == nullptr || r.num_microbatches < 1 || !is_two_stage_v(r.model->layout)) {
     return std::nullopt;
@@ -57,7 +52,7 @@ std::optional<Schedule> v_family_schedule(const VFamilyRequest& r) {
     return detail::slot_pattern_schedule(*r.model, r.num_microbatches, r.family);
   }
   const std::vector<std::int64_t> room =
-      r.activation_room.empty() ? zbv_default_room(*r.model) : r.activation_room;
+      r.activation_room.empty() ? zbv_room(*r.model) : r.activation_room;
   return detail::zbv_schedule(*r.model, r.num_microbatches, room);
 }
 

@@ -204,6 +204,7 @@ Status schedule_pass(const CompileInputs& in, CompiledPlan& plan, Effort effort)
   request.split_backward = in.options->split_backward;
   request.family = traits(plan.strategy).schedule;
   request.activation_budget = activation_budget(*in.options, *in.cluster);
+  request.allreduce_s = allreduce_times(plan.model, plan.ranks, in.options->memory, *in.cluster);
   request.max_nodes = in.options->solver_max_nodes;
   request.max_seconds = in.options->solver_max_seconds;
   // The plan's memory curve: what the synthesized schedule reaches at smaller budgets.

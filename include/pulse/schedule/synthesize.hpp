@@ -17,7 +17,8 @@
 //
 // Two objectives, in order: the makespan, then the peak activation memory (the largest
 // device's residency under the memory rule, then their sum): of two schedules equally fast,
-// the one holding less is kept. Memory is a budget: the capacity less the static state,
+// the one holding less is kept (between the two, with data parallelism, the shorter
+// iteration: the all-reduce after each device's last op). Memory is a budget: the capacity less the static state,
 // capped per device by `activation_budget` when given.
 //
 // Measured and dropped: a cyclic (modulo) ILP over one steady-state period, unrolled and
@@ -52,6 +53,11 @@ struct ScheduleRequest {
   /// Points of the memory curve to compute after the answer (at most 3): the makespan the
   /// synthesizer reaches at 3/4, 1/2 and 1/3 of the answer's peak activation memory.
   int memory_curve_points = 0;
+  /// Optional, per device: the data-parallel gradient all-reduce that starts when the
+  /// device's last op ends (simulate/evaluate.hpp). Of two schedules equally short, the one
+  /// whose iteration (the latest of those ends plus all-reduces, or the makespan) is shorter
+  /// is kept, before memory decides.
+  std::vector<double> allreduce_s;
   bool split_backward = false;
   /// Deterministic work limit: branch-and-bound nodes per integer program.
   int max_nodes = kDefaultSolverNodes;

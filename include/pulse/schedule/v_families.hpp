@@ -45,6 +45,10 @@ struct VFamilyRequest {
   std::vector<std::int64_t> activation_room;
 };
 
+/// ZB-V's own room per device: 2P times the larger of its per-microbatch holds (its first
+/// stage's activations and skip bytes, or its second stage's activations).
+std::vector<std::int64_t> zbv_room(const PipelineModel& model);
+
 /// The family's schedule (ops F, I, W), or nullopt where it does not apply: the layout is
 /// not a two-stage V, or ZB-V's memory room admits too little to run.
 std::optional<Schedule> v_family_schedule(const VFamilyRequest& request);
