@@ -17,6 +17,17 @@
 //       after[a,b]    s_a - s_b >= p_b - H y_ab
 //   (e) mem[d,m]      s_(enter_d, m+K_d) - s_(leave_d, m) >= p_leave microbatch m+K_d enters
 //                                                                    device d after m leaves
+//   (f) bytes[f]      sum over holds h of f's device, h != f:        at the start of every
+//                       A_h (after(W_h, f) - after(F_h, f))          forward f, what its
+//                     <= room_d - A_f                                device holds fits
+//
+// where a hold h is a stage's microbatch on the device, from the start of its forward F_h to
+// the end of its last backward W_h (W, or B without a split), holding A_h bytes (with the
+// skip bytes on the device's first stage); after(x, f) is 1 when x runs after f on their
+// device: the pair's y, or a constant where the order is implied. Held at f's start is
+// "W_h after f" less "F_h after f" (an F after f has its W after f too), so (f) is linear,
+// and with it the model is exact for the memory rule (cost/memory.hpp), not only for
+// in-flight counts. K_d is then the most any order can hold (memory.hpp), an implied cut.
 //
 // A pair needs no y when (b)+(c) order it (t an ancestor of u and m_a <= m_b) or (e) does
 // (m_b >= m_a + K_d and a's type precedes the leaving op). The timing rules are the
@@ -26,11 +37,13 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "op_graph.hpp"
 #include "exact_ilp.hpp"
+#include "pulse/cost/memory.hpp"
 
 namespace pulse::detail {
 
@@ -60,6 +73,8 @@ struct ExactBuilder {
   milp::Model model;
   std::vector<std::vector<int>> s;  // [type][microbatch] -> variable
   int makespan = -1;
+  const std::vector<std::vector<char>>* anc = nullptr;
+  std::map<std::tuple<int, int, int, int>, int> order_var;  // (t, ma, u, mb) -> y
 
   std::string op_name(int t, int m) const {
     return fmt::format("{}{}.{}", op_letter(g.ops[t].kind), g.ops[t].stage, m);
@@ -77,7 +92,7 @@ struct ExactBuilder {
     }
   }
 
-  void rows(const std::vector<std::vector<char>>& anc) {
+  void rows() {
     const int M = in.num_microbatches;
     for (std::size_t t = 0; t < g.ops.size(); ++t) {
       const double p = g.ops[t].occupancy;
@@ -102,27 +117,98 @@ struct ExactBuilder {
         model.add_row(fmt::format("mem[{},{}]", d, m), {{s[enter][m + K], 1}, {s[leave][m], -1}},
                       g.ops[leave].occupancy, milp::kInfinity);  // (e)
       }
-      disjunctions(d, anc);
+      disjunctions(d);
+      memory_rows(d);
     }
   }
 
-  // (d) for each pair on device d whose order nothing else fixes.
-  void disjunctions(std::size_t d, const std::vector<std::vector<char>>& anc) {
-    const int M = in.num_microbatches, K = in.inflight_limit[d];
-    const int leave = g.releasing[d];
-    const auto& types = g.by_device[d];
-    auto implied = [&](int t, int ma, int u, int mb) {  // (t, ma) before (u, mb)?
-      if (anc[t][u] && ma <= mb) return true;
-      return mb >= ma + K && anc[t][leave];
+  // (f) on device d, in units of its largest hold (coefficients near 1).
+  void memory_rows(std::size_t d) {
+    const std::vector<StageId> stages = in.model->layout.stages_on(static_cast<DeviceId>(d));
+    if (stages.empty() || in.room.empty()) return;
+    const std::int64_t skip = skip_bytes_per_microbatch(*in.model)[d];
+    struct Hold {
+      int forward, releasing;
+      double units;
     };
+    std::vector<Hold> holds;
+    const OpKind last = in.split_backward ? OpKind::backward_weight : OpKind::backward;
+    std::int64_t largest = 1;
+    for (std::size_t k = 0; k < stages.size(); ++k) {
+      const std::int64_t bytes = in.model->stages[stages[k]].activation_bytes + (k == 0 ? skip : 0);
+      largest = std::max(largest, bytes);
+      holds.push_back({g.find(OpKind::forward, stages[k]), g.find(last, stages[k]),
+                       static_cast<double>(bytes)});
+    }
+    double all = 0;
+    for (Hold& h : holds) {
+      all += h.units * in.num_microbatches;
+      h.units /= static_cast<double>(largest);
+    }
+    if (all <= static_cast<double>(in.room[d])) return;  // everything fits: no row binds
+    const double room = static_cast<double>(in.room[d]) / static_cast<double>(largest);
+    for (const Hold& f : holds) {
+      for (int mf = 0; mf < in.num_microbatches; ++mf) memory_row(d, holds, f, mf, room);
+    }
+  }
+
+  template <class Hold>
+  void memory_row(std::size_t d, const std::vector<Hold>& holds, const Hold& f, int mf, double room) {
+    std::map<int, double> coef;
+    double constant = 0;
+    auto add = [&](const Before& b, double units) {
+      constant += units * b.constant;
+      if (b.var >= 0) coef[b.var] += units * b.coef;
+    };
+    for (const Hold& h : holds) {
+      for (int mh = 0; mh < in.num_microbatches; ++mh) {
+        if (h.forward == f.forward && mh == mf) continue;
+        add(before(d, f.forward, mf, h.releasing, mh), h.units);
+        add(before(d, f.forward, mf, h.forward, mh), -h.units);
+      }
+    }
+    std::vector<milp::Term> terms;
+    for (const auto& [var, c] : coef) {
+      if (c != 0) terms.push_back({var, c});
+    }
+    const double limit = room - f.units - constant;
+    if (terms.empty() && limit >= -1e-9) return;
+    model.add_row("bytes[" + op_name(f.forward, mf) + "]", std::move(terms), -milp::kInfinity,
+                  limit + 1e-9);
+  }
+
+  // Whether (t, ma) runs before (u, mb) on device d in every schedule of the model.
+  bool implied(std::size_t d, int t, int ma, int u, int mb) const {
+    if ((*anc)[t][u] && ma <= mb) return true;
+    return mb >= ma + in.inflight_limit[d] && (*anc)[t][g.releasing[d]];
+  }
+
+  // (t, ma) before (u, mb), both on device d: constant + coef * y (var -1: no y).
+  struct Before {
+    double constant = 0;
+    int var = -1;
+    double coef = 0;
+  };
+  Before before(std::size_t d, int t, int ma, int u, int mb) const {
+    if (t == u) return {ma < mb ? 1.0 : 0.0};
+    if (auto it = order_var.find({t, ma, u, mb}); it != order_var.end()) return {0, it->second, 1};
+    if (auto it = order_var.find({u, mb, t, ma}); it != order_var.end()) return {1, it->second, -1};
+    return {implied(d, t, ma, u, mb) ? 1.0 : 0.0};
+  }
+
+  // (d) for each pair on device d whose order nothing else fixes.
+  void disjunctions(std::size_t d) {
+    const int M = in.num_microbatches;
+    const auto& types = g.by_device[d];
     for (std::size_t i = 0; i < types.size(); ++i) {
       for (std::size_t j = i + 1; j < types.size(); ++j) {
         const int t = types[i], u = types[j];
         for (int ma = 0; ma < M; ++ma) {
           for (int mb = 0; mb < M; ++mb) {
-            if (implied(t, ma, u, mb) || implied(u, mb, t, ma)) continue;
+            if (implied(d, t, ma, u, mb) || implied(d, u, mb, t, ma)) continue;
             const std::string pair = op_name(t, ma) + "," + op_name(u, mb);
             const int y = model.add_var("y[" + pair + "]", 0, 1, 0.0, true);
+            order_var[{t, ma, u, mb}] = y;
             model.add_row("before[" + pair + "]", {{s[u][mb], 1}, {s[t][ma], -1}, {y, -horizon}},
                           g.ops[t].occupancy - horizon, milp::kInfinity);
             model.add_row("after[" + pair + "]", {{s[t][ma], 1}, {s[u][mb], -1}, {y, horizon}},
@@ -183,9 +269,10 @@ int exact_model_size(const OpGraph& g, int num_microbatches) {
 
 EngineOutput solve_exact(const OpGraph& g, const EngineInput& in, const Timeline& best_known,
                          const milp::Limits& limits) {
-  ExactBuilder b{g, in, best_known.makespan_s, {}, {}, -1};
+  const std::vector<std::vector<char>> anc = ancestors(g);
+  ExactBuilder b{g, in, best_known.makespan_s, {}, {}, -1, &anc, {}};
   b.variables();
-  b.rows(ancestors(g));
+  b.rows();
   b.warm_start(best_known);
   EngineOutput out;
   out.milp = milp::solve(b.model, limits);

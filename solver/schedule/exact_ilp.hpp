@@ -2,6 +2,7 @@
 // schedule synthesizer). See exact_ilp.cpp.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <utility>
@@ -17,8 +18,10 @@ namespace pulse::detail {
 struct EngineInput {
   const PipelineModel* model = nullptr;
   int num_microbatches = 1;
-  std::vector<int> inflight_limit;  ///< Per device, from memory.
+  std::vector<int> inflight_limit;  ///< Per device: the most memory can allow in flight.
   bool split_backward = false;
+  /// Per device: the bytes activations may hold (rows (f)); empty: counts only.
+  std::vector<std::int64_t> room;
 };
 
 struct EngineOutput {

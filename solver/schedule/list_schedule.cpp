@@ -34,14 +34,16 @@ ListPolicy ListPolicy::backward_first(int num_stages) {
   return ListPolicy{std::vector<int>(num_stages, 1),
                     std::vector<int>(num_stages, 0),
                     std::vector<int>(num_stages, kWeightRank),
-                    {}};
+                    {},
+                    false};
 }
 
 ListPolicy ListPolicy::forward_first(int num_stages) {
   return ListPolicy{std::vector<int>(num_stages, 0),
                     std::vector<int>(num_stages, 1),
                     std::vector<int>(num_stages, kWeightRank),
-                    {}};
+                    {},
+                    false};
 }
 
 namespace {
@@ -159,10 +161,12 @@ class ListScheduler {
     const OpKind back = split_ ? OpKind::backward_input : OpKind::backward;
     const DeviceQueue& q = queues_[d];
     best_[d].reset();
+    if (policy_.active) candidates_.clear();
     auto consider = [&](const Op& op) {
       const auto ready = engine_.ready_time(op);
       if (!ready) return;
       const Key key{*ready, rank_of(policy_, op), op.mb, -op.stage, d};
+      if (policy_.active) candidates_.push_back({key, op});
       if (!best_[d] || key < best_[d]->first) best_[d] = {key, op};
     };
     for (StageId s : q.stages) {
@@ -173,6 +177,19 @@ class ListScheduler {
       }
       if (next_b_[s] < next_f_[s]) consider(Op{back, s, next_b_[s]});
       if (split_ && next_w_[s] < next_b_[s]) consider(Op{OpKind::backward_weight, s, next_w_[s]});
+    }
+    if (policy_.active && best_[d]) prefer_by_rank(d);
+  }
+
+  // Giffler and Thompson's rule: every candidate that could start before the earliest one
+  // ends competes by rank, oldest microbatch, later stage; the winner may wait for an input
+  // still on its way rather than let a lower-ranked op take the device.
+  void prefer_by_rank(DeviceId d) {
+    const double first_end = std::get<0>(best_[d]->first) + engine_.compute_time(best_[d]->second);
+    for (const auto& c : candidates_) {
+      if (std::get<0>(c.first) >= first_end) continue;
+      const auto order = [](const Key& k) { return std::tuple(std::get<1>(k), std::get<2>(k), std::get<3>(k), std::get<0>(k)); };
+      if (order(c.first) < order(best_[d]->first)) best_[d] = c;
     }
   }
 
@@ -210,6 +227,7 @@ class ListScheduler {
   std::vector<int> open_;  // per stage: microbatches between its forward and last backward
   std::vector<DeviceQueue> queues_;
   std::vector<std::optional<std::pair<Key, Op>>> best_;
+  std::vector<std::pair<Key, Op>> candidates_;  // refresh's scratch
 };
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The operations of one microbatch and their dependencies, with the latencies the execution
 // engine applies: an op's output reaches a consumer on another device when the op's compute
 // and every send the op makes before that one have finished (sends leave in transfer order).
-// The schedule ILPs and the lower bound are built on this graph.
+// The schedule ILP and the lower bound (lower_bound.hpp) are built on this graph.
 #pragma once
 
 #include <vector>
@@ -38,14 +38,5 @@ struct OpGraph {
 };
 
 OpGraph build_op_graph(const PipelineModel& model, bool split_backward);
-
-/// No schedule of `num_microbatches` can be shorter. For every device, the one-machine
-/// relaxation: each of its ops gets a release time (its dependency chain, its stage's
-/// earlier microbatches and, with `inflight_limit`, the microbatch it waits to replace) and
-/// a tail (what must still run after it); the best preemptive schedule of the device alone
-/// (Jackson's rule: among released ops, the largest tail first) bounds every real schedule.
-/// The largest over devices is the bound.
-double schedule_lower_bound(const OpGraph& graph, int num_microbatches,
-                            const std::vector<int>& inflight_limit);
 
 }  // namespace pulse::detail

@@ -14,9 +14,13 @@
 // it is rejected if the replay deadlocks or holds more microbatches in flight on a device
 // than memory allows, and kept if it is better: a shorter makespan or, at the same makespan,
 // a smaller sum of op end times (which moves work earlier and lets later moves pay off).
-// First improvement, sweep after sweep, under a deterministic evaluation budget.
+// First improvement, sweep after sweep. When a full sweep finds nothing (a local optimum)
+// and budget is left, the best order gets a kick (a few random moves, whatever they cost;
+// a fixed seed) and the descent starts again from there: iterated local search, under a
+// deterministic evaluation budget, keeping the best order seen.
 
 #include <algorithm>
+#include <random>
 
 #include "order_search.hpp"
 
@@ -27,6 +31,10 @@ namespace pulse::detail {
 namespace {
 
 constexpr int kWindow = 4;
+// The kicks of the iterated local search: moves per kick, their reach, the fixed seed.
+constexpr int kKickMoves = 3;
+constexpr int kKickReach = 8;
+constexpr unsigned kKickSeed = 1;
 
 struct Score {
   double makespan = 0;
@@ -44,18 +52,21 @@ class OrderSearch {
   OrderSearch(const PipelineModel& m, const OrderSearchInput& in) : model_(m), in_(in) {}
 
   OrderSearchResult run(Schedule start) {
-    best_.schedule = std::move(start);
-    const auto t = replay(best_.schedule);
+    best_.schedule = start;
+    current_ = std::move(start);
+    const auto t = replay(current_);
     if (!t) return best_;
-    score_ = *t;
+    score_ = best_score_ = *t;
     best_.makespan_s = score_.makespan;
-    bool improved = true;
-    while (improved && !out_of_budget()) {
-      improved = false;
-      for (std::size_t d = 0; d < best_.schedule.device_ops.size() && !out_of_budget(); ++d) {
-        improved = sweep_device(d) || improved;
-      }
+    std::mt19937 rng(kKickSeed);
+    while (!out_of_budget()) {
+      descend();
+      if (out_of_budget()) break;
+      current_ = best_.schedule;
+      score_ = best_score_;
+      if (!kick(rng)) break;
     }
+    best_.improved = best_score_.makespan < t->makespan * (1 - 1e-12);
     return best_;
   }
 
@@ -67,7 +78,7 @@ class OrderSearch {
   std::optional<Score> replay(const Schedule& s) {
     ++best_.evaluations;
     auto t = simulate(model_, s, in_.num_microbatches, in_.static_bytes);
-    if (!t || !within_memory(*t, in_.static_bytes, in_.memory_capacity)) return std::nullopt;
+    if (!t || !in_.fits(*t)) return std::nullopt;
     Score score{t->makespan_s, 0};
     for (std::size_t d = 0; d < t->devices.size(); ++d) {
       for (const TimedOp& op : t->devices[d].ops) score.sum_end += op.end_s;
@@ -75,31 +86,74 @@ class OrderSearch {
     return score;
   }
 
+  // Sweeps over every device until none improves the current order.
+  void descend() {
+    bool improved = true;
+    while (improved && !out_of_budget()) {
+      improved = false;
+      for (std::size_t d = 0; d < current_.device_ops.size() && !out_of_budget(); ++d) {
+        improved = sweep_device(d) || improved;
+      }
+    }
+  }
+
+  // The order with ops[k] of device d moved to `to`, if that is allowed.
+  std::optional<Schedule> moved(std::size_t d, int k, int to) const {
+    const std::vector<Op>& ops = current_.device_ops[d];
+    if (to == k || to < 0 || to >= static_cast<int>(ops.size()) || !movable(ops, k, to)) {
+      return std::nullopt;
+    }
+    Schedule candidate = current_;
+    std::vector<Op>& mine = candidate.device_ops[d];
+    const Op op = mine[k];
+    mine.erase(mine.begin() + k);
+    mine.insert(mine.begin() + to, op);
+    return candidate;
+  }
+
   // Tries every move on device d; keeps each one that improves. True if any did.
   bool sweep_device(std::size_t d) {
     bool improved = false;
-    const int n = static_cast<int>(best_.schedule.device_ops[d].size());
+    const int n = static_cast<int>(current_.device_ops[d].size());
     for (int k = 0; k < n && !out_of_budget(); ++k) {
       for (int shift = -kWindow; shift <= kWindow && !out_of_budget(); ++shift) {
-        const int to = k + shift;
-        if (shift == 0 || to < 0 || to >= n) continue;
-        if (!movable(best_.schedule.device_ops[d], k, to)) continue;
-        Schedule candidate = best_.schedule;
-        std::vector<Op>& ops = candidate.device_ops[d];
-        const Op op = ops[k];
-        ops.erase(ops.begin() + k);
-        ops.insert(ops.begin() + to, op);
-        const auto score = replay(candidate);
+        auto candidate = moved(d, k, k + shift);
+        if (!candidate) continue;
+        const auto score = replay(*candidate);
         if (!score || !score->better_than(score_)) continue;
-        best_.schedule = std::move(candidate);
-        best_.makespan_s = score->makespan;
-        best_.improved = best_.improved || score->makespan < score_.makespan * (1 - 1e-12);
+        current_ = std::move(*candidate);
         score_ = *score;
+        if (score_.better_than(best_score_)) {
+          best_.schedule = current_;
+          best_.makespan_s = score_.makespan;
+          best_score_ = score_;
+        }
         improved = true;
         break;  // the op moved; the next k looks at the new order
       }
     }
     return improved;
+  }
+
+  // A few random moves of reach kKickReach that replay and fit, whatever their score: the
+  // way out of a local optimum (iterated local search). False if none could be made.
+  bool kick(std::mt19937& rng) {
+    int made = 0;
+    for (int tries = 0; made < kKickMoves && tries < 20 * kKickMoves && !out_of_budget(); ++tries) {
+      const std::size_t d = rng() % current_.device_ops.size();
+      const int n = static_cast<int>(current_.device_ops[d].size());
+      if (n < 2) continue;
+      const int k = static_cast<int>(rng() % n);
+      const int shift = static_cast<int>(rng() % (2 * kKickReach)) - kKickReach;
+      auto candidate = moved(d, k, k + (shift >= 0 ? shift + 1 : shift));
+      if (!candidate) continue;
+      const auto score = replay(*candidate);
+      if (!score) continue;
+      current_ = std::move(*candidate);
+      score_ = *score;
+      ++made;
+    }
+    return made > 0;
   }
 
   // Moving ops[k] to position `to` must not pass an op of the same stage and kind.
@@ -113,7 +167,9 @@ class OrderSearch {
 
   const PipelineModel& model_;
   const OrderSearchInput& in_;
-  OrderSearchResult best_;
+  OrderSearchResult best_;  // the best order found, by makespan then sum of end times
+  Score best_score_;
+  Schedule current_;  // where the descent is
   Score score_;
 };
 

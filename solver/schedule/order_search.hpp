@@ -9,14 +9,16 @@
 
 #include "pulse/cost/memory.hpp"
 #include "pulse/simulate/schedule.hpp"
+#include "pulse/simulate/simulate.hpp"
 
 namespace pulse::detail {
 
 struct OrderSearchInput {
   int num_microbatches = 1;
   std::vector<MemoryBreakdown> static_bytes;
-  std::int64_t memory_capacity = 0;  ///< Candidates must stay within it (within_memory).
-  int max_evaluations = 0;           ///< Deterministic work limit: replays.
+  /// Whether a replayed candidate keeps within memory (the synthesizer's room per device).
+  std::function<bool(const Timeline&)> fits;
+  int max_evaluations = 0;  ///< Deterministic work limit: replays.
   std::function<bool()> expired;     ///< Wall-clock safety limit.
 };
 

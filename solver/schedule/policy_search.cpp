@@ -9,7 +9,9 @@
 //   2. coordinate descent from the best: for each device in turn, every ordering of its op
 //      types' ranks (weight-gradient ops stay last), then a few in-flight limits; a change
 //      is kept only if the makespan drops. Sweeps repeat until nothing improves or the
-//      evaluation budget is spent.
+//      evaluation budget is spent;
+//   3. with the last three evaluations, the best policy and both uniform rules at the best
+//      limits under Giffler and Thompson's active rule (list_schedule.hpp).
 // Every evaluation is one list schedule (one replay on the execution engine), so the
 // search is deterministic under its evaluation budget.
 
@@ -47,6 +49,7 @@ class Search {
   Search(const PipelineModel& m, const SearchInput& in) : model_(m), in_(in) {}
 
   SearchResult run() {
+    reserve_ = kActiveCandidates;
     portfolio();
     for (int sweep = 0; sweep < in_.max_sweeps && improved_ && !out_of_budget(); ++sweep) {
       improved_ = false;
@@ -55,12 +58,30 @@ class Search {
         limits_of(d);
       }
     }
+    reserve_ = 0;
+    active_rule();
     return best_;
   }
 
  private:
+  // Evaluations kept for the active rule after the descent.
+  static constexpr int kActiveCandidates = 3;
+
   bool out_of_budget() const {
-    return best_.evaluations >= in_.max_evaluations || (in_.expired && in_.expired());
+    return best_.evaluations + reserve_ >= in_.max_evaluations || (in_.expired && in_.expired());
+  }
+
+  // Giffler and Thompson's active rule (ListPolicy::active) on the best policy, and on both
+  // uniform rules, at the best in-flight limits: it lets a device wait for an input on its
+  // way (a link delay) instead of starting something shorter.
+  void active_rule() {
+    const int S = model_.layout.num_stages();
+    const std::vector<int> limits = best_.limits;
+    for (ListPolicy p : {best_.policy, ListPolicy::backward_first(S), ListPolicy::forward_first(S)}) {
+      if (p.active) continue;
+      p.active = true;
+      offer(std::move(p), limits);
+    }
   }
 
   // Scores one candidate; keeps it if strictly shorter.
@@ -124,6 +145,7 @@ class Search {
         offer(ListPolicy::forward_first(S), limits);
       }
     }
+
   }
 
   // Every ordering of device d's rank slots, from the best policy so far.
@@ -172,6 +194,7 @@ class Search {
   const std::vector<int> one_more_ = plus_one(in_);
   SearchResult best_;
   bool improved_ = true;
+  int reserve_ = 0;
 };
 
 }  // namespace

@@ -1,22 +1,27 @@
-// The schedule synthesizer: the heuristic list schedule, then a search over list-schedule
-// policies, then the exact ILP when the instance is small; every candidate is replayed by the
-// simulator and the shortest kept. See include/pulse/schedule/synthesize.hpp.
+// The schedule synthesizer: the heuristic list schedule, the published V families, a search
+// over list-schedule policies, a search over op orders from the best of them, then the exact
+// ILP when the instance is small; every candidate is replayed by the simulator and the best
+// kept (shortest, then holding the least). See include/pulse/schedule/synthesize.hpp.
 
 #include "pulse/schedule/synthesize.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <limits>
 #include <optional>
 
 #include <fmt/format.h>
 
-#include "op_graph.hpp"
-#include "pulse/base/units.hpp"
 #include "exact_ilp.hpp"
+#include "lower_bound.hpp"
+#include "op_graph.hpp"
 #include "order_search.hpp"
 #include "policy_search.hpp"
-#include "pulse/schedule/list_schedule.hpp"
+#include "pulse/base/units.hpp"
 #include "pulse/cost/memory.hpp"
+#include "pulse/schedule/list_schedule.hpp"
+#include "pulse/schedule/v_families.hpp"
 
 namespace pulse {
 
@@ -27,11 +32,72 @@ using Clock = std::chrono::steady_clock;
 // Op replays the order search may spend in all (evaluations times ops per replay).
 constexpr long kOrderOpReplays = 1'500'000;
 
-// The replay of `s`, if it stays within the memory rule.
-std::optional<Timeline> replay_within_memory(const ScheduleRequest& r, const Schedule& s) {
-  auto t = simulate(*r.model, s, r.num_microbatches, r.static_bytes);
-  if (!t || !within_memory(*t, r.static_bytes, r.memory_capacity)) return std::nullopt;
-  return std::move(*t);
+// The memory curve's budgets, as fractions of the answer's peak activation memory, and the
+// work each smaller synthesis may spend (deterministic limits: a short policy search, no
+// order search; the trim below uses the same): the curve shows what memory buys, roughly.
+constexpr std::array<std::pair<int, int>, 3> kCurveFractions{{{3, 4}, {1, 2}, {1, 3}}};
+constexpr int kCurveEvaluations = 60;
+constexpr long kCurveOpReplays = 100'000;  // and at most this many op-replays each
+// How many times the answer may be replaced by an equally fast one at 3/4 of its peak.
+constexpr int kTrimSteps = 2;
+
+// What each device's activations may hold, and the in-flight counts that follow from it.
+struct Memory {
+  std::vector<std::int64_t> room;       // capacity less static state, within the budget
+  std::vector<std::int64_t> as_static;  // capacity - room: what the in-flight helpers take
+  std::vector<int> safe_cap;            // in flight whatever the order (memory.hpp)
+  std::vector<int> reach_cap;           // the most any order within the rule can hold
+
+  bool fits(const Timeline& t) const {
+    for (std::size_t d = 0; d < room.size(); ++d) {
+      if (t.devices[d].resident_peak > room[d]) return false;
+    }
+    return true;
+  }
+};
+
+Memory memory_of(const ScheduleRequest& r) {
+  Memory m;
+  const int P = r.model->num_devices();
+  const std::int64_t budget =
+      r.activation_budget > 0 ? r.activation_budget : std::numeric_limits<std::int64_t>::max();
+  for (int d = 0; d < P; ++d) {
+    m.room.push_back(std::min(r.memory_capacity - r.static_bytes[d].total(), budget));
+    m.as_static.push_back(r.memory_capacity - m.room.back());
+  }
+  const std::vector<int> all_of_them(P, r.num_microbatches);
+  m.safe_cap = memory_inflight_limits(*r.model, m.as_static, r.memory_capacity, all_of_them);
+  m.reach_cap = resident_inflight_limits(*r.model, m.as_static, r.memory_capacity, all_of_them);
+  return m;
+}
+
+// The largest device's residency, then the sum over devices: the second objective.
+std::pair<std::int64_t, std::int64_t> footprint(const Timeline& t) {
+  std::int64_t peak = 0, total = 0;
+  for (const DeviceTimeline& d : t.devices) {
+    peak = std::max(peak, d.resident_peak);
+    total += d.resident_peak;
+  }
+  return {peak, total};
+}
+
+// The iteration a timeline gives with the request's all-reduce after each device's last op.
+double iteration(const Timeline& t, const std::vector<double>& allreduce_s) {
+  double end = t.makespan_s;
+  for (std::size_t d = 0; d < allreduce_s.size() && d < t.devices.size(); ++d) {
+    if (!t.devices[d].ops.empty()) end = std::max(end, t.devices[d].ops.back().busy_until_s + allreduce_s[d]);
+  }
+  return end;
+}
+
+// Whether `t` is better than `than`: shorter; or as short and a shorter iteration; or as
+// short, no longer an iteration and holding less.
+bool better(const Timeline& t, const Timeline& than, const std::vector<double>& allreduce_s) {
+  auto compare = [](double x, double y) { return x < y * (1 - 1e-9) ? -1 : x > y * (1 + 1e-9) ? 1 : 0; };
+  if (const int c = compare(t.makespan_s, than.makespan_s); c != 0) return c < 0;
+  const int c = compare(iteration(t, allreduce_s), iteration(than, allreduce_s));
+  if (c != 0) return c < 0;
+  return footprint(t) < footprint(than);
 }
 
 struct Best {
@@ -40,11 +106,10 @@ struct Best {
   std::string method;
   bool have = false;
 
-  // Keeps `candidate` if it replays within the memory rule and is strictly shorter.
-  bool offer(Schedule candidate, const ScheduleRequest& r, std::string how) {
-    auto t = replay_within_memory(r, candidate);
-    if (!t) return false;
-    if (have && t->makespan_s >= timeline.makespan_s * (1 - 1e-9)) return false;
+  // Keeps `candidate` if it replays within memory and beats the best.
+  bool offer(Schedule candidate, const ScheduleRequest& r, const Memory& mem, std::string how) {
+    auto t = simulate(*r.model, candidate, r.num_microbatches, r.static_bytes);
+    if (!t || !mem.fits(*t) || (have && !better(*t, timeline, r.allreduce_s))) return false;
     schedule = std::move(candidate);
     timeline = std::move(*t);
     method = std::move(how);
@@ -81,22 +146,24 @@ void adopt(Best& best, ScheduleAnswer& a) {
   a.method = best.method;
   a.makespan_s = a.timeline.makespan_s;
   a.gap = a.makespan_s / a.lower_bound_s - 1;
+  a.peak_activation_bytes = footprint(a.timeline).first;
 }
 
 // The baselines' own schedules: 1F1B is the heuristic list schedule itself; GPipe holds
 // every microbatch in flight.
-Result<ScheduleAnswer> fixed_schedule(const ScheduleRequest& r, const std::vector<int>& memory_cap,
-                                      Best& best, ScheduleAnswer& a) {
+Result<ScheduleAnswer> fixed_schedule(const ScheduleRequest& r, const Memory& mem, Best& best,
+                                      ScheduleAnswer& a) {
   if (r.family == ScheduleFamily::gpipe) {
     for (int d = 0; d < r.model->num_devices(); ++d) {
-      if (memory_cap[d] < r.num_microbatches) {
+      if (mem.safe_cap[d] < r.num_microbatches) {
         return infeasible_error(fmt::format(
             "GPipe keeps all {} microbatches in flight; pipeline device {} has room for {}",
-            r.num_microbatches, d, memory_cap[d]));
+            r.num_microbatches, d, mem.safe_cap[d]));
       }
     }
     best.have = false;
-    if (!best.offer(gpipe_schedule(*r.model, r.num_microbatches, r.split_backward), r, "gpipe")) {
+    if (!best.offer(gpipe_schedule(*r.model, r.num_microbatches, r.split_backward), r, mem,
+                    "gpipe")) {
       return internal_error("the GPipe schedule did not replay");
     }
   } else {
@@ -116,106 +183,211 @@ milp::Limits limits_for(const ScheduleRequest& r, const Deadline& deadline) {
   return l;
 }
 
-}  // namespace
-
-Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& r) {
-  const Deadline deadline(r.max_seconds);
-  std::vector<std::int64_t> static_totals;
-  for (const MemoryBreakdown& m : r.static_bytes) static_totals.push_back(m.total());
-  // Microbatches in flight that fit whatever the order (the heuristic stays within these),
-  // and the most that any order within the memory rule can reach (searches go up to these,
-  // checked by replay; the lower bound and the exact model use them).
-  const std::vector<int> all_of_them(r.model->num_devices(), r.num_microbatches);
-  const std::vector<int> memory_cap =
-      memory_inflight_limits(*r.model, static_totals, r.memory_capacity, all_of_them);
-  const std::vector<int> reach_cap =
-      resident_inflight_limits(*r.model, static_totals, r.memory_capacity, all_of_them);
+// Not even one microbatch fits some device: say where, and what stopped it.
+Status check_room(const ScheduleRequest& r, const Memory& mem) {
   for (int d = 0; d < r.model->num_devices(); ++d) {
-    if (memory_cap[d] < 1) {
-      return infeasible_error(
-          fmt::format("pipeline device {} cannot hold one microbatch in "
-                      "flight within {}",
-                      d, format_bytes(r.memory_capacity)));
+    if (mem.safe_cap[d] >= 1) continue;
+    const std::int64_t left = r.memory_capacity - r.static_bytes[d].total();
+    if (r.activation_budget > 0 && r.activation_budget < left) {
+      return infeasible_error(fmt::format(
+          "pipeline device {} cannot hold one microbatch in flight within the activation "
+          "budget of {} (one microbatch holds {} there)",
+          d, format_bytes(r.activation_budget), format_bytes(bytes_per_microbatch_at_most(*r.model)[d])));
+    }
+    return infeasible_error(fmt::format(
+        "pipeline device {} cannot hold one microbatch in flight within {}", d,
+        format_bytes(r.memory_capacity)));
+  }
+  return Ok{};
+}
+
+// The published V families as seeds (two-stage V layouts with a split backward): ZB-V at
+// its own room or, where the device's is smaller, at that; V-Half, V-Min; each kept only if
+// within memory.
+void offer_families(const ScheduleRequest& r, const Memory& mem, Best& best) {
+  if (!r.split_backward || !is_two_stage_v(r.model->layout)) return;
+  const int M = r.num_microbatches;
+  std::vector<std::int64_t> room = zbv_room(*r.model);
+  for (std::size_t d = 0; d < room.size(); ++d) room[d] = std::min(room[d], mem.room[d]);
+  if (auto s = v_family_schedule({r.model, M, VFamily::zb_v, room})) {
+    best.offer(std::move(*s), r, mem, "zb-v");
+  }
+  for (VFamily f : {VFamily::v_half, VFamily::v_min}) {
+    if (auto s = v_family_schedule({r.model, M, f, {}})) best.offer(std::move(*s), r, mem, v_family_name(f));
+  }
+}
+
+struct Search {
+  const ScheduleRequest& r;
+  const Memory& mem;
+  const Deadline& deadline;
+  Best& best;
+  ScheduleAnswer& a;
+  bool out_of_time = false;
+
+  bool at_bound() const { return best.timeline.makespan_s <= a.lower_bound_s * (1 + 1e-9); }
+  bool go_on() const { return !out_of_time && !deadline.expired() && !at_bound(); }
+
+  void list_policies() {
+    if (!go_on()) return;
+    std::vector<std::int64_t> free_bytes = mem.room;
+    detail::SearchInput in{r.num_microbatches, mem.reach_cap, mem.safe_cap, free_bytes,
+                           r.split_backward,   r.max_evaluations, 3,
+                           [&] { return deadline.expired(); },
+                           [&](const Schedule& s) {
+                             auto t = simulate(*r.model, s, r.num_microbatches, r.static_bytes);
+                             return t && mem.fits(*t);
+                           }};
+    const detail::SearchResult found = detail::search_list_schedules(*r.model, in);
+    a.list_evaluations = found.evaluations;
+    if (found.found) best.offer(found.schedule, r, mem, "list-search");
+  }
+
+  // Local search over explicit op orders, from the best so far. Replays cost in proportion
+  // to the ops, so large instances get fewer of them.
+  void orders(const detail::OpGraph& graph) {
+    const long ops = static_cast<long>(graph.ops.size()) * r.num_microbatches;
+    const int budget =
+        static_cast<int>(std::min<long>(r.max_order_evaluations, kOrderOpReplays / ops));
+    if (!go_on() || budget <= 0) return;
+    detail::OrderSearchInput in{r.num_microbatches, r.static_bytes,
+                                [&](const Timeline& t) { return mem.fits(t); }, budget,
+                                [&] { return deadline.expired(); }};
+    detail::OrderSearchResult found = detail::search_orders(*r.model, in, best.schedule);
+    a.order_evaluations = found.evaluations;
+    if (found.improved) best.offer(std::move(found.schedule), r, mem, "order-search");
+  }
+
+  // The exact integer program, when the instance is small enough to prove optimality; its
+  // memory rows count bytes, so its optimum is optimal under the memory rule. Where memory
+  // binds (the rows are there), CBC takes about 20 ms a node on these models, so the
+  // instance must be half as large for the node limit, not the clock, to end the solve.
+  void exact(const detail::OpGraph& graph) {
+    const std::vector<std::int64_t> most = bytes_per_microbatch_at_most(*r.model);
+    bool binds = false;
+    for (std::size_t d = 0; d < most.size(); ++d) binds = binds || most[d] * r.num_microbatches > mem.room[d];
+    const int largest = binds ? r.exact_max_ops / 2 : r.exact_max_ops;
+    if (!go_on() || detail::exact_model_size(graph, r.num_microbatches) > largest) return;
+    const detail::EngineInput in{r.model, r.num_microbatches, mem.reach_cap, r.split_backward,
+                                 mem.room};
+    const auto found = detail::solve_exact(graph, in, best.timeline, limits_for(r, deadline));
+    ++a.milp_solves;
+    a.milp_nodes += found.milp.nodes;
+    a.stopped_by = found.milp.stopped_by;
+    out_of_time = out_of_time || found.milp.stopped_by == "time limit";
+    if (found.found) best.offer(found.schedule, r, mem, "exact-ilp");
+    // The model's timing is the engine's only with blocking sends; then its proven bound is
+    // a bound on every schedule and may beat the one-machine bound.
+    if (!r.model->overlap_comm && found.milp.bound > a.lower_bound_s) {
+      a.lower_bound_s = std::min(found.milp.bound, best.timeline.makespan_s);
     }
   }
+
+  void finish() {
+    const bool proven = at_bound();
+    adopt(best, a);
+    if (proven) {
+      a.status = SolveStatus::optimal;
+    } else if (out_of_time || deadline.expired()) {
+      a.status = SolveStatus::time_limit;
+    } else {
+      a.status = best.method == "list" ? SolveStatus::heuristic : SolveStatus::feasible;
+    }
+    if (a.milp_solves == 0) {
+      a.stopped_by = out_of_time ? "time limit" : proven ? "lower bound" : "not run";
+    }
+  }
+};
+
+Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound);
+
+// A smaller synthesis of the same request with at most `budget` bytes of activations per
+// device (the curve's effort); nullopt when nothing fits it or no time is left.
+std::optional<ScheduleAnswer> at_budget(const ScheduleRequest& r, std::int64_t budget,
+                                        const Deadline& deadline, ScheduleAnswer& a) {
+  ScheduleRequest sub = r;
+  sub.activation_budget = budget;
+  sub.memory_curve_points = 0;
+  const long ops = r.model->layout.num_stages() * (r.split_backward ? 3L : 2L) * r.num_microbatches;
+  sub.max_evaluations = static_cast<int>(
+      std::min<long>({r.max_evaluations, kCurveEvaluations, std::max(1L, kCurveOpReplays / ops)}));
+  sub.max_order_evaluations = 0;
+  sub.exact_max_ops = 0;
+  sub.max_seconds = deadline.left();
+  if (sub.max_seconds <= 0) {
+    a.status = SolveStatus::time_limit;
+    return std::nullopt;
+  }
+  auto found = synthesize(sub, false);
+  if (!found) return std::nullopt;
+  if (found->status == SolveStatus::time_limit) a.status = SolveStatus::time_limit;
+  a.list_evaluations += found->list_evaluations;
+  return std::move(*found);
+}
+
+// The second objective, once more: while a synthesis at 3/4 of the answer's peak is as fast
+// (and no longer an iteration), its schedule, holding less, replaces the answer's. Then the memory curve (request's
+// memory_curve_points): the makespans at 3/4, 1/2 and 1/3 of the final peak.
+void trim_and_curve(const ScheduleRequest& r, const Deadline& deadline, ScheduleAnswer& a) {
+  const int points = std::min<int>(r.memory_curve_points, kCurveFractions.size());
+  if (points <= 0) return;
+  std::optional<ScheduleAnswer> three_quarters;
+  for (int step = 0; step < kTrimSteps && !three_quarters; ++step) {
+    auto smaller = at_budget(r, a.peak_activation_bytes * 3 / 4, deadline, a);
+    if (!smaller) break;
+    if (!better(smaller->timeline, a.timeline, r.allreduce_s)) {
+      three_quarters = std::move(smaller);
+      break;
+    }
+    a.schedule = std::move(smaller->schedule);
+    a.timeline = std::move(smaller->timeline);
+    a.method = smaller->method;
+    a.schedule.policy = a.method;
+    a.makespan_s = a.timeline.makespan_s;
+    a.peak_activation_bytes = smaller->peak_activation_bytes;
+  }
+  for (int i = 0; i < points; ++i) {
+    const auto [num, den] = kCurveFractions[i];
+    const std::int64_t budget = a.peak_activation_bytes * num / den;
+    auto point = i == 0 && three_quarters ? std::move(three_quarters)
+                                          : at_budget(r, budget, deadline, a);
+    if (point) a.memory_curve.push_back({budget, point->makespan_s});
+  }
+}
+
+// The synthesis; without the bound (the memory curve's points need only the makespan), no
+// schedule is proven optimal and every search runs to its budget.
+Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound) {
+  const Deadline deadline(r.max_seconds);
+  const Memory mem = memory_of(r);
+  if (auto room = check_room(r, mem); !room) return room.error();
   // The heuristic: issue 2's V 1F1B list schedule (backward first, the round-trip minimum
-  // in flight). Everything after it can only replace it with something shorter.
+  // in flight). Everything after it can only replace it with something better.
   Best best;
-  if (!best.offer(first_list_schedule(r, memory_cap), r, "list")) {
+  if (!best.offer(first_list_schedule(r, mem.safe_cap), r, mem, "list")) {
     return internal_error("the list schedule did not replay");
   }
   ScheduleAnswer a;
+  a.activation_budget = r.activation_budget;
   a.heuristic_makespan_s = best.timeline.makespan_s;
   const detail::OpGraph graph = detail::build_op_graph(*r.model, r.split_backward);
-  a.lower_bound_s = detail::schedule_lower_bound(graph, r.num_microbatches, reach_cap);
-  if (r.family != ScheduleFamily::synthesized) return fixed_schedule(r, memory_cap, best, a);
-  auto at_bound = [&] { return best.timeline.makespan_s <= a.lower_bound_s * (1 + 1e-9); };
-  bool out_of_time = r.max_seconds <= 0;
-
-  // Policy search over list schedules.
-  if (!out_of_time && !at_bound()) {
-    std::vector<std::int64_t> free_bytes;
-    for (std::int64_t s : static_totals) free_bytes.push_back(r.memory_capacity - s);
-    detail::SearchInput search{
-        r.num_microbatches,
-        reach_cap,
-        memory_cap,
-        free_bytes,
-        r.split_backward,
-        r.max_evaluations,
-        3,
-        [&] { return deadline.expired(); },
-        [&](const Schedule& s) { return replay_within_memory(r, s).has_value(); }};
-    const detail::SearchResult found = detail::search_list_schedules(*r.model, search);
-    a.list_evaluations = found.evaluations;
-    if (found.found) best.offer(found.schedule, r, "list-search");
+  if (with_bound) {
+    const auto relaxation = detail::memory_relaxation(graph, *r.model, mem.room);
+    a.lower_bound_s = detail::schedule_lower_bound(graph, r.num_microbatches, relaxation);
   }
-  // Local search over explicit op orders, from the best so far. Replays cost in proportion
-  // to the ops, so large instances get fewer of them (about half a second here at most).
-  const long ops = static_cast<long>(graph.ops.size()) * r.num_microbatches;
-  const int order_budget =
-      static_cast<int>(std::min<long>(r.max_order_evaluations, kOrderOpReplays / ops));
-  if (!out_of_time && !at_bound() && order_budget > 0 && !deadline.expired()) {
-    detail::OrderSearchInput search{r.num_microbatches, r.static_bytes, r.memory_capacity,
-                                    order_budget, [&] { return deadline.expired(); }};
-    detail::OrderSearchResult found = detail::search_orders(*r.model, search, best.schedule);
-    a.order_evaluations = found.evaluations;
-    if (found.improved) best.offer(std::move(found.schedule), r, "order-search");
-  }
-  // The exact integer program, when the instance is small enough to prove optimality.
-  const detail::EngineInput in{r.model, r.num_microbatches, reach_cap, r.split_backward};
-  auto account = [&](const detail::EngineOutput& o) {
-    ++a.milp_solves;
-    a.milp_nodes += o.milp.nodes;
-    a.stopped_by = o.milp.stopped_by;
-    out_of_time = out_of_time || o.milp.stopped_by == "time limit";
-  };
-  // It limits in-flight counts, not bytes: run only where the two agree (memory binds the
-  // same whatever the order), so that its optimum is optimal for the memory rule too.
-  if (!out_of_time && !deadline.expired() && !at_bound() && reach_cap == memory_cap &&
-      detail::exact_model_size(graph, r.num_microbatches) <= r.exact_max_ops) {
-    const auto exact = detail::solve_exact(graph, in, best.timeline, limits_for(r, deadline));
-    account(exact);
-    if (exact.found) best.offer(exact.schedule, r, "exact-ilp");
-    // The model's timing is the engine's only with blocking sends; then its proven bound is
-    // a bound on every schedule and may beat the one-machine bound.
-    if (!r.model->overlap_comm && exact.milp.bound > a.lower_bound_s) {
-      a.lower_bound_s = std::min(exact.milp.bound, best.timeline.makespan_s);
-    }
-  }
-  const bool proven = at_bound();
-  adopt(best, a);
-  if (proven) {
-    a.status = SolveStatus::optimal;
-  } else if (out_of_time || deadline.expired()) {
-    a.status = SolveStatus::time_limit;
-  } else {
-    a.status = best.method == "list" ? SolveStatus::heuristic : SolveStatus::feasible;
-  }
-  if (a.milp_solves == 0) {
-    a.stopped_by = out_of_time ? "time limit" : at_bound() ? "lower bound" : "not run";
-  }
+  if (r.family != ScheduleFamily::synthesized) return fixed_schedule(r, mem, best, a);
+  Search search{r, mem, deadline, best, a, r.max_seconds <= 0};
+  if (!search.out_of_time) offer_families(r, mem, best);
+  search.list_policies();
+  search.orders(graph);
+  search.exact(graph);
+  search.finish();
+  trim_and_curve(r, deadline, a);
   return a;
 }
+
+}  // namespace
+
+Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& r) { return synthesize(r, true); }
 
 }  // namespace pulse

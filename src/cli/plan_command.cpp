@@ -1,4 +1,6 @@
 // pulse-plan plan: profiles in, plan JSON out.
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -95,6 +97,10 @@ po::options_description plan_options() {
       "the profile's time range: range-low, range-high");
   add("link-scale", po::value<std::string>()->value_name("F"),
       "make every link F times as fast (F > 0: bandwidth x F, latency / F)");
+  add("activation-budget", po::value<std::string>()->value_name("BYTES|FRACTION"),
+      "cap on each device's activation memory: bytes (8589934592, 8GiB, 512MiB) or a "
+      "fraction of the device's usable memory in (0, 1] (0.5); default: what the device "
+      "leaves");
   add("solver-nodes", po::value<int>()->value_name("N")->default_value(kDefaultSolverNodes),
       "branch-and-bound nodes per integer program (the deterministic work limit)");
   add("solver-time-limit", po::value<double>()->value_name("S")->default_value(kDefaultSolverSeconds),
@@ -134,6 +140,36 @@ Result<CostScales> read_scales(const po::variables_map& vm) {
   return scales;
 }
 
+// --activation-budget: a byte count, bare or with a binary unit, or a fraction of the
+// device's usable memory written with a decimal point. Anything else is a usage error.
+Status read_activation_budget(const std::string& text, PlanOptions& o) {
+  const Error bad = usage_error(fmt::format(
+      "plan: --activation-budget must be a byte count (such as 8589934592 or 8GiB) or a "
+      "fraction of the device's usable memory in (0, 1] (such as 0.5), got \"{}\"",
+      text));
+  if (text.find_first_of(".eE") != std::string::npos) {
+    char* end = nullptr;
+    const double f = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(f > 0 && f <= 1)) return bad;
+    o.activation_budget_fraction = f;
+    return Ok{};
+  }
+  const std::size_t digits = text.find_first_not_of("0123456789");
+  if (text.empty() || digits == 0 || text.size() > 24) return bad;
+  const std::string unit = digits == std::string::npos ? "" : text.substr(digits);
+  const std::pair<const char*, int> units[] = {{"", 0}, {"B", 0}, {"KiB", 10}, {"MiB", 20},
+                                               {"GiB", 30}, {"TiB", 40}};
+  for (const auto& [name, shift] : units) {
+    if (unit != name) continue;
+    const long double count = std::strtold(text.substr(0, digits).c_str(), nullptr);
+    const long double bytes = count * std::pow(2.0L, shift);
+    if (bytes < 1 || bytes > 9.0e18L) return bad;
+    o.activation_budget_bytes = static_cast<std::int64_t>(bytes);
+    return Ok{};
+  }
+  return bad;
+}
+
 Result<PlanOptions> read_options(const po::variables_map& vm) {
   PlanOptions o;
   const std::string strategy = vm["strategy"].as<std::string>();
@@ -171,6 +207,11 @@ Result<PlanOptions> read_options(const po::variables_map& vm) {
     o.family = vm["family"].as<std::string>();
   }
   o.split_backward = vm.count("split-backward") > 0;
+  if (vm.count("activation-budget")) {
+    if (auto ok = read_activation_budget(vm["activation-budget"].as<std::string>(), o); !ok) {
+      return ok.error();
+    }
+  }
   if (vm.count("exhaustive")) o.tuner_top_k = 0;
   o.solver_max_nodes = vm["solver-nodes"].as<int>();
   o.solver_max_seconds = vm["solver-time-limit"].as<double>();

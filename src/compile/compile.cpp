@@ -206,6 +206,16 @@ void memory_limits_pass(const CompileInputs& in, CompiledPlan& plan) {
                              std::vector<int>(plan.pp, plan.num_microbatches));
 }
 
+// The activation budget in bytes per device (0: none): as given, or a fraction of the
+// device's usable memory.
+std::int64_t activation_budget(const PlanOptions& o, const ClusterProfile& cluster) {
+  if (o.activation_budget_fraction) {
+    const double bytes = *o.activation_budget_fraction * static_cast<double>(cluster.usable_memory());
+    return std::max<std::int64_t>(1, static_cast<std::int64_t>(bytes));
+  }
+  return o.activation_budget_bytes.value_or(0);
+}
+
 // The schedule pass: the synthesizer (list schedules, searches, integer programs), or the
 // baseline's own schedule.
 Status schedule_pass(const CompileInputs& in, CompiledPlan& plan, Effort effort) {
@@ -216,9 +226,14 @@ Status schedule_pass(const CompileInputs& in, CompiledPlan& plan, Effort effort)
   request.memory_capacity = in.cluster->usable_memory();
   request.split_backward = in.options->split_backward;
   request.family = plan.family->schedule;
+  request.activation_budget = activation_budget(*in.options, *in.cluster);
+  request.allreduce_s = allreduce_times(plan.model, plan.ranks, in.options->memory, *in.cluster);
   request.max_nodes = in.options->solver_max_nodes;
   request.max_seconds = in.options->solver_max_seconds;
+  // The plan's memory curve: what the synthesized schedule reaches at smaller budgets.
+  if (request.family == ScheduleFamily::synthesized) request.memory_curve_points = 3;
   if (effort == Effort::screen) {
+    request.memory_curve_points = 0;
     request.max_evaluations = kScreenEvaluations;
     request.max_order_evaluations = 0;
     request.exact_max_ops = 0;

@@ -23,6 +23,8 @@ PlanGivenOptions given_options(const PlanOptions& o) {
   g.microbatch_size = o.microbatch_size;
   g.global_batch = o.global_batch;
   g.split_backward = o.split_backward;
+  g.activation_budget_bytes = o.activation_budget_bytes;
+  g.activation_budget_fraction = o.activation_budget_fraction;
   g.memory = o.memory;
   return g;
 }
@@ -240,6 +242,11 @@ PlanSolver solver(const CompiledPlan& p) {
   x.milp_solves = a.milp_solves;
   x.milp_nodes = a.milp_nodes;
   x.limits = {p.options.solver_max_nodes, p.options.solver_max_seconds};
+  if (a.activation_budget > 0) x.activation_budget_bytes = a.activation_budget;
+  x.peak_activation_bytes = a.peak_activation_bytes;
+  for (const MemoryCurvePoint& point : a.memory_curve) {
+    x.memory_curve.push_back({point.activation_budget_bytes, point.makespan_s});
+  }
   return x;
 }
 

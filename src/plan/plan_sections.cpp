@@ -52,6 +52,9 @@ void options_keys(IO& io, T& o) {
   io.field("compute_scale", o.compute_scale, number(Format::raw, Range::positive));
   io.field("compute_scale_from", o.compute_scale_from, choice({"range-low", "range-high"}));
   io.field("link_scale", o.link_scale, number(Format::raw, Range::positive));
+  io.field("activation_budget_bytes", o.activation_budget_bytes, bytes().nullable_or_absent());
+  io.field("activation_budget_fraction", o.activation_budget_fraction,
+           number(Format::ratio, Range::positive).nullable_or_absent());
   io.object("memory", o.memory, [](auto& sub, auto& x) { memory_model_keys(sub, x); },
             Need::defaulted);
 }
@@ -224,6 +227,12 @@ void solver_keys(IO& io, T& x) {
     sub.field("max_nodes", l.max_nodes, count());
     sub.field("max_seconds", l.max_seconds, number(Format::raw, Range::nonnegative));
   });
+  io.field("activation_budget_bytes", x.activation_budget_bytes, bytes().nullable_or_absent());
+  io.field("peak_activation_bytes", x.peak_activation_bytes, bytes().defaulted());
+  io.objects("memory_curve", x.memory_curve, [](auto& sub, auto& point) {
+    sub.field("activation_budget_bytes", point.activation_budget_bytes, bytes());
+    sub.field("makespan_s", point.makespan_s, seconds());
+  }, Need::defaulted);
 }
 
 template <class IO, class T>

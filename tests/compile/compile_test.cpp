@@ -209,5 +209,33 @@ TEST(Compile, ScalesOfOneWriteTheSamePlan) {
   EXPECT_FALSE(ranged["cost_model"].contains("compute_scale"));
 }
 
+TEST(Compile, ActivationBudgetIsKeptAndTheCurveIsWritten) {
+  // SD2 at pp 4 with a split backward and a tenth of the V100's usable memory for
+  // activations: every device keeps within it, the plan says so, and the memory curve's
+  // budgets are 3/4, 1/2 (and 1/3, where a microbatch still fits) of the peak reached.
+  const Inputs in = shipped("sd2-unet-512", "dgx1-v100-32gb-1n");
+  PlanOptions o;
+  o.pp = 4;
+  o.split_backward = true;
+  o.activation_budget_fraction = 0.1;
+  const CompiledPlan p = compile_ok(in, o);
+  const std::int64_t budget =
+      static_cast<std::int64_t>(0.1 * static_cast<double>(in.cluster.usable_memory()));
+  for (const DeviceTimeline& d : p.timeline.devices) EXPECT_LE(d.resident_peak, budget);
+  const json plan = json::parse(test::plan_text(p, in.model, in.cluster));
+  EXPECT_EQ(plan["options"]["activation_budget_fraction"], 0.1);
+  EXPECT_EQ(plan["solver"]["activation_budget_bytes"], budget);
+  const std::int64_t peak = plan["solver"]["peak_activation_bytes"];
+  EXPECT_LE(peak, budget);
+  const json& curve = plan["solver"]["memory_curve"];
+  ASSERT_GE(curve.size(), 2u);
+  EXPECT_EQ(curve[0]["activation_budget_bytes"], peak * 3 / 4);
+  EXPECT_EQ(curve[1]["activation_budget_bytes"], peak / 2);
+  EXPECT_GE(curve[1]["makespan_s"].get<double>(), plan["solver"]["makespan_s"].get<double>());
+  // The same inputs, the same bytes.
+  EXPECT_EQ(test::plan_text(compile_ok(in, o), in.model, in.cluster),
+            test::plan_text(p, in.model, in.cluster));
+}
+
 }  // namespace
 }  // namespace pulse

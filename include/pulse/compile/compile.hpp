@@ -43,6 +43,11 @@ struct PlanOptions {
   MemoryModel memory;
   /// Backward as input-gradient (I) and weight-gradient (W) ops, zero-bubble style.
   bool split_backward = false;
+  /// Cap on the bytes each device's activations (and skip caches) may hold, below what the
+  /// device leaves: in bytes, or as a fraction (0, 1] of the device's usable memory. At
+  /// most one is set; neither: no cap beyond the device.
+  std::optional<std::int64_t> activation_budget_bytes;
+  std::optional<double> activation_budget_fraction;
   /// Schedule synthesis limits: branch-and-bound nodes per integer program (deterministic)
   /// and a wall-clock safety limit per schedule, seconds (0: list schedules only).
   int solver_max_nodes = kDefaultSolverNodes;

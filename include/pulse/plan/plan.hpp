@@ -59,6 +59,9 @@ struct PlanGivenOptions {
   /// "range-low" or "range-high" when compute_scale is an end of the model's time range.
   std::optional<std::string> compute_scale_from;
   std::optional<double> link_scale;
+  /// --activation-budget as given: bytes, or a fraction of the device's usable memory.
+  std::optional<std::int64_t> activation_budget_bytes;
+  std::optional<double> activation_budget_fraction;
   MemoryModel memory;  ///< `options.memory`; defaults where absent.
 };
 
@@ -212,6 +215,12 @@ struct PlanSolverLimits {
   double max_seconds = 0;
 };
 
+/// `solver.memory_curve[]`: the makespan the synthesizer reaches with a smaller budget.
+struct PlanMemoryPoint {
+  std::int64_t activation_budget_bytes = 0;
+  double makespan_s = 0;
+};
+
 /// `solver`: how the schedule was found. `status` is one of the ScheduleStatus names
 /// (schedule/synthesize.hpp), `stopped_by` what ended the last search step.
 struct PlanSolver {
@@ -227,6 +236,12 @@ struct PlanSolver {
   int milp_solves = 0;
   int milp_nodes = 0;
   PlanSolverLimits limits;
+  /// The cap on each device's activations the schedule kept to (from --activation-budget),
+  /// if any; the peak it reached (the largest device's residency beyond its static state);
+  /// the makespans reached at 3/4, 1/2 and 1/3 of that peak (synthesized schedules only).
+  std::optional<std::int64_t> activation_budget_bytes;
+  std::int64_t peak_activation_bytes = 0;
+  std::vector<PlanMemoryPoint> memory_curve;
 };
 
 /// `cost_model`: the cluster settings the predicted figures assume.

@@ -27,6 +27,10 @@ struct ListPolicy {
   /// in-flight limit instead. With two stages on a device, this is what lets it hold more
   /// microbatches in flight than memory would allow if each held all of its activations.
   std::vector<int> window_limit;
+  /// Giffler and Thompson's active rule instead of "earliest start first": among the ops
+  /// that could start before the earliest-starting one would end, the best ranked runs,
+  /// even if it must wait for its input (a link delay, a neighbour finishing).
+  bool active = false;
 
   /// 1F1B's rule: backward before forward, draining microbatches and freeing memory early.
   static ListPolicy backward_first(int num_stages);

@@ -5,12 +5,21 @@
 //   list-search   a search over list-schedule policies (per-device preferences among op
 //                 types, per-device in-flight limits), each candidate scored by replay
 //                 (policy_search.cpp)
+//   zb-v, v-half, v-min
+//                 the published V families (v_families.hpp), on two-stage V layouts with a
+//                 split backward: seeds beside the list schedules
 //   order-search  moves of single ops within each device's order (order_search.cpp)
 //   exact-ilp     one disjunctive ILP on CBC over every operation, warm-started from the best
 //                 known order; run when the instance is small, and then provably optimal
 //                 (exact_ilp.cpp)
 // and a lower bound from the one-machine relaxation of every device (or the exact ILP's
 // proven bound, when larger), so the answer says how far from optimal it can be.
+//
+// Two objectives, in order: the makespan, then the peak activation memory (the largest
+// device's residency under the memory rule, then their sum): of two schedules equally fast,
+// the one holding less is kept (between the two, with data parallelism, the shorter
+// iteration: the all-reduce after each device's last op). Memory is a budget: the capacity less the static state,
+// capped per device by `activation_budget` when given.
 //
 // Measured and dropped: a cyclic (modulo) ILP over one steady-state period, unrolled and
 // replayed. Minimising the period pattern's latency starves the ramp-up (114 vs a bound of
@@ -38,6 +47,17 @@ struct ScheduleRequest {
   int num_microbatches = 1;
   std::vector<MemoryBreakdown> static_bytes;  ///< Per device.
   std::int64_t memory_capacity = 0;           ///< Usable bytes per device.
+  /// Bytes each device's activations (and skip caches) may hold at most under the memory
+  /// rule, below what the capacity leaves; 0: no cap beyond the capacity.
+  std::int64_t activation_budget = 0;
+  /// Points of the memory curve to compute after the answer (at most 3): the makespan the
+  /// synthesizer reaches at 3/4, 1/2 and 1/3 of the answer's peak activation memory.
+  int memory_curve_points = 0;
+  /// Optional, per device: the data-parallel gradient all-reduce that starts when the
+  /// device's last op ends (simulate/evaluate.hpp). Of two schedules equally short, the one
+  /// whose iteration (the latest of those ends plus all-reduces, or the makespan) is shorter
+  /// is kept, before memory decides.
+  std::vector<double> allreduce_s;
   bool split_backward = false;
   /// Deterministic work limit: branch-and-bound nodes per integer program.
   int max_nodes = kDefaultSolverNodes;
@@ -53,6 +73,13 @@ struct ScheduleRequest {
   int seed = 1;
 };
 
+/// One point of the memory curve: with `activation_budget_bytes` per device, the
+/// synthesizer's makespan (what memory buys).
+struct MemoryCurvePoint {
+  std::int64_t activation_budget_bytes = 0;
+  double makespan_s = 0;
+};
+
 struct ScheduleAnswer {
   Schedule schedule;
   Timeline timeline;
@@ -60,7 +87,8 @@ struct ScheduleAnswer {
   /// not proven optimal), heuristic (nothing beat the list schedule), fixed (a baseline's
   /// own schedule) or time_limit (the wall-clock safety limit stopped the search first).
   SolveStatus status = SolveStatus::heuristic;
-  std::string method;      ///< "list", "list-search", "order-search" or "exact-ilp".
+  /// "list", "list-search", "zb-v", "v-half", "v-min", "order-search" or "exact-ilp".
+  std::string method;
   std::string stopped_by;  ///< What ended the last integer program: "optimal", "node limit", ...
   double makespan_s = 0;
   double lower_bound_s = 0;
@@ -70,10 +98,18 @@ struct ScheduleAnswer {
   int milp_nodes = 0;
   int list_evaluations = 0;   ///< List schedules the policy search tried.
   int order_evaluations = 0;  ///< Replays the order search made.
+  std::int64_t activation_budget = 0;  ///< The request's, which the schedule keeps to.
+  /// The largest residency of any device under the memory rule (cost/memory.hpp), beyond
+  /// its static state: the peak activation memory, the second objective.
+  std::int64_t peak_activation_bytes = 0;
+  /// At budgets below peak_activation_bytes, the makespans reached (request's
+  /// memory_curve_points; a budget where not one microbatch fits is left out).
+  std::vector<MemoryCurvePoint> memory_curve;
 };
 
 /// Synthesizes a schedule at least as short as the list schedule, never over the memory
-/// capacity. Fails (infeasible) only when not even one microbatch in flight fits a device.
+/// capacity or the activation budget. Fails (infeasible) only when not even one microbatch
+/// in flight fits a device.
 Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& request);
 
 }  // namespace pulse
