@@ -30,7 +30,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Op replays the order search may spend in all (evaluations times ops per replay).
-constexpr long kOrderOpReplays = 1'500'000;
+constexpr long kOrderOpReplays = 1'000'000;
+// The policy search's op-replays (list schedules x ops), with at least kMinListEvaluations
+// list schedules: large instances get fewer, as in the order search.
+constexpr long kListOpReplays = 400'000;
+constexpr int kMinListEvaluations = 120;
 
 // The memory curve's budgets, as fractions of the answer's peak activation memory, and the
 // work each smaller synthesis may spend (deterministic limits: a short policy search, no
@@ -90,10 +94,12 @@ double iteration(const Timeline& t, const std::vector<double>& allreduce_s) {
   return end;
 }
 
+// -1, 0 or 1 as x is shorter than, as long as (within a relative 1e-9) or longer than y.
+int compare(double x, double y) { return x < y * (1 - 1e-9) ? -1 : x > y * (1 + 1e-9) ? 1 : 0; }
+
 // Whether `t` is better than `than`: shorter; or as short and a shorter iteration; or as
 // short, no longer an iteration and holding less.
 bool better(const Timeline& t, const Timeline& than, const std::vector<double>& allreduce_s) {
-  auto compare = [](double x, double y) { return x < y * (1 - 1e-9) ? -1 : x > y * (1 + 1e-9) ? 1 : 0; };
   if (const int c = compare(t.makespan_s, than.makespan_s); c != 0) return c < 0;
   const int c = compare(iteration(t, allreduce_s), iteration(than, allreduce_s));
   if (c != 0) return c < 0;
@@ -108,7 +114,7 @@ struct Best {
 
   // Keeps `candidate` if it replays within memory and beats the best.
   bool offer(Schedule candidate, const ScheduleRequest& r, const Memory& mem, std::string how) {
-    auto t = simulate(*r.model, candidate, r.num_microbatches, r.static_bytes);
+    auto t = simulate(*r.model, candidate, r.num_microbatches, r.static_bytes, Peaks::rule_only);
     if (!t || !mem.fits(*t) || (have && !better(*t, timeline, r.allreduce_s))) return false;
     schedule = std::move(candidate);
     timeline = std::move(*t);
@@ -231,11 +237,14 @@ struct Search {
   void list_policies() {
     if (!go_on()) return;
     std::vector<std::int64_t> free_bytes = mem.room;
+    const long ops = r.model->layout.num_stages() * (r.split_backward ? 3L : 2L) * r.num_microbatches;
+    const int budget = static_cast<int>(std::min<long>(
+        r.max_evaluations, std::max<long>(kMinListEvaluations, kListOpReplays / ops)));
     detail::SearchInput in{r.num_microbatches, mem.reach_cap, mem.safe_cap, free_bytes,
-                           r.split_backward,   r.max_evaluations, 3,
+                           r.split_backward,   budget, 3,
                            [&] { return deadline.expired(); },
                            [&](const Schedule& s) {
-                             auto t = simulate(*r.model, s, r.num_microbatches, r.static_bytes);
+                             auto t = simulate(*r.model, s, r.num_microbatches, r.static_bytes, Peaks::rule_only);
                              return t && mem.fits(*t);
                            }};
     const detail::SearchResult found = detail::search_list_schedules(*r.model, in);
@@ -325,17 +334,29 @@ std::optional<ScheduleAnswer> at_budget(const ScheduleRequest& r, std::int64_t b
   return std::move(*found);
 }
 
-// The second objective, once more: while a synthesis at 3/4 of the answer's peak is as fast
-// (and no longer an iteration), its schedule, holding less, replaces the answer's. Then the memory curve (request's
-// memory_curve_points): the makespans at 3/4, 1/2 and 1/3 of the final peak.
-void trim_and_curve(const ScheduleRequest& r, const Deadline& deadline, ScheduleAnswer& a) {
+// Whether `t` is exactly as short as `than` in makespan and iteration (times are on the
+// nanosecond quantum, so no tolerance: a plan trimmed after the choice keeps its figures to
+// the last bit).
+bool as_fast(const Timeline& t, const Timeline& than, const std::vector<double>& allreduce_s) {
+  return t.makespan_s == than.makespan_s &&
+         iteration(t, allreduce_s) == iteration(than, allreduce_s);
+}
+
+// The second objective, once more: while a synthesis at 3/4 of the answer's peak is better
+// (or, with `keep_times`, exactly as fast), its schedule, holding less, replaces the
+// answer's. Then the memory curve (request's memory_curve_points): the makespans at 3/4,
+// 1/2 and 1/3 of the final peak.
+void trim_and_curve(const ScheduleRequest& r, const Deadline& deadline, ScheduleAnswer& a,
+                    bool keep_times) {
   const int points = std::min<int>(r.memory_curve_points, kCurveFractions.size());
   if (points <= 0) return;
   std::optional<ScheduleAnswer> three_quarters;
   for (int step = 0; step < kTrimSteps && !three_quarters; ++step) {
     auto smaller = at_budget(r, a.peak_activation_bytes * 3 / 4, deadline, a);
     if (!smaller) break;
-    if (!better(smaller->timeline, a.timeline, r.allreduce_s)) {
+    const bool replaces = keep_times ? as_fast(smaller->timeline, a.timeline, r.allreduce_s)
+                                     : better(smaller->timeline, a.timeline, r.allreduce_s);
+    if (!replaces) {
       three_quarters = std::move(smaller);
       break;
     }
@@ -382,12 +403,32 @@ Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound) {
   search.orders(graph);
   search.exact(graph);
   search.finish();
-  trim_and_curve(r, deadline, a);
+  trim_and_curve(r, deadline, a, false);
   return a;
+}
+
+// The searches replay with the rule's figures only (Peaks::rule_only); the answer's timeline
+// gets the bytes really held at each device's peak too, from one more replay.
+Status hold_peaks(const ScheduleRequest& r, ScheduleAnswer& a) {
+  auto t = simulate(*r.model, a.schedule, r.num_microbatches, r.static_bytes, Peaks::held);
+  if (!t) return t.error();
+  a.timeline = std::move(*t);
+  return Ok{};
 }
 
 }  // namespace
 
-Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& r) { return synthesize(r, true); }
+Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& r) {
+  auto a = synthesize(r, true);
+  if (!a) return a;
+  if (auto held = hold_peaks(r, *a); !held) return held.error();
+  return a;
+}
+
+Status trim_memory(const ScheduleRequest& r, ScheduleAnswer& answer) {
+  if (r.family != ScheduleFamily::synthesized) return Ok{};
+  trim_and_curve(r, Deadline(r.max_seconds), answer, true);
+  return hold_peaks(r, answer);
+}
 
 }  // namespace pulse

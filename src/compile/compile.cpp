@@ -37,6 +37,8 @@ namespace {
 // Screening effort: a short policy search, no integer program.
 constexpr int kScreenEvaluations = 24;
 constexpr double kScreenSeconds = 0.25;
+// Points of the memory curve the plan reports: 3/4, 1/2 and 1/3 of the peak.
+constexpr int kMemoryCurvePoints = 3;
 
 // What the passes of one family share besides the plan they fill.
 struct PassState {
@@ -216,9 +218,9 @@ std::int64_t activation_budget(const PlanOptions& o, const ClusterProfile& clust
   return o.activation_budget_bytes.value_or(0);
 }
 
-// The schedule pass: the synthesizer (list schedules, searches, integer programs), or the
-// baseline's own schedule.
-Status schedule_pass(const CompileInputs& in, CompiledPlan& plan, Effort effort) {
+// What the synthesizer is asked for `plan` at `effort`.
+ScheduleRequest schedule_request(const CompileInputs& in, const CompiledPlan& plan,
+                                 Effort effort) {
   ScheduleRequest request;
   request.model = &plan.model;
   request.num_microbatches = plan.num_microbatches;
@@ -230,16 +232,26 @@ Status schedule_pass(const CompileInputs& in, CompiledPlan& plan, Effort effort)
   request.allreduce_s = allreduce_times(plan.model, plan.ranks, in.options->memory, *in.cluster);
   request.max_nodes = in.options->solver_max_nodes;
   request.max_seconds = in.options->solver_max_seconds;
-  // The plan's memory curve: what the synthesized schedule reaches at smaller budgets.
-  if (request.family == ScheduleFamily::synthesized) request.memory_curve_points = 3;
+  // The memory curve is drawn once, for the plan kept (memory_pass_after_choice).
+  request.memory_curve_points = 0;
+  // The exact integer program (tiny instances: small M) only where the user fixed the
+  // configuration: in a search over many, each tiny candidate would cost up to a second of
+  // CBC nodes for a configuration that seldom wins. The rule depends on the options alone,
+  // so pulse and the baselines it compares itself with are held to the same one.
+  if (!in.options->pp || !in.options->microbatch_size) request.exact_max_ops = 0;
   if (effort == Effort::screen) {
-    request.memory_curve_points = 0;
     request.max_evaluations = kScreenEvaluations;
     request.max_order_evaluations = 0;
     request.exact_max_ops = 0;
     request.max_seconds = std::min(request.max_seconds, kScreenSeconds);
   }
-  auto answer = synthesize_schedule(request);
+  return request;
+}
+
+// The schedule pass: the synthesizer (list schedules, searches, integer programs), or the
+// baseline's own schedule.
+Status schedule_pass(const CompileInputs& in, CompiledPlan& plan, Effort effort) {
+  auto answer = synthesize_schedule(schedule_request(in, plan, effort));
   if (!answer) return answer.error();
   plan.schedule = std::move(answer->schedule);
   plan.timeline = std::move(answer->timeline);
@@ -519,6 +531,24 @@ Result<Config> resolve_config(const CompileInputs& in, int pp, int dp, int micro
   return c;
 }
 
+// The plan kept: of its schedules equally fast, the one holding least (the second
+// objective), and the memory curve, what smaller activation budgets would cost. Run once,
+// after the choice, not on every candidate the search synthesizes; times never change.
+Status memory_pass_after_choice(const CompileInputs& in, CompiledPlan& plan, PassClock& clock) {
+  if (plan.family->schedule != ScheduleFamily::synthesized) return Ok{};
+  ScheduleRequest request = schedule_request(in, plan, Effort::full);
+  request.memory_curve_points = kMemoryCurvePoints;
+  plan.solver.schedule = std::move(plan.schedule);
+  plan.solver.timeline = std::move(plan.timeline);
+  if (auto trimmed = trim_memory(request, plan.solver); !trimmed) return trimmed.error();
+  plan.schedule = plan.solver.schedule;
+  plan.timeline = plan.solver.timeline;
+  plan.evaluation = evaluate(plan.model, plan.timeline, plan.ranks, plan.global_batch,
+                             in.options->memory, *in.cluster);
+  clock.lap("memory curve");
+  return Ok{};
+}
+
 }  // namespace detail
 
 namespace {
@@ -574,7 +604,10 @@ Result<CompiledPlan> compile_plan(const ModelProfile& model, const ClusterProfil
   if (options.strategy == Strategy::pulse) {
     plan = detail::against_baselines(in, std::move(plan), timer);
   }
-  if (plan) plan->pass_times = timer.times();
+  if (plan) {
+    if (auto kept = detail::memory_pass_after_choice(in, *plan, timer); !kept) return kept.error();
+    plan->pass_times = timer.times();
+  }
   return plan;
 }
 

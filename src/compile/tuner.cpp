@@ -295,6 +295,9 @@ Status screen_pairs(const CompileInputs& in, const std::vector<Trial>& trials,
       continue;
     }
     p->screened = p->result = &*plan;
+    // The synthesizer's bound on any schedule of this pipeline (its memory included) holds
+    // for the full synthesis too, and an iteration is never shorter than its makespan.
+    p->lower_bound = std::max(p->lower_bound, plan->solver.lower_bound_s);
     fastest = std::min(fastest, plan->evaluation.iteration_s);
   }
   return Ok{};

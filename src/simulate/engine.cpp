@@ -29,7 +29,7 @@ ExecutionEngine::ExecutionEngine(const PipelineModel& model, int num_microbatche
   w_end_.assign(n, kNotYet);
   const std::size_t T = model.transfers.size();
   for (auto* v : {&fwd_send_end_, &bwd_send_end_, &fwd_arrival_, &bwd_arrival_}) {
-    v->assign(T, std::vector<double>(num_microbatches_, kNotYet));
+    v->assign(T * num_microbatches_, kNotYet);
   }
 }
 
@@ -68,7 +68,7 @@ std::optional<double> ExecutionEngine::ready_time(const Op& op) const {
       return std::nullopt;
     }
     for (std::size_t tr : into_[s]) {
-      if (!need(fwd_arrival_[tr][m])) return std::nullopt;
+      if (!need(fwd_arrival_[tidx(tr, m)])) return std::nullopt;
     }
     return t;
   }
@@ -83,7 +83,7 @@ std::optional<double> ExecutionEngine::ready_time(const Op& op) const {
     return std::nullopt;
   }
   for (std::size_t tr : out_of_[s]) {
-    if (!need(bwd_arrival_[tr][m])) return std::nullopt;
+    if (!need(bwd_arrival_[tidx(tr, m)])) return std::nullopt;
   }
   return t;
 }
@@ -98,8 +98,8 @@ double ExecutionEngine::send_all(DeviceId d, double t, const std::vector<std::si
     const double start = model_.overlap_comm ? std::max(t, link) : std::max(busy, link);
     const double end = start + (forward ? x.forward_s : x.backward_s);
     link = end;
-    (forward ? fwd_send_end_ : bwd_send_end_)[tr][m] = end;
-    (forward ? fwd_arrival_ : bwd_arrival_)[tr][m] = end;
+    (forward ? fwd_send_end_ : bwd_send_end_)[tidx(tr, m)] = end;
+    (forward ? fwd_arrival_ : bwd_arrival_)[tidx(tr, m)] = end;
     sends_[d].push_back(TimedSend{tr, m, forward, to, start, end});
     if (!model_.overlap_comm) busy = end;
   }

@@ -91,7 +91,8 @@ void skip_events(const PipelineModel& model, const detail::ExecutionEngine& e,
 // Per device: the bytes it really holds at its peak (activations in flight and every skip
 // tensor while it sits there, hop by hop), and what the memory rule charges it (residency).
 void memory_pass(const PipelineModel& model, const detail::ExecutionEngine& e, int M,
-                 Timeline& timeline) {
+                 Timeline& timeline, Peaks peaks) {
+  const bool held = peaks == Peaks::held;
   const int P = model.num_devices();
   std::vector<std::vector<MemEvent>> events(P);
   std::vector<std::vector<ActivationHold>> holds(P);
@@ -99,12 +100,15 @@ void memory_pass(const PipelineModel& model, const detail::ExecutionEngine& e, i
     const DeviceId d = model.layout.device[s];
     const std::int64_t a = model.stages[s].activation_bytes;
     for (int m = 0; m < M; ++m) {
-      events[d].push_back({e.forward_start(s, m), a, false});
-      events[d].push_back({e.backward_done(s, m), -a, false});
+      if (held) {
+        events[d].push_back({e.forward_start(s, m), a, false});
+        events[d].push_back({e.backward_done(s, m), -a, false});
+      }
       holds[d].push_back({s, e.forward_start(s, m), e.backward_done(s, m)});
     }
   }
   for (const SkipPlacement& k : model.skips) {
+    if (!held) break;
     std::vector<std::size_t> hops;
     for (std::size_t t = 0; t < model.transfers.size(); ++t) {
       const auto& sk = model.transfers[t].skips;
@@ -152,7 +156,8 @@ bool within_memory(const Timeline& timeline, const std::vector<MemoryBreakdown>&
 }
 
 Result<Timeline> simulate(const PipelineModel& model, const Schedule& schedule,
-                          int num_microbatches, const std::vector<MemoryBreakdown>& static_bytes) {
+                          int num_microbatches, const std::vector<MemoryBreakdown>& static_bytes,
+                          Peaks peaks) {
   if (auto shape = check_schedule_shape(model, schedule, num_microbatches); !shape) {
     return shape.error();
   }
@@ -163,37 +168,51 @@ Result<Timeline> simulate(const PipelineModel& model, const Schedule& schedule,
   std::vector<std::size_t> next(P, 0);
   std::size_t remaining = 0;
   for (const auto& ops : schedule.device_ops) remaining += ops.size();
-  while (remaining > 0) {
-    bool progress = false;
-    for (int d = 0; d < P; ++d) {
-      const auto& ops = schedule.device_ops[d];
-      while (next[d] < ops.size() && engine.ready_time(ops[next[d]])) {
-        const TimedOp t = engine.execute(ops[next[d]++]);
-        timeline.devices[d].ops.push_back(t);
-        timeline.devices[d].compute_s += t.end_s - t.start_s;
-        timeline.devices[d].send_s += t.busy_until_s - t.end_s;
-        timeline.makespan_s = std::max(timeline.makespan_s, t.busy_until_s);
-        --remaining;
-        progress = true;
-      }
-    }
-    if (!progress) {
-      std::string stuck;
-      for (int d = 0; d < P; ++d) {
-        if (next[d] < schedule.device_ops[d].size()) {
-          stuck += fmt::format("{}device {} waits at {}", stuck.empty() ? "" : "; ", d,
-                               op_name(schedule.device_ops[d][next[d]]));
+  // Devices whose next op may have become ready: at first all; then, after an op executes,
+  // its own device and those it sent to (the only ones whose inputs changed). Times do not
+  // depend on this order: each link carries one device's sends, in that device's order.
+  std::vector<DeviceId> work, consumers;
+  std::vector<char> queued(P, 1);
+  for (int d = P - 1; d >= 0; --d) work.push_back(d);
+  while (!work.empty()) {
+    const DeviceId d = work.back();
+    work.pop_back();
+    queued[d] = 0;
+    const auto& ops = schedule.device_ops[d];
+    while (next[d] < ops.size() && engine.ready_time(ops[next[d]])) {
+      const Op op = ops[next[d]++];
+      const TimedOp t = engine.execute(op);
+      timeline.devices[d].ops.push_back(t);
+      timeline.devices[d].compute_s += t.end_s - t.start_s;
+      timeline.devices[d].send_s += t.busy_until_s - t.end_s;
+      timeline.makespan_s = std::max(timeline.makespan_s, t.busy_until_s);
+      --remaining;
+      consumers.clear();
+      engine.consumer_devices(op, consumers);
+      for (DeviceId e : consumers) {
+        if (e != d && !queued[e]) {
+          queued[e] = 1;
+          work.push_back(e);
         }
       }
-      return internal_error("schedule deadlocks: " + stuck);
     }
+  }
+  if (remaining > 0) {
+    std::string stuck;
+    for (int d = 0; d < P; ++d) {
+      if (next[d] < schedule.device_ops[d].size()) {
+        stuck += fmt::format("{}device {} waits at {}", stuck.empty() ? "" : "; ", d,
+                             op_name(schedule.device_ops[d][next[d]]));
+      }
+    }
+    return internal_error("schedule deadlocks: " + stuck);
   }
   for (int d = 0; d < P; ++d) {
     DeviceTimeline& dev = timeline.devices[d];
     dev.idle_s = std::max(0.0, timeline.makespan_s - dev.compute_s - dev.send_s);
     dev.sends = engine.sends(d);
   }
-  memory_pass(model, engine, num_microbatches, timeline);
+  memory_pass(model, engine, num_microbatches, timeline, peaks);
   for (int d = 0; d < P; ++d) {
     MemoryBreakdown& peak = timeline.devices[d].peak;
     peak.weights = static_bytes[d].weights;

@@ -112,4 +112,12 @@ struct ScheduleAnswer {
 /// in flight fits a device.
 Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& request);
 
+/// The second objective and the memory curve for an answer already chosen, for a caller
+/// that synthesizes many candidates with memory_curve_points 0 and keeps one (the
+/// compiler): while a synthesis at 3/4 of the answer's peak is exactly as fast (makespan
+/// and iteration), its schedule, holding less, replaces the answer's (twice at most); then
+/// `request.memory_curve_points` points of the curve. Times never change, so the choice
+/// among candidates stands. Nothing for a fixed-schedule family.
+Status trim_memory(const ScheduleRequest& request, ScheduleAnswer& answer);
+
 }  // namespace pulse

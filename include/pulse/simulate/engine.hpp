@@ -42,16 +42,17 @@ class ExecutionEngine {
   /// When (s, m) releases its activations: end of B, or of W.
   double backward_done(StageId s, int m) const { return w_end_[idx(s, m)]; }
   double send_end(std::size_t transfer, int m, bool forward) const {
-    return (forward ? fwd_send_end_ : bwd_send_end_)[transfer][m];
+    return (forward ? fwd_send_end_ : bwd_send_end_)[tidx(transfer, m)];
   }
   double arrival(std::size_t transfer, int m, bool forward) const {
-    return (forward ? fwd_arrival_ : bwd_arrival_)[transfer][m];
+    return (forward ? fwd_arrival_ : bwd_arrival_)[tidx(transfer, m)];
   }
   /// Sends each device made so far, in order.
   const std::vector<TimedSend>& sends(DeviceId d) const { return sends_[d]; }
 
  private:
   std::size_t idx(StageId s, int m) const { return static_cast<std::size_t>(s) * num_microbatches_ + m; }
+  std::size_t tidx(std::size_t transfer, int m) const { return transfer * num_microbatches_ + m; }
   double send_all(DeviceId d, double t, const std::vector<std::size_t>& transfers, int m,
                   bool forward);
 
@@ -63,7 +64,8 @@ class ExecutionEngine {
   std::vector<double> device_free_;
   std::vector<std::vector<double>> link_free_;  // [from device][to device]
   std::vector<double> f_start_, f_end_, g_end_, w_end_;
-  std::vector<std::vector<double>> fwd_send_end_, bwd_send_end_, fwd_arrival_, bwd_arrival_;
+  // [transfer * M + microbatch]
+  std::vector<double> fwd_send_end_, bwd_send_end_, fwd_arrival_, bwd_arrival_;
 };
 
 }  // namespace pulse::detail

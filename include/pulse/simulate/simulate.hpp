@@ -52,9 +52,16 @@ struct Timeline {
 bool within_memory(const Timeline& timeline, const std::vector<MemoryBreakdown>& static_bytes,
                    std::int64_t capacity);
 
+/// What a replay computes of memory: everything (`held`: also the bytes each device really
+/// holds at its peak, `DeviceTimeline::peak`, which sorts every allocation and release), or
+/// only what the memory rule charges (`rule_only`: `resident_peak` and `max_inflight`, all
+/// a search needs to compare candidates and check them; `peak` keeps only the static state).
+enum class Peaks { held, rule_only };
+
 /// Replays `schedule`: every op starts as soon as its device is free and its inputs have
 /// arrived. Fails (internal error) if the schedule misses an op, repeats one or deadlocks.
 Result<Timeline> simulate(const PipelineModel& model, const Schedule& schedule,
-                          int num_microbatches, const std::vector<MemoryBreakdown>& static_bytes);
+                          int num_microbatches, const std::vector<MemoryBreakdown>& static_bytes,
+                          Peaks peaks = Peaks::held);
 
 }  // namespace pulse
