@@ -40,6 +40,8 @@ MODELS = [
     ("uvit-h2-256", "U-ViT-H/2, 256 px"),
     ("hunyuan-dit-g2-1024", "Hunyuan-DiT, 1024 px"),
     ("svd-xt-unet-576x1024", "SVD-XT UNet, 25 x 576x1024"),
+    ("sdxl-unet-1024", "SDXL UNet, 1024 px"),
+    ("flux1-dev-1024", "Flux.1-dev, 1024 px (no skips)"),
 ]
 CLUSTERS = [
     ("dgx1-v100-32gb-1n", "8 x V100 (one DGX-1)", 4),
@@ -99,6 +101,7 @@ def plan(binary, model, cluster, strategy, pp, scales=()):
         "p2p": comm["p2p_bytes_per_iteration"], "skip": comm["skip_bytes_per_iteration"],
         "iteration": pred["iteration_s"], "sps": pred["samples_per_s"],
         "bubble": pred["bubble_ratio"],
+        "family": p["partition"].get("family", ""),
         "compute_scale": p["options"].get("compute_scale", 1.0),
         "link_scale": p["options"].get("link_scale", 1.0),
     }
@@ -142,23 +145,26 @@ def strategy_table(rows):
             continue
         red = "" if s == "pulse" else traffic(reduction(pulse, r))
         spd = "" if s == "pulse" else times(speedup(pulse, r))
+        name = f"{s} ({r['family']})" if s == "pulse" and r.get("family") else s
         out.append(
-            f"| {s} | {r['pp']} x {r['dp']}, {r['mb']} ({r['microbatches']}) | "
+            f"| {name} | {r['pp']} x {r['dp']}, {r['mb']} ({r['microbatches']}) | "
             f"{r['p2p'] / GIB:.2f} | {r['skip'] / GIB:.2f} | {1000 * r['iteration']:.1f} ms | "
             f"{r['sps']:.1f} | {100 * r['bubble']:.1f}% | {red} | {spd} |")
     return out
 
 
 def summary_table(results, mode):
-    out = ["| model | cluster | best baseline | traffic vs best | speedup vs best "
-           "| largest traffic cut (vs) | largest speedup (vs) |",
-           "|---|---|---|---:|---:|---:|---:|"]
+    out = ["| model | cluster | pulse family | best baseline | traffic vs best "
+           "| speedup vs best | traffic vs 1f1b | largest traffic cut (vs) "
+           "| largest speedup (vs) |",
+           "|---|---|---|---|---:|---:|---:|---:|---:|"]
     for model, model_name in MODELS:
         for cluster, cluster_name, _ in CLUSTERS:
             rows = results[(model, cluster, mode)]
             pulse, best = rows["pulse"], best_baseline(rows)
             if not pulse["fits"] or best is None:
-                out.append(f"| {model_name} | {cluster_name} | n/a | | | | |")
+                family = pulse.get("family", "") if pulse["fits"] else ""
+                out.append(f"| {model_name} | {cluster_name} | {family} | n/a | | | | | |")
                 continue
             cuts = [(reduction(pulse, rows[s]), s) for s in BASELINES
                     if reduction(pulse, rows[s]) is not None]
@@ -168,11 +174,25 @@ def summary_table(results, mode):
             up, up_vs = max(ups)
             red = reduction(pulse, rows[best])
             out.append(
-                f"| {model_name} | {cluster_name} | {best} | "
+                f"| {model_name} | {cluster_name} | {pulse['family']} | {best} | "
                 f"{traffic(red)} | "
                 f"{times(speedup(pulse, rows[best]))} | "
+                f"{traffic(reduction(pulse, rows['1f1b']))} | "
                 f"{'n/a' if cut is None else traffic(cut) + ' (' + cut_vs + ')'} | "
                 f"{times(up)} ({up_vs}) |")
+    return out
+
+
+def losses(results):
+    """Rows where pulse has fewer samples/s than its best baseline (there should be none)."""
+    out = []
+    for (model, cluster, mode), rows in sorted(results.items()):
+        best = best_baseline(rows)
+        if best is None or not rows["pulse"]["fits"]:
+            continue
+        if rows["pulse"]["sps"] < rows[best]["sps"]:
+            out.append(f"{model} on {cluster} ({mode}): pulse {rows['pulse']['sps']:.3f} "
+                       f"< {best} {rows[best]['sps']:.3f} samples/s")
     return out
 
 
@@ -394,6 +414,8 @@ def main():
                 for s in STRATEGIES:
                     jobs.append(((model, cluster, mode), s, (model, cluster, s, pp)))
     results = run_jobs(jobs, args.binary, args.jobs)
+    for line in losses(results):
+        print(f"results_bench: pulse below its best baseline: {line}", file=sys.stderr)
     sens = None
     if not args.no_sensitivity:
         sens = run_jobs(sensitivity_jobs(), args.binary, args.jobs)

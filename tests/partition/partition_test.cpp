@@ -335,5 +335,57 @@ TEST(PartitionSequential, RelaysSkipsThroughEveryBoundary) {
   EXPECT_EQ(out.result.bytes_per_microbatch, 1200);
 }
 
+TEST(PartitionV, ReleasingOneSkipBeatsTheLocalVByHand) {
+  // tiny-unet on 2 devices with free links, so a released skip costs only its bytes. All
+  // local, the optimum is 54 ms (TinyUnetTwoDevicesHandOptimum). A V keeps device 0's
+  // layers a prefix and a suffix; its load against the bottom's, for cuts that let skip
+  // 3->6 cross:  {0,1,2,3 | 7,8,9} = 30 + 18 = 48 against {4,5,6} = 42;
+  //              {0,1,2 | 6,7,8,9} = 18 + 30 = 48 against {3,4,5} = 42.
+  // Every other prefix/suffix pair is worse (a larger device 0 is over 48; a smaller one
+  // leaves the bottom over 48), so 48 ms is the optimum, with exactly skip 3->6 crossing.
+  const ModelProfile model = tiny_unet();
+  const LayerGraph g = LayerGraph::build(model, 0, 1);
+  const PartitionAnswer local =
+      partition_v(request_for(g, 2, test::free_links(2)), SkipPolicy::local_only);
+  const PartitionAnswer released =
+      partition_v(request_for(g, 2, test::free_links(2)), SkipPolicy::allow_nonlocal);
+  ASSERT_TRUE(local.found());
+  ASSERT_TRUE(released.found());
+  EXPECT_NEAR(local.result.objective_s, 0.054, 1e-12);
+  EXPECT_NEAR(released.result.objective_s, 0.048, 1e-12);
+  EXPECT_FALSE(released.result.all_skips_local);
+  const std::vector<LayerId>& cut = released.result.layout.first_layer;
+  ASSERT_EQ(cut.size(), 5u);
+  const bool prefix_four = cut[1] == 4 && cut[3] == 7;  // device 0: {0..3} and {7..9}
+  const bool suffix_four = cut[1] == 3 && cut[3] == 6;  // device 0: {0..2} and {6..9}
+  EXPECT_TRUE(prefix_four || suffix_four) << "cuts " << cut[1] << ", " << cut[3];
+  EXPECT_EQ(released.result.layout.device, (std::vector<DeviceId>{0, 1, 1, 0}));
+}
+
+TEST(PartitionV, TwoWavesBeatTheVByHand) {
+  // tiny-unet on 2 devices in two waves (a W): 8 stages, levels l(s) = min(s, 7 - s); level
+  // 0 and 3 on device 0, levels 1 and 2 on device 1 (wave_layout). Every skip stays local
+  // when each level holds both ends of its skips, so the innermost level (stages 3 and 4,
+  // two layers at least, and layer 6 only with layer 3) is {4,5} = 30 or {3,4,5,6} = 54.
+  // The level DP minimises the largest level: {0,1,8,9} = 18, {2,7} = 18, {3,6} = 24,
+  // {4,5} = 30 gives 30, and so does {0,9} = 6, {1,2,7,8} = 30, {3,6}, {4,5}; no split does
+  // better. Of those, the devices carry 18 + 30 = 48 and 18 + 24 = 42, or 6 + 30 = 36 and
+  // 30 + 24 = 54; the first (ties among level optima go to the lighter fullest device) is
+  // the W's answer: 48 ms with every skip local, below the local V's 54 ms.
+  const ModelProfile model = tiny_unet();
+  const LayerGraph g = LayerGraph::build(model, 0, 1);
+  PartitionRequest r = request_for(g, 2, test::free_links(2));
+  r.waves = 2;
+  const PartitionAnswer w = partition_v(r, SkipPolicy::local_only);
+  ASSERT_TRUE(w.found());
+  EXPECT_TRUE(w.result.all_skips_local);
+  EXPECT_EQ(w.result.layout.device, (std::vector<DeviceId>{0, 1, 1, 0, 0, 1, 1, 0}));
+  EXPECT_EQ(w.result.layout.first_layer, (std::vector<LayerId>{0, 2, 3, 4, 5, 6, 7, 8, 10}));
+  EXPECT_NEAR(w.result.objective_s, 0.048, 1e-12);
+  ASSERT_EQ(w.result.device_load_s.size(), 2u);
+  EXPECT_NEAR(w.result.device_load_s[0], 0.048, 1e-12);
+  EXPECT_NEAR(w.result.device_load_s[1], 0.042, 1e-12);
+}
+
 }  // namespace
 }  // namespace pulse
