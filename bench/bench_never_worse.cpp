@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
       ++ties;
     }
     if (one_f_one_b_bytes > 0) {
-      const auto& mine = std::find_if(plan->families.begin(), plan->families.end(),
+      const auto mine = std::find_if(plan->families.begin(), plan->families.end(),
                                       [](const FamilyOutcome& f) { return f.chosen; });
       if (mine != plan->families.end()) {
         traffic.push_back(static_cast<double>(mine->p2p_bytes_per_iteration) /

@@ -250,8 +250,8 @@ ScheduleRequest schedule_request(const CompileInputs& in, const CompiledPlan& pl
 
 // The schedule pass: the synthesizer (list schedules, searches, integer programs), or the
 // baseline's own schedule.
-Status schedule_pass(const CompileInputs& in, CompiledPlan& plan, Effort effort) {
-  auto answer = synthesize_schedule(schedule_request(in, plan, effort));
+Status schedule_pass(const ScheduleRequest& request, CompiledPlan& plan) {
+  auto answer = synthesize_schedule(request);
   if (!answer) return answer.error();
   plan.schedule = std::move(answer->schedule);
   plan.timeline = std::move(answer->timeline);
@@ -297,11 +297,12 @@ Status schedule_and_evaluate(const CompileInputs& in, CompiledPlan& plan, Effort
   memory_limits_pass(in, plan);
   clock.lap("memory limits");
   // The order of operations on every device.
-  if (auto scheduled = schedule_pass(in, plan, effort); !scheduled) return scheduled.error();
+  const ScheduleRequest request = schedule_request(in, plan, effort);
+  if (auto scheduled = schedule_pass(request, plan); !scheduled) return scheduled.error();
   clock.lap("schedule");
-  // The data-parallel all-reduce, iteration time, throughput, bubble.
-  plan.evaluation = evaluate(plan.model, plan.timeline, plan.ranks, plan.global_batch,
-                             in.options->memory, *in.cluster);
+  // The data-parallel all-reduce (the request's times), iteration time, throughput, bubble.
+  plan.evaluation = evaluate(plan.model, plan.timeline, request.allreduce_s, plan.global_batch,
+                             in.options->memory);
   clock.lap("evaluate");
   return Ok{};
 }
@@ -543,8 +544,8 @@ Status memory_pass_after_choice(const CompileInputs& in, CompiledPlan& plan, Pas
   if (auto trimmed = trim_memory(request, plan.solver); !trimmed) return trimmed.error();
   plan.schedule = plan.solver.schedule;
   plan.timeline = plan.solver.timeline;
-  plan.evaluation = evaluate(plan.model, plan.timeline, plan.ranks, plan.global_batch,
-                             in.options->memory, *in.cluster);
+  plan.evaluation = evaluate(plan.model, plan.timeline, request.allreduce_s, plan.global_batch,
+                             in.options->memory);
   clock.lap("memory curve");
   return Ok{};
 }
