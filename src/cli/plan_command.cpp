@@ -322,9 +322,17 @@ int plan_command(const std::vector<std::string>& args) {
     std::cerr << "pulse-plan: " << summary(*plan, *model, *cluster, *scales) << "\n";
   }
   if (vm->count("explain")) std::cerr << explanation(*plan);
+  if (plan->safety_limit_hits > 0) {
+    std::cerr << fmt::format(
+        "pulse-plan: warning: the wall-clock safety limit (--solver-time-limit {} s) stopped {} "
+        "schedule search(es) before their work limits; this plan may differ from run to run "
+        "(raise the limit)\n",
+        plan->options.solver_max_seconds, plan->safety_limit_hits);
+  }
   if (vm->count("stats")) {
     for (const PassTime& t : clock.times()) {
-      std::cerr << fmt::format("  {:<15} {}\n", t.pass, format_seconds(t.seconds));
+      std::cerr << fmt::format("  {:<15} {:>10}  {:>6} runs, longest {}\n", t.pass,
+                               format_seconds(t.seconds), t.runs, format_seconds(t.longest_s));
     }
   }
   return 0;

@@ -24,19 +24,21 @@ void PassClock::lap(const std::string& pass) {
   for (PassTime& t : times_) {
     if (t.pass == pass) {
       t.seconds += s;
+      t.longest_s = std::max(t.longest_s, s);
+      ++t.runs;
       return;
     }
   }
-  times_.push_back({pass, s});
+  times_.push_back({pass, s, s, 1});
 }
 
 namespace detail {
 
 namespace {
 
-// Screening effort: a short policy search, no integer program.
+// Screening effort: a short policy search, no integer program. Bounded by its work count
+// alone, like the full synthesis: the wall clock decides nothing (issue 16).
 constexpr int kScreenEvaluations = 24;
-constexpr double kScreenSeconds = 0.25;
 // Points of the memory curve the plan reports: 3/4, 1/2 and 1/3 of the peak.
 constexpr int kMemoryCurvePoints = 3;
 
@@ -243,9 +245,16 @@ ScheduleRequest schedule_request(const CompileInputs& in, const CompiledPlan& pl
     request.max_evaluations = kScreenEvaluations;
     request.max_order_evaluations = 0;
     request.exact_max_ops = 0;
-    request.max_seconds = std::min(request.max_seconds, kScreenSeconds);
   }
   return request;
+}
+
+// Counts a synthesis the wall-clock safety limit stopped (not one already counted; not a
+// limit of 0, which asks for the list schedule alone).
+void note_safety_limit(const CompileInputs& in, bool counted, const ScheduleAnswer& answer) {
+  if (!counted && answer.status == SolveStatus::time_limit && in.options->solver_max_seconds > 0) {
+    ++in.cache->safety_limit_hits;
+  }
 }
 
 // The schedule pass: the synthesizer (list schedules, searches, integer programs), or the
@@ -299,6 +308,7 @@ Status schedule_and_evaluate(const CompileInputs& in, CompiledPlan& plan, Effort
   // The order of operations on every device.
   const ScheduleRequest request = schedule_request(in, plan, effort);
   if (auto scheduled = schedule_pass(request, plan); !scheduled) return scheduled.error();
+  note_safety_limit(in, false, plan.solver);
   clock.lap("schedule");
   // The data-parallel all-reduce (the request's times), iteration time, throughput, bubble.
   plan.evaluation = evaluate(plan.model, plan.timeline, request.allreduce_s, plan.global_batch,
@@ -541,7 +551,9 @@ Status memory_pass_after_choice(const CompileInputs& in, CompiledPlan& plan, Pas
   request.memory_curve_points = kMemoryCurvePoints;
   plan.solver.schedule = std::move(plan.schedule);
   plan.solver.timeline = std::move(plan.timeline);
+  const bool stopped_before = plan.solver.status == SolveStatus::time_limit;
   if (auto trimmed = trim_memory(request, plan.solver); !trimmed) return trimmed.error();
+  note_safety_limit(in, stopped_before, plan.solver);
   plan.schedule = plan.solver.schedule;
   plan.timeline = plan.solver.timeline;
   plan.evaluation = evaluate(plan.model, plan.timeline, request.allreduce_s, plan.global_batch,
@@ -608,6 +620,7 @@ Result<CompiledPlan> compile_plan(const ModelProfile& model, const ClusterProfil
   if (plan) {
     if (auto kept = detail::memory_pass_after_choice(in, *plan, timer); !kept) return kept.error();
     plan->pass_times = timer.times();
+    plan->safety_limit_hits = cache.safety_limit_hits;
   }
   return plan;
 }

@@ -30,6 +30,7 @@ struct CompileCache {
   std::map<std::vector<std::int64_t>, Placement> placements;
   std::map<std::tuple<int, int, int, std::string, int>, Result<CompiledPlan>> plans;
   Result<CompiledPlan> pruned = Error{};  ///< compile_family's answer for a pruned family.
+  int safety_limit_hits = 0;  ///< Syntheses the wall-clock safety limit stopped.
 };
 
 /// The inputs every pass of one compile_plan call reads.

@@ -62,7 +62,9 @@ struct PlanOptions {
 /// How long each pass took, for --stats (never written into a plan).
 struct PassTime {
   std::string pass;
-  double seconds = 0;
+  double seconds = 0;  ///< All runs of the pass together.
+  double longest_s = 0;  ///< The longest single run (how far the schedule is from its limit).
+  int runs = 0;
 };
 
 /// Times passes by name: lap("x") charges the time since the previous lap to pass "x",
@@ -146,6 +148,10 @@ struct CompiledPlan : Degrees {
   Evaluation evaluation;  ///< Iteration, throughput, bubble, all-reduce (the evaluate pass).
   std::vector<Candidate> candidates;  ///< Configurations tried, best first.
   std::vector<PassTime> pass_times;
+  /// Schedule syntheses of this compile (any configuration or family, not only the plan
+  /// kept) that the wall-clock safety limit stopped before their work limits did: when
+  /// non-zero, the plan may differ from run to run, and the command says so.
+  int safety_limit_hits = 0;
 };
 
 /// Compiles a plan. Usage errors for inconsistent options, infeasible when nothing fits
