@@ -11,7 +11,10 @@ It also reads each run's --stats and reports the longest single schedule synthes
 case against the wall-clock safety limit (--solver-time-limit): the margin says how far the
 deterministic work limits keep the search from the clock.
 
-  scripts/determinism.py --binary build/pulse-plan [--runs 20] [--busy 1] [--only SUBSTR]
+  scripts/determinism.py --binary build/pulse-plan [--runs 20] [--busy 1] [--jobs 1]
+                         [--only SUBSTR]
+
+--jobs N plans N cases at once (each also load for the others).
 
 Exit status 1 when any case has more than one distinct output. Prints a table to stdout.
 """
@@ -90,12 +93,21 @@ def run_once(binary, args, i, workdir):
     return h.hexdigest()[:12], p.returncode, longest
 
 
+def run_case(job):
+    binary, name, args, runs = job
+    with tempfile.TemporaryDirectory() as work:
+        start = time.monotonic()
+        results = [run_once(binary, args, i, work) for i in range(runs)]
+        return name, results, time.monotonic() - start
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--binary", default=str(ROOT / "build" / "pulse-plan"))
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--busy", type=int, default=1, help="busy-loop processes beside the runs")
     ap.add_argument("--only", default="", help="cases whose name contains this")
+    ap.add_argument("--jobs", type=int, default=1, help="cases planned at once")
     a = ap.parse_args()
 
     help_text = subprocess.run([a.binary, "plan", "--help"], capture_output=True,
@@ -115,12 +127,13 @@ def main():
     bad = 0
     worst = 0.0
     start = time.monotonic()
-    print(f"| case | runs | distinct | exit | longest synthesis | safety / longest |")
-    print(f"|---|---:|---:|---:|---:|---:|")
+    print("| case | runs | distinct | exit | seconds, all runs | longest synthesis | "
+          "safety / longest |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    jobs = [(a.binary, name, args, a.runs) for name, args in todo]
     try:
-        with tempfile.TemporaryDirectory() as work:
-            for name, args in todo:
-                results = [run_once(a.binary, args, i, work) for i in range(a.runs)]
+        with multiprocessing.Pool(a.jobs) as pool:
+            for name, results, seconds in pool.imap(run_case, jobs):
                 distinct = sorted({r[0] for r in results})
                 codes = sorted({r[1] for r in results})
                 longest = max(r[2] for r in results)
@@ -128,13 +141,13 @@ def main():
                 bad += len(distinct) > 1
                 margin = f"{safety / longest:.0f}x" if longest > 0 else "-"
                 print(f"| {name} | {a.runs} | {len(distinct)} | "
-                      f"{','.join(map(str, codes))} | {longest * 1e3:.0f} ms | {margin} |",
-                      flush=True)
+                      f"{','.join(map(str, codes))} | {seconds:.0f} | {longest * 1e3:.0f} ms | "
+                      f"{margin} |", flush=True)
     finally:
         stop.set()
         for p in loops:
             p.join()
-    print(f"\n{len(todo)} cases x {a.runs} runs, {a.busy} busy loop(s), "
+    print(f"\n{len(todo)} cases x {a.runs} runs, {a.busy} busy loop(s), {a.jobs} job(s), "
           f"{time.monotonic() - start:.0f} s: {bad} case(s) with more than one output; "
           f"longest synthesis {worst * 1e3:.0f} ms against a safety limit of {safety:g} s")
     return 1 if bad else 0

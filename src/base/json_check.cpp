@@ -183,7 +183,7 @@ std::optional<std::string> JsonChecker::string(const json& obj, const JsonPath& 
 
 std::optional<std::int64_t> JsonChecker::integer(const json& obj, const JsonPath& path,
                                                  std::string_view key, std::int64_t minimum,
-                                                 bool required) {
+                                                 bool required, std::int64_t maximum) {
   const json* v = member(obj, path, key, required);
   if (!v) return std::nullopt;
   // A float with an integral value (1e9, 4.0) is accepted: generators write such numbers.
@@ -200,11 +200,16 @@ std::optional<std::int64_t> JsonChecker::integer(const json& obj, const JsonPath
     fail(path.key(key), fmt::format("expected an integer >= {}, got {}", minimum, describe(*v)));
     return std::nullopt;
   }
+  if (*value > maximum) {
+    fail(path.key(key), fmt::format("expected an integer <= {} (pulse-plan's limit), got {}",
+                                    maximum, describe(*v)));
+    return std::nullopt;
+  }
   return value;
 }
 
 std::optional<double> JsonChecker::number(const json& value, const JsonPath& path, double minimum,
-                                          bool exclusive) {
+                                          bool exclusive, double maximum) {
   const bool in_range =
       value.is_number() && std::isfinite(value.get<double>()) &&
       (exclusive ? value.get<double>() > minimum : value.get<double>() >= minimum);
@@ -213,15 +218,20 @@ std::optional<double> JsonChecker::number(const json& value, const JsonPath& pat
                            describe(value)));
     return std::nullopt;
   }
+  if (value.get<double>() > maximum) {
+    fail(path, fmt::format("expected a number <= {} (pulse-plan's limit), got {}", maximum,
+                           describe(value)));
+    return std::nullopt;
+  }
   return value.get<double>();
 }
 
 std::optional<double> JsonChecker::number(const json& obj, const JsonPath& path,
                                           std::string_view key, double minimum, bool exclusive,
-                                          bool required) {
+                                          bool required, double maximum) {
   const json* v = member(obj, path, key, required);
   if (!v) return std::nullopt;
-  return number(*v, path.key(key), minimum, exclusive);
+  return number(*v, path.key(key), minimum, exclusive, maximum);
 }
 
 std::optional<bool> JsonChecker::boolean(const json& obj, const JsonPath& path,

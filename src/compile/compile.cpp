@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "compile_internal.hpp"
+#include "pulse/base/limits.hpp"
 #include "pulse/base/units.hpp"
 #include "pulse/cost/cost_model.hpp"
 #include "pulse/schedule/list_schedule.hpp"
@@ -538,6 +539,12 @@ Result<Config> resolve_config(const CompileInputs& in, int pp, int dp, int micro
                     "{} = {}",
                     c.global_batch, dp, microbatch_size, per_step));
   }
+  if (c.global_batch / per_step > kMaxMicrobatches) {
+    return usage_error(fmt::format(
+        "global batch {} at dp {} x microbatch size {} is {} microbatches per pipeline, above "
+        "pulse-plan's limit of {} (use a larger microbatch size or a smaller global batch)",
+        c.global_batch, dp, microbatch_size, c.global_batch / per_step, kMaxMicrobatches));
+  }
   c.num_microbatches = static_cast<int>(c.global_batch / per_step);
   return c;
 }
@@ -566,6 +573,78 @@ Status memory_pass_after_choice(const CompileInputs& in, CompiledPlan& plan, Pas
 
 namespace {
 
+// The request's worst case, before any pass runs (see pulse/base/limits.hpp). Every byte a
+// pass adds up is bounded by B = S x G x (L + 1) + P x (bytes of state per parameter): S the
+// bytes per sample of all layers, skips and carried tensors together, G the global batch
+// (a pipeline holds or sends at most G samples' worth per boundary), L + 1 the boundaries a
+// tensor may cross, P the parameters. Every second, by the same count of compute per sample
+// (the profile's times over their microbatch sizes, which interpolation never exceeds),
+// transfers at the slowest link and a ring all-reduce of every gradient. Computed in long
+// double, where neither can overflow; beyond the limits the request is refused, so the
+// passes' 64-bit sums cannot overflow and their times stay finite.
+Status validate_request(const ModelProfile& model, const ClusterProfile& cluster,
+                        const PlanOptions& options, int device_type) {
+  const long double G = options.global_batch.value_or(kDefaultSamplesPerDevice * cluster.num_devices());
+  if (G > kMaxGlobalBatch) {
+    return usage_error(fmt::format("--global-batch {} is above pulse-plan's limit of {} samples",
+                                   static_cast<long long>(G), kMaxGlobalBatch));
+  }
+  if (options.pp && *options.pp > kMaxPipelineDegree) {
+    return usage_error(fmt::format("--pp {} is above pulse-plan's limit of {}", *options.pp,
+                                   kMaxPipelineDegree));
+  }
+  long double per_sample = 0, params = 0, seconds_per_sample = 0;
+  auto most_per_sample = [&](const std::vector<double>& times) {
+    long double most = 0;
+    for (std::size_t i = 0; i < times.size() && i < model.microbatch_sizes.size(); ++i) {
+      most = std::max(most, static_cast<long double>(times[i]) / model.microbatch_sizes[i]);
+    }
+    return most;
+  };
+  for (const Layer& l : model.layers) {
+    per_sample += static_cast<long double>(l.activation_bytes_per_sample) + l.output_bytes_per_sample;
+    params += l.params;
+    seconds_per_sample += most_per_sample(l.forward_s.at(device_type)) +
+                          most_per_sample(l.backward_s.at(device_type));
+  }
+  for (const Skip& k : model.skips) per_sample += k.bytes_per_sample;
+  for (const Carried& c : model.carried) per_sample += c.bytes_per_sample;
+  const long double boundaries = static_cast<long double>(model.layers.size()) + 1;
+  const MemoryModel& mem = options.memory;
+  const long double state_per_param = static_cast<long double>(mem.weight_bytes_per_param) +
+                                      mem.gradient_bytes_per_param +
+                                      mem.optimizer_bytes_per_param;
+  const long double bytes = per_sample * G * boundaries + params * state_per_param;
+  if (bytes > kMaxRequestBytes) {
+    return input_error(fmt::format(
+        "{}: {} at a global batch of {} could hold or send up to {:.3g} bytes in one iteration "
+        "({} per sample across {} layers, {:.3g} parameters), above the {:.3g} pulse-plan counts "
+        "in 64-bit integers (see docs/limits.md)",
+        model.file.path, model.name, static_cast<long long>(G), static_cast<double>(bytes),
+        format_bytes(static_cast<std::int64_t>(per_sample)), model.layers.size(),
+        static_cast<double>(params), static_cast<double>(kMaxRequestBytes)));
+  }
+  long double slowest = std::numeric_limits<double>::max(), latency = 0;
+  for (const LinkClass& l : cluster.link_classes) {
+    slowest = std::min<long double>(slowest, l.bandwidth_bytes_per_s);
+    latency = std::max<long double>(latency, l.latency_s);
+  }
+  const long double seconds = seconds_per_sample * G +
+                              (per_sample * G / slowest + latency * G) * boundaries +
+                              2 * params * mem.gradient_bytes_per_param / slowest +
+                              2 * latency * cluster.num_devices();
+  if (!(seconds <= kMaxRequestSeconds)) {
+    return input_error(fmt::format(
+        "{} on {} at a global batch of {} could take up to {:.3g} s an iteration (compute {:.3g} "
+        "s per sample; slowest link {:.3g} B/s), above the {:.3g} s pulse-plan plans for (see "
+        "docs/limits.md)",
+        model.name, cluster.name, static_cast<long long>(G), static_cast<double>(seconds),
+        static_cast<double>(seconds_per_sample), static_cast<double>(slowest),
+        kMaxRequestSeconds));
+  }
+  return Ok{};
+}
+
 // The options against the profiles, before any pass runs.
 Result<int> validate_options(const ModelProfile& model, const ClusterProfile& cluster,
                              const PlanOptions& options) {
@@ -592,6 +671,9 @@ Result<int> validate_options(const ModelProfile& model, const ClusterProfile& cl
     }
     return usage_error(fmt::format("--family {} is not a family of strategy {} (families: {})",
                                    *options.family, strategy_name(options.strategy), names));
+  }
+  if (auto within = validate_request(model, cluster, options, device_type); !within) {
+    return within.error();
   }
   return device_type;
 }

@@ -26,6 +26,7 @@
 #include <fmt/format.h>
 
 #include "compile_internal.hpp"
+#include "pulse/base/limits.hpp"
 #include "pulse/base/units.hpp"
 #include "pulse/graph/layer_graph.hpp"
 
@@ -72,7 +73,7 @@ std::vector<int> pipeline_degrees(const CompileInputs& in) {
   if (o.pp) return {*o.pp};
   const int n = cluster.num_devices(), layers = static_cast<int>(model.layers.size());
   std::vector<int> out;
-  for (int p = 1; p <= (o.dp ? n / *o.dp : n); ++p) {
+  for (int p = 1; p <= std::min(kMaxPipelineDegree, o.dp ? n / *o.dp : n); ++p) {
     bool fits = false;  // deeper pipelines need more layers than any family has stages
     for (const Family* f : searched_families(o)) fits = fits || f->num_stages(p) <= layers;
     if (!fits) break;

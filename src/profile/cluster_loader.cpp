@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "pulse/base/json_check.hpp"
+#include "pulse/base/limits.hpp"
 #include "loader_common.hpp"
 #include "pulse/profile/profile.hpp"
 
@@ -22,8 +23,9 @@ void read_device(JsonChecker& check, const json& root, ClusterProfile& c) {
     return;
   }
   c.device_type = check.string(*dev, path, "type").value_or("");
-  c.memory_bytes = check.integer(*dev, path, "memory_bytes", 1).value_or(0);
-  c.reserved_bytes = check.integer(*dev, path, "reserved_bytes", 0, false).value_or(0);
+  c.memory_bytes = check.integer(*dev, path, "memory_bytes", 1, true, kMaxDeviceMemory).value_or(0);
+  c.reserved_bytes =
+      check.integer(*dev, path, "reserved_bytes", 0, false, kMaxDeviceMemory).value_or(0);
   c.peak_fp16_flops = check.number(*dev, path, "peak_fp16_flops", 0.0, true, false).value_or(0.0);
   if (c.memory_bytes > 0 && c.reserved_bytes >= c.memory_bytes) {
     check.fail(path.key("reserved_bytes"),
@@ -55,8 +57,11 @@ bool read_link_classes(JsonChecker& check, const json& root, ClusterProfile& c) 
     LinkClass link;
     link.name = name;
     link.bandwidth_bytes_per_s =
-        check.number(value, lp, "bandwidth_bytes_per_s", 0.0, true).value_or(1.0);
-    link.latency_s = check.number(value, lp, "latency_s", 0.0, false).value_or(0.0);
+        check.number(value, lp, "bandwidth_bytes_per_s", kMinLinkBandwidth, false, true,
+                     kMaxLinkBandwidth)
+            .value_or(1.0);
+    link.latency_s =
+        check.number(value, lp, "latency_s", 0.0, false, true, kMaxLinkLatency).value_or(0.0);
     if (value.contains("description")) check.string(value, lp, "description");
     c.link_classes.push_back(std::move(link));
   }
@@ -168,6 +173,13 @@ Result<ClusterProfile> parse_cluster_profile(std::string_view text, const std::s
     check.fail(JsonPath{}.key("devices_per_node"), "expected at most 4096");
   }
   if (nodes && *nodes > 65536) check.fail(JsonPath{}.key("nodes"), "expected at most 65536");
+  if (per_node && nodes && *per_node <= 4096 && *nodes <= 65536 &&
+      *per_node * *nodes > kMaxDevices) {
+    check.fail(JsonPath{}.key("nodes"),
+               fmt::format("expected at most {} devices in all (pulse-plan's limit), got {} nodes "
+                           "x {} devices per node",
+                           kMaxDevices, *nodes, *per_node));
+  }
   c.devices_per_node = static_cast<int>(std::clamp<std::int64_t>(per_node.value_or(0), 0, 4096));
   c.nodes = static_cast<int>(std::clamp<std::int64_t>(nodes.value_or(0), 0, 65536));
   const bool classes_valid = read_link_classes(check, *root, c);

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "pulse/base/json_check.hpp"
+#include "pulse/base/limits.hpp"
 #include "loader_common.hpp"
 #include "pulse/profile/profile.hpp"
 
@@ -95,7 +96,9 @@ std::vector<std::vector<double>> read_times(JsonChecker& check, const json& laye
       continue;
     }
     for (std::size_t i = 0; i < values.size(); ++i) {
-      if (auto t = check.number(values[i], tp.key(type).at(i), 0.0, true)) times[d].push_back(*t);
+      if (auto t = check.number(values[i], tp.key(type).at(i), 0.0, true, kMaxLayerSeconds)) {
+        times[d].push_back(*t);
+      }
     }
   }
   for (std::size_t d = 0; d < m.device_types.size(); ++d) {
@@ -128,7 +131,7 @@ Layer read_layer(JsonChecker& check, const json& value, const JsonPath& raw_path
   }
   if (auto name = check.string(value, path, "name")) layer.name = *name;
   if (value.contains("kind")) layer.kind = check.string(value, path, "kind").value_or("");
-  layer.params = check.integer(value, path, "params", 0).value_or(0);
+  layer.params = check.integer(value, path, "params", 0, true, kMaxLayerParams).value_or(0);
   layer.forward_s = read_times(check, value, path, "forward_s", m);
   layer.backward_s = read_times(check, value, path, "backward_s", m);
   if (const json* f = check.member(value, path, "backward_weight_fraction", false)) {
@@ -141,9 +144,11 @@ Layer read_layer(JsonChecker& check, const json& value, const JsonPath& raw_path
     }
   }
   layer.activation_bytes_per_sample =
-      check.integer(value, path, "activation_bytes_per_sample", 0).value_or(0);
+      check.integer(value, path, "activation_bytes_per_sample", 0, true, kMaxBytesPerSample)
+          .value_or(0);
   layer.output_bytes_per_sample =
-      check.integer(value, path, "output_bytes_per_sample", 0).value_or(0);
+      check.integer(value, path, "output_bytes_per_sample", 0, true, kMaxBytesPerSample)
+          .value_or(0);
   layer.forward_flops_per_sample =
       check.number(value, path, "forward_flops_per_sample", 0.0, false, false).value_or(0.0);
   return layer;
@@ -170,6 +175,12 @@ void read_skips(JsonChecker& check, const json& root, const std::map<std::string
                 const std::vector<std::string>& names, ModelProfile& m) {
   const json* skips = check.array(root, JsonPath{}, "skips", true);
   if (!skips) return;
+  if (skips->size() > static_cast<std::size_t>(kMaxSkips)) {
+    check.fail(JsonPath{}.key("skips"), fmt::format("expected at most {} skips (pulse-plan's "
+                                                    "limit), got {}",
+                                                    kMaxSkips, skips->size()));
+    return;
+  }
   std::map<std::pair<LayerId, LayerId>, std::size_t> seen;
   for (std::size_t i = 0; i < skips->size(); ++i) {
     const json& s = (*skips)[i];
@@ -179,7 +190,8 @@ void read_skips(JsonChecker& check, const json& root, const std::map<std::string
     if (s.contains("name")) skip.name = check.string(s, path, "name").value_or("");
     const auto producer = resolve_layer(check, s, path, "producer", index, names);
     const auto consumer = resolve_layer(check, s, path, "consumer", index, names);
-    skip.bytes_per_sample = check.integer(s, path, "bytes_per_sample", 1).value_or(0);
+    skip.bytes_per_sample =
+        check.integer(s, path, "bytes_per_sample", 1, true, kMaxBytesPerSample).value_or(0);
     if (!producer || !consumer) continue;
     skip.producer = *producer;
     skip.consumer = *consumer;
@@ -221,19 +233,28 @@ void read_carried(JsonChecker& check, const json& root, const std::map<std::stri
     if (producer && !producer->is_null()) {
       t.producer = resolve_layer(check, c, path, "producer", index, names).value_or(-1);
     }
-    t.bytes_per_sample = check.integer(c, path, "bytes_per_sample", 1).value_or(0);
+    t.bytes_per_sample =
+        check.integer(c, path, "bytes_per_sample", 1, true, kMaxBytesPerSample).value_or(0);
     t.needs_gradient = check.boolean(c, path, "needs_gradient").value_or(false);
     m.carried.push_back(std::move(t));
   }
 }
 
-void read_layers(JsonChecker& check, const json& root, ModelProfile& m) {
+// False when the layer list is beyond the limit: the rest of the profile, naming its
+// layers, is not read (every skip would be an unknown layer).
+bool read_layers(JsonChecker& check, const json& root, ModelProfile& m) {
   const json* layers = check.array(root, JsonPath{}, "layers", true);
-  if (!layers) return;
+  if (!layers) return true;
   if (layers->size() < 2) {
     check.fail(
         JsonPath{}.key("layers"),
         fmt::format("expected at least 2 layers (a V needs two stages), got {}", layers->size()));
+  }
+  if (layers->size() > static_cast<std::size_t>(kMaxLayers)) {
+    check.fail(JsonPath{}.key("layers"),
+               fmt::format("expected at most {} layers (pulse-plan's limit: docs/limits.md), got {}",
+                           kMaxLayers, layers->size()));
+    return false;
   }
   std::map<std::string, std::size_t> first_seen;
   for (std::size_t i = 0; i < layers->size(); ++i) {
@@ -249,6 +270,7 @@ void read_layers(JsonChecker& check, const json& root, ModelProfile& m) {
     }
     m.layers.push_back(std::move(layer));
   }
+  return true;
 }
 
 }  // namespace
@@ -273,7 +295,7 @@ Result<ModelProfile> parse_model_profile(std::string_view text, const std::strin
   if (root->contains("dtype")) check.string(*root, JsonPath{}, "dtype");
   m.provenance = read_provenance(check, *root, JsonPath{});
   read_timing(check, *root, m);
-  read_layers(check, *root, m);
+  if (!read_layers(check, *root, m)) return check.error();
 
   std::map<std::string, LayerId> index;
   std::vector<std::string> names;

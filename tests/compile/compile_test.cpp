@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "pulse/base/limits.hpp"
 #include "pulse/compile/plan_builder.hpp"
 #include "pulse/plan/plan_codec.hpp"
 #include "pulse/profile/scaling.hpp"
@@ -235,6 +236,75 @@ TEST(Compile, ActivationBudgetIsKeptAndTheCurveIsWritten) {
   // The same inputs, the same bytes.
   EXPECT_EQ(test::plan_text(compile_ok(in, o), in.model, in.cluster),
             test::plan_text(p, in.model, in.cluster));
+}
+
+// --- The request's limits (pulse/base/limits.hpp) ------------------------------------
+
+// Each field within its limit, the request is refused when its sums could not be counted:
+// 4 layers of 1 TiB per sample at a global batch of 2^20 could hold or send about 2^65 bytes.
+// At a batch of 8 the same model is only refused for not fitting the devices.
+TEST(CompileLimits, BytesBeyondSixtyFourBitsAreRefusedBeforeAnyPass) {
+  const std::int64_t tib = std::int64_t{1} << 40;
+  const ModelProfile m = test::make_model({{0.001, 1000, tib, tib}, {0.001, 1000, tib, tib},
+                                           {0.001, 1000, tib, tib}, {0.001, 1000, tib, tib}},
+                                          {{0, 3}}, tib);
+  const ClusterProfile c = test::make_cluster(4, 1, std::int64_t{32} << 30);
+  PlanOptions o;
+  o.global_batch = 1 << 20;
+  auto r = compile_plan(m, c, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::input);
+  EXPECT_NE(r.error().message.find("above the 1.15e+18 pulse-plan counts in 64-bit integers"),
+            std::string::npos)
+      << r.error().message;
+  o.global_batch = 8;
+  r = compile_plan(m, c, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::infeasible) << r.error().message;
+}
+
+// A link of 1 B/s is a valid profile, but 100 MB of skips per sample over it for a batch of
+// 2^20 would take about 1e14 s an iteration: refused, the figures named.
+TEST(CompileLimits, TimesBeyondTheLimitAreRefused) {
+  const ModelProfile m = test::make_model(
+      {{0.001, 1000, 1000, 100}, {0.001, 1000, 1000, 100}, {0.001, 1000, 1000, 100}}, {{0, 2}},
+      100000000);
+  const ClusterProfile c = test::make_cluster(2, 1, std::int64_t{32} << 30, 1.0, 0);
+  PlanOptions o;
+  o.global_batch = 1 << 20;
+  auto r = compile_plan(m, c, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::input);
+  EXPECT_NE(r.error().message.find("above the 1e+09 s pulse-plan plans for"), std::string::npos)
+      << r.error().message;
+}
+
+// More microbatches per pipeline than the limit: a fixed configuration is refused with
+// what to change; one fewer sample per replica step would be planned.
+TEST(CompileLimits, MicrobatchesPerPipeline) {
+  const Inputs in = shipped("tiny-unet", "dgx1-v100-32gb-1n");
+  PlanOptions o;
+  o.pp = 2;
+  o.dp = 1;
+  o.microbatch_size = 1;
+  o.global_batch = kMaxMicrobatches + 1;
+  auto r = compile_plan(in.model, in.cluster, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::usage);
+  EXPECT_EQ(r.error().message,
+            "global batch 4097 at dp 1 x microbatch size 1 is 4097 microbatches per pipeline, "
+            "above pulse-plan's limit of 4096 (use a larger microbatch size or a smaller global "
+            "batch)");
+  o.pp = kMaxPipelineDegree + 1;
+  r = compile_plan(in.model, in.cluster, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "--pp 1025 is above pulse-plan's limit of 1024");
+  o.pp = 2;
+  o.global_batch = kMaxGlobalBatch + 1;
+  r = compile_plan(in.model, in.cluster, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message,
+            "--global-batch 16777217 is above pulse-plan's limit of 16777216 samples");
 }
 
 }  // namespace

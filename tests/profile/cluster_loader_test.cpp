@@ -201,12 +201,35 @@ TEST(ClusterLoader, MemoryMustBePositive) {
 TEST(ClusterLoader, BandwidthMustBePositive) {
   EXPECT_EQ(
       mutated_cluster_error([](json& j) { j["link_classes"]["NVL"]["bandwidth_bytes_per_s"] = 0; }),
-      "c.json: $.link_classes.NVL.bandwidth_bytes_per_s: expected a finite number > 0, "
+      "c.json: $.link_classes.NVL.bandwidth_bytes_per_s: expected a finite number >= 1, "
       "got 0");
   EXPECT_EQ(mutated_cluster_error(
                 [](json& j) { j["link_classes"]["NVL"]["bandwidth_bytes_per_s"] = -4e10; }),
-            "c.json: $.link_classes.NVL.bandwidth_bytes_per_s: expected a finite number > 0, "
+            "c.json: $.link_classes.NVL.bandwidth_bytes_per_s: expected a finite number >= 1, "
             "got -40000000000.0");
+}
+
+// Beyond the limits (pulse/base/limits.hpp) a transfer time could be infinite or a memory
+// sum overflow: refused with the path. 5e-324 B/s once gave "iteration inf s".
+TEST(ClusterLoader, LinksAndMemoryWithinLimits) {
+  EXPECT_EQ(mutated_cluster_error(
+                [](json& j) { j["link_classes"]["NVL"]["bandwidth_bytes_per_s"] = 5e-324; }),
+            "c.json: $.link_classes.NVL.bandwidth_bytes_per_s: expected a finite number >= 1, "
+            "got 5e-324");
+  EXPECT_EQ(mutated_cluster_error(
+                [](json& j) { j["link_classes"]["NVL"]["bandwidth_bytes_per_s"] = 1e16; }),
+            "c.json: $.link_classes.NVL.bandwidth_bytes_per_s: expected a number <= "
+            "1000000000000000 (pulse-plan's limit), got 1e+16");
+  EXPECT_EQ(mutated_cluster_error([](json& j) { j["link_classes"]["NVL"]["latency_s"] = 61; }),
+            "c.json: $.link_classes.NVL.latency_s: expected a number <= 60 (pulse-plan's limit), "
+            "got 61");
+  EXPECT_EQ(mutated_cluster_error([](json& j) { j["device"]["memory_bytes"] = 1LL << 51; }),
+            "c.json: $.device.memory_bytes: expected an integer <= 1125899906842624 (pulse-plan's "
+            "limit), got 2251799813685248");
+  EXPECT_EQ(mutated_cluster_error([](json& j) { j["nodes"] = 21846; }),
+            "c.json: $.nodes: expected at most 65536 devices in all (pulse-plan's limit), got "
+            "21846 nodes x 3 devices per node");
+  EXPECT_EQ(mutated_cluster_error([](json& j) { j["nodes"] = 21845; }), "<loaded without error>");
 }
 
 TEST(ClusterLoader, LatencyMustNotBeNegative) {
@@ -290,7 +313,7 @@ TEST(ClusterLoader, SeveralErrorsReportedTogether) {
             }),
             "c.json: $.device.reserved_bytes: expected less than memory_bytes (1000000), got "
             "1000000\n"
-            "c.json: $.link_classes.PCIE.bandwidth_bytes_per_s: expected a finite number > 0, "
+            "c.json: $.link_classes.PCIE.bandwidth_bytes_per_s: expected a finite number >= 1, "
             "got 0\n"
             "c.json: $.intra_node[0][0]: expected \"X\" on the diagonal, got a string \"NVL\"\n"
             "c.json: $.intra_node[2][1]: unknown link class \"NVLL\"; did you mean \"NVL\"?\n"

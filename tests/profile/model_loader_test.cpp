@@ -268,6 +268,47 @@ TEST(ModelLoader, NegativeIntegers) {
             "m.json: $.skips[0].bytes_per_sample: expected an integer >= 1, got 0");
 }
 
+// Beyond pulse/base/limits.hpp a byte sum could overflow (9.2e18 activation bytes once
+// "fit" a 32 GB device) or a time be absurd: refused, each with its path.
+TEST(ModelLoader, FieldsWithinLimits) {
+  EXPECT_EQ(
+      mutated_model_error([](json& j) { j["layers"][0]["activation_bytes_per_sample"] = 9.2e18; }),
+      "m.json: $.layers[0].activation_bytes_per_sample (layer \"enc\"): expected an integer >= "
+      "0, got 9.2e+18");
+  EXPECT_EQ(mutated_model_error(
+                [](json& j) { j["layers"][0]["output_bytes_per_sample"] = (1LL << 40) + 1; }),
+            "m.json: $.layers[0].output_bytes_per_sample (layer \"enc\"): expected an integer <= "
+            "1099511627776 (pulse-plan's limit), got 1099511627777");
+  EXPECT_EQ(mutated_model_error([](json& j) { j["layers"][0]["output_bytes_per_sample"] = 1LL << 40; }),
+            "<loaded without error>");
+  EXPECT_EQ(mutated_model_error([](json& j) { j["layers"][2]["params"] = 1LL << 62; }),
+            "m.json: $.layers[2].params (layer \"dec\"): expected an integer <= 1099511627776 "
+            "(pulse-plan's limit), got 4611686018427387904");
+  EXPECT_EQ(mutated_model_error([](json& j) { j["skips"][0]["bytes_per_sample"] = 1LL << 41; }),
+            "m.json: $.skips[0].bytes_per_sample: expected an integer <= 1099511627776 "
+            "(pulse-plan's limit), got 2199023255552");
+  EXPECT_EQ(mutated_model_error([](json& j) { j["layers"][1]["forward_s"]["GPU"][0] = 3601; }),
+            "m.json: $.layers[1].forward_s.GPU[0] (layer \"mid\"): expected a number <= 3600 "
+            "(pulse-plan's limit), got 3601");
+}
+
+// A model beyond the layer limit gets one line, not one per skip naming a layer not read.
+TEST(ModelLoader, LayerLimit) {
+  const std::string message = mutated_model_error([](json& j) {
+    json layers = json::array();
+    for (int i = 0; i < 4097; ++i) {
+      json l = j["layers"][0];
+      std::string name = "l";
+      name += std::to_string(i);
+      l["name"] = name;
+      layers.push_back(l);
+    }
+    j["layers"] = layers;
+  });
+  EXPECT_EQ(message, "m.json: $.layers: expected at most 4096 layers (pulse-plan's limit: "
+                     "docs/limits.md), got 4097");
+}
+
 TEST(ModelLoader, ParamsMustBeAnInteger) {
   EXPECT_EQ(mutated_model_error([](json& j) { j["layers"][1]["params"] = 1.5; }),
             "m.json: $.layers[1].params (layer \"mid\"): expected an integer >= 0, got 1.5");

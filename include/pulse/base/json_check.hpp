@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -56,17 +57,23 @@ class JsonChecker {
 
   std::optional<std::string> string(const json& obj, const JsonPath& path, std::string_view key,
                                     bool required = true);
+  /// An integer from `minimum` to `maximum` (pulse/base/limits.hpp names the maxima).
   std::optional<std::int64_t> integer(const json& obj, const JsonPath& path, std::string_view key,
-                                      std::int64_t minimum, bool required = true);
-  /// A finite number; strictly above `minimum` when `exclusive`, else at least it.
+                                      std::int64_t minimum, bool required = true,
+                                      std::int64_t maximum = kNoIntegerLimit);
+  /// A finite number; strictly above `minimum` when `exclusive`, else at least it; at most
+  /// `maximum`.
   std::optional<double> number(const json& value, const JsonPath& path, double minimum,
-                               bool exclusive);
+                               bool exclusive, double maximum = kNoNumberLimit);
   std::optional<double> number(const json& obj, const JsonPath& path, std::string_view key,
-                               double minimum, bool exclusive, bool required = true);
+                               double minimum, bool exclusive, bool required = true,
+                               double maximum = kNoNumberLimit);
   std::optional<bool> boolean(const json& obj, const JsonPath& path, std::string_view key,
                               bool required = true);
 
   static constexpr std::size_t kMaxShown = 25;
+  static constexpr std::int64_t kNoIntegerLimit = std::numeric_limits<std::int64_t>::max();
+  static constexpr double kNoNumberLimit = std::numeric_limits<double>::max();
 
  private:
   std::string file_;
