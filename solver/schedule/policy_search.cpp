@@ -49,7 +49,9 @@ class Search {
   Search(const PipelineModel& m, const SearchInput& in) : model_(m), in_(in) {}
 
   SearchResult run() {
-    reserve_ = kActiveCandidates;
+    // With a budget no larger than the reserve, the portfolio gets it all (the active rule
+    // needs a best policy to start from).
+    reserve_ = in_.max_evaluations > kActiveCandidates ? kActiveCandidates : 0;
     portfolio();
     for (int sweep = 0; sweep < in_.max_sweeps && improved_ && !out_of_budget(); ++sweep) {
       improved_ = false;
@@ -75,6 +77,7 @@ class Search {
   // uniform rules, at the best in-flight limits: it lets a device wait for an input on its
   // way (a link delay) instead of starting something shorter.
   void active_rule() {
+    if (!best_.found) return;  // nothing to start from (no limits to replay it at)
     const int S = model_.layout.num_stages();
     const std::vector<int> limits = best_.limits;
     for (ListPolicy p : {best_.policy, ListPolicy::backward_first(S), ListPolicy::forward_first(S)}) {

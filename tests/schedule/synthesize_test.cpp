@@ -67,6 +67,22 @@ TEST(ScheduleIlp, UniformVWithTwoMicrobatchesIsProvenOptimalAtSixteen) {
   EXPECT_DOUBLE_EQ(a.lower_bound_s, 16.0);
 }
 
+// Budgets of 1 to 3 list schedules, no larger than the reserve the policy search keeps for
+// the active rule: the portfolio once got none of them, and the active rule then replayed
+// the (empty) best limits out of bounds. The memory curve of SD2 at M = 4096 asks for one
+// (issue 16: it crashed). Each budget now gives a schedule no worse than the heuristic.
+TEST(ScheduleSearch, TinyEvaluationBudgets) {
+  const PipelineModel m = pipeline({1, 2, 1, 3}, true, 1e3);
+  for (int budget : {1, 2, 3, 4}) {
+    ScheduleRequest r = request(m, 6);
+    r.max_evaluations = budget;
+    r.max_order_evaluations = 0;
+    r.exact_max_ops = 0;
+    const ScheduleAnswer a = solve(r);
+    EXPECT_LE(a.list_evaluations, budget);
+  }
+}
+
 TEST(ScheduleIlp, ExactModelFindsWhatTheListSearchMisses) {
   // Forward 3, 1, 2, 3 (backward twice that), M = 3. Device 0 (stages 0 and 3) has
   // 3 + 3 + 6 + 6 = 18 units per microbatch, 54 in all: no schedule is shorter than 54.
