@@ -3,7 +3,7 @@
 // represented, before any pass runs: every byte count the passes add up is then a sum of
 // at most kMaxRequestBytes, so 64-bit integers cannot overflow, and every time is finite.
 //
-// The sizes are far above the shipped profiles (the largest: 57 layers, 8 x 8 devices,
+// The sizes are far above the shipped profiles (the largest: 61 layers, 8 x 8 devices;
 // 1 TiB of layer bytes would be 1000x any of them) and below where the algorithms stop
 // scaling: docs/limits.md has the measurements.
 #pragma once
