@@ -4,6 +4,7 @@
 #include "pulse/compile/compile.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <optional>
 
@@ -588,6 +589,15 @@ Status validate_request(const ModelProfile& model, const ClusterProfile& cluster
   if (G > kMaxGlobalBatch) {
     return usage_error(fmt::format("--global-batch {} is above pulse-plan's limit of {} samples",
                                    static_cast<long long>(G), kMaxGlobalBatch));
+  }
+  if (!std::isfinite(options.solver_max_seconds) || options.solver_max_seconds > kMaxSolverSeconds) {
+    return usage_error(fmt::format("--solver-time-limit must be a number of seconds from 0 to {}, "
+                                   "got {}",
+                                   kMaxSolverSeconds, options.solver_max_seconds));
+  }
+  if (options.dp && *options.dp > cluster.num_devices()) {
+    return usage_error(fmt::format("--dp {} needs at least {} devices; cluster {} has {}",
+                                   *options.dp, *options.dp, cluster.name, cluster.num_devices()));
   }
   if (options.pp && *options.pp > kMaxPipelineDegree) {
     return usage_error(fmt::format("--pp {} is above pulse-plan's limit of {}", *options.pp,

@@ -50,6 +50,10 @@ inline constexpr double kMinLinkBandwidth = 1;
 inline constexpr double kMaxLinkBandwidth = 1e15;
 inline constexpr double kMaxLinkLatency = 60;
 
+/// The wall-clock safety limit of one schedule synthesis (--solver-time-limit), seconds: a
+/// day. It is written into the plan, so it must be finite.
+inline constexpr double kMaxSolverSeconds = 86400;
+
 /// The request's worst case (validate_request in compile.cpp): every byte the model could
 /// hold or send in one iteration, and every second it could take, at the largest
 /// microbatch size and global batch asked for. Beyond these the request is refused.
