@@ -194,6 +194,12 @@ int diff_command(const std::vector<std::string>& args) {
   if (!compute) return report(compute.error());
   auto links = scale(*vm, "link-scale");
   if (!links) return report(links.error());
+  if (auto s = check_output_paths(
+          "diff", {{"the old plan", split.positional[0]}, {"the new plan", split.positional[1]}},
+          {vm->count("output") ? NamedPath{"-o", output} : NamedPath{"", "-"}});
+      !s) {
+    return report(s.error());
+  }
   auto a = load_plan(split.positional[0]);
   auto b = load_plan(split.positional[1]);
   if (!a || !b) {
@@ -217,7 +223,7 @@ int diff_command(const std::vector<std::string>& args) {
   const std::string text = *format == "json"   ? format_diff_json(d)
                            : *format == "html" ? format_diff_html(d, *a, *b)
                                                : format_diff_table(d, {*color});
-  if (auto written = write_output(output, text); !written) return report(written.error());
+  if (auto written = write_outputs({{output, text}}); !written) return report(written.error());
   const std::vector<std::string> reasons = tripped(d, *slower, *traffic);
   for (const std::string& r : reasons) std::cerr << "pulse-plan: diff: " << r << "\n";
   return reasons.empty() ? 0 : kThresholdExit;

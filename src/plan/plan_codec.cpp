@@ -380,7 +380,7 @@ std::string write_plan(const Plan& plan) {
   detail::ojson out = detail::ojson::object();
   detail::PlanWriter io(out);
   detail::plan_keys(io, plan);
-  return out.dump(2) + "\n";
+  return out.dump(2, ' ', false, detail::ojson::error_handler_t::replace) + "\n";
 }
 
 Result<Plan> parse_plan(std::string_view text, const std::string& file) {

@@ -329,7 +329,7 @@ std::string format_diff_json(const PlanDiff& d) {
                {"slowdown_pct", finite(d.slowdown_pct)},
                {"traffic_increase_pct", finite(d.traffic_increase_pct)},
                {"rows", rows}};
-  return out.dump(2) + "\n";
+  return out.dump(2, ' ', false, ojson::error_handler_t::replace) + "\n";
 }
 
 PlanDiff diff_plans(const DiffRequest& r) {
