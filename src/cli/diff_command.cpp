@@ -84,9 +84,9 @@ po::options_description diff_options() {
       "color", po::value<std::string>()->value_name("WHEN")->default_value("auto"),
       "auto, always or never (the table only)")(
       "compute-scale", po::value<std::string>()->value_name("F"),
-      "replay both plans with every stage time x F (F > 0)")(
+      "replay both plans with every stage time x F (0.001 to 1000)")(
       "link-scale", po::value<std::string>()->value_name("F"),
-      "replay both plans with every link F times as fast (F > 0)")("help,h", "this help");
+      "replay both plans with every link F times as fast (0.001 to 1000)")("help,h", "this help");
   return o;
 }
 
@@ -115,7 +115,10 @@ Result<std::optional<double>> threshold(const po::variables_map& vm, const char*
 Result<double> scale(const po::variables_map& vm, const char* name) {
   if (!vm.count(name)) return 1.0;
   const std::string text = vm[name].as<std::string>();
-  if (const std::optional<double> v = parse_scale(text)) return *v;
+  if (const std::optional<double> v = parse_scale(text)) {
+    if (auto s = check_scale_limit("diff", fmt::format("--{}", name), *v); !s) return s.error();
+    return *v;
+  }
   return usage_error(fmt::format("diff: --{} must be a positive, finite number, got \"{}\"{}",
                                  name, text,
                                  text == "range-low" || text == "range-high"

@@ -93,10 +93,10 @@ po::options_description plan_options() {
       "1: shard optimizer state over the data-parallel replicas (ZeRO-1)");
   add("split-backward", "backward as input-gradient (I) and weight-gradient (W) ops");
   add("compute-scale", po::value<std::string>()->value_name("F"),
-      "multiply every compute time of the cluster's device type by F > 0, or by an end of "
-      "the profile's time range: range-low, range-high");
+      "multiply every compute time of the cluster's device type by F (0.001 to 1000), or by "
+      "an end of the profile's time range: range-low, range-high");
   add("link-scale", po::value<std::string>()->value_name("F"),
-      "make every link F times as fast (F > 0: bandwidth x F, latency / F)");
+      "make every link F times as fast (0.001 to 1000: bandwidth x F, latency / F)");
   add("activation-budget", po::value<std::string>()->value_name("BYTES|FRACTION"),
       "cap on each device's activation memory: bytes (8589934592, 8GiB, 512MiB) or a "
       "fraction of the device's usable memory in (0, 1] (0.5); default: what the device "
@@ -137,6 +137,7 @@ Result<CostScales> read_scales(const po::variables_map& vm) {
           fmt::format("plan: --link-scale must be a positive, finite number, got \"{}\"", text));
     }
     scales.links = *links;
+    if (auto s = check_scale_limit("plan", "--link-scale", *links); !s) return s.error();
   }
   return scales;
 }
@@ -308,6 +309,9 @@ int plan_command(const std::vector<std::string>& args) {
   if (auto resolved = resolve_compute_scale(*scales, *model, cluster->device_type); !resolved) {
     return report({resolved.error().kind, "plan: " + resolved.error().message});
   }
+  if (auto s = check_scale_limit("plan", "--compute-scale", scales->compute); !s) {
+    return report(s.error());
+  }
   // The plan is made from the scaled profiles and names the files as they are.
   apply_scales(*scales, *model, *cluster);
   clock.lap("load");
@@ -321,11 +325,14 @@ int plan_command(const std::vector<std::string>& args) {
   if (!plan) return report(plan.error());
 
   // Every output is made before any is written; then they appear together or not at all.
-  const std::string text = write_plan(build_plan(*plan, *model, *cluster, *scales));
+  Plan document = build_plan(*plan, *model, *cluster, *scales);
+  document.file = outputs[0].path == "-" ? "stdout" : outputs[0].path;
+  const auto text = encode_plan(document);
+  if (!text) return report(text.error());
   const std::string trace = vm->count("trace") ? chrome_trace(plan->model, plan->timeline,
                                                               plan->evaluation.allreduce, plan->dp)
                                                : "";
-  std::vector<Output> files = {{outputs[0].path, text}};
+  std::vector<Output> files = {{outputs[0].path, *text}};
   if (vm->count("trace")) files.push_back({outputs[1].path, trace});
   if (auto written = write_outputs(files); !written) return report(written.error());
   clock.lap("write");

@@ -193,7 +193,7 @@ int simulate_command(const std::vector<std::string>& args) {
                                         : NamedPath{"", "-"}};
   if (vm->count("trace")) outputs.push_back({"--trace", (*vm)["trace"].as<std::string>()});
   if (auto s = check_output_paths("simulate", inputs, outputs); !s) return report(s.error());
-  auto text = read_text_file(name);
+  auto text = read_plan_text(name);
   if (!text) return report(text.error());
   auto plan = parse_plan(*text, name);
   std::optional<ClusterProfile> cluster;

@@ -38,6 +38,23 @@ json plan_doc(const std::string& model, int pp, Strategy strategy = Strategy::pu
   return json::parse(test::plan_text(p, m.value(), c.value()));
 }
 
+// Pipeline groups as given, with ranks[] and data_parallel_groups rewritten to agree (the
+// rank map stays whole: the reader refuses one that contradicts itself).
+void set_pipeline_groups(json& doc, const json& groups) {
+  json& m = doc["rank_map"];
+  m["pipeline_groups"] = groups;
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    for (std::size_t d = 0; d < groups[i].size(); ++d) {
+      for (json& r : m["ranks"]) {
+        if (r["rank"] != groups[i][d]) continue;
+        r["dp_index"] = i;
+        r["pipeline_device"] = d;
+      }
+      m["data_parallel_groups"][d][i] = groups[i][d];
+    }
+  }
+}
+
 Plan read(const json& doc) {
   auto p = parse_plan(doc.dump(), "p.json");
   EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
@@ -175,7 +192,7 @@ TEST(ExportTorchCsv, EveryStrategyAndDegreeKeepsTheLockStepRule) {
 TEST(ExportTorchCsv, RowsFollowGroupRankNotPipelinePosition) {
   json doc = plan_doc("tiny-unet", 2);
   // Device 0 gets the larger global rank of every pipeline: new_group makes it group rank 1.
-  doc["rank_map"]["pipeline_groups"] = json::parse("[[3, 0], [2, 1], [7, 4], [6, 5]]");
+  set_pipeline_groups(doc, json::parse("[[3, 0], [2, 1], [7, 4], [6, 5]]"));
   const Plan p = read(doc);
   const TorchCsv out = export_torch_csv(p).value();
   EXPECT_EQ(out.row_devices, (std::vector<DeviceId>{1, 0}));
@@ -194,7 +211,7 @@ TEST(ExportTorchCsv, RowsFollowGroupRankNotPipelinePosition) {
 
 TEST(ExportTorchCsv, GroupsThatDisagreeAreRefusedNamingBoth) {
   json doc = plan_doc("tiny-unet", 2);
-  doc["rank_map"]["pipeline_groups"] = json::parse("[[0, 3], [2, 1], [4, 7], [5, 6]]");
+  set_pipeline_groups(doc, json::parse("[[0, 3], [2, 1], [4, 7], [5, 6]]"));
   const auto out = export_torch_csv(read(doc));
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.error().kind, ErrorKind::input);
