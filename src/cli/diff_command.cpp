@@ -28,6 +28,7 @@ constexpr const char* kDiffHelp =
     R"txt(usage: pulse-plan diff OLD NEW [--format table|json|html] [-o FILE]
                        [--fail-if-slower PCT] [--fail-if-more-traffic PCT]
                        [--color auto|always|never] [--compute-scale F] [--link-scale F]
+                       [--allow-changed-inputs]
 
 Compares two plans semantically, typically one model planned for two clusters: the
 degrees (pp, dp, microbatches), the placement (stage -> device, pipeline ranks, skips
@@ -48,6 +49,12 @@ terminal, unless --color says otherwise; NO_COLOR in the environment turns auto 
 For CI, --fail-if-slower PCT exits 4 when NEW's throughput (samples/s) is more than PCT
 percent below OLD's, and --fail-if-more-traffic PCT when NEW moves more than PCT percent
 more point-to-point bytes per sample. The report is written either way.
+
+Both plans name their inputs (inputs.model, inputs.cluster: file, profile name, sha256).
+Plans that name the same profile file and profile but different sha256 were made from
+different contents of it (edited, recalibrated, or one plan is stale): diff refuses them
+(exit 2) unless --allow-changed-inputs, and then shows both hashes. Plans that give the
+same sha256 under different names contradict each other: refused always.
 
 What if: --compute-scale F and --link-scale F first replay both plans, as simulate does on
 a plan's own cost model, with every stage time multiplied by F and every link made F times
@@ -86,7 +93,10 @@ po::options_description diff_options() {
       "compute-scale", po::value<std::string>()->value_name("F"),
       "replay both plans with every stage time x F (0.001 to 1000)")(
       "link-scale", po::value<std::string>()->value_name("F"),
-      "replay both plans with every link F times as fast (0.001 to 1000)")("help,h", "this help");
+      "replay both plans with every link F times as fast (0.001 to 1000)")(
+      "allow-changed-inputs",
+      "compare plans made from one profile (same file and name) whose contents differ")(
+      "help,h", "this help");
   return o;
 }
 
@@ -209,6 +219,9 @@ int diff_command(const std::vector<std::string>& args) {
     if (!a) report(a.error());
     if (!b) report(b.error());
     return 2;
+  }
+  if (auto agree = check_inputs_agree(*a, *b, vm->count("allow-changed-inputs") > 0); !agree) {
+    return report(agree.error());
   }
   if (vm->count("compute-scale") || vm->count("link-scale")) {
     // Both plans replayed under the scaled costs; their figures are what is compared.
