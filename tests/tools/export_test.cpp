@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <map>
 #include <regex>
 #include <set>
@@ -429,6 +430,23 @@ TEST(ExportHtml, BaselinesBesideThePlan) {
       html.find(fmt::format("<tr><th>strategy</th><td>pulse</td><td>{}</td></tr>", seq.strategy())),
       std::string::npos);
   EXPECT_EQ(count(html, "class=\"skip remote\""), 4u);  // the baseline relays every skip
+}
+
+TEST(ExportHtml, AxisTicksAreBoundedWhateverTheTimes) {
+  // The reader refuses times over its limit; a plan built in memory is not read, and the
+  // timeline's axis must end for any time, even one that is not finite (stepping from 0 by
+  // a step of infinity never passed the end before).
+  Plan p = read(plan_doc("tiny-unet", 2));
+  const std::size_t finite_ticks = count(export_html({&p, {}}), "class=\"tick\"");
+  EXPECT_GE(finite_ticks, 2u);
+  EXPECT_LE(finite_ticks, 101u);
+  for (const double end :
+       {1e18, 1e300, std::numeric_limits<double>::max(), std::numeric_limits<double>::infinity()}) {
+    p.schedule[0].back().end_s = end;
+    const std::string html = export_html({&p, {}});
+    EXPECT_GE(count(html, "class=\"tick\""), 1u) << end;
+    EXPECT_LE(count(html, "class=\"tick\""), 101u) << end;
+  }
 }
 
 }  // namespace
