@@ -519,6 +519,67 @@ void check_op_count(JsonChecker& check, const Plan& plan) {
   }
 }
 
+// What the tools compute from a plan's byte counts, each within the byte limit too, so that
+// no sum or product of them overflows an int64 in the replay, the figures or the exports
+// (every count is at most 2^53, but bytes per sample x microbatch_size, or traffic x
+// num_microbatches x dp, need not be): a microbatch's skip and carried tensors, an
+// iteration's point-to-point traffic and all-reduce, the state and the activations of all
+// stages with every microbatch in flight. Computed in long double, which holds them exactly
+// enough to compare.
+void check_byte_totals(JsonChecker& check, const Plan& plan) {
+  using Wide = long double;
+  const PlanParallelism& x = plan.parallelism;
+  const Wide M = x.num_microbatches, dp = x.dp, b = x.microbatch_size;
+  auto within = [&](const JsonPath& at, const std::string& what, Wide total) {
+    if (total <= static_cast<Wide>(kMaxBytes)) return;
+    check.fail(at, fmt::format("{} come to {:.4g} bytes; expected at most {} ({})", what,
+                               static_cast<double>(total), kMaxBytes, detail::kByteLimit));
+  };
+  const std::string per_microbatch = fmt::format("x microbatch_size {}", x.microbatch_size);
+  Wide activations = 0;
+  for (std::size_t i = 0; i < plan.skips.size(); ++i) {
+    const Wide bytes = static_cast<Wide>(plan.skips[i].bytes_per_sample) * b;
+    within(JsonPath{}.key("skips").at(i).key("bytes_per_sample"),
+           "bytes_per_sample " + per_microbatch, bytes);
+    activations += bytes * M;
+  }
+  for (std::size_t i = 0; i < plan.carried.size(); ++i) {
+    within(JsonPath{}.key("carried").at(i).key("bytes_per_sample"),
+           "bytes_per_sample " + per_microbatch,
+           static_cast<Wide>(plan.carried[i].bytes_per_sample) * b);
+  }
+  Wide traffic = 0;
+  for (const PlanTransfer& t : plan.transfers) {
+    traffic += static_cast<Wide>(t.forward.total()) + static_cast<Wide>(t.backward.total());
+  }
+  within(JsonPath{}.key("transfers"),
+         fmt::format("an iteration's point-to-point bytes (every transfer both ways x "
+                     "num_microbatches {} x dp {})",
+                     x.num_microbatches, x.dp),
+         traffic * M * dp);
+  const MemoryModel& m = plan.options.memory;
+  Wide state = 0, gradients = 0;
+  for (const PlanStage& s : plan.stages) {
+    const Wide params = static_cast<Wide>(s.params.value_or(0));
+    state += params *
+             (m.weight_bytes_per_param + m.gradient_bytes_per_param + m.optimizer_bytes_per_param);
+    gradients += params * m.gradient_bytes_per_param;
+    activations += static_cast<Wide>(s.activation_bytes_per_microbatch.value_or(0)) * M;
+  }
+  within(JsonPath{}.key("stages"),
+         "the weights, gradients and optimizer state of every stage (params x "
+         "$.options.memory's bytes per parameter)",
+         state);
+  within(JsonPath{}.key("stages"),
+         fmt::format("an iteration's all-reduce bytes (2 x dp {} x every stage's gradients)", x.dp),
+         2 * dp * gradients);
+  within(JsonPath{}.key("stages"),
+         fmt::format("the activations and skip tensors of every stage with all {} microbatches "
+                     "in flight",
+                     x.num_microbatches),
+         activations);
+}
+
 }  // namespace
 
 Result<Plan> parse_plan(std::string_view text, const std::string& file, PlanCheck checks) {
@@ -555,6 +616,7 @@ Result<Plan> parse_plan(std::string_view text, const std::string& file, PlanChec
   detail::PlanReader io(check, *root, JsonPath{}, plan);
   detail::plan_keys(io, plan);
   if (check.ok()) check_op_count(check, plan);
+  if (check.ok()) check_byte_totals(check, plan);
   if (!check.ok()) return check.error();
   if (checks == PlanCheck::structure) {
     for (const PlanProblem& p : check_plan_structure(plan)) check.fail(p.path, p.message);

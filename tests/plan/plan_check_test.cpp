@@ -132,6 +132,33 @@ TEST(PlanLimits, TimesBytesRanksAndFactors) {
             "1/1000 to 1000), got 1000000");
 }
 
+TEST(PlanLimits, WhatTheToolsDeriveFromByteCountsHasTheByteLimitToo) {
+  // Each count is within 2^53; their products are not, and used to overflow an int64 in the
+  // replay (bytes_per_sample x microbatch_size) and the figures (traffic x M x dp).
+  json doc = tiny();
+  doc["skips"][0]["bytes_per_sample"] = std::int64_t{1} << 53;
+  doc["parallelism"]["microbatch_size"] = 1 << 20;
+  EXPECT_EQ(error_of(doc).substr(0, error_of(doc).find('\n')),
+            "p.json: $.skips[0].bytes_per_sample: bytes_per_sample x microbatch_size 1048576 come "
+            "to 9.445e+21 bytes; expected at most 9007199254740992 (the byte count limit, 2^53)");
+  doc = tiny();
+  for (json& t : doc["transfers"]) t["forward_bytes_per_microbatch"]["activation"] = 1LL << 52;
+  // 4 microbatches x dp 4 x at least 2^52 bytes: 2^56.
+  const std::string e = error_of(doc);
+  EXPECT_EQ(e.rfind("p.json: $.transfers: an iteration's point-to-point bytes (every transfer "
+                    "both ways x num_microbatches 4 x dp 4) come to ",
+                    0),
+            0u)
+      << e;
+  doc = tiny();
+  doc["stages"][0]["params"] = std::int64_t{1} << 53;
+  EXPECT_EQ(error_of(doc).rfind("p.json: $.stages: the weights, gradients and optimizer state "
+                                "of every stage (params x $.options.memory's bytes per "
+                                "parameter) come to ",
+                                0),
+            0u);
+}
+
 TEST(PlanStructure, OpsMissingTwiceMisplacedOrOfTheWrongKind) {
   json doc = tiny();
   json& d0 = doc["schedule"][0]["ops"];

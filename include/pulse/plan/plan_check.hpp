@@ -39,7 +39,11 @@ inline constexpr std::int64_t kMaxOps = std::int64_t{1} << 22;
 /// the nanosecond quantum in a double, and sums over kMaxOps ops stay finite.
 inline constexpr double kMaxSeconds = 1e6;
 /// Any byte or parameter count a plan states: 2^53 (8 PiB), the largest integer a double
-/// holds exactly (the codec compares figures as doubles).
+/// holds exactly (the codec compares figures as doubles). What the tools derive from them is
+/// held to it as well, so that no int64 sum or product of them overflows: a microbatch's
+/// skip and carried tensors (bytes_per_sample x microbatch_size), an iteration's
+/// point-to-point and all-reduce bytes, the static state of all stages, and their
+/// activations and skips with every microbatch in flight.
 inline constexpr std::int64_t kMaxBytes = std::int64_t{1} << 53;
 /// What-if factors ($.options and $.cost_model compute_scale, link_scale; plan and diff
 /// --compute-scale, --link-scale): from 1/1000 to 1000.
