@@ -8,6 +8,7 @@
 
 #include "pulse/base/json_check.hpp"
 #include "pulse/base/version.hpp"
+#include "pulse/plan/plan_check.hpp"
 
 namespace pulse::cli {
 
@@ -50,6 +51,14 @@ void print_usage(std::ostream& out) {
 int report(const Error& error) {
   std::cerr << "pulse-plan: " << error.message << "\n";
   return exit_code(error.kind);
+}
+
+Status check_scale_limit(std::string_view command, std::string_view option, double factor) {
+  if (factor >= kMinScale && factor <= kMaxScale) return Ok{};
+  return usage_error(
+      fmt::format("{}: {} must be from {:g} to {:g} (the what-if factor limit), "
+                  "got {:g}",
+                  command, option, kMinScale, kMaxScale, factor));
 }
 
 bool stderr_is_terminal() {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/program_options.hpp>
@@ -29,6 +30,11 @@ int report(const Error& error);
 Result<boost::program_options::variables_map> parse_options(
     const std::string& command, const std::vector<std::string>& args,
     const boost::program_options::options_description& options);
+
+/// A what-if factor (--compute-scale, --link-scale) within plan_check.hpp's limit, or a usage
+/// error naming the command and the option: beyond it a plan would state times its reader
+/// refuses.
+Status check_scale_limit(std::string_view command, std::string_view option, double factor);
 
 /// True when stderr is a terminal (progress and colour go there only then).
 bool stderr_is_terminal();

@@ -28,6 +28,7 @@ constexpr const char* kDiffHelp =
     R"txt(usage: pulse-plan diff OLD NEW [--format table|json|html] [-o FILE]
                        [--fail-if-slower PCT] [--fail-if-more-traffic PCT]
                        [--color auto|always|never] [--compute-scale F] [--link-scale F]
+                       [--allow-changed-inputs]
 
 Compares two plans semantically, typically one model planned for two clusters: the
 degrees (pp, dp, microbatches), the placement (stage -> device, pipeline ranks, skips
@@ -48,6 +49,12 @@ terminal, unless --color says otherwise; NO_COLOR in the environment turns auto 
 For CI, --fail-if-slower PCT exits 4 when NEW's throughput (samples/s) is more than PCT
 percent below OLD's, and --fail-if-more-traffic PCT when NEW moves more than PCT percent
 more point-to-point bytes per sample. The report is written either way.
+
+Both plans name their inputs (inputs.model, inputs.cluster: file, profile name, sha256).
+Plans that name the same profile file and profile but different sha256 were made from
+different contents of it (edited, recalibrated, or one plan is stale): diff refuses them
+(exit 2) unless --allow-changed-inputs, and then shows both hashes. Plans that give the
+same sha256 under different names contradict each other: refused always.
 
 What if: --compute-scale F and --link-scale F first replay both plans, as simulate does on
 a plan's own cost model, with every stage time multiplied by F and every link made F times
@@ -84,9 +91,12 @@ po::options_description diff_options() {
       "color", po::value<std::string>()->value_name("WHEN")->default_value("auto"),
       "auto, always or never (the table only)")(
       "compute-scale", po::value<std::string>()->value_name("F"),
-      "replay both plans with every stage time x F (F > 0)")(
+      "replay both plans with every stage time x F (0.001 to 1000)")(
       "link-scale", po::value<std::string>()->value_name("F"),
-      "replay both plans with every link F times as fast (F > 0)")("help,h", "this help");
+      "replay both plans with every link F times as fast (0.001 to 1000)")(
+      "allow-changed-inputs",
+      "compare plans made from one profile (same file and name) whose contents differ")(
+      "help,h", "this help");
   return o;
 }
 
@@ -115,7 +125,10 @@ Result<std::optional<double>> threshold(const po::variables_map& vm, const char*
 Result<double> scale(const po::variables_map& vm, const char* name) {
   if (!vm.count(name)) return 1.0;
   const std::string text = vm[name].as<std::string>();
-  if (const std::optional<double> v = parse_scale(text)) return *v;
+  if (const std::optional<double> v = parse_scale(text)) {
+    if (auto s = check_scale_limit("diff", fmt::format("--{}", name), *v); !s) return s.error();
+    return *v;
+  }
   return usage_error(fmt::format("diff: --{} must be a positive, finite number, got \"{}\"{}",
                                  name, text,
                                  text == "range-low" || text == "range-high"
@@ -194,12 +207,21 @@ int diff_command(const std::vector<std::string>& args) {
   if (!compute) return report(compute.error());
   auto links = scale(*vm, "link-scale");
   if (!links) return report(links.error());
+  if (auto s = check_output_paths(
+          "diff", {{"the old plan", split.positional[0]}, {"the new plan", split.positional[1]}},
+          {vm->count("output") ? NamedPath{"-o", output} : NamedPath{"", "-"}});
+      !s) {
+    return report(s.error());
+  }
   auto a = load_plan(split.positional[0]);
   auto b = load_plan(split.positional[1]);
   if (!a || !b) {
     if (!a) report(a.error());
     if (!b) report(b.error());
     return 2;
+  }
+  if (auto agree = check_inputs_agree(*a, *b, vm->count("allow-changed-inputs") > 0); !agree) {
+    return report(agree.error());
   }
   if (vm->count("compute-scale") || vm->count("link-scale")) {
     // Both plans replayed under the scaled costs; their figures are what is compared.
@@ -217,7 +239,7 @@ int diff_command(const std::vector<std::string>& args) {
   const std::string text = *format == "json"   ? format_diff_json(d)
                            : *format == "html" ? format_diff_html(d, *a, *b)
                                                : format_diff_table(d, {*color});
-  if (auto written = write_output(output, text); !written) return report(written.error());
+  if (auto written = write_outputs({{output, text}}); !written) return report(written.error());
   const std::vector<std::string> reasons = tripped(d, *slower, *traffic);
   for (const std::string& r : reasons) std::cerr << "pulse-plan: diff: " << r << "\n";
   return reasons.empty() ? 0 : kThresholdExit;

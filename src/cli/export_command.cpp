@@ -70,40 +70,55 @@ po::options_description export_options() {
   return o;
 }
 
-Status emit(const po::variables_map& vm, const std::string& text) {
-  if (!vm.count("output")) {
-    std::cout << text << std::flush;
-    return Ok{};
+// Where export writes: the document (-o FILE, or stdout) and, for torch-csv, its side file
+// (--stages FILE, or beside -o FILE; none when the CSV goes to stdout without --stages).
+Result<std::vector<NamedPath>> output_paths(const po::variables_map& vm,
+                                            const std::string& format) {
+  std::vector<NamedPath> out = {vm.count("output") ? NamedPath{"-o", vm["output"].as<std::string>()}
+                                                   : NamedPath{"", "-"}};
+  if (format != "torch-csv") return out;
+  const std::string& csv = out[0].path;
+  if (vm.count("stages")) {
+    const std::string side = vm["stages"].as<std::string>();
+    if (side == "-" && csv == "-") {
+      return usage_error("export: the CSV and --stages cannot both go to stdout");
+    }
+    if (side == csv) {
+      return usage_error(
+          fmt::format("export: --stages {} names the CSV's own file; give another name", side));
+    }
+    out.push_back({"--stages", side});
+  } else if (csv != "-" && !is_special_file(csv)) {
+    // Beside a file; -o /dev/stdout, like -o -, gets no side file of its own invention.
+    out.push_back({"the side file", torch_stages_path(csv)});
   }
-  return write_output(vm["output"].as<std::string>(), text);
+  return out;
+}
+
+// The files export reads: the plan, and --model (dot) or --compare (html) when given.
+std::vector<NamedPath> input_paths(const po::variables_map& vm, const std::string& plan) {
+  std::vector<NamedPath> in = {{"the plan", plan}};
+  if (vm.count("model")) in.push_back({"--model", vm["model"].as<std::string>()});
+  if (vm.count("compare")) {
+    for (const std::string& other : vm["compare"].as<std::vector<std::string>>()) {
+      in.push_back({"--compare", other});
+    }
+  }
+  return in;
 }
 
 // The CSV (stdout or -o) and its side file appear together or not at all.
-Status export_csv(const po::variables_map& vm, const Plan& plan) {
+Status export_csv(const Plan& plan, const std::vector<NamedPath>& outputs) {
   auto out = export_torch_csv(plan);
   if (!out) return out.error();
-  std::string side;
-  if (vm.count("stages")) {
-    side = vm["stages"].as<std::string>();
-  } else if (vm.count("output") && vm["output"].as<std::string>() != "-") {
-    side = torch_stages_path(vm["output"].as<std::string>());
-  }
-  const std::string csv = vm.count("output") ? vm["output"].as<std::string>() : "-";
-  if (side == "-" && csv == "-") {
-    return usage_error("export: the CSV and --stages cannot both go to stdout");
-  }
-  if (!side.empty() && side == csv) {
-    return usage_error(
-        fmt::format("export: --stages {} names the CSV's own file; give another name", side));
-  }
-  std::vector<Output> outputs = {{csv, out->csv}};
-  if (side.empty()) {
+  std::vector<Output> files = {{outputs[0].path, out->csv}};
+  if (outputs.size() == 1) {
     std::cerr << "pulse-plan: export: note: the side file (rows' devices and global ranks, "
                  "stage layers, skip caches) is not written; give -o FILE or --stages FILE\n";
   } else {
-    outputs.push_back({side, out->stages_json});
+    files.push_back({outputs[1].path, out->stages_json});
   }
-  return write_outputs(outputs);
+  return write_outputs(files);
 }
 
 // Options that belong to another format are a usage error, not silently ignored.
@@ -117,10 +132,11 @@ Status check_format_options(const po::variables_map& vm, const std::string& form
   return Ok{};
 }
 
-Status run_export(const po::variables_map& vm, const std::string& format, const std::string& path) {
+Status run_export(const po::variables_map& vm, const std::string& format, const std::string& path,
+                  const std::vector<NamedPath>& outputs) {
   auto plan = load_plan(path);
   if (!plan) return plan.error();
-  if (format == "torch-csv") return export_csv(vm, *plan);
+  if (format == "torch-csv") return export_csv(*plan, outputs);
   if (format == "dot") {
     std::optional<ModelProfile> model;
     if (vm.count("model")) {
@@ -128,7 +144,8 @@ Status run_export(const po::variables_map& vm, const std::string& format, const 
       if (!m) return m.error();
       model = std::move(*m);
     }
-    return emit(vm, export_dot(*plan, {model ? &*model : nullptr}));
+    const std::string text = export_dot(*plan, {model ? &*model : nullptr});
+    return write_outputs({{outputs[0].path, text}});
   }
   std::vector<Plan> baselines;
   if (vm.count("compare")) {
@@ -140,7 +157,8 @@ Status run_export(const po::variables_map& vm, const std::string& format, const 
   }
   HtmlRequest request{&*plan, {}};
   for (const Plan& b : baselines) request.baselines.push_back(&b);
-  return emit(vm, export_html(request));
+  const std::string text = export_html(request);
+  return write_outputs({{outputs[0].path, text}});
 }
 
 }  // namespace
@@ -171,7 +189,13 @@ int export_command(const std::vector<std::string>& args) {
                                           export_format_names(), format)));
   }
   if (auto s = check_format_options(*vm, format); !s) return report(s.error());
-  if (auto s = run_export(*vm, format, split.positional[0]); !s) return report(s.error());
+  const std::string& plan = split.positional[0];
+  auto outputs = output_paths(*vm, format);
+  if (!outputs) return report(outputs.error());
+  if (auto s = check_output_paths("export", input_paths(*vm, plan), *outputs); !s) {
+    return report(s.error());
+  }
+  if (auto s = run_export(*vm, format, plan, *outputs); !s) return report(s.error());
   return 0;
 }
 

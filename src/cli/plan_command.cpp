@@ -93,10 +93,10 @@ po::options_description plan_options() {
       "1: shard optimizer state over the data-parallel replicas (ZeRO-1)");
   add("split-backward", "backward as input-gradient (I) and weight-gradient (W) ops");
   add("compute-scale", po::value<std::string>()->value_name("F"),
-      "multiply every compute time of the cluster's device type by F > 0, or by an end of "
-      "the profile's time range: range-low, range-high");
+      "multiply every compute time of the cluster's device type by F (0.001 to 1000), or by "
+      "an end of the profile's time range: range-low, range-high");
   add("link-scale", po::value<std::string>()->value_name("F"),
-      "make every link F times as fast (F > 0: bandwidth x F, latency / F)");
+      "make every link F times as fast (0.001 to 1000: bandwidth x F, latency / F)");
   add("activation-budget", po::value<std::string>()->value_name("BYTES|FRACTION"),
       "cap on each device's activation memory: bytes (8589934592, 8GiB, 512MiB) or a "
       "fraction of the device's usable memory in (0, 1] (0.5); default: what the device "
@@ -106,7 +106,8 @@ po::options_description plan_options() {
   add("solver-time-limit", po::value<double>()->value_name("S")->default_value(kDefaultSolverSeconds),
       "wall-clock safety limit of the schedule search, seconds (0: list schedules only)");
   add("output,o", po::value<std::string>()->value_name("FILE"),
-      "write the plan here (atomically) instead of stdout; - is stdout");
+      "write the plan here (atomically, with --trace: both or neither) instead of stdout; - "
+      "is stdout");
   add("trace", po::value<std::string>()->value_name("FILE"),
       "also write the simulated timeline as a Chrome trace (chrome://tracing, Perfetto)");
   add("stats", "print the time of each pass on stderr");
@@ -136,6 +137,7 @@ Result<CostScales> read_scales(const po::variables_map& vm) {
           fmt::format("plan: --link-scale must be a positive, finite number, got \"{}\"", text));
     }
     scales.links = *links;
+    if (auto s = check_scale_limit("plan", "--link-scale", *links); !s) return s.error();
   }
   return scales;
 }
@@ -256,6 +258,14 @@ std::string summary(const CompiledPlan& p, const ModelProfile& m, const ClusterP
       100.0 * p.evaluation.bubble_ratio, scaled);
 }
 
+// The plan's output (-o, or stdout without it) first, then --trace when given.
+std::vector<NamedPath> output_paths(const po::variables_map& vm) {
+  std::vector<NamedPath> out = {vm.count("output") ? NamedPath{"-o", vm["output"].as<std::string>()}
+                                                   : NamedPath{"", "-"}};
+  if (vm.count("trace")) out.push_back({"--trace", vm["trace"].as<std::string>()});
+  return out;
+}
+
 }  // namespace
 
 int plan_command(const std::vector<std::string>& args) {
@@ -278,10 +288,18 @@ int plan_command(const std::vector<std::string>& args) {
   if (!plan_options) return report(plan_options.error());
   auto scales = read_scales(*vm);
   if (!scales) return report(scales.error());
+  const std::string model_path = (*vm)["model"].as<std::string>();
+  const std::string cluster_path = (*vm)["cluster"].as<std::string>();
+  const std::vector<NamedPath> outputs = output_paths(*vm);
+  if (auto s = check_output_paths("plan", {{"--model", model_path}, {"--cluster", cluster_path}},
+                                  outputs);
+      !s) {
+    return report(s.error());
+  }
 
   PassClock clock;
-  auto model = load_model_profile((*vm)["model"].as<std::string>());
-  auto cluster = load_cluster_profile((*vm)["cluster"].as<std::string>());
+  auto model = load_model_profile(model_path);
+  auto cluster = load_cluster_profile(cluster_path);
   if (!model || !cluster) {
     // Report both files' problems in one run.
     if (!model) report(model.error());
@@ -290,6 +308,9 @@ int plan_command(const std::vector<std::string>& args) {
   }
   if (auto resolved = resolve_compute_scale(*scales, *model, cluster->device_type); !resolved) {
     return report({resolved.error().kind, "plan: " + resolved.error().message});
+  }
+  if (auto s = check_scale_limit("plan", "--compute-scale", scales->compute); !s) {
+    return report(s.error());
   }
   // The plan is made from the scaled profiles and names the files as they are.
   apply_scales(*scales, *model, *cluster);
@@ -303,20 +324,17 @@ int plan_command(const std::vector<std::string>& args) {
   auto plan = compile_plan(*model, *cluster, *plan_options, &clock);
   if (!plan) return report(plan.error());
 
-  const std::string text = write_plan(build_plan(*plan, *model, *cluster, *scales));
-  if (vm->count("output")) {
-    const std::string path = (*vm)["output"].as<std::string>();
-    if (auto written = write_output(path, text); !written) return report(written.error());
-  } else {
-    std::cout << text << std::flush;
-  }
-  if (vm->count("trace")) {
-    const std::string trace =
-        chrome_trace(plan->model, plan->timeline, plan->evaluation.allreduce, plan->dp);
-    if (auto written = write_output((*vm)["trace"].as<std::string>(), trace); !written) {
-      return report(written.error());
-    }
-  }
+  // Every output is made before any is written; then they appear together or not at all.
+  Plan document = build_plan(*plan, *model, *cluster, *scales);
+  document.file = outputs[0].path == "-" ? "stdout" : outputs[0].path;
+  const auto text = encode_plan(document);
+  if (!text) return report(text.error());
+  const std::string trace = vm->count("trace") ? chrome_trace(plan->model, plan->timeline,
+                                                              plan->evaluation.allreduce, plan->dp)
+                                               : "";
+  std::vector<Output> files = {{outputs[0].path, *text}};
+  if (vm->count("trace")) files.push_back({outputs[1].path, trace});
+  if (auto written = write_outputs(files); !written) return report(written.error());
   clock.lap("write");
   if (!vm->count("quiet")) {
     std::cerr << "pulse-plan: " << summary(*plan, *model, *cluster, *scales) << "\n";

@@ -166,7 +166,7 @@ std::string json_report(const std::string& name, const std::string& text, const 
     diffs.push_back({{"path", d.path}, {"plan", d.plan}, {"replay", d.replay}});
   }
   out["differences"] = diffs;
-  return out.dump(2) + "\n";
+  return out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace
@@ -186,7 +186,14 @@ int simulate_command(const std::vector<std::string>& args) {
                     split.positional.size())));
   }
   const std::string& name = split.positional[0];
-  auto text = read_text_file(name);
+  std::vector<NamedPath> inputs = {{"the plan", name}};
+  if (vm->count("cluster")) inputs.push_back({"--cluster", (*vm)["cluster"].as<std::string>()});
+  std::vector<NamedPath> outputs = {vm->count("output")
+                                        ? NamedPath{"-o", (*vm)["output"].as<std::string>()}
+                                        : NamedPath{"", "-"}};
+  if (vm->count("trace")) outputs.push_back({"--trace", (*vm)["trace"].as<std::string>()});
+  if (auto s = check_output_paths("simulate", inputs, outputs); !s) return report(s.error());
+  auto text = read_plan_text(name);
   if (!text) return report(text.error());
   auto plan = parse_plan(*text, name);
   std::optional<ClusterProfile> cluster;
@@ -208,19 +215,15 @@ int simulate_command(const std::vector<std::string>& args) {
   const std::vector<FigureDifference> differences = compare_figures(*plan, replay->figures);
   const std::string body = vm->count("json") ? json_report(name, *text, *replay, differences)
                                              : text_report(name, *plan, *replay, differences);
-  // Every output is formatted before any is written; the trace first, so a report on
-  // stdout is the last thing printed.
-  if (vm->count("trace")) {
-    if (auto written =
-            write_output((*vm)["trace"].as<std::string>(),
-                         chrome_trace(replay->model, replay->timeline,
-                                      replay->evaluation.allreduce, plan->parallelism.dp));
-        !written) {
-      return report(written.error());
-    }
-  }
-  const std::string output = vm->count("output") ? (*vm)["output"].as<std::string>() : "-";
-  if (auto written = write_output(output, body); !written) return report(written.error());
+  // Every output is formatted before any is written; then they appear together or not at
+  // all (stdout is written after the files' temporaries, before they are renamed).
+  const std::string trace = vm->count("trace")
+                                ? chrome_trace(replay->model, replay->timeline,
+                                               replay->evaluation.allreduce, plan->parallelism.dp)
+                                : "";
+  std::vector<Output> files = {{outputs[0].path, body}};
+  if (vm->count("trace")) files.push_back({outputs[1].path, trace});
+  if (auto written = write_outputs(files); !written) return report(written.error());
   if (vm->count("check") && !differences.empty()) {
     std::cerr << fmt::format(
         "pulse-plan: {}: the replay differs from the plan's predicted figures in {} place{}\n",

@@ -120,7 +120,8 @@ int validate_command(const std::vector<std::string>& args) {
           "validate: --{} FILE is required (see pulse-plan validate --help)", required)));
     }
   }
-  auto plan = load_plan(split.positional[0]);
+  // Structural problems are violations here (exit 1), listed with the others.
+  auto plan = load_plan(split.positional[0], PlanCheck::shape_only);
   auto model = load_model_profile((*vm)["model"].as<std::string>());
   auto cluster = load_cluster_profile((*vm)["cluster"].as<std::string>());
   if (!plan || !model || !cluster) {

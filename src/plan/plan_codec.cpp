@@ -4,12 +4,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <limits>
+#include <optional>
+#include <system_error>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "plan_codec_internal.hpp"
 #include "pulse/cost/cost_model.hpp"
+#include "pulse/plan/plan_check.hpp"
 
 namespace pulse {
 
@@ -53,8 +58,22 @@ void PlanWriter::byte_map(std::string_view key,
 
 namespace {
 
-// Ranks in a plan are bounded well below INT_MAX before they are stored as ints.
-constexpr std::int64_t kRankCeiling = 1 << 30;
+// The limits every value of its kind has (plan_check.hpp), as messages name them.
+constexpr const char* kTimeLimit = "the time limit, 11.6 days";
+constexpr const char* kByteLimit = "the byte count limit, 2^53";
+constexpr const char* kRankLimit = "the rank limit";
+
+// "expected at most 1024 (the pipeline degree limit), got 2147483647", or "" within bounds.
+std::string beyond(double value, std::optional<double> least, std::optional<double> most,
+                   const char* limit) {
+  if (most && value > *most) {
+    return fmt::format("expected at most {} ({}), got {}", *most, limit, value);
+  }
+  if (least && value < *least) {
+    return fmt::format("expected at least {} ({}), got {}", *least, limit, value);
+  }
+  return "";
+}
 
 std::string quoted_choices(const std::vector<std::string_view>& choices) {
   std::string out;
@@ -130,14 +149,24 @@ bool PlanReader::read(std::string_view key, const json& v, int& out, const Spec&
     check_.fail(at, fmt::format("expected at most {}, got {}", std::numeric_limits<int>::max(), *n));
     return false;
   }
+  if (const std::string why = beyond(static_cast<double>(*n), {}, spec.most, spec.limit);
+      !why.empty()) {
+    check_.fail(at, why);
+    return false;
+  }
   out = static_cast<int>(*n);
   return true;
 }
 
 bool PlanReader::read(std::string_view key, const json&, std::int64_t& out, const Spec&) {
   const auto n = check_.integer(obj_, path_, key, 0, true);
-  if (n) out = *n;
-  return n.has_value();
+  if (!n) return false;
+  if (*n > kMaxBytes) {
+    check_.fail(path_.key(key), beyond(static_cast<double>(*n), {}, kMaxBytes, kByteLimit));
+    return false;
+  }
+  out = *n;
+  return true;
 }
 
 bool PlanReader::read(std::string_view key, const json& v, double& out, const Spec& spec) {
@@ -152,8 +181,17 @@ bool PlanReader::read(std::string_view key, const json& v, double& out, const Sp
   } else {
     x = check_.number(v, at, 0.0, spec.range == Range::positive);
   }
-  if (x) out = *x;
-  return x.has_value();
+  if (!x) return false;
+  // Times have the time limit whatever their spec says; other numbers the spec's bounds.
+  const std::string why = spec.format == Format::seconds
+                              ? beyond(*x, {}, kMaxSeconds, kTimeLimit)
+                              : beyond(*x, spec.least, spec.most, spec.limit);
+  if (!why.empty()) {
+    check_.fail(at, why);
+    return false;
+  }
+  out = *x;
+  return true;
 }
 
 bool PlanReader::read(std::string_view key, const json&, bool& out, const Spec&) {
@@ -228,6 +266,12 @@ void PlanReader::list(std::string_view key, std::vector<std::int64_t>& values, c
       values.push_back(0);
       continue;
     }
+    if (v.get<std::int64_t>() > kMaxBytes) {
+      check_.fail(path_.key(key).at(i),
+                  beyond(static_cast<double>(v.get<std::int64_t>()), {}, kMaxBytes, kByteLimit));
+      values.push_back(0);
+      continue;
+    }
     values.push_back(v.get<std::int64_t>());
   }
 }
@@ -248,7 +292,14 @@ void PlanReader::list(std::string_view key, std::vector<int>& values, const Spec
       check_.fail(at, fmt::format("expected an integer >= 0, got {}", describe(v)));
       continue;
     }
-    values.push_back(static_cast<int>(std::min(v.get<std::int64_t>(), kRankCeiling)));
+    const auto n = static_cast<double>(v.get<std::int64_t>());
+    const double most = spec.most.value_or(std::numeric_limits<int>::max());
+    if (const std::string why = beyond(n, {}, most, spec.limit ? spec.limit : "an int");
+        !why.empty()) {
+      check_.fail(at, why);
+      continue;
+    }
+    values.push_back(static_cast<int>(v.get<std::int64_t>()));
   }
 }
 
@@ -273,7 +324,12 @@ void PlanReader::list_elements(const json& array, std::vector<int>& out) {
       check_.fail(path_.at(i), fmt::format("expected an integer >= 0, got {}", describe(v)));
       continue;
     }
-    out.push_back(static_cast<int>(std::min(v.get<std::int64_t>(), kRankCeiling)));
+    if (v.get<std::int64_t>() >= kMaxRanks) {
+      check_.fail(path_.at(i), fmt::format("expected a rank below {} ({}), got {}", kMaxRanks,
+                                           kRankLimit, v.get<std::int64_t>()));
+      continue;
+    }
+    out.push_back(static_cast<int>(v.get<std::int64_t>()));
   }
 }
 
@@ -287,7 +343,13 @@ void PlanReader::byte_map(std::string_view key,
   }
   std::map<std::string, std::int64_t> out;
   for (const auto& [name, bytes] : v->items()) {
-    if (const auto n = check_.integer(*v, path_.key(key), name, 0, true)) out[name] = *n;
+    const auto n = check_.integer(*v, path_.key(key), name, 0, true);
+    if (n && *n > kMaxBytes) {
+      check_.fail(path_.key(key).key(name),
+                  beyond(static_cast<double>(*n), {}, kMaxBytes, kByteLimit));
+    } else if (n) {
+      out[name] = *n;
+    }
   }
   values = std::move(out);
 }
@@ -380,10 +442,147 @@ std::string write_plan(const Plan& plan) {
   detail::ojson out = detail::ojson::object();
   detail::PlanWriter io(out);
   detail::plan_keys(io, plan);
-  return out.dump(2) + "\n";
+  return out.dump(2, ' ', false, detail::ojson::error_handler_t::replace) + "\n";
 }
 
-Result<Plan> parse_plan(std::string_view text, const std::string& file) {
+namespace {
+
+// Where the first number in `v` that is not finite is (JSON has no NaN or infinity: the
+// writer would put null there), with its value; nullopt when there is none.
+std::optional<std::pair<JsonPath, double>> non_finite(const detail::ojson& v, const JsonPath& at) {
+  if (v.is_number_float() && !std::isfinite(v.get<double>())) {
+    return std::pair{at, v.get<double>()};
+  }
+  if (v.is_object()) {
+    for (const auto& [key, value] : v.items()) {
+      if (auto bad = non_finite(value, at.key(key))) return bad;
+    }
+  } else if (v.is_array()) {
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (auto bad = non_finite(v[i], at.at(i))) return bad;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<std::string> encode_plan(const Plan& plan) {
+  detail::ojson out = detail::ojson::object();
+  detail::PlanWriter io(out);
+  detail::plan_keys(io, plan);
+  if (const auto bad = non_finite(out, JsonPath{})) {
+    return internal_error(
+        fmt::format("the plan made has {} at {}; a plan holds finite numbers "
+                    "only, so none is written",
+                    bad->second, bad->first.str()));
+  }
+  std::string text = out.dump(2, ' ', false, detail::ojson::error_handler_t::replace) + "\n";
+  // What the reader would refuse (a time over the limit, an op missing) is refused here, so
+  // that no command writes a plan the others cannot read.
+  auto read = parse_plan(text, plan.file.empty() ? "the plan" : plan.file);
+  if (!read) {
+    return input_error("the plan made is beyond what a plan may state:\n" + read.error().message);
+  }
+  return text;
+}
+
+namespace {
+
+// The limits that bind several degrees at once, checked before anything they size is read:
+// the ranks (pp x dp) and the schedule's ops (stages x microbatches x at least F and B).
+void check_degree_products(JsonChecker& check, const PlanParallelism& x) {
+  const JsonPath at = JsonPath{}.key("parallelism");
+  const std::int64_t ranks = static_cast<std::int64_t>(x.pp) * x.dp;
+  if (ranks > kMaxRanks) {
+    check.fail(at, fmt::format("pp {} x dp {} is {} ranks; expected at most {} (the rank limit)",
+                               x.pp, x.dp, ranks, kMaxRanks));
+  }
+  const std::int64_t ops = std::int64_t{2} * x.num_stages * x.num_microbatches;
+  if (ops > kMaxOps) {
+    check.fail(at, fmt::format("num_stages {} x num_microbatches {} x 2 (F and B) is {} ops; "
+                               "expected at most {} (the op limit)",
+                               x.num_stages, x.num_microbatches, ops, kMaxOps));
+  }
+}
+
+// The schedule's ops with a split backward are 3 per stage and microbatch: within the op
+// limit too (the degrees allowed for 2).
+void check_op_count(JsonChecker& check, const Plan& plan) {
+  if (!plan.split_backward()) return;
+  const std::int64_t ops = std::int64_t{3} * plan.num_stages() * plan.parallelism.num_microbatches;
+  if (ops > kMaxOps) {
+    check.fail(JsonPath{}.key("parallelism"),
+               fmt::format("num_stages {} x num_microbatches {} x 3 (F, I and W) is {} ops; "
+                           "expected at most {} (the op limit)",
+                           plan.num_stages(), plan.parallelism.num_microbatches, ops, kMaxOps));
+  }
+}
+
+// What the tools compute from a plan's byte counts, each within the byte limit too, so that
+// no sum or product of them overflows an int64 in the replay, the figures or the exports
+// (every count is at most 2^53, but bytes per sample x microbatch_size, or traffic x
+// num_microbatches x dp, need not be): a microbatch's skip and carried tensors, an
+// iteration's point-to-point traffic and all-reduce, the state and the activations of all
+// stages with every microbatch in flight. Computed in long double, which holds them exactly
+// enough to compare.
+void check_byte_totals(JsonChecker& check, const Plan& plan) {
+  using Wide = long double;
+  const PlanParallelism& x = plan.parallelism;
+  const Wide M = x.num_microbatches, dp = x.dp, b = x.microbatch_size;
+  auto within = [&](const JsonPath& at, const std::string& what, Wide total) {
+    if (total <= static_cast<Wide>(kMaxBytes)) return;
+    check.fail(at, fmt::format("{} come to {:.4g} bytes; expected at most {} ({})", what,
+                               static_cast<double>(total), kMaxBytes, detail::kByteLimit));
+  };
+  const std::string per_microbatch = fmt::format("x microbatch_size {}", x.microbatch_size);
+  Wide activations = 0;
+  for (std::size_t i = 0; i < plan.skips.size(); ++i) {
+    const Wide bytes = static_cast<Wide>(plan.skips[i].bytes_per_sample) * b;
+    within(JsonPath{}.key("skips").at(i).key("bytes_per_sample"),
+           "bytes_per_sample " + per_microbatch, bytes);
+    activations += bytes * M;
+  }
+  for (std::size_t i = 0; i < plan.carried.size(); ++i) {
+    within(JsonPath{}.key("carried").at(i).key("bytes_per_sample"),
+           "bytes_per_sample " + per_microbatch,
+           static_cast<Wide>(plan.carried[i].bytes_per_sample) * b);
+  }
+  Wide traffic = 0;
+  for (const PlanTransfer& t : plan.transfers) {
+    traffic += static_cast<Wide>(t.forward.total()) + static_cast<Wide>(t.backward.total());
+  }
+  within(JsonPath{}.key("transfers"),
+         fmt::format("an iteration's point-to-point bytes (every transfer both ways x "
+                     "num_microbatches {} x dp {})",
+                     x.num_microbatches, x.dp),
+         traffic * M * dp);
+  const MemoryModel& m = plan.options.memory;
+  Wide state = 0, gradients = 0;
+  for (const PlanStage& s : plan.stages) {
+    const Wide params = static_cast<Wide>(s.params.value_or(0));
+    state += params *
+             (m.weight_bytes_per_param + m.gradient_bytes_per_param + m.optimizer_bytes_per_param);
+    gradients += params * m.gradient_bytes_per_param;
+    activations += static_cast<Wide>(s.activation_bytes_per_microbatch.value_or(0)) * M;
+  }
+  within(JsonPath{}.key("stages"),
+         "the weights, gradients and optimizer state of every stage (params x "
+         "$.options.memory's bytes per parameter)",
+         state);
+  within(JsonPath{}.key("stages"),
+         fmt::format("an iteration's all-reduce bytes (2 x dp {} x every stage's gradients)", x.dp),
+         2 * dp * gradients);
+  within(JsonPath{}.key("stages"),
+         fmt::format("the activations and skip tensors of every stage with all {} microbatches "
+                     "in flight",
+                     x.num_microbatches),
+         activations);
+}
+
+}  // namespace
+
+Result<Plan> parse_plan(std::string_view text, const std::string& file, PlanCheck checks) {
   auto root = parse_json(text, file);
   if (!root) return root.error();
   JsonChecker check(file);
@@ -405,16 +604,43 @@ Result<Plan> parse_plan(std::string_view text, const std::string& file) {
   }
   Plan plan;
   plan.file = file;
+  // The degrees first: they bound every index and size everything read after them, so a
+  // plan whose degrees are unreadable or over a limit is refused before the rest is read
+  // (its other problems would be echoes of theirs).
+  if (root->contains("parallelism")) {
+    detail::PlanReader degrees(check, *root, JsonPath{}, plan);
+    detail::degree_keys(degrees, plan);
+    if (check.ok()) check_degree_products(check, plan.parallelism);
+    if (!check.ok()) return check.error();
+  }
   detail::PlanReader io(check, *root, JsonPath{}, plan);
   detail::plan_keys(io, plan);
+  if (check.ok()) check_op_count(check, plan);
+  if (check.ok()) check_byte_totals(check, plan);
   if (!check.ok()) return check.error();
+  if (checks == PlanCheck::structure) {
+    for (const PlanProblem& p : check_plan_structure(plan)) check.fail(p.path, p.message);
+    if (!check.ok()) return check.error();
+  }
   return plan;
 }
 
-Result<Plan> load_plan(const std::string& path) {
-  auto text = read_text_file(path);
+Result<std::string> read_plan_text(const std::string& path) {
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (!ec && size > static_cast<std::uintmax_t>(kMaxPlanFileBytes)) {
+    return input_error(
+        fmt::format("{}: the file has {} bytes; a plan has at most {} (1 GiB, the "
+                    "plan file limit)",
+                    path, size, kMaxPlanFileBytes));
+  }
+  return read_text_file(path);
+}
+
+Result<Plan> load_plan(const std::string& path, PlanCheck checks) {
+  auto text = read_plan_text(path);
   if (!text) return text.error();
-  return parse_plan(*text, path);
+  return parse_plan(*text, path, checks);
 }
 
 std::vector<PlanKey> plan_keys() {

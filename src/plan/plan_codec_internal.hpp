@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "pulse/base/json_check.hpp"
@@ -64,8 +65,25 @@ struct Spec {
   int minimum = 0;
   std::vector<std::string_view> choices;
   const char* noun = nullptr;  ///< For lists that must not be empty: "layer".
+  /// Bounds beyond the type's and the range's (plan_check.hpp's limits), and the limit's name
+  /// for the message: "the pipeline degree limit". Times (Format::seconds), byte counts
+  /// (Kind::bytes) and rank lists have theirs without asking.
+  std::optional<double> least;
+  std::optional<double> most;
+  const char* limit = nullptr;
 
   Spec defaulted() const { return with(Need::defaulted); }
+  Spec at_most(double high, const char* what) const {
+    Spec s = *this;
+    s.most = high;
+    s.limit = what;
+    return s;
+  }
+  Spec within(double low, double high, const char* what) const {
+    Spec s = at_most(high, what);
+    s.least = low;
+    return s;
+  }
   /// Present, and null where there is no value.
   Spec nullable() const {
     Spec s = with(Need::required);
@@ -357,11 +375,16 @@ class PlanReader {
 template <class Fn>
 void PlanReader::device_schedules(std::string_view key, std::vector<std::vector<PlanOp>>& schedule,
                                   Fn&& op_keys) {
+  // One entry per pipeline device, in device order (as stages are in id order), so that
+  // $.schedule[d] is device d's list in every message.
   const int P = plan_.parallelism.pp;
   schedule.assign(P, {});
-  std::vector<bool> seen(P, false);
-  std::vector<std::vector<PlanOp>> read;
   const json* list = check_.array(obj_, path_, key, true);
+  if (list && static_cast<int>(list->size()) != P) {
+    check_.fail(path_.key(key), fmt::format("expected {} entries, one per pipeline device "
+                                            "($.parallelism.pp), got {}",
+                                            P, list->size()));
+  }
   for (std::size_t i = 0; list && i < list->size(); ++i) {
     const json& entry = (*list)[i];
     const JsonPath at = path_.key(key).at(i);
@@ -371,10 +394,14 @@ void PlanReader::device_schedules(std::string_view key, std::vector<std::vector<
     }
     const json* device = check_.member(entry, at, "device", true);
     const int d = device ? read_index(*device, at.key("device"), IndexOf::device) : -1;
-    if (d >= 0 && seen[d]) check_.fail(at.key("device"), "device " + std::to_string(d) + " is listed twice");
+    if (d >= 0 && d != static_cast<int>(i)) {
+      check_.fail(
+          at.key("device"),
+          fmt::format("expected {} (schedule entries are listed in device order), got {}", i, d));
+      continue;
+    }
     const json* ops = check_.array(entry, at, "ops", true);
-    if (d < 0 || seen[d] || !ops) continue;
-    seen[d] = true;
+    if (d < 0 || !ops) continue;
     for (std::size_t k = 0; k < ops->size(); ++k) {
       const JsonPath op_at = at.key("ops").at(k);
       if (!(*ops)[k].is_object()) {
@@ -472,6 +499,9 @@ class KeyLister {
 void plan_keys(PlanWriter& io, const Plan& plan);
 void plan_keys(PlanReader& io, Plan& plan);
 void plan_keys(KeyLister& io, const Plan& plan);
+/// The degrees that bound the rest of a plan (`parallelism`'s pp, dp, num_microbatches,
+/// num_stages), read before it.
+void degree_keys(PlanReader& io, Plan& plan);
 /// The figures sections alone: `comm` and `predicted`.
 void figure_keys(PlanWriter& io, const Plan& plan);
 

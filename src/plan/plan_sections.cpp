@@ -4,10 +4,28 @@
 // each key means; schema/plan.schema.json describes the same keys.
 
 #include "plan_codec_internal.hpp"
+#include "pulse/plan/plan_check.hpp"
 
 namespace pulse::detail {
 
 namespace {
+
+// plan_check.hpp's limits as specs. Times and byte counts have theirs in the reader.
+Spec scale_factor() {
+  return number(Format::raw, Range::positive)
+      .within(kMinScale, kMaxScale, "the what-if factor limit, 1/1000 to 1000");
+}
+Spec rank_count() {
+  return count().at_most(kMaxRanks, "the rank limit");
+}
+Spec rank_id() {
+  return count().at_most(kMaxRanks - 1, "the rank limit");
+}
+Spec bytes_per_param() {
+  return number(Format::raw, Range::nonnegative)
+      .at_most(kMaxBytesPerParam, "the bytes-per-parameter limit")
+      .defaulted();
+}
 
 template <class IO, class T>
 void generator_keys(IO& io, T& g) {
@@ -31,12 +49,9 @@ void inputs_keys(IO& io, T& inputs) {
 
 template <class IO, class T>
 void memory_model_keys(IO& io, T& m) {
-  io.field("weight_bytes_per_param", m.weight_bytes_per_param,
-           number(Format::raw, Range::nonnegative).defaulted());
-  io.field("gradient_bytes_per_param", m.gradient_bytes_per_param,
-           number(Format::raw, Range::nonnegative).defaulted());
-  io.field("optimizer_bytes_per_param", m.optimizer_bytes_per_param,
-           number(Format::raw, Range::nonnegative).defaulted());
+  io.field("weight_bytes_per_param", m.weight_bytes_per_param, bytes_per_param());
+  io.field("gradient_bytes_per_param", m.gradient_bytes_per_param, bytes_per_param());
+  io.field("optimizer_bytes_per_param", m.optimizer_bytes_per_param, bytes_per_param());
   io.field("zero_stage", m.zero_stage, count().defaulted());
 }
 
@@ -49,9 +64,9 @@ void options_keys(IO& io, T& o) {
   io.field("microbatch_size", o.microbatch_size, count(1).nullable_or_absent());
   io.field("global_batch", o.global_batch, count(1).nullable_or_absent());
   io.field("split_backward", o.split_backward, flag());
-  io.field("compute_scale", o.compute_scale, number(Format::raw, Range::positive));
+  io.field("compute_scale", o.compute_scale, scale_factor());
   io.field("compute_scale_from", o.compute_scale_from, choice({"range-low", "range-high"}));
-  io.field("link_scale", o.link_scale, number(Format::raw, Range::positive));
+  io.field("link_scale", o.link_scale, scale_factor());
   io.field("activation_budget_bytes", o.activation_budget_bytes, bytes().nullable_or_absent());
   io.field("activation_budget_fraction", o.activation_budget_fraction,
            number(Format::ratio, Range::positive).nullable_or_absent());
@@ -59,16 +74,31 @@ void options_keys(IO& io, T& o) {
             Need::defaulted);
 }
 
+// The degrees that size the rest of a plan, with their limits: read first (degree_keys)
+// and again in their places below.
+Spec pp_spec() {
+  return count(1).at_most(kMaxPipelineDegree, "the pipeline degree limit");
+}
+Spec dp_spec() {
+  return count(1).at_most(kMaxRanks, "the rank limit");
+}
+Spec microbatches_spec() {
+  return count(1).at_most(kMaxMicrobatches, "the microbatch limit");
+}
+Spec stages_spec() {
+  return count(1).at_most(kMaxStages, "the stage limit");
+}
+
 template <class IO, class T>
 void parallelism_keys(IO& io, T& x) {
-  io.field("pp", x.pp, count(1));
-  io.field("dp", x.dp, count(1));
+  io.field("pp", x.pp, pp_spec());
+  io.field("dp", x.dp, dp_spec());
   io.field("microbatch_size", x.microbatch_size, count(1));
-  io.field("num_microbatches", x.num_microbatches, count(1));
+  io.field("num_microbatches", x.num_microbatches, microbatches_spec());
   io.field("global_batch", x.global_batch, count(1));
-  io.field("num_stages", x.num_stages, count(1));
-  io.field("devices_used", x.devices_used, count());
-  io.field("devices_total", x.devices_total, count());
+  io.field("num_stages", x.num_stages, stages_spec());
+  io.field("devices_used", x.devices_used, rank_count());
+  io.field("devices_total", x.devices_total, rank_count());
   io.field("device_type", x.device_type, text());
   io.field("times_interpolated", x.times_interpolated, flag());
 }
@@ -240,8 +270,8 @@ void cost_model_keys(IO& io, T& x) {
   io.field("overlap_comm", x.overlap_comm, flag());
   io.field("allreduce", x.allreduce, choice({"ring", "hierarchical"}));
   io.field("time_quantum_s", x.time_quantum_s, number(Format::raw, Range::positive));
-  io.field("compute_scale", x.compute_scale, number(Format::raw, Range::positive));
-  io.field("link_scale", x.link_scale, number(Format::raw, Range::positive));
+  io.field("compute_scale", x.compute_scale, scale_factor());
+  io.field("link_scale", x.link_scale, scale_factor());
 }
 
 template <class IO, class T>
@@ -291,20 +321,20 @@ void predicted_keys(IO& io, T& x) {
 
 template <class IO, class T>
 void rank_keys(IO& io, T& r) {
-  io.field("rank", r.rank, count());
-  io.field("node", r.node, count());
-  io.field("local_device", r.local_device, count());
-  io.field("dp_index", r.dp_index, count());
-  io.field("pipeline_device", r.pipeline_device, count());
+  io.field("rank", r.rank, rank_id());
+  io.field("node", r.node, rank_id());
+  io.field("local_device", r.local_device, rank_id());
+  io.field("dp_index", r.dp_index, rank_id());
+  io.field("pipeline_device", r.pipeline_device, rank_id());
 }
 
 template <class IO, class T>
 void rank_map_keys(IO& io, T& x) {
-  io.field("world_size", x.world_size, count());
+  io.field("world_size", x.world_size, rank_count());
   io.objects("ranks", x.ranks, [](auto& sub, auto& r) { rank_keys(sub, r); });
   io.groups("pipeline_groups", x.pipeline_groups);
   io.groups("data_parallel_groups", x.data_parallel_groups);
-  io.list("unused_ranks", x.unused_ranks, count().defaulted());
+  io.list("unused_ranks", x.unused_ranks, rank_id().defaulted());
   io.object("placement", x.placement, [](auto& sub, auto& p) {
     sub.field("topology_aware", p.topology_aware, flag());
     sub.field("note", p.note, note());
@@ -369,6 +399,15 @@ void plan_keys(PlanReader& io, Plan& plan) {
 void plan_keys(KeyLister& io, const Plan& plan) {
   io.field("schema", plan.schema, text());
   all_keys(io, plan);
+}
+
+void degree_keys(PlanReader& io, Plan& plan) {
+  io.object("parallelism", plan.parallelism, [](auto& sub, auto& x) {
+    sub.field("pp", x.pp, pp_spec());
+    sub.field("dp", x.dp, dp_spec());
+    sub.field("num_microbatches", x.num_microbatches, microbatches_spec());
+    sub.field("num_stages", x.num_stages, stages_spec());
+  });
 }
 
 void figure_keys(PlanWriter& io, const Plan& plan) {

@@ -104,6 +104,14 @@ void inputs_and_degrees(PlanDiff& d, const Plan& a, const Plan& b) {
   RowWriter in(d, "inputs");
   in.text("model", "model", a.inputs.model.name, b.inputs.model.name);
   in.text("cluster", "cluster", a.inputs.cluster.name, b.inputs.cluster.name);
+  // A profile both plans name but whose bytes differ (diff --allow-changed-inputs): its hashes.
+  for (const auto& [key, label, x, y] :
+       {std::tuple{"model_sha256", "model sha256", &a.inputs.model, &b.inputs.model},
+        std::tuple{"cluster_sha256", "cluster sha256", &a.inputs.cluster, &b.inputs.cluster}}) {
+    if (x->sha256 != y->sha256 && x->name == y->name) {
+      in.text(key, label, x->sha256.substr(0, 12), y->sha256.substr(0, 12));
+    }
+  }
   in.text("device_type", "device type", a.parallelism.device_type.value_or(""),
           b.parallelism.device_type.value_or(""));
   in.text("strategy", "strategy", a.strategy(), b.strategy());
@@ -329,7 +337,30 @@ std::string format_diff_json(const PlanDiff& d) {
                {"slowdown_pct", finite(d.slowdown_pct)},
                {"traffic_increase_pct", finite(d.traffic_increase_pct)},
                {"rows", rows}};
-  return out.dump(2) + "\n";
+  return out.dump(2, ' ', false, ojson::error_handler_t::replace) + "\n";
+}
+
+Status check_inputs_agree(const Plan& a, const Plan& b, bool allow_changed) {
+  for (const auto& [kind, x, y] : {std::tuple{"model", &a.inputs.model, &b.inputs.model},
+                                   std::tuple{"cluster", &a.inputs.cluster, &b.inputs.cluster}}) {
+    if (x->sha256 == y->sha256 && (x->name != y->name || x->provenance != y->provenance)) {
+      return input_error(fmt::format(
+          "diff: {} and {} give their {} profiles the same sha256 ({}...) but different "
+          "names or provenance (\"{}\", {} and \"{}\", {}): the same bytes cannot be both, so "
+          "one plan's inputs were edited",
+          a.file, b.file, kind, x->sha256.substr(0, 12), x->name, x->provenance, y->name,
+          y->provenance));
+    }
+    if (!allow_changed && x->sha256 != y->sha256 && x->name == y->name && x->file == y->file) {
+      return input_error(fmt::format(
+          "diff: {} and {} were made from {} profile {} ({}) with different contents (sha256 "
+          "{}... and {}...): one of them is stale or edited; give --allow-changed-inputs to "
+          "compare them anyway",
+          a.file, b.file, kind, x->name, x->file, x->sha256.substr(0, 12),
+          y->sha256.substr(0, 12)));
+    }
+  }
+  return Ok{};
 }
 
 PlanDiff diff_plans(const DiffRequest& r) {

@@ -220,7 +220,7 @@ std::string stages_json(const Plan& p, const Rows& r, int num_steps) {
                      {"stages", stages},
                      {"ranks", ranks},
                      {"remote_skips", remote}};
-  return doc.dump(2) + "\n";
+  return doc.dump(2, ' ', false, ojson::error_handler_t::replace) + "\n";
 }
 
 }  // namespace

@@ -39,9 +39,13 @@ std::string lighter(const char* hex, double share) {
   return fmt::format("#{:02x}{:02x}{:02x}", mix(v >> 16 & 255), mix(v >> 8 & 255), mix(v & 255));
 }
 
-// A round step for about `ticks` axis ticks over `span`.
+// At most this many axis ticks, whatever the times.
+constexpr int kMaxTicks = 100;
+
+// A round step for about `ticks` axis ticks over `span`; 0 when there is no finite span.
 double tick_step(double span, int ticks) {
   const double raw = span / ticks;
+  if (!(raw > 0) || !std::isfinite(raw)) return 0;
   const double mag = std::pow(10.0, std::floor(std::log10(raw)));
   for (double m : {1.0, 2.0, 5.0}) {
     if (raw <= m * mag) return m * mag;
@@ -153,8 +157,13 @@ std::string timeline_svg(const Plan& p, double scale_s, const std::string& id, F
     for (const PlanOp& o : p.schedule[d]) out += op_rect(o, x(o.start_s), x(o.end_s), y);
   }
   const double axis = p.pp() * (kRow + kGap) + 4;
+  // The ticks are counted, not stepped through: a step that adds nothing to a huge time
+  // (or an infinite one) cannot keep the loop going.
   const double step = tick_step(scale_s, static_cast<int>(std::max(2.0, plot / 110)));
-  for (double t = 0; t <= scale_s * (1 + 1e-9); t += step) {
+  const double fit = step > 0 ? std::floor(scale_s * (1 + 1e-9) / step) : 0;
+  const int ticks = std::isfinite(fit) ? static_cast<int>(std::min<double>(fit, kMaxTicks)) : 0;
+  for (int i = 0; i <= ticks; ++i) {
+    const double t = i * step;
     out += fmt::format(
         "<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1:.1f}\" y2=\"{2:.1f}\" class=\"tick\"/>"
         "<text x=\"{0:.1f}\" y=\"{3:.1f}\" class=\"axis\">{4}</text>\n",

@@ -74,7 +74,7 @@ std::string chrome_trace(const PipelineModel& model, const Timeline& timeline,
     }
   }
   const ojson trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
-  return trace.dump(1) + "\n";
+  return trace.dump(1, ' ', false, ojson::error_handler_t::replace) + "\n";
 }
 
 }  // namespace pulse

@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "pulse/base/units.hpp"
+#include "pulse/plan/plan_check.hpp"
 #include "pulse/profile/scaling.hpp"
 #include "validate_internal.hpp"
 
@@ -17,6 +18,20 @@ namespace detail {
 ValidateResult Validator::run() {
   check_inputs();
   check_degrees();
+  // The plan's structure (plan_check.hpp): every check after this one indexes the plan by
+  // its own counts, so a plan that is not whole is only listed.
+  const std::vector<PlanProblem> structure = check_plan_structure(plan_);
+  for (const PlanProblem& p : structure) {
+    out_.violations.push_back({p.check, fmt::format("{}: {}", p.path.str(), p.message)});
+    out_.total += p.count;
+  }
+  if (!structure.empty()) {
+    skip(
+        "layers, placement, skips, transfers, schedule, timing, memory and rank_map: the "
+        "plan's structure is broken");
+    finish();
+    return std::move(out_);
+  }
   const bool layers = check_layers();
   const bool placement = check_placement();
   if (device_type_ < 0) {
@@ -194,15 +209,11 @@ bool Validator::check_placement() {
   return every_device_busy;
 }
 
+// The rank map's own consistency (every rank once, the groups) is structural
+// (plan_check.hpp); what is left is whether the cluster has the ranks where the plan says.
 void Validator::check_rank_map() {
-  const PlanRankMap& m = plan_.rank_map;
-  const int P = plan_.pp(), D = plan_.parallelism.dp, N = cluster_.num_devices();
-  if (m.world_size.value_or(0) > 0 && *m.world_size != P * D) {
-    fail("rank_map", fmt::format("world_size {} is not pp {} x dp {}", *m.world_size, P, D));
-  }
-  std::map<std::pair<int, int>, RankId> at;  // (dp_index, pipeline device) -> rank
-  std::set<RankId> used;
-  for (const PlanRank& r : m.ranks) {
+  const int N = cluster_.num_devices();
+  for (const PlanRank& r : plan_.rank_map.ranks) {
     if (r.rank >= N) {
       fail("rank_map",
            fmt::format("rank {} is not in cluster {} ({} devices)", r.rank, cluster_.name, N));
@@ -214,47 +225,7 @@ void Validator::check_rank_map() {
                                    r.rank, r.node, r.local_device, cluster_.name,
                                    cluster_.node_of(r.rank), cluster_.local_of(r.rank)));
     }
-    if (r.dp_index >= D || r.pipeline_device >= P) {
-      fail("rank_map", fmt::format("rank {} has dp_index {} and pipeline_device {}, outside dp {} "
-                                   "x pp {}",
-                                   r.rank, r.dp_index, r.pipeline_device, D, P));
-    } else if (!at.emplace(std::pair{r.dp_index, r.pipeline_device}, r.rank).second) {
-      fail("rank_map", fmt::format("dp_index {}, pipeline_device {} has two ranks", r.dp_index,
-                                   r.pipeline_device));
-    }
-    if (!used.insert(r.rank).second)
-      fail("rank_map", fmt::format("rank {} is listed twice", r.rank));
   }
-  if (static_cast<long>(m.ranks.size()) != static_cast<long>(P) * D) {
-    fail("rank_map",
-         fmt::format("ranks[] lists {} ranks, pp {} x dp {} is {}", m.ranks.size(), P, D, P * D));
-  }
-  check_rank_groups(at);
-}
-
-void Validator::check_rank_groups(const std::map<std::pair<int, int>, RankId>& at) {
-  const PlanRankMap& m = plan_.rank_map;
-  const int P = plan_.pp(), D = plan_.parallelism.dp;
-  auto expect = [&](const char* key, const std::vector<std::vector<RankId>>& groups, int outer,
-                    int inner, bool by_replica) {
-    if (static_cast<int>(groups.size()) != outer) {
-      fail("rank_map", fmt::format("{} has {} groups, expected {}", key, groups.size(), outer));
-      return;
-    }
-    for (int i = 0; i < outer; ++i) {
-      std::vector<RankId> want;
-      for (int j = 0; j < inner; ++j) {
-        const auto it = at.find(by_replica ? std::pair{i, j} : std::pair{j, i});
-        want.push_back(it == at.end() ? -1 : it->second);
-      }
-      if (groups[i] != want) {
-        fail("rank_map", fmt::format("{}[{}] is [{}]; ranks[] gives [{}]", key, i,
-                                     fmt::join(groups[i], ", "), fmt::join(want, ", ")));
-      }
-    }
-  };
-  expect("pipeline_groups", m.pipeline_groups, D, P, true);
-  expect("data_parallel_groups", m.data_parallel_groups, P, D, false);
 }
 
 }  // namespace detail

@@ -74,7 +74,6 @@ class Validator {
   void check_timing(const Timeline& t);
   void check_predicted_memory();
   void check_rank_map();
-  void check_rank_groups(const std::map<std::pair<int, int>, RankId>& at);
   void finish();
 
   const ValidateRequest& request_;

@@ -46,7 +46,10 @@ did not create (`file:`) or declare (`present:`), so a failed run that leaves a 
 or temporary output file behind is caught.
 
 Placeholders in `args:`, expected text and `json:` values: {root} is the repository root
-(absolute), {tmp} the case's temp directory.
+(absolute), {tmp} the case's temp directory, {byte:NN} the byte with hex value NN, so that a
+case can name a file that is not valid UTF-8 ({byte:ff}; also in the names of `file:`,
+`expect-file:`, `present:` and `absent:`). The program's output is read as UTF-8 with
+U+FFFD for such bytes, which is how expected text spells them.
 """
 
 import argparse
@@ -152,7 +155,16 @@ def parse_case(path: Path) -> Case:
 
 
 def substitute(text: str, root: Path, tmp: Path) -> str:
-    return text.replace("{root}", str(root)).replace("{tmp}", str(tmp))
+    return raw_bytes(text.replace("{root}", str(root)).replace("{tmp}", str(tmp)))
+
+
+def raw_bytes(text: str) -> str:
+    """{byte:NN} as the byte NN: a surrogate escape above 0x7f, which os.fsencode (argv,
+    file names) turns back into that byte."""
+    def byte(m):
+        value = int(m.group(1), 16)
+        return chr(0xDC00 + value) if value >= 0x80 else chr(value)
+    return re.sub(r"\{byte:([0-9a-fA-F]{2})\}", byte, text)
 
 
 def diff(expected: str, actual: str, label: str, old="expected", new="actual") -> str:
@@ -180,7 +192,7 @@ def run_once(case: Case, binary: Path, root: Path, keep: list) -> Run:
     tmp = Path(tempfile.mkdtemp(prefix=f"pulse-golden-{case.name}-"))
     keep.append(tmp)
     for name, text in case.all("file"):
-        target = tmp / name
+        target = tmp / raw_bytes(name)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
     argv = [str(binary)] + shlex.split(substitute(case.args, root, tmp))
@@ -232,17 +244,17 @@ def check(case: Case, run: Run, root: Path) -> list:
                 failures.append(f"{stream} does not match /{sub(pattern)}/; it was:\n"
                                 f"{indent(actual)}")
     for name, text in case.all("expect-file"):
-        target = run.tmp / name
+        target = run.tmp / raw_bytes(name)
         if not target.is_file():
             failures.append(f"file {name} should exist (expect-file) but does not")
         elif target.read_text(encoding="utf-8", errors="replace") != sub(text):
             actual = target.read_text(encoding="utf-8", errors="replace")
             failures.append(f"file {name} differs:\n{indent(diff(sub(text), actual, name))}")
     for name, _ in case.all("present"):
-        if not (run.tmp / name).exists():
+        if not (run.tmp / raw_bytes(name)).exists():
             failures.append(f"file {name} should exist but does not")
     for name, _ in case.all("absent"):
-        if (run.tmp / name).exists():
+        if (run.tmp / raw_bytes(name)).exists():
             failures.append(f"file {name} should not exist but does")
     for spec, _ in case.all("json-has"):
         source, *keys = spec.split()
@@ -279,7 +291,7 @@ def check(case: Case, run: Run, root: Path) -> list:
                             f"got {json.dumps(got)}")
     allowed = {n for n, _ in case.all("file")} | {n for n, _ in case.all("present")} | {
         n for n, _ in case.all("expect-file")}
-    extra = sorted(files_in(run.tmp) - {str(Path(n)) for n in allowed})
+    extra = sorted(files_in(run.tmp) - {str(Path(raw_bytes(n))) for n in allowed})
     if extra:
         failures.append(f"unexpected files left in the working directory: {extra}")
     return failures
@@ -295,7 +307,7 @@ def check_repeats(case: Case, runs: list) -> list:
             changes = diff(first.stdout, other.stdout, "stdout", "run 1", f"run {k}")
             failures.append(f"run {k} stdout differs from run 1's:\n{indent(changes)}")
         for name, _ in case.all("present"):
-            a, b = first.tmp / name, other.tmp / name
+            a, b = first.tmp / raw_bytes(name), other.tmp / raw_bytes(name)
             if a.is_file() and b.is_file() and a.read_bytes() != b.read_bytes():
                 failures.append(f"run {k} file {name} differs from run 1's:\n" + indent(diff(
                     a.read_text(errors="replace"), b.read_text(errors="replace"), name, "run 1",

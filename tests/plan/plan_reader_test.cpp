@@ -118,12 +118,29 @@ TEST(PlanReader, ToleratesKeysItDoesNotKnow) {
 TEST(PlanReader, SplitBackwardFromTheOpsWhenTheFlagIsAbsent) {
   json doc = tiny().doc;
   doc["schedule_info"].erase("split_backward");
-  for (json& op : doc["schedule"][0]["ops"]) {
-    if (op["op"] == "B") op["op"] = "I";
+  // Every B becomes an I and a W, each half of the B's time.
+  for (json& device : doc["schedule"]) {
+    json split = json::array();
+    for (const json& op : device["ops"]) {
+      if (op["op"] != "B") {
+        split.push_back(op);
+        continue;
+      }
+      const double mid = (op["start_s"].get<double>() + op["end_s"].get<double>()) / 2;
+      json i = op, w = op;
+      i["op"] = "I";
+      i["end_s"] = mid;
+      w["op"] = "W";
+      w["start_s"] = mid;
+      split.push_back(i);
+      split.push_back(w);
+    }
+    device["ops"] = split;
   }
   const Plan p = parse_ok(doc);
   EXPECT_TRUE(p.split_backward());
-  EXPECT_EQ(p.schedule[0].back().op.kind, OpKind::backward_input);
+  EXPECT_EQ(p.schedule[0].back().op.kind, OpKind::backward_weight);
+  EXPECT_EQ(p.num_ops(), static_cast<std::size_t>(4 * p.parallelism.num_microbatches * 3));
 }
 
 TEST(PlanReader, ReportsEveryProblemWithItsPath) {

@@ -331,5 +331,54 @@ TEST(DiffHtml, TwoPlansSideBySideOnOneScale) {
   EXPECT_NE(html.find("910a.json predicts "), std::string::npos);
 }
 
+TEST(DiffInputs, PlansOfOneProfileWithOtherContentsAreRefusedUnlessAllowed) {
+  const json doc = plan_doc("tiny-unet", "dgx1-v100-32gb-1n", 2);
+  const Plan a = read(doc, "a.json");
+  json changed = doc;
+  changed["inputs"]["model"]["sha256"] = std::string(64, '0');
+  const Plan b = read(changed, "b.json");
+  const std::string hash = doc["inputs"]["model"]["sha256"].get<std::string>().substr(0, 12);
+  const Status refused = check_inputs_agree(a, b, false);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().kind, ErrorKind::input);
+  EXPECT_EQ(refused.error().message,
+            "diff: a.json and b.json were made from model profile tiny-unet (tiny-unet.json) "
+            "with different contents (sha256 " +
+                hash +
+                "... and 000000000000...): one of them is stale or edited; give "
+                "--allow-changed-inputs to compare them anyway");
+  EXPECT_TRUE(check_inputs_agree(a, b, true).ok());
+  // Allowed, the report shows the two hashes; plans of one profile show none.
+  EXPECT_EQ(row(diff_plans({&a, &b}), "model_sha256").new_text, "000000000000");
+  for (const DiffRow& r : diff_plans({&a, &a}).rows) EXPECT_NE(r.key, "model_sha256");
+}
+
+TEST(DiffInputs, TheSameBytesUnderTwoNamesAreRefusedAlways) {
+  const json doc = plan_doc("tiny-unet", "dgx1-v100-32gb-1n", 2);
+  const Plan a = read(doc, "a.json");
+  json renamed = doc;
+  renamed["inputs"]["cluster"]["name"] = "other";
+  const Plan b = read(renamed, "b.json");
+  const Status refused = check_inputs_agree(a, b, true);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message.rfind("diff: a.json and b.json give their cluster profiles "
+                                          "the same sha256 (",
+                                          0),
+            0u)
+      << refused.error().message;
+  EXPECT_NE(refused.error().message.find("(\"dgx1-v100-32gb-1n\", analytic and \"other\", "
+                                         "analytic): the same bytes cannot be both, so one "
+                                         "plan's inputs were edited"),
+            std::string::npos)
+      << refused.error().message;
+}
+
+TEST(DiffInputs, DifferentProfilesAreSimplyDifferent) {
+  // The typical diff: one model on two clusters.
+  const Plan a = read(plan_doc("tiny-unet", "dgx1-v100-32gb-1n", 2), "a.json");
+  const Plan b = read(plan_doc("tiny-unet", "atlas800-910a-1n", 2), "b.json");
+  EXPECT_TRUE(check_inputs_agree(a, b, false).ok());
+}
+
 }  // namespace
 }  // namespace pulse

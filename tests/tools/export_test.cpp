@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <map>
 #include <regex>
 #include <set>
@@ -36,6 +37,23 @@ json plan_doc(const std::string& model, int pp, Strategy strategy = Strategy::pu
     p.timeline = simulate(p.model, p.schedule, p.num_microbatches, p.static_bytes).value();
   }
   return json::parse(test::plan_text(p, m.value(), c.value()));
+}
+
+// Pipeline groups as given, with ranks[] and data_parallel_groups rewritten to agree (the
+// rank map stays whole: the reader refuses one that contradicts itself).
+void set_pipeline_groups(json& doc, const json& groups) {
+  json& m = doc["rank_map"];
+  m["pipeline_groups"] = groups;
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    for (std::size_t d = 0; d < groups[i].size(); ++d) {
+      for (json& r : m["ranks"]) {
+        if (r["rank"] != groups[i][d]) continue;
+        r["dp_index"] = i;
+        r["pipeline_device"] = d;
+      }
+      m["data_parallel_groups"][d][i] = groups[i][d];
+    }
+  }
 }
 
 Plan read(const json& doc) {
@@ -175,7 +193,7 @@ TEST(ExportTorchCsv, EveryStrategyAndDegreeKeepsTheLockStepRule) {
 TEST(ExportTorchCsv, RowsFollowGroupRankNotPipelinePosition) {
   json doc = plan_doc("tiny-unet", 2);
   // Device 0 gets the larger global rank of every pipeline: new_group makes it group rank 1.
-  doc["rank_map"]["pipeline_groups"] = json::parse("[[3, 0], [2, 1], [7, 4], [6, 5]]");
+  set_pipeline_groups(doc, json::parse("[[3, 0], [2, 1], [7, 4], [6, 5]]"));
   const Plan p = read(doc);
   const TorchCsv out = export_torch_csv(p).value();
   EXPECT_EQ(out.row_devices, (std::vector<DeviceId>{1, 0}));
@@ -194,7 +212,7 @@ TEST(ExportTorchCsv, RowsFollowGroupRankNotPipelinePosition) {
 
 TEST(ExportTorchCsv, GroupsThatDisagreeAreRefusedNamingBoth) {
   json doc = plan_doc("tiny-unet", 2);
-  doc["rank_map"]["pipeline_groups"] = json::parse("[[0, 3], [2, 1], [4, 7], [5, 6]]");
+  set_pipeline_groups(doc, json::parse("[[0, 3], [2, 1], [4, 7], [5, 6]]"));
   const auto out = export_torch_csv(read(doc));
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.error().kind, ErrorKind::input);
@@ -412,6 +430,23 @@ TEST(ExportHtml, BaselinesBesideThePlan) {
       html.find(fmt::format("<tr><th>strategy</th><td>pulse</td><td>{}</td></tr>", seq.strategy())),
       std::string::npos);
   EXPECT_EQ(count(html, "class=\"skip remote\""), 4u);  // the baseline relays every skip
+}
+
+TEST(ExportHtml, AxisTicksAreBoundedWhateverTheTimes) {
+  // The reader refuses times over its limit; a plan built in memory is not read, and the
+  // timeline's axis must end for any time, even one that is not finite (stepping from 0 by
+  // a step of infinity never passed the end before).
+  Plan p = read(plan_doc("tiny-unet", 2));
+  const std::size_t finite_ticks = count(export_html({&p, {}}), "class=\"tick\"");
+  EXPECT_GE(finite_ticks, 2u);
+  EXPECT_LE(finite_ticks, 101u);
+  for (const double end :
+       {1e18, 1e300, std::numeric_limits<double>::max(), std::numeric_limits<double>::infinity()}) {
+    p.schedule[0].back().end_s = end;
+    const std::string html = export_html({&p, {}});
+    EXPECT_GE(count(html, "class=\"tick\""), 1u) << end;
+    EXPECT_LE(count(html, "class=\"tick\""), 101u) << end;
+  }
 }
 
 }  // namespace

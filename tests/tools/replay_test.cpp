@@ -359,8 +359,20 @@ TEST(Replay, ErrorsNameTheFileAndWhatIsMissing) {
               std::string::npos);
   }
   {
-    json doc = good;
+    json doc = good;  // every B an I and a W, whose times need the stages' W share
     doc["schedule_info"]["split_backward"] = true;
+    for (json& device : doc["schedule"]) {
+      json split = json::array();
+      for (json op : device["ops"]) {
+        if (op["op"] == "B") {
+          op["op"] = "I";
+          split.push_back(op);
+          op["op"] = "W";
+        }
+        split.push_back(op);
+      }
+      device["ops"] = split;
+    }
     doc["stages"][0].erase("backward_weight_s");
     EXPECT_NE(error_of(doc).find("$.stages[0].backward_weight_s: missing"), std::string::npos);
   }

@@ -36,8 +36,9 @@ json split_doc(const Inputs& in, const PlanOptions& o) {
   return json::parse(test::plan_text(p, in.model, in.cluster));
 }
 
+// As `pulse-plan validate` reads a plan: structural problems are violations.
 ValidateResult validate(const json& doc, const Inputs& in) {
-  auto plan = parse_plan(doc.dump(), "p.json");
+  auto plan = parse_plan(doc.dump(), "p.json", PlanCheck::shape_only);
   EXPECT_TRUE(plan.ok()) << (plan.ok() ? "" : plan.error().message);
   return validate_plan({&plan.value(), &in.model, &in.cluster});
 }
@@ -238,7 +239,14 @@ TEST_F(Corrupted, DegreesInconsistent) {
 }
 
 TEST_F(Corrupted, PlacementNotAV) {
+  // Stage 1 and its ops move to device 0: a whole plan, but not the V.
   v_["stages"][1]["device"] = 0;
+  json& from = v_["schedule"][1]["ops"];
+  for (std::size_t i = from.size(); i-- > 0;) {
+    if (from[i]["stage"] != 1) continue;
+    v_["schedule"][0]["ops"].push_back(from[i]);
+    from.erase(i);
+  }
   const std::vector<std::string> got = lines(validate(v_, in_));
   ASSERT_GE(got.size(), 3u);
   EXPECT_EQ(got[0], "placement: stage 1 is on device 0; the V puts it on device 1");
@@ -307,11 +315,17 @@ TEST(Validate, FullBackwardOpInASplitSchedule) {
   std::size_t i = 0;
   while (ops[i]["op"] != "W") ++i;
   ops[i]["op"] = "B";
-  const std::vector<std::string> got = lines(validate(doc, in));
-  ASSERT_FALSE(got.empty());
-  EXPECT_EQ(got[0], fmt::format("schedule: device 1: B(stage {}, mb {}) in a schedule whose "
-                                "split_backward is true",
-                                ops[i]["stage"].get<int>(), ops[i]["mb"].get<int>()));
+  // A structural problem: the B is listed where it is, its W is missing, nothing else runs.
+  const ValidateResult r = validate(doc, in);
+  EXPECT_EQ(lines(r),
+            (std::vector<std::string>{
+                fmt::format("schedule: $.schedule[1].ops[{}].op: expected F, I or W (the "
+                            "schedule splits backward), got B",
+                            i),
+                fmt::format("schedule: $.schedule[1].ops: W(stage {}, mb {}) is missing (every "
+                            "stage runs F, I and W for every microbatch)",
+                            ops[i]["stage"].get<int>(), ops[i]["mb"].get<int>())}));
+  EXPECT_EQ(r.skipped.size(), 1u);
 }
 
 TEST(Validate, ListsAtMostTenViolationsOfACheck) {

@@ -2,9 +2,12 @@
 // the writer, the reader and the key listing the schema is checked against, so the three
 // cannot disagree. The writer is deterministic: keys in that fixed order, two-space indent,
 // times rounded to the nanosecond, ratios to 1e-9 and rates to 1e-6, so the same plan gives
-// the same bytes on every machine. The reader checks the shape (types, required keys, every
-// index in range) and reports every problem found as "FILE: $.json.path: expected ..., got
-// ..."; keys it does not know are ignored (plans may gain keys within v1).
+// the same bytes on every machine; text that is not valid UTF-8 (a file name given as raw
+// bytes) is written with U+FFFD in place of each bad byte. The reader checks the shape
+// (types, required keys, every index in range), the limits of plan_check.hpp (the degrees
+// before anything else) and, unless asked not to, the structure (check_plan_structure); it
+// reports every problem found as "FILE: $.json.path: expected ..., got ..."; keys it does
+// not know are ignored (plans may gain keys within v1).
 #pragma once
 
 #include <string>
@@ -21,10 +24,25 @@ namespace pulse {
 /// The plan as JSON text (two-space indented, trailing newline).
 std::string write_plan(const Plan& plan);
 
-/// Reads and checks a plan file. Errors (input kind, exit 2) list every problem found.
-Result<Plan> load_plan(const std::string& path);
+/// The plan as JSON text, checked to read back: every number finite and within the limits,
+/// the structure whole. What `plan` writes, so that no command writes a plan the others
+/// refuse. An error (internal kind: the planner made it) names the JSON path.
+Result<std::string> encode_plan(const Plan& plan);
+
+/// Which checks the reader applies beyond the shape and the limits.
+enum class PlanCheck {
+  structure,   ///< check_plan_structure too: what every tool but validate reads.
+  shape_only,  ///< Without it: validate, which lists structural problems as violations.
+};
+
+/// Reads and checks a plan file (at most kMaxPlanFileBytes). Errors (input kind, exit 2)
+/// list every problem found.
+Result<Plan> load_plan(const std::string& path, PlanCheck checks = PlanCheck::structure);
 /// The same from text in memory; `file` is the name used in messages.
-Result<Plan> parse_plan(std::string_view text, const std::string& file);
+Result<Plan> parse_plan(std::string_view text, const std::string& file,
+                        PlanCheck checks = PlanCheck::structure);
+/// A plan file's text, refused (input error) beyond kMaxPlanFileBytes before it is read.
+Result<std::string> read_plan_text(const std::string& path);
 
 /// A key the codec knows: its JSON path ("$.stages[].layers[]"), the JSON type it writes
 /// ("integer", "number", "string", "boolean", "array", "object"; "integer|null" where a

@@ -60,6 +60,17 @@ struct PlanDiff {
 
 PlanDiff diff_plans(const DiffRequest& request);
 
+/// Whether two plans' claims about their inputs (`inputs.model`, `inputs.cluster`: file
+/// name, profile name, sha256 of the file's bytes) can both be true, and whether they say
+/// the two plans come from one profile whose contents differ. For each input:
+///   - the same sha256 with another profile name or provenance: the same bytes cannot have
+///     two names, so one plan's inputs were edited: an input error, always;
+///   - the same file and profile name with another sha256: the plans claim the same input,
+///     but it changed between them (edited, recalibrated): an input error, unless
+///     `allow_changed` (a CI diff across a profile change); the rows then show the hashes.
+/// Different names with different hashes are simply different inputs (two clusters).
+Status check_inputs_agree(const Plan& old_plan, const Plan& new_plan, bool allow_changed);
+
 struct DiffTableOptions {
   bool color = false;  ///< ANSI colours: green better, red worse, yellow changed.
 };

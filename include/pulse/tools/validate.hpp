@@ -37,11 +37,15 @@ struct ValidateResult {
 };
 
 /// A plan whose cost_model states a compute_scale or link_scale is checked against the
-/// profiles scaled by them (profile/scaling.hpp), as the planner made it. Checks, in order:
+/// profiles scaled by them (profile/scaling.hpp), as the planner made it. The plan may come
+/// from load_plan(..., PlanCheck::shape_only): its structural problems (plan_check.hpp:
+/// schedule, rank_map and memory counts) are violations, listed after inputs and degrees,
+/// and the checks after them are skipped. Checks, in order:
 ///   inputs     sha256 of the model and cluster profiles against inputs.*.sha256, and the
 ///              device type;
 ///   degrees    pp x dp within the cluster, global_batch = dp x microbatch_size x
 ///              num_microbatches, devices_used / devices_total;
+///   (structure check_plan_structure, with each problem's JSON path;)
 ///   layers     every model layer in exactly one stage, stages in execution order;
 ///   placement  stage -> device is the V (2P stages) or the chain (P stages) the strategy
 ///              says, stage sides, devices[].stages;
@@ -53,7 +57,7 @@ struct ValidateResult {
 ///   timing     op durations against the cost model, the claimed makespan;
 ///   memory     static state plus microbatches in flight within the usable memory, and the
 ///              predicted peaks;
-///   rank_map   ranks, nodes, local devices and groups consistent with the cluster.
+///   rank_map   every rank in the cluster, on the node and local device claimed.
 ValidateResult validate_plan(const ValidateRequest& request);
 
 }  // namespace pulse

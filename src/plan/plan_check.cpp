@@ -1,0 +1,222 @@
+// The structural checks of a plan (plan_check.hpp). They run on what the reader produced,
+// so every index is already in range and every count within its limit: the sets below are
+// sized by the degrees, never by anything larger.
+#include "pulse/plan/plan_check.hpp"
+
+#include <map>
+#include <set>
+#include <utility>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace pulse {
+
+namespace {
+
+std::string op_text(const Op& op) {
+  return fmt::format("{}(stage {}, mb {})", op_letter(op.kind), op.stage, op.mb);
+}
+
+class StructureCheck {
+ public:
+  explicit StructureCheck(const Plan& plan) : plan_(plan) {}
+
+  std::vector<PlanProblem> run() {
+    schedule();
+    rank_map();
+    predicted();
+    const std::map<std::string, const char*> section = {
+        {"schedule", "schedule"}, {"rank_map", "rank_map"}, {"memory", "predicted"}};
+    for (const auto& [check, count] : count_) {
+      if (count <= kMaxProblemsShown) continue;
+      const std::size_t more = count - kMaxProblemsShown;
+      out_.push_back(
+          {check, JsonPath{}.key(section.at(check)), fmt::format("... and {} more", more), more});
+    }
+    return std::move(out_);
+  }
+
+ private:
+  void fail(const char* check, const JsonPath& path, std::string message) {
+    if (++count_[check] <= kMaxProblemsShown) out_.push_back({check, path, std::move(message)});
+  }
+
+  void schedule();
+  void missing_ops(const std::vector<bool>& seen, int kinds);
+  void rank_map();
+  void rank_groups(const std::map<std::pair<int, int>, RankId>& at);
+  void predicted();
+
+  const Plan& plan_;
+  std::vector<PlanProblem> out_;
+  std::map<std::string, std::size_t> count_;
+};
+
+// Op kinds as slots: F 0, B or I 1, W 2.
+int slot(OpKind kind) {
+  return kind == OpKind::forward ? 0 : kind == OpKind::backward_weight ? 2 : 1;
+}
+
+void StructureCheck::schedule() {
+  const bool split = plan_.split_backward();
+  const int kinds = split ? 3 : 2;
+  const int M = plan_.parallelism.num_microbatches;
+  // The reader bounds stages x microbatches x kinds by kMaxOps.
+  std::vector<bool> seen(static_cast<std::size_t>(plan_.num_stages()) * M * kinds, false);
+  const JsonPath schedule = JsonPath{}.key("schedule");
+  for (DeviceId d = 0; d < static_cast<int>(plan_.schedule.size()); ++d) {
+    const std::vector<PlanOp>& ops = plan_.schedule[d];
+    for (std::size_t k = 0; k < ops.size(); ++k) {
+      const Op& op = ops[k].op;
+      const JsonPath at = schedule.at(d).key("ops").at(k);
+      const bool split_op = op.kind == OpKind::backward_input || op.kind == OpKind::backward_weight;
+      if (op.kind != OpKind::forward && split_op != split) {
+        fail("schedule", at.key("op"),
+             split ? fmt::format("expected F, I or W (the schedule splits backward), got {}",
+                                 op_letter(op.kind))
+                   : fmt::format("expected F or B (the schedule does not split backward), got {}",
+                                 op_letter(op.kind)));
+        continue;
+      }
+      const DeviceId home = plan_.stages[op.stage].device;
+      if (home != d) {
+        fail("schedule", at,
+             fmt::format("{} is listed on device {}, but stage {} runs on device {}", op_text(op),
+                         d, op.stage, home));
+      }
+      if (ops[k].end_s < ops[k].start_s) {
+        fail("schedule", at.key("end_s"),
+             fmt::format("{} ends at {:.9f} s, before it starts at {:.9f} s", op_text(op),
+                         ops[k].end_s, ops[k].start_s));
+      }
+      const std::size_t index =
+          (static_cast<std::size_t>(op.stage) * M + op.mb) * kinds + slot(op.kind);
+      if (seen[index]) {
+        fail("schedule", at, fmt::format("{} is listed twice", op_text(op)));
+      }
+      seen[index] = true;
+    }
+  }
+  missing_ops(seen, kinds);
+}
+
+void StructureCheck::missing_ops(const std::vector<bool>& seen, int kinds) {
+  const OpKind names[2][3] = {{OpKind::forward, OpKind::backward},
+                              {OpKind::forward, OpKind::backward_input, OpKind::backward_weight}};
+  const int M = plan_.parallelism.num_microbatches;
+  for (std::size_t index = 0; index < seen.size(); ++index) {
+    if (seen[index]) continue;
+    const int kind = static_cast<int>(index % kinds);
+    const int mb = static_cast<int>(index / kinds % M);
+    const StageId stage = static_cast<StageId>(index / kinds / M);
+    const Op op{names[kinds - 2][kind], stage, mb};
+    const DeviceId d = plan_.stages[stage].device;
+    fail("schedule", JsonPath{}.key("schedule").at(d).key("ops"),
+         fmt::format("{} is missing (every stage runs {} for every microbatch)", op_text(op),
+                     kinds == 3 ? "F, I and W" : "F and B"));
+  }
+}
+
+void StructureCheck::rank_map() {
+  const PlanRankMap& m = plan_.rank_map;
+  const int P = plan_.pp(), D = plan_.parallelism.dp;
+  const long world = static_cast<long>(P) * D;
+  const JsonPath at = JsonPath{}.key("rank_map");
+  if (m.world_size.value_or(0) > 0 && *m.world_size != world) {
+    fail("rank_map", at.key("world_size"),
+         fmt::format("world_size {} is not pp {} x dp {}", *m.world_size, P, D));
+  }
+  const int devices = plan_.parallelism.devices_total.value_or(0);
+  std::map<std::pair<int, int>, RankId> place;  // (dp_index, pipeline device) -> rank
+  std::set<RankId> used;
+  for (std::size_t i = 0; i < m.ranks.size(); ++i) {
+    const PlanRank& r = m.ranks[i];
+    const JsonPath here = at.key("ranks").at(i);
+    if (devices > 0 && r.rank >= devices) {
+      fail("rank_map", here.key("rank"),
+           fmt::format("rank {} is outside the {} devices of parallelism.devices_total", r.rank,
+                       devices));
+    }
+    if (!used.insert(r.rank).second) {
+      fail("rank_map", here.key("rank"), fmt::format("rank {} is listed twice", r.rank));
+    }
+    if (r.dp_index >= D || r.pipeline_device >= P) {
+      fail("rank_map", here,
+           fmt::format("rank {} has dp_index {} and pipeline_device {}, outside dp {} x pp {}",
+                       r.rank, r.dp_index, r.pipeline_device, D, P));
+    } else if (!place.emplace(std::pair{r.dp_index, r.pipeline_device}, r.rank).second) {
+      fail("rank_map", here,
+           fmt::format("dp_index {}, pipeline_device {} has two ranks", r.dp_index,
+                       r.pipeline_device));
+    }
+  }
+  if (static_cast<long>(m.ranks.size()) != world) {
+    fail("rank_map", at.key("ranks"),
+         fmt::format("ranks[] lists {} ranks, pp {} x dp {} is {}", m.ranks.size(), P, D, world));
+  }
+  rank_groups(place);
+}
+
+// pipeline_groups[i][d] and data_parallel_groups[d][i] are the rank ranks[] puts at
+// (dp_index i, pipeline device d).
+void StructureCheck::rank_groups(const std::map<std::pair<int, int>, RankId>& at) {
+  const PlanRankMap& m = plan_.rank_map;
+  const int P = plan_.pp(), D = plan_.parallelism.dp;
+  auto expect = [&](const char* key, const std::vector<std::vector<RankId>>& groups, int outer,
+                    int inner, bool by_replica) {
+    const JsonPath path = JsonPath{}.key("rank_map").key(key);
+    if (static_cast<int>(groups.size()) != outer) {
+      fail("rank_map", path,
+           fmt::format("{} has {} groups, expected {}", key, groups.size(), outer));
+      return;
+    }
+    for (int i = 0; i < outer; ++i) {
+      std::vector<RankId> want;
+      for (int j = 0; j < inner; ++j) {
+        const auto it = at.find(by_replica ? std::pair{i, j} : std::pair{j, i});
+        want.push_back(it == at.end() ? -1 : it->second);
+      }
+      if (groups[i] != want) {
+        fail("rank_map", path.at(i),
+             fmt::format("{}[{}] is [{}]; ranks[] gives [{}]", key, i, fmt::join(groups[i], ", "),
+                         fmt::join(want, ", ")));
+      }
+    }
+  };
+  expect("pipeline_groups", m.pipeline_groups, D, P, true);
+  expect("data_parallel_groups", m.data_parallel_groups, P, D, false);
+}
+
+void StructureCheck::predicted() {
+  const int P = plan_.pp();
+  const JsonPath at = JsonPath{}.key("predicted");
+  const auto& peaks = plan_.predicted.peak_memory_bytes;
+  if (static_cast<int>(peaks.size()) != P) {
+    fail("memory", at.key("peak_memory_bytes"),
+         fmt::format("predicted.peak_memory_bytes has {} entries, pp is {}", peaks.size(), P));
+  }
+  if (!plan_.predicted.devices) return;
+  const auto& devices = *plan_.predicted.devices;
+  std::vector<bool> listed(P, false);
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const DeviceId d = devices[i].device;
+    if (listed[d]) {
+      fail("memory", at.key("devices").at(i).key("device"),
+           fmt::format("device {} is listed twice", d));
+    }
+    listed[d] = true;
+  }
+  if (static_cast<int>(devices.size()) != P) {
+    fail("memory", at.key("devices"),
+         fmt::format("predicted.devices[] has {} entries, pp is {}", devices.size(), P));
+  }
+}
+
+}  // namespace
+
+std::vector<PlanProblem> check_plan_structure(const Plan& plan) {
+  return StructureCheck(plan).run();
+}
+
+}  // namespace pulse

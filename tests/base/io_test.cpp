@@ -1,0 +1,183 @@
+#include "pulse/base/io.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace pulse {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh directory per test, removed afterwards.
+class Io : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string name = (fs::temp_directory_path() / "pulse-io-test-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(name.data()), nullptr);
+    dir_ = name;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  void put(const std::string& name, const std::string& text) const {
+    std::ofstream(path(name)) << text;
+  }
+  std::string get(const std::string& name) const {
+    std::ifstream in(path(name));
+    std::ostringstream out;
+    out << in.rdbuf();
+    return out.str();
+  }
+  // Every entry of the directory, temporaries included.
+  std::vector<std::string> entries() const {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(dir_)) out.push_back(e.path().filename());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  std::string usage(const std::vector<NamedPath>& inputs, const std::vector<NamedPath>& outputs) {
+    const Status s = check_output_paths("cmd", inputs, outputs);
+    EXPECT_FALSE(s.ok());
+    if (s.ok()) return "";
+    EXPECT_EQ(s.error().kind, ErrorKind::usage);
+    return s.error().message;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(Io, OutputsAppearTogether) {
+  put("a.json", "old a");
+  ASSERT_TRUE(write_outputs({{path("a.json"), "new a"}, {path("b.json"), "new b"}}).ok());
+  EXPECT_EQ(get("a.json"), "new a");
+  EXPECT_EQ(get("b.json"), "new b");
+  EXPECT_EQ(entries(), (std::vector<std::string>{"a.json", "b.json"}));
+}
+
+TEST_F(Io, ARenameThatFailsUndoesTheOnesBefore) {
+  // b's target is a directory: every temporary is written, then a and new.json are renamed
+  // into place and b's rename fails. a is put back as it was, new.json removed, and c,
+  // never renamed, has its temporary removed.
+  put("a.json", "old a");
+  fs::create_directory(path("b"));
+  const Status s = write_outputs(
+      {{path("a.json"), "new a"}, {path("new.json"), "new"}, {path("b"), "b"}, {path("c"), "c"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().kind, ErrorKind::internal);
+  EXPECT_NE(s.error().message.find("cannot rename the temporary file into place"),
+            std::string::npos)
+      << s.error().message;
+  EXPECT_EQ(get("a.json"), "old a");
+  // What did not exist before does not exist after; no temporary or backup is left.
+  EXPECT_EQ(entries(), (std::vector<std::string>{"a.json", "b"}));
+}
+
+TEST_F(Io, AWriteThatFailsRenamesNothing) {
+  // /dev/full is written in place (a special file) after the temporaries and fails with
+  // ENOSPC: the file that was there stays as it was.
+  if (!fs::is_character_file("/dev/full")) GTEST_SKIP() << "no /dev/full device";
+  put("plan.json", "old plan");
+  const Status s = write_outputs({{path("plan.json"), "new plan"}, {"/dev/full", "trace"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message, "/dev/full: write failed: No space left on device");
+  EXPECT_EQ(get("plan.json"), "old plan");
+  EXPECT_EQ(entries(), (std::vector<std::string>{"plan.json"}));
+}
+
+TEST_F(Io, SpecialFilesAreWrittenInPlaceNotReplaced) {
+  // /dev/zero takes any write; a rename over it would have put a regular file there.
+  if (!fs::is_character_file("/dev/zero")) GTEST_SKIP() << "no /dev/zero device";
+  ASSERT_TRUE(write_outputs({{"/dev/zero", "nothing"}, {path("a.json"), "a"}}).ok());
+  EXPECT_TRUE(fs::is_character_file("/dev/zero"));
+  EXPECT_EQ(get("a.json"), "a");
+}
+
+TEST_F(Io, AnOutputThatIsAnInputIsRefusedHoweverSpelled) {
+  put("m.json", "{}");
+  fs::create_directory(path("sub"));
+  fs::create_symlink(path("m.json"), path("link.json"));
+  fs::create_hard_link(path("m.json"), path("hard.json"));
+  const std::vector<NamedPath> in = {{"--model", path("m.json")}};
+  for (const std::string& spelling :
+       {path("m.json"), (dir_ / "." / "m.json").string(), path("sub/../m.json"), path("link.json"),
+        path("hard.json")}) {
+    EXPECT_EQ(usage(in, {{"-o", spelling}}),
+              "cmd: -o " + spelling + " is the same file as --model " + path("m.json") +
+                  ": writing it would destroy an input; give another name");
+  }
+  EXPECT_EQ(get("m.json"), "{}");
+  // A relative spelling against an absolute one.
+  const fs::path here = fs::current_path();
+  fs::current_path(dir_);
+  EXPECT_EQ(usage(in, {{"-o", "./m.json"}}),
+            "cmd: -o ./m.json is the same file as --model " + path("m.json") +
+                ": writing it would destroy an input; give another name");
+  fs::current_path(here);
+}
+
+TEST_F(Io, TwoOutputsThatAreOneFileAreRefused) {
+  // Neither exists yet: the paths are compared once resolved.
+  EXPECT_EQ(usage({}, {{"-o", path("a.json")}, {"--trace", path("sub/../a.json")}}),
+            "cmd: -o " + path("a.json") + " and --trace " + path("sub/../a.json") +
+                " name the same file; give each output its own name");
+  const fs::path here = fs::current_path();
+  fs::current_path(dir_);
+  EXPECT_EQ(usage({}, {{"-o", "a.json"}, {"--trace", "./a.json"}}),
+            "cmd: -o a.json and --trace ./a.json name the same file; give each output its own "
+            "name");
+  fs::current_path(here);
+  EXPECT_EQ(usage({}, {{"", "-"}, {"--trace", "-"}}),
+            "cmd: the output without -o and --trace - both write to stdout; give one of them a "
+            "file name");
+}
+
+TEST_F(Io, OutputsThatCannotBeWrittenAreRefused) {
+  fs::create_directory(path("sub"));
+  put("file", "x");
+  EXPECT_EQ(usage({}, {{"-o", path("sub")}}),
+            "cmd: -o " + path("sub") + " is a directory; give a file name");
+  EXPECT_EQ(
+      usage({}, {{"-o", path("missing/x.json")}}),
+      "cmd: -o " + path("missing/x.json") + ": directory " + path("missing") + " does not exist");
+  EXPECT_EQ(usage({}, {{"-o", path("file/x.json")}}),
+            "cmd: -o " + path("file/x.json") + ": " + path("file") + " is not a directory");
+  EXPECT_EQ(usage({}, {{"--trace", ""}}), "cmd: --trace needs a file name");
+  // Names that are not UTF-8 are bytes like any other.
+  EXPECT_EQ(usage({}, {{"-o", path("\xff/x.json")}}),
+            "cmd: -o " + path("\xff/x.json") + ": directory " + path("\xff") + " does not exist");
+  EXPECT_TRUE(check_output_paths("cmd", {}, {{"-o", path("\xff.json")}}).ok());
+  if (::geteuid() != 0) {  // root may write anywhere
+    fs::permissions(path("sub"), fs::perms::owner_read | fs::perms::owner_exec);
+    EXPECT_EQ(usage({}, {{"-o", path("sub/x.json")}}), "cmd: -o " + path("sub/x.json") +
+                                                           ": cannot create files in directory " +
+                                                           path("sub") + ": Permission denied");
+    fs::permissions(path("sub"), fs::perms::owner_all);
+  }
+}
+
+TEST_F(Io, ASpecialFileNeedsNoWritableDirectory) {
+  // Written in place: /dev need not take a temporary (it does not, for anyone but root).
+  if (!fs::is_character_file("/dev/zero")) GTEST_SKIP() << "no /dev/zero device";
+  EXPECT_TRUE(is_special_file("/dev/zero"));
+  EXPECT_FALSE(is_special_file(path("missing.json")));
+  EXPECT_TRUE(check_output_paths("cmd", {}, {{"-o", "/dev/zero"}}).ok());
+}
+
+TEST_F(Io, WritableOutputsAndStdoutPass) {
+  put("old.json", "x");
+  EXPECT_TRUE(
+      check_output_paths("cmd", {{"--model", path("m.json")}},
+                         {{"-o", path("old.json")}, {"--trace", path("t.json")}, {"--stages", "-"}})
+          .ok());
+}
+
+}  // namespace
+}  // namespace pulse

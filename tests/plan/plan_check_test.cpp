@@ -1,0 +1,299 @@
+#include "pulse/plan/plan_check.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "pulse/compile/plan_builder.hpp"
+#include "pulse/plan/plan_codec.hpp"
+#include "support/test_support.hpp"
+
+namespace pulse {
+namespace {
+
+using nlohmann::json;
+
+// tiny-unet on one DGX-1, the V at pp 2: stages 0..3 on devices 0 1 1 0, dp 4, 4
+// microbatches; device 0 runs F(0, 0), F(0, 1), F(3, 0), B(3, 0), ...
+const json& tiny() {
+  static const json doc = [] {
+    const test::Inputs in = test::shipped("tiny-unet", "dgx1-v100-32gb-1n");
+    PlanOptions o;
+    o.pp = 2;
+    o.family = "v";
+    o.global_batch = 16;
+    o.microbatch_size = 1;
+    return json::parse(test::plan_text(test::compile_ok(in, o), in.model, in.cluster));
+  }();
+  return doc;
+}
+
+std::string error_of(const json& doc) {
+  auto p = parse_plan(doc.dump(), "p.json");
+  EXPECT_FALSE(p.ok());
+  if (p.ok()) return "";
+  EXPECT_EQ(p.error().kind, ErrorKind::input);
+  return p.error().message;
+}
+
+std::vector<std::string> problems(const json& doc) {
+  auto p = parse_plan(doc.dump(), "p.json", PlanCheck::shape_only);
+  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
+  std::vector<std::string> out;
+  if (!p.ok()) return out;
+  for (const PlanProblem& x : check_plan_structure(*p)) {
+    out.push_back(fmt::format("{}: {}: {}", x.check, x.path.str(), x.message));
+  }
+  return out;
+}
+
+TEST(PlanLimits, TheFixtureIsWhole) {
+  ASSERT_EQ(tiny()["parallelism"]["num_microbatches"], 4);
+  ASSERT_EQ(tiny()["parallelism"]["dp"], 4);
+  EXPECT_EQ(problems(tiny()), std::vector<std::string>{});
+}
+
+TEST(PlanLimits, DegreesOverTheLimitsAreRefusedBeforeTheRestIsRead) {
+  // Each would allocate gigabytes (pp) or run for hours (microbatches); refused in
+  // microseconds, with only the degree's own message (no echo from the indices it bounds).
+  const auto start = std::chrono::steady_clock::now();
+  json doc = tiny();
+  doc["parallelism"]["pp"] = std::numeric_limits<int>::max();
+  EXPECT_EQ(error_of(doc),
+            "p.json: $.parallelism.pp: expected at most 1024 (the pipeline degree limit), got "
+            "2147483647");
+  doc = tiny();
+  doc["parallelism"]["num_microbatches"] = 2000000000;
+  EXPECT_EQ(error_of(doc),
+            "p.json: $.parallelism.num_microbatches: expected at most 65536 (the microbatch "
+            "limit), got 2000000000");
+  doc = tiny();
+  doc["parallelism"]["num_stages"] = 100000;
+  EXPECT_EQ(error_of(doc),
+            "p.json: $.parallelism.num_stages: expected at most 16384 (the stage limit), got "
+            "100000");
+  doc = tiny();
+  doc["parallelism"]["dp"] = 2000000;
+  EXPECT_EQ(error_of(doc),
+            "p.json: $.parallelism.dp: expected at most 1048576 (the rank limit), got 2000000");
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(std::chrono::duration<double>(elapsed).count(), 1.0);
+}
+
+TEST(PlanLimits, ProductsOfDegreesHaveTheirLimits) {
+  json doc = tiny();
+  doc["parallelism"]["pp"] = 1024;
+  doc["parallelism"]["dp"] = 2048;
+  EXPECT_EQ(error_of(doc),
+            "p.json: $.parallelism: pp 1024 x dp 2048 is 2097152 ranks; expected at most 1048576 "
+            "(the rank limit)");
+  doc = tiny();
+  doc["parallelism"]["num_stages"] = 64;
+  doc["parallelism"]["num_microbatches"] = 65536;
+  // 2 x 64 x 65536 = 2^23 > 2^22.
+  EXPECT_EQ(error_of(doc),
+            "p.json: $.parallelism: num_stages 64 x num_microbatches 65536 x 2 (F and B) is "
+            "8388608 ops; expected at most 4194304 (the op limit)");
+}
+
+TEST(PlanLimits, TimesBytesRanksAndFactors) {
+  json doc = tiny();
+  doc["schedule"][0]["ops"][1]["end_s"] = 1e300;
+  EXPECT_EQ(error_of(doc),
+            "p.json: $.schedule[0].ops[1].end_s: expected at most 1000000 (the time limit, 11.6 "
+            "days), got 1e+300");
+  doc = tiny();
+  doc["predicted"]["iteration_s"] = 1e18;
+  EXPECT_EQ(error_of(doc),
+            "p.json: $.predicted.iteration_s: expected at most 1000000 (the time limit, 11.6 "
+            "days), got 1e+18");
+  doc = tiny();
+  doc["skips"][0]["bytes_per_sample"] = std::int64_t{9000000000000000000};
+  doc["predicted"]["peak_memory_bytes"][1] = std::int64_t{1} << 60;
+  EXPECT_EQ(error_of(doc),
+            "p.json: $.skips[0].bytes_per_sample: expected at most 9007199254740992 (the byte "
+            "count limit, 2^53), got 9e+18\n"
+            "p.json: $.predicted.peak_memory_bytes[1]: expected at most 9007199254740992 (the "
+            "byte count limit, 2^53), got 1.152921504606847e+18");
+  doc = tiny();
+  doc["rank_map"]["pipeline_groups"][0][0] = 1 << 20;
+  EXPECT_EQ(error_of(doc),
+            "p.json: $.rank_map.pipeline_groups[0][0]: expected a rank below 1048576 (the rank "
+            "limit), got 1048576");
+  doc = tiny();
+  doc["cost_model"]["link_scale"] = 1e6;
+  EXPECT_EQ(error_of(doc),
+            "p.json: $.cost_model.link_scale: expected at most 1000 (the what-if factor limit, "
+            "1/1000 to 1000), got 1000000");
+}
+
+TEST(PlanLimits, WhatTheToolsDeriveFromByteCountsHasTheByteLimitToo) {
+  // Each count is within 2^53; their products are not, and used to overflow an int64 in the
+  // replay (bytes_per_sample x microbatch_size) and the figures (traffic x M x dp).
+  json doc = tiny();
+  doc["skips"][0]["bytes_per_sample"] = std::int64_t{1} << 53;
+  doc["parallelism"]["microbatch_size"] = 1 << 20;
+  EXPECT_EQ(error_of(doc).substr(0, error_of(doc).find('\n')),
+            "p.json: $.skips[0].bytes_per_sample: bytes_per_sample x microbatch_size 1048576 come "
+            "to 9.445e+21 bytes; expected at most 9007199254740992 (the byte count limit, 2^53)");
+  doc = tiny();
+  for (json& t : doc["transfers"]) t["forward_bytes_per_microbatch"]["activation"] = 1LL << 52;
+  // 4 microbatches x dp 4 x at least 2^52 bytes: 2^56.
+  const std::string e = error_of(doc);
+  EXPECT_EQ(e.rfind("p.json: $.transfers: an iteration's point-to-point bytes (every transfer "
+                    "both ways x num_microbatches 4 x dp 4) come to ",
+                    0),
+            0u)
+      << e;
+  doc = tiny();
+  doc["stages"][0]["params"] = std::int64_t{1} << 53;
+  EXPECT_EQ(error_of(doc).rfind("p.json: $.stages: the weights, gradients and optimizer state "
+                                "of every stage (params x $.options.memory's bytes per "
+                                "parameter) come to ",
+                                0),
+            0u);
+}
+
+TEST(PlanStructure, OpsMissingTwiceMisplacedOrOfTheWrongKind) {
+  json doc = tiny();
+  json& d0 = doc["schedule"][0]["ops"];
+  json& d1 = doc["schedule"][1]["ops"];
+  ASSERT_EQ(d0[2], (json{{"op", "F"},
+                         {"stage", 3},
+                         {"mb", 0},
+                         {"start_s", d0[2]["start_s"]},
+                         {"end_s", d0[2]["end_s"]}}));
+  ASSERT_EQ(d1[1]["stage"], 2);
+  d0.erase(2);          // F(3, 0) missing
+  d1.push_back(d1[0]);  // F(1, 0) twice
+  d1.push_back(d0[0]);  // F(0, 0) moved to device 1, which does not run stage 0
+  d0.erase(0);
+  d1[1]["op"] = "W";  // a W in a schedule without a split; and so F(2, 0) is missing
+  json& late = d0[2];
+  late["end_s"] = late["start_s"].get<double>() - 1e-3;
+  const std::size_t n1 = d1.size();
+  EXPECT_EQ(
+      problems(doc),
+      (std::vector<std::string>{
+          fmt::format("schedule: $.schedule[0].ops[2].end_s: {}(stage {}, mb {}) ends at "
+                      "{:.9f} s, before it starts at {:.9f} s",
+                      late["op"].get<std::string>(), late["stage"].get<int>(),
+                      late["mb"].get<int>(), late["end_s"].get<double>(),
+                      late["start_s"].get<double>()),
+          "schedule: $.schedule[1].ops[1].op: expected F or B (the schedule does not split "
+          "backward), got W",
+          fmt::format("schedule: $.schedule[1].ops[{}]: F(stage 1, mb 0) is listed twice", n1 - 2),
+          fmt::format("schedule: $.schedule[1].ops[{}]: F(stage 0, mb 0) is listed on device "
+                      "1, but stage 0 runs on device 0",
+                      n1 - 1),
+          "schedule: $.schedule[1].ops: F(stage 2, mb 0) is missing (every stage runs F and "
+          "B for every microbatch)",
+          "schedule: $.schedule[0].ops: F(stage 3, mb 0) is missing (every stage runs F and "
+          "B for every microbatch)"}));
+}
+
+TEST(PlanStructure, ScheduleEntriesOnePerDeviceInOrder) {
+  json doc = tiny();
+  std::swap(doc["schedule"][0], doc["schedule"][1]);
+  EXPECT_EQ(error_of(doc),
+            "p.json: $.schedule[0].device: expected 0 (schedule entries are listed in device "
+            "order), got 1\n"
+            "p.json: $.schedule[1].device: expected 1 (schedule entries are listed in device "
+            "order), got 0");
+  doc = tiny();
+  doc["schedule"].erase(1);
+  const std::string e = error_of(doc);
+  EXPECT_EQ(e.substr(0, e.find('\n')),
+            "p.json: $.schedule: expected 2 entries, one per pipeline device ($.parallelism.pp), "
+            "got 1");
+}
+
+TEST(PlanStructure, AnEmptyScheduleListsTenMissingOpsAndCountsTheRest) {
+  json doc = tiny();
+  for (json& d : doc["schedule"]) d["ops"] = json::array();
+  const std::vector<std::string> got = problems(doc);
+  ASSERT_EQ(got.size(), kMaxProblemsShown + 1);
+  // 4 stages x 4 microbatches x (F, B) = 32 ops.
+  EXPECT_EQ(got.back(), "schedule: $.schedule: ... and 22 more");
+  auto p = parse_plan(doc.dump(), "p.json", PlanCheck::shape_only);
+  std::size_t total = 0;
+  for (const PlanProblem& x : check_plan_structure(*p)) total += x.count;
+  EXPECT_EQ(total, 32u);
+}
+
+TEST(PlanStructure, RankMapEveryRankOnceAndGroupsAsRanksSay) {
+  json doc = tiny();
+  json& m = doc["rank_map"];
+  // Rank 3 (dp 0, device 1) renamed rank 0, everywhere: the map is consistent but for that.
+  for (json& r : m["ranks"]) {
+    if (r["rank"] == 3) r["rank"] = 0;
+  }
+  m["pipeline_groups"][0] = {0, 0};
+  m["data_parallel_groups"][1][0] = 0;
+  EXPECT_EQ(problems(doc),
+            std::vector<std::string>{"rank_map: $.rank_map.ranks[3].rank: rank 0 is listed twice"});
+  doc = tiny();
+  doc["rank_map"]["ranks"][1]["dp_index"] = 7;
+  doc["rank_map"]["world_size"] = 9;
+  doc["rank_map"]["data_parallel_groups"].erase(1);
+  EXPECT_EQ(problems(doc),
+            (std::vector<std::string>{
+                "rank_map: $.rank_map.world_size: world_size 9 is not pp 2 x dp 4",
+                "rank_map: $.rank_map.ranks[1]: rank 1 has dp_index 7 and pipeline_device 0, "
+                "outside dp 4 x pp 2",
+                "rank_map: $.rank_map.pipeline_groups[1]: pipeline_groups[1] is [1, 2]; ranks[] "
+                "gives [-1, 2]",
+                "rank_map: $.rank_map.data_parallel_groups: data_parallel_groups has 1 groups, "
+                "expected 2"}));
+}
+
+TEST(PlanStructure, PredictedFiguresOnePerDevice) {
+  json doc = tiny();
+  doc["predicted"]["peak_memory_bytes"].erase(1);
+  doc["predicted"]["devices"][1]["device"] = 0;
+  EXPECT_EQ(problems(doc),
+            (std::vector<std::string>{
+                "memory: $.predicted.peak_memory_bytes: predicted.peak_memory_bytes has 1 "
+                "entries, pp is 2",
+                "memory: $.predicted.devices[1].device: device 0 is listed twice"}));
+}
+
+TEST(PlanStructure, TheReaderRefusesWhatTheCheckFinds) {
+  json doc = tiny();
+  doc["schedule"][1]["ops"].erase(0);
+  EXPECT_EQ(error_of(doc),
+            "p.json: $.schedule[1].ops: F(stage 1, mb 0) is missing (every stage runs F and B "
+            "for every microbatch)");
+}
+
+TEST(EncodePlan, NoNumberThatIsNotFiniteIsWritten) {
+  auto p = parse_plan(tiny().dump(), "plan.json");
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(encode_plan(*p).ok());
+  EXPECT_EQ(*encode_plan(*p), write_plan(*p));
+  Plan bad = *p;
+  bad.predicted.samples_per_s = std::numeric_limits<double>::infinity();
+  const auto inf = encode_plan(bad);
+  ASSERT_FALSE(inf.ok());
+  EXPECT_EQ(inf.error().kind, ErrorKind::internal);
+  EXPECT_EQ(inf.error().message,
+            "the plan made has inf at $.predicted.samples_per_s; a plan holds finite numbers "
+            "only, so none is written");
+  bad = *p;
+  bad.schedule[0].back().end_s = 2e6;
+  const auto late = encode_plan(bad);
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.error().kind, ErrorKind::input);
+  EXPECT_EQ(late.error().message,
+            "the plan made is beyond what a plan may state:\n"
+            "plan.json: $.schedule[0].ops[15].end_s: expected at most 1000000 (the time limit, "
+            "11.6 days), got 2000000");
+}
+
+}  // namespace
+}  // namespace pulse
