@@ -35,6 +35,11 @@ constexpr long kOrderOpReplays = 1'000'000;
 // list schedules: large instances get fewer, as in the order search.
 constexpr long kListOpReplays = 400'000;
 constexpr int kMinListEvaluations = 120;
+// ...but never more than this many op-replays in all, whatever the floor: the work limit
+// that keeps the largest instances (32 stages x 4096 microbatches: 262,144 ops a replay,
+// where 120 list schedules took 5-17 s) far from the wall-clock safety limit. It binds
+// only above 66,666 ops a replay.
+constexpr long kMaxListOpReplays = 8'000'000;
 
 // The memory curve's budgets, as fractions of the answer's peak activation memory, and the
 // work each smaller synthesis may spend (deterministic limits: a short policy search, no
@@ -239,7 +244,8 @@ struct Search {
     std::vector<std::int64_t> free_bytes = mem.room;
     const long ops = r.model->layout.num_stages() * (r.split_backward ? 3L : 2L) * r.num_microbatches;
     const int budget = static_cast<int>(std::min<long>(
-        r.max_evaluations, std::max<long>(kMinListEvaluations, kListOpReplays / ops)));
+        {static_cast<long>(r.max_evaluations),
+         std::max<long>(kMinListEvaluations, kListOpReplays / ops), kMaxListOpReplays / ops}));
     detail::SearchInput in{r.num_microbatches, mem.reach_cap, mem.safe_cap, free_bytes,
                            r.split_backward,   budget, 3,
                            [&] { return deadline.expired(); },
