@@ -65,6 +65,8 @@ ENVIRONMENTS = [
 ]
 
 STATS = re.compile(r"^  (\S.*?)\s{2,}\S+ \S+\s+(\d+) runs, longest (\S+) (\S+)$")
+# --stats lines of builds before issue 16 (no runs or longest): still times, left out.
+OLD_STATS = re.compile(r"^  [a-z][a-z -]*?\s+[0-9.]+ (s|ms|us|ns)$")
 UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 
 
@@ -83,6 +85,8 @@ def run_once(binary, args, i, workdir):
         if m:
             if m.group(1).strip() in ("schedule", "memory curve"):
                 longest = max(longest, float(m.group(3)) * UNITS[m.group(4)])
+            continue
+        if OLD_STATS.match(line):
             continue
         kept.append(line)
     h = hashlib.sha256()
