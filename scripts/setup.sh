@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
 # One command from a fresh Debian 12 machine to a working pulse-plan:
-#   scripts/setup.sh          install what is missing, build, plan the shipped default model
-#   scripts/setup.sh --test   the same, then run the whole test suite
-# Options: --build-dir DIR (default build), --jobs N (default: all cores).
+#   scripts/setup.sh          install what is missing, build the Release binary (build/),
+#                             plan the shipped default model
+#   scripts/setup.sh --test   the same, then build everything again under ASan + UBSan
+#                             (build-asan/) and run the whole test suite on that build
+# Options: --build-dir DIR (default build), --asan-dir DIR (default build-asan),
+#          --jobs N (default: all cores).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 build="$here/build"
+asan="$here/build-asan"
 jobs=$(nproc 2>/dev/null || echo 2)
 run_tests=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --test) run_tests=1 ;;
     --build-dir) build=$(realpath -m "$2"); shift ;;
+    --asan-dir) asan=$(realpath -m "$2"); shift ;;
     --jobs) jobs="$2"; shift ;;
-    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -31,6 +36,17 @@ packages=(
   python3-venv python3-pip python3-setuptools python3-wheel  # pip install ./python (tests/torch)
   chromium  # headless, for the HTML report test (tests/html): renders and screenshots it
 )
+# The sanitized build (and scripts/fuzz.sh): clang, its ASan/UBSan/libFuzzer runtimes (only
+# recommended by clang, hence named), llvm-symbolizer for file:line in reports.
+if [ "$run_tests" -eq 1 ]; then packages+=(clang libclang-rt-14-dev llvm); fi
+# Runs a step and says how long it took (CI's log reads as the list of steps with times).
+timed() {
+  local step=$1 start=$SECONDS
+  shift
+  "$@"
+  echo "setup.sh: $step: $((SECONDS - start)) s" >&2
+}
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -40,12 +56,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   sudo_cmd=()
   [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
   "${sudo_cmd[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
-    "${missing[@]}" >&2
+  timed install "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends "${missing[@]}" >&2
 fi
 
+# The binary users run: GCC, Release. Only pulse-plan: the tests run on the sanitized build
+# below (`cmake --build build` makes the unit tests and benchmarks here too).
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release >&2
-cmake --build "$build" -j "$jobs" >&2
+timed "Release build" cmake --build "$build" -j "$jobs" --target pulse-plan >&2
 
 # The main job: the shipped default model (Stable Diffusion 2 UNet, 512 px) planned for one
 # V100 DGX-1 node and one Ascend 910A server.
@@ -57,5 +75,18 @@ done
 echo "setup.sh: plans written to out/" >&2
 
 if [ "$run_tests" -eq 1 ]; then
-  ctest --test-dir "$build" --output-on-failure -j "$jobs"
+  # Everything again under AddressSanitizer + UndefinedBehaviorSanitizer, and the whole
+  # suite (unit, golden CLI, Python and torch tests) on it: any report aborts the program
+  # and fails its test (tests/support/sanitizer_defaults.cpp). Chosen to fit CI's budget on
+  # two cores: clang (faster to compile than GCC), a unity build (each batch of sources
+  # parses the heavy headers once), -O2 (the suite runs about 20% faster than at -O1, for
+  # the same build time) with line tables only, for file:line in reports.
+  cmake -S "$here" -B "$asan" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CXX_FLAGS_RELEASE="-O2 -gline-tables-only" -DCMAKE_UNITY_BUILD=ON \
+    -DPULSE_SANITIZE=ON >&2
+  timed "sanitized build" cmake --build "$asan" -j "$jobs" >&2
+  # The planner is about seven times slower under the sanitizers: the never-worse property
+  # test plans 40 of its 200 random models here (tests/compile/never_worse_test.cpp).
+  timed "sanitized tests" env PULSE_NEVER_WORSE_MODELS="${PULSE_NEVER_WORSE_MODELS:-5}" \
+    ctest --test-dir "$asan" --output-on-failure -j "$jobs"
 fi
