@@ -19,7 +19,7 @@ using nlohmann::json;
 
 // tiny-unet on one DGX-1, the V at pp 2: stages 0..3 on devices 0 1 1 0, dp 4, 4
 // microbatches; device 0 runs F(0, 0), F(0, 1), F(3, 0), B(3, 0), ...
-const json& tiny() {
+const json& tiny_plan() {
   static const json doc = [] {
     const test::Inputs in = test::shipped("tiny-unet", "dgx1-v100-32gb-1n");
     PlanOptions o;
@@ -32,7 +32,7 @@ const json& tiny() {
   return doc;
 }
 
-std::string error_of(const json& doc) {
+std::string plan_error_of(const json& doc) {
   auto p = parse_plan(doc.dump(), "p.json");
   EXPECT_FALSE(p.ok());
   if (p.ok()) return "";
@@ -52,78 +52,78 @@ std::vector<std::string> problems(const json& doc) {
 }
 
 TEST(PlanLimits, TheFixtureIsWhole) {
-  ASSERT_EQ(tiny()["parallelism"]["num_microbatches"], 4);
-  ASSERT_EQ(tiny()["parallelism"]["dp"], 4);
-  EXPECT_EQ(problems(tiny()), std::vector<std::string>{});
+  ASSERT_EQ(tiny_plan()["parallelism"]["num_microbatches"], 4);
+  ASSERT_EQ(tiny_plan()["parallelism"]["dp"], 4);
+  EXPECT_EQ(problems(tiny_plan()), std::vector<std::string>{});
 }
 
 TEST(PlanLimits, DegreesOverTheLimitsAreRefusedBeforeTheRestIsRead) {
   // Each would allocate gigabytes (pp) or run for hours (microbatches); refused with only
   // the degree's own message (no echo from the indices it bounds).
-  json doc = tiny();
+  json doc = tiny_plan();
   doc["parallelism"]["pp"] = std::numeric_limits<int>::max();
-  EXPECT_EQ(error_of(doc),
+  EXPECT_EQ(plan_error_of(doc),
             "p.json: $.parallelism.pp: expected at most 1024 (the pipeline degree limit), got "
             "2147483647");
-  doc = tiny();
+  doc = tiny_plan();
   doc["parallelism"]["num_microbatches"] = 2000000000;
-  EXPECT_EQ(error_of(doc),
+  EXPECT_EQ(plan_error_of(doc),
             "p.json: $.parallelism.num_microbatches: expected at most 4096 (the microbatch "
             "limit), got 2000000000");
-  doc = tiny();
+  doc = tiny_plan();
   doc["parallelism"]["num_stages"] = 100000;
-  EXPECT_EQ(error_of(doc),
+  EXPECT_EQ(plan_error_of(doc),
             "p.json: $.parallelism.num_stages: expected at most 16384 (the stage limit), got "
             "100000");
-  doc = tiny();
+  doc = tiny_plan();
   doc["parallelism"]["dp"] = 2000000;
-  EXPECT_EQ(error_of(doc),
+  EXPECT_EQ(plan_error_of(doc),
             "p.json: $.parallelism.dp: expected at most 1048576 (the rank limit), got 2000000");
 }
 
 TEST(PlanLimits, ProductsOfDegreesHaveTheirLimits) {
-  json doc = tiny();
+  json doc = tiny_plan();
   doc["parallelism"]["pp"] = 1024;
   doc["parallelism"]["dp"] = 2048;
-  EXPECT_EQ(error_of(doc),
+  EXPECT_EQ(plan_error_of(doc),
             "p.json: $.parallelism: pp 1024 x dp 2048 is 2097152 ranks; expected at most 1048576 "
             "(the rank limit)");
-  doc = tiny();
+  doc = tiny_plan();
   doc["parallelism"]["num_stages"] = 1024;
   doc["parallelism"]["num_microbatches"] = 4096;
   // 2 x 1024 x 4096 = 2^23 > 2^22.
-  EXPECT_EQ(error_of(doc),
+  EXPECT_EQ(plan_error_of(doc),
             "p.json: $.parallelism: num_stages 1024 x num_microbatches 4096 x 2 (F and B) is "
             "8388608 ops; expected at most 4194304 (the op limit)");
 }
 
 TEST(PlanLimits, TimesBytesRanksAndFactors) {
-  json doc = tiny();
+  json doc = tiny_plan();
   doc["schedule"][0]["ops"][1]["end_s"] = 1e300;
-  EXPECT_EQ(error_of(doc),
+  EXPECT_EQ(plan_error_of(doc),
             "p.json: $.schedule[0].ops[1].end_s: expected at most 1000000 (the time limit, 11.6 "
             "days), got 1e+300");
-  doc = tiny();
+  doc = tiny_plan();
   doc["predicted"]["iteration_s"] = 1e18;
-  EXPECT_EQ(error_of(doc),
+  EXPECT_EQ(plan_error_of(doc),
             "p.json: $.predicted.iteration_s: expected at most 1000000 (the time limit, 11.6 "
             "days), got 1e+18");
-  doc = tiny();
+  doc = tiny_plan();
   doc["skips"][0]["bytes_per_sample"] = std::int64_t{9000000000000000000};
   doc["predicted"]["peak_memory_bytes"][1] = std::int64_t{1} << 60;
-  EXPECT_EQ(error_of(doc),
+  EXPECT_EQ(plan_error_of(doc),
             "p.json: $.skips[0].bytes_per_sample: expected at most 9007199254740992 (the byte "
             "count limit, 2^53), got 9e+18\n"
             "p.json: $.predicted.peak_memory_bytes[1]: expected at most 9007199254740992 (the "
             "byte count limit, 2^53), got 1.152921504606847e+18");
-  doc = tiny();
+  doc = tiny_plan();
   doc["rank_map"]["pipeline_groups"][0][0] = 1 << 20;
-  EXPECT_EQ(error_of(doc),
+  EXPECT_EQ(plan_error_of(doc),
             "p.json: $.rank_map.pipeline_groups[0][0]: expected a rank below 1048576 (the rank "
             "limit), got 1048576");
-  doc = tiny();
+  doc = tiny_plan();
   doc["cost_model"]["link_scale"] = 1e6;
-  EXPECT_EQ(error_of(doc),
+  EXPECT_EQ(plan_error_of(doc),
             "p.json: $.cost_model.link_scale: expected at most 1000 (the what-if factor limit, "
             "1/1000 to 1000), got 1000000");
 }
@@ -131,24 +131,24 @@ TEST(PlanLimits, TimesBytesRanksAndFactors) {
 TEST(PlanLimits, WhatTheToolsDeriveFromByteCountsHasTheByteLimitToo) {
   // Each count is within 2^53; their products are not, and used to overflow an int64 in the
   // replay (bytes_per_sample x microbatch_size) and the figures (traffic x M x dp).
-  json doc = tiny();
+  json doc = tiny_plan();
   doc["skips"][0]["bytes_per_sample"] = std::int64_t{1} << 53;
   doc["parallelism"]["microbatch_size"] = 1 << 20;
-  EXPECT_EQ(error_of(doc).substr(0, error_of(doc).find('\n')),
+  EXPECT_EQ(plan_error_of(doc).substr(0, plan_error_of(doc).find('\n')),
             "p.json: $.skips[0].bytes_per_sample: bytes_per_sample x microbatch_size 1048576 come "
             "to 9.445e+21 bytes; expected at most 9007199254740992 (the byte count limit, 2^53)");
-  doc = tiny();
+  doc = tiny_plan();
   for (json& t : doc["transfers"]) t["forward_bytes_per_microbatch"]["activation"] = 1LL << 52;
   // 4 microbatches x dp 4 x at least 2^52 bytes: 2^56.
-  const std::string e = error_of(doc);
+  const std::string e = plan_error_of(doc);
   EXPECT_EQ(e.rfind("p.json: $.transfers: an iteration's point-to-point bytes (every transfer "
                     "both ways x num_microbatches 4 x dp 4) come to ",
                     0),
             0u)
       << e;
-  doc = tiny();
+  doc = tiny_plan();
   doc["stages"][0]["params"] = std::int64_t{1} << 53;
-  EXPECT_EQ(error_of(doc).rfind("p.json: $.stages: the weights, gradients and optimizer state "
+  EXPECT_EQ(plan_error_of(doc).rfind("p.json: $.stages: the weights, gradients and optimizer state "
                                 "of every stage (params x $.options.memory's bytes per "
                                 "parameter) come to ",
                                 0),
@@ -156,7 +156,7 @@ TEST(PlanLimits, WhatTheToolsDeriveFromByteCountsHasTheByteLimitToo) {
 }
 
 TEST(PlanStructure, OpsMissingTwiceMisplacedOrOfTheWrongKind) {
-  json doc = tiny();
+  json doc = tiny_plan();
   json& d0 = doc["schedule"][0]["ops"];
   json& d1 = doc["schedule"][1]["ops"];
   ASSERT_EQ(d0[2], (json{{"op", "F"},
@@ -194,23 +194,23 @@ TEST(PlanStructure, OpsMissingTwiceMisplacedOrOfTheWrongKind) {
 }
 
 TEST(PlanStructure, ScheduleEntriesOnePerDeviceInOrder) {
-  json doc = tiny();
+  json doc = tiny_plan();
   std::swap(doc["schedule"][0], doc["schedule"][1]);
-  EXPECT_EQ(error_of(doc),
+  EXPECT_EQ(plan_error_of(doc),
             "p.json: $.schedule[0].device: expected 0 (schedule entries are listed in device "
             "order), got 1\n"
             "p.json: $.schedule[1].device: expected 1 (schedule entries are listed in device "
             "order), got 0");
-  doc = tiny();
+  doc = tiny_plan();
   doc["schedule"].erase(1);
-  const std::string e = error_of(doc);
+  const std::string e = plan_error_of(doc);
   EXPECT_EQ(e.substr(0, e.find('\n')),
             "p.json: $.schedule: expected 2 entries, one per pipeline device ($.parallelism.pp), "
             "got 1");
 }
 
 TEST(PlanStructure, AnEmptyScheduleListsTenMissingOpsAndCountsTheRest) {
-  json doc = tiny();
+  json doc = tiny_plan();
   for (json& d : doc["schedule"]) d["ops"] = json::array();
   const std::vector<std::string> got = problems(doc);
   ASSERT_EQ(got.size(), kMaxProblemsShown + 1);
@@ -223,7 +223,7 @@ TEST(PlanStructure, AnEmptyScheduleListsTenMissingOpsAndCountsTheRest) {
 }
 
 TEST(PlanStructure, RankMapEveryRankOnceAndGroupsAsRanksSay) {
-  json doc = tiny();
+  json doc = tiny_plan();
   json& m = doc["rank_map"];
   // Rank 3 (dp 0, device 1) renamed rank 0, everywhere: the map is consistent but for that.
   for (json& r : m["ranks"]) {
@@ -233,7 +233,7 @@ TEST(PlanStructure, RankMapEveryRankOnceAndGroupsAsRanksSay) {
   m["data_parallel_groups"][1][0] = 0;
   EXPECT_EQ(problems(doc),
             std::vector<std::string>{"rank_map: $.rank_map.ranks[3].rank: rank 0 is listed twice"});
-  doc = tiny();
+  doc = tiny_plan();
   doc["rank_map"]["ranks"][1]["dp_index"] = 7;
   doc["rank_map"]["world_size"] = 9;
   doc["rank_map"]["data_parallel_groups"].erase(1);
@@ -249,7 +249,7 @@ TEST(PlanStructure, RankMapEveryRankOnceAndGroupsAsRanksSay) {
 }
 
 TEST(PlanStructure, PredictedFiguresOnePerDevice) {
-  json doc = tiny();
+  json doc = tiny_plan();
   doc["predicted"]["peak_memory_bytes"].erase(1);
   doc["predicted"]["devices"][1]["device"] = 0;
   EXPECT_EQ(problems(doc),
@@ -260,15 +260,15 @@ TEST(PlanStructure, PredictedFiguresOnePerDevice) {
 }
 
 TEST(PlanStructure, TheReaderRefusesWhatTheCheckFinds) {
-  json doc = tiny();
+  json doc = tiny_plan();
   doc["schedule"][1]["ops"].erase(0);
-  EXPECT_EQ(error_of(doc),
+  EXPECT_EQ(plan_error_of(doc),
             "p.json: $.schedule[1].ops: F(stage 1, mb 0) is missing (every stage runs F and B "
             "for every microbatch)");
 }
 
 TEST(EncodePlan, NoNumberThatIsNotFiniteIsWritten) {
-  auto p = parse_plan(tiny().dump(), "plan.json");
+  auto p = parse_plan(tiny_plan().dump(), "plan.json");
   ASSERT_TRUE(p.ok());
   ASSERT_TRUE(encode_plan(*p).ok());
   EXPECT_EQ(*encode_plan(*p), write_plan(*p));
