@@ -62,7 +62,7 @@ def may_include(mine, target):
 
 
 # Headers that declare named constants and nothing else: nothing to implement.
-CONSTANTS_ONLY = {"include/pulse/base/defaults.hpp"}
+CONSTANTS_ONLY = {"include/pulse/base/defaults.hpp", "include/pulse/base/limits.hpp"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+([<"])([^>"]+)[>"]', re.MULTILINE)
 
