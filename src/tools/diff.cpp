@@ -31,8 +31,11 @@ class RowWriter {
   RowWriter(PlanDiff& d, std::string section) : diff_(d), section_(std::move(section)) {}
 
   void text(std::string key, std::string label, std::string a, std::string b) {
-    add(std::move(key), std::move(label), std::move(a), std::move(b), {}, {},
-        a == b ? "" : "changed", Better::neither);
+    // Compared before the moves: the order in which add's parameters are initialized is
+    // unspecified (clang moves a and b out first; the sanitized CI build found it).
+    std::string delta = a == b ? "" : "changed";
+    add(std::move(key), std::move(label), std::move(a), std::move(b), {}, {}, std::move(delta),
+        Better::neither);
   }
   void count(std::string key, std::string label, double a, double b,
              Better better = Better::neither) {
