@@ -54,6 +54,7 @@ claim is compared with them.
   degrees    pp x dp within the cluster, global_batch = dp x microbatch_size x microbatches
   layers     every model layer in exactly one stage, in execution order
   placement  stage -> device is the V (2P stages) or the chain (P stages) claimed
+  stages     each stage's times, parameters and activation bytes, each device's load
   skips      producer/consumer stage, devices, locality and route of every skip
   transfers  bytes and link times of every point-to-point transfer
   schedule   every op once on its stage's device, one op at a time per device,

@@ -27,23 +27,27 @@ ValidateResult Validator::run() {
   }
   if (!structure.empty()) {
     skip(
-        "layers, placement, skips, transfers, schedule, timing, memory and rank_map: the "
+        "layers, placement, stages, skips, transfers, schedule, timing, memory and rank_map: the "
         "plan's structure is broken");
     finish();
     return std::move(out_);
   }
   const bool layers = check_layers();
   const bool placement = check_placement();
+  const auto skip_model_checks = [&](const char* why) {
+    skip(fmt::format("stages, skips, transfers, schedule, timing and memory: {}", why));
+  };
   if (device_type_ < 0) {
-    skip("skips, transfers, schedule, timing and memory: no times for the cluster's device type");
+    skip_model_checks("no times for the cluster's device type");
   } else if (plan_.parallelism.device_type && *plan_.parallelism.device_type != cluster_.device_type) {
-    skip("skips, transfers, schedule, timing and memory: the plan is for another device type");
+    skip_model_checks("the plan is for another device type");
   } else if (!layers) {
-    skip("skips, transfers, schedule, timing and memory: the stages do not cover the model");
+    skip_model_checks("the stages do not cover the model");
   } else if (!placement) {
-    skip("skips, transfers, schedule, timing and memory: a pipeline device runs no stage");
+    skip_model_checks("a pipeline device runs no stage");
   } else {
     build_model();
+    check_stage_figures();
     check_skips();
     check_cached_skips();
     check_transfers();

@@ -65,6 +65,7 @@ class Validator {
   bool check_layers();
   bool check_placement();
   void build_model();
+  void check_stage_figures();
   void check_skips();
   void check_cached_skips();
   void check_transfers();

@@ -43,6 +43,47 @@ void Validator::build_model() {
   round_to_quantum(pm_);  // as the planner does: plans state times to the nanosecond
 }
 
+// What the plan says of each stage and device, against the pipeline model rebuilt from its
+// layer lists: a plan whose figures were edited (or made from other profiles) is caught
+// here, before the schedule is replayed with the rebuilt times.
+void Validator::check_stage_figures() {
+  const auto time = [&](const char* what, StageId s, const std::optional<double>& claimed,
+                        double want) {
+    if (claimed && !close(*claimed, want)) {
+      fail("stages", fmt::format("stage {}: {} is {:.9f} s, the model's layers give {:.9f} s", s,
+                                 what, *claimed, want));
+    }
+  };
+  const auto count = [&](const char* what, StageId s, const std::optional<std::int64_t>& claimed,
+                         std::int64_t want) {
+    if (claimed && *claimed != want) {
+      fail("stages", fmt::format("stage {}: {} is {}, the model's layers give {}", s, what,
+                                 *claimed, want));
+    }
+  };
+  for (const PlanStage& x : plan_.stages) {
+    const StageCost& c = pm_.stages[x.id];
+    time("forward_s", x.id, x.forward_s, c.forward_s);
+    time("backward_s", x.id, x.backward_s, c.backward_s);
+    time("backward_weight_s", x.id, x.backward_weight_s, c.backward_weight_s);
+    count("params", x.id, x.params, c.params);
+    count("activation_bytes_per_microbatch", x.id, x.activation_bytes_per_microbatch,
+          c.activation_bytes);
+  }
+  const std::vector<double> load = pm_.device_load();
+  const std::vector<std::int64_t> params = pm_.device_params();
+  for (const PlanDevice& d : plan_.devices) {
+    if (d.load_s && !close(*d.load_s, load[d.device])) {
+      fail("stages", fmt::format("device {}: load_s is {:.9f} s, its stages and sends give {:.9f} s",
+                                 d.device, *d.load_s, load[d.device]));
+    }
+    if (d.params && *d.params != params[d.device]) {
+      fail("stages", fmt::format("device {}: params is {}, its stages hold {}", d.device, *d.params,
+                                 params[d.device]));
+    }
+  }
+}
+
 void Validator::check_skips() {
   std::map<std::pair<std::string, std::string>, std::size_t> claimed;
   for (std::size_t i = 0; i < plan_.skips.size(); ++i) {

@@ -108,7 +108,7 @@ TEST(Validate, AScaledPlanIsCheckedAgainstTheProfilesScaledAsItSays) {
   const ValidateResult r = validate(unscaled, in);
   std::set<std::string> checks;
   for (const Violation& v : r.violations) checks.insert(v.check);
-  EXPECT_EQ(checks, (std::set<std::string>{"transfers", "timing"})) << lines(r).front();
+  EXPECT_EQ(checks, (std::set<std::string>{"stages", "transfers", "timing"})) << lines(r).front();
 }
 
 class Corrupted : public ::testing::Test {
@@ -127,6 +127,36 @@ TEST_F(Corrupted, ALayerDropped) {
   EXPECT_EQ(lines(r), std::vector<std::string>{
                           "layers: layer \"enc2\" (layer 3 of model tiny-unet) is in no stage"});
   EXPECT_EQ(r.skipped.size(), 1u);
+}
+
+TEST_F(Corrupted, StageAndDeviceFiguresEdited) {
+  // Each edited figure is named with its stage or device and the value the layers give;
+  // the schedule's op times are untouched, so no other check objects.
+  const double fwd = v_["stages"][1]["forward_s"];
+  const std::int64_t params = v_["stages"][2]["params"];
+  const std::int64_t acts = v_["stages"][3]["activation_bytes_per_microbatch"];
+  const std::int64_t dev_params = v_["devices"][1]["params"];
+  v_["stages"][1]["forward_s"] = 2 * fwd;
+  v_["stages"][2]["params"] = params + 1;
+  v_["stages"][3]["activation_bytes_per_microbatch"] = 0;
+  v_["devices"][1]["params"] = dev_params - 7;
+  EXPECT_EQ(lines(validate(v_, in_)),
+            (std::vector<std::string>{
+                fmt::format("stages: stage 1: forward_s is {:.9f} s, the model's layers give "
+                            "{:.9f} s",
+                            2 * fwd, fwd),
+                fmt::format("stages: stage 2: params is {}, the model's layers give {}",
+                            params + 1, params),
+                fmt::format("stages: stage 3: activation_bytes_per_microbatch is 0, the model's "
+                            "layers give {}",
+                            acts),
+                fmt::format("stages: device 1: params is {}, its stages hold {}", dev_params - 7,
+                            dev_params)}));
+  json load = plan_doc(in_, pp(2));
+  load["devices"][0]["load_s"] = load["devices"][0]["load_s"].get<double>() + 1e-6;
+  const std::vector<std::string> got = lines(validate(load, in_));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].rfind("stages: device 0: load_s is ", 0), 0u) << got[0];
 }
 
 TEST_F(Corrupted, LayersOutOfOrder) {

@@ -21,8 +21,8 @@ struct ValidateRequest {
 
 /// One thing wrong with a plan.
 struct Violation {
-  /// Which check: "inputs", "degrees", "layers", "placement", "skips", "transfers",
-  /// "schedule", "timing", "memory" or "rank_map".
+  /// Which check: "inputs", "degrees", "layers", "placement", "stages", "skips",
+  /// "transfers", "schedule", "timing", "memory" or "rank_map".
   std::string check;
   std::string message;  ///< Names the stage, device, op or layer, and the numbers.
 };
@@ -49,6 +49,9 @@ struct ValidateResult {
 ///   layers     every model layer in exactly one stage, stages in execution order;
 ///   placement  stage -> device is the V (2P stages) or the chain (P stages) the strategy
 ///              says, stage sides, devices[].stages;
+///   stages     each stage's forward/backward/weight times, params and activation bytes, and
+///              each device's load_s and params, against the pipeline model rebuilt from the
+///              layer lists and the profiles;
 ///   skips      each skip's producer/consumer stage, devices, locality and route recomputed
 ///              from the layer lists; devices[].cached_skips;
 ///   transfers  the plan's transfers against the rebuilt pipeline model (bytes, times);
