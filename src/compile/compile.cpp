@@ -603,6 +603,29 @@ Status validate_request(const ModelProfile& model, const ClusterProfile& cluster
     return usage_error(fmt::format("--pp {} is above pulse-plan's limit of {}", *options.pp,
                                    kMaxPipelineDegree));
   }
+  // Plans state times in whole nanoseconds. A layer's forward time at any microbatch size
+  // is at least the smaller of its per-sample time at the smallest profiled size and its
+  // smallest profiled time (interpolate_time); the stage holding the slowest such layer then
+  // takes at least 1 ns, so no iteration is 0 s long (nor its throughput infinite).
+  const Layer* slowest_layer = nullptr;
+  double slowest_forward = -1;
+  for (const Layer& l : model.layers) {
+    const std::vector<double>& times = l.forward_s.at(device_type);
+    double least = times.front() / model.microbatch_sizes.front();
+    for (double t : times) least = std::min(least, t);
+    if (least > slowest_forward) {
+      slowest_forward = least;
+      slowest_layer = &l;
+    }
+  }
+  static_assert(kMinSlowestLayerSeconds == kTimeQuantum_s);
+  if (slowest_layer && slowest_forward < kMinSlowestLayerSeconds) {
+    return input_error(fmt::format(
+        "{}: no layer of model {} takes 1 ns forward on {} (the slowest, \"{}\", may take as "
+        "little as {:.3g} s); plans state times in whole nanoseconds, so every stage would take "
+        "0 s. Are the times in seconds?",
+        model.file.path, model.name, cluster.device_type, slowest_layer->name, slowest_forward));
+  }
   long double per_sample = 0, params = 0, seconds_per_sample = 0;
   auto most_per_sample = [&](const std::vector<double>& times) {
     long double most = 0;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <cmath>
 #include <set>
 
 #include "pulse/base/limits.hpp"
@@ -276,6 +277,44 @@ TEST(CompileLimits, TimesBeyondTheLimitAreRefused) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind, ErrorKind::input);
   EXPECT_NE(r.error().message.find("above the 1e+09 s pulse-plan plans for"), std::string::npos)
+      << r.error().message;
+}
+
+// Plans state times in whole nanoseconds: a model whose every layer is under 1 ns forward
+// would round every stage to 0 s (an iteration of 0 s, infinite samples/s). Refused, naming
+// the slowest layer; with that layer at exactly 1 ns the model plans, on every pipeline
+// degree, to a positive iteration time. The slowest layer's bound is its per-sample time at
+// the smallest profiled size, here 2 ns at 4 samples (0.5 ns at size 1).
+TEST(CompileLimits, SubNanosecondModelIsRefused) {
+  ModelProfile m = test::make_model(
+      {{4e-10, 1000, 1000, 100}, {9e-10, 1000, 1000, 100}, {3e-10, 1000, 1000, 100},
+       {2e-10, 1000, 1000, 100}},
+      {{0, 3}});
+  const ClusterProfile c = test::make_cluster(4, 1, std::int64_t{32} << 30);
+  auto r = compile_plan(m, c, PlanOptions{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::input);
+  EXPECT_EQ(r.error().message,
+            "synthetic.json: no layer of model synthetic takes 1 ns forward on T (the slowest, "
+            "\"L1\", may take as little as 9e-10 s); plans state times in whole nanoseconds, so "
+            "every stage would take 0 s. Are the times in seconds?");
+  m.layers[1].forward_s = {{1e-9}};
+  for (int pp : {1, 2}) {
+    PlanOptions o;
+    o.pp = pp;
+    const CompiledPlan p = compile_ok({m, c}, o);
+    EXPECT_GT(p.timeline.makespan_s, 0) << "pp " << pp;
+    EXPECT_TRUE(std::isfinite(p.evaluation.samples_per_s)) << "pp " << pp;
+    EXPECT_TRUE(std::isfinite(p.solver.gap)) << "pp " << pp;
+    for (const FamilyOutcome& f : p.families) {
+      EXPECT_TRUE(std::isfinite(f.samples_per_s)) << "pp " << pp << " " << f.family;
+    }
+  }
+  m.microbatch_sizes = {4};
+  m.layers[1].forward_s = {{2e-9}};
+  r = compile_plan(m, c, PlanOptions{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("may take as little as 5e-10 s"), std::string::npos)
       << r.error().message;
 }
 

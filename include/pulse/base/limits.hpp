@@ -44,6 +44,9 @@ inline constexpr std::int64_t kMaxDeviceMemory = std::int64_t{1} << 50;
 
 /// Seconds one layer may take for one microbatch, forward or backward.
 inline constexpr double kMaxLayerSeconds = 3600;
+/// The slowest layer's forward time must be at least this: the plans' time quantum (1 ns,
+/// cost/cost_model.hpp), or every stage would round to 0 s (validate_request).
+inline constexpr double kMinSlowestLayerSeconds = 1e-9;
 
 /// Link bandwidth, bytes per second, and latency, seconds.
 inline constexpr double kMinLinkBandwidth = 1;
