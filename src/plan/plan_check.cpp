@@ -4,6 +4,7 @@
 #include "pulse/plan/plan_check.hpp"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -213,10 +214,159 @@ void StructureCheck::predicted() {
   }
 }
 
+// The claims a plan makes of itself (check_plan_claims): each contradiction is listed once
+// per place, at most kMaxProblemsShown in all and then how many more.
+class ClaimsCheck {
+ public:
+  explicit ClaimsCheck(const Plan& plan) : plan_(plan) {}
+
+  std::vector<PlanProblem> run() {
+    degrees();
+    layers();
+    skips();
+    op_order();
+    ranks();
+    if (count_ > kMaxProblemsShown) {
+      const std::size_t more = count_ - kMaxProblemsShown;
+      out_.push_back({"claims", JsonPath{}, fmt::format("... and {} more", more), more});
+    }
+    return std::move(out_);
+  }
+
+ private:
+  void fail(const char* check, const JsonPath& path, std::string message) {
+    if (++count_ <= kMaxProblemsShown) out_.push_back({check, path, std::move(message)});
+  }
+
+  void degrees() {
+    const PlanParallelism& x = plan_.parallelism;
+    const long batch = static_cast<long>(x.dp) * x.microbatch_size * x.num_microbatches;
+    if (batch != x.global_batch) {
+      fail("degrees", JsonPath{}.key("parallelism").key("global_batch"),
+           fmt::format("global_batch {} is not dp {} x microbatch_size {} x num_microbatches "
+                       "{} = {}",
+                       x.global_batch, x.dp, x.microbatch_size, x.num_microbatches, batch));
+    }
+  }
+
+  void layers() {
+    std::map<std::string, StageId> first;
+    for (const PlanStage& s : plan_.stages) {
+      for (std::size_t k = 0; k < s.layers.size(); ++k) {
+        const auto [at, fresh] = first.emplace(s.layers[k], s.id);
+        if (!fresh) {
+          fail("layers", JsonPath{}.key("stages").at(s.id).key("layers").at(k),
+               fmt::format("layer \"{}\" is in stage {} and again in stage {}", s.layers[k],
+                           at->second, s.id));
+        }
+      }
+    }
+  }
+
+  void skips() {
+    for (std::size_t i = 0; i < plan_.skips.size(); ++i) {
+      const PlanSkip& k = plan_.skips[i];
+      const JsonPath at = JsonPath{}.key("skips").at(i);
+      const DeviceId from = plan_.stages[k.producer_stage].device;
+      const DeviceId to = plan_.stages[k.consumer_stage].device;
+      if (k.producer_device && *k.producer_device != from) {
+        fail("skips", at.key("producer_device"),
+             fmt::format("skip \"{}\" says producer_device {}; its producer_stage {} runs on "
+                         "device {}",
+                         k.label(), *k.producer_device, k.producer_stage, from));
+      }
+      if (k.consumer_device && *k.consumer_device != to) {
+        fail("skips", at.key("consumer_device"),
+             fmt::format("skip \"{}\" says consumer_device {}; its consumer_stage {} runs on "
+                         "device {}",
+                         k.label(), *k.consumer_device, k.consumer_stage, to));
+      }
+      if (k.local != (from == to)) {
+        fail("skips", at.key("local"),
+             fmt::format("skip \"{}\" says local {}; it runs from stage {} (device {}) to stage "
+                         "{} (device {})",
+                         k.label(), k.local, k.producer_stage, from, k.consumer_stage, to));
+      }
+    }
+  }
+
+  // An op's own stage and microbatch come first, F before B or I before W: a device that
+  // lists them the other way round could never run them (each needs the one before).
+  void op_order() {
+    for (DeviceId d = 0; d < static_cast<int>(plan_.schedule.size()); ++d) {
+      const std::vector<PlanOp>& ops = plan_.schedule[d];
+      // (stage, mb) -> the latest step listed so far (slot: 0 F, 1 B or I, 2 W) and where.
+      std::map<std::pair<StageId, int>, std::pair<int, std::size_t>> done;
+      for (std::size_t k = 0; k < ops.size(); ++k) {
+        const Op& op = ops[k].op;
+        const int step = slot(op.kind);
+        const auto key = std::pair{op.stage, op.mb};
+        const auto it = done.find(key);
+        if (it != done.end() && it->second.first > step) {
+          const Op& later = ops[it->second.second].op;
+          fail("schedule", JsonPath{}.key("schedule").at(d).key("ops").at(k),
+               fmt::format("{} is listed after {}, which needs it first", op_text(op),
+                           op_text(later)));
+          continue;
+        }
+        done[key] = {step, k};
+      }
+    }
+  }
+
+  // Clusters number ranks node by node: rank = node x devices per node + local device. The
+  // first rank off node 0 says how many devices a node has; every rank must agree.
+  void ranks() {
+    const std::vector<PlanRank>& ranks = plan_.rank_map.ranks;
+    const JsonPath at = JsonPath{}.key("rank_map").key("ranks");
+    std::optional<std::size_t> ref;
+    for (std::size_t i = 0; i < ranks.size() && !ref; ++i) {
+      if (ranks[i].node > 0) ref = i;
+    }
+    long per_node = 0;
+    if (ref) {
+      const PlanRank& r = ranks[*ref];
+      const long before = static_cast<long>(r.rank) - r.local_device;
+      if (before <= 0 || before % r.node != 0 || r.local_device >= before / r.node) {
+        fail("rank_map", at.at(*ref),
+             fmt::format("rank {} is said to be node {} local device {}: no count of devices "
+                         "per node numbers it so (rank = node x devices per node + local device)",
+                         r.rank, r.node, r.local_device));
+        return;
+      }
+      per_node = before / r.node;
+    }
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      const PlanRank& r = ranks[i];
+      const long node = per_node > 0 ? r.rank / per_node : 0;
+      const long local = per_node > 0 ? r.rank % per_node : r.rank;
+      if (r.node == node && r.local_device == local) continue;
+      fail("rank_map", at.at(i),
+           per_node > 0
+               ? fmt::format("rank {} is said to be node {} local device {}; with {} devices per "
+                             "node (rank {} is node {} local device {}) it is node {} local "
+                             "device {}",
+                             r.rank, r.node, r.local_device, per_node, ranks[*ref].rank,
+                             ranks[*ref].node, ranks[*ref].local_device, node, local)
+               : fmt::format("rank {} is said to be node {} local device {}; with every rank on "
+                             "node 0, rank {} is local device {}",
+                             r.rank, r.node, r.local_device, r.rank, r.rank));
+    }
+  }
+
+  const Plan& plan_;
+  std::vector<PlanProblem> out_;
+  std::size_t count_ = 0;
+};
+
 }  // namespace
 
 std::vector<PlanProblem> check_plan_structure(const Plan& plan) {
   return StructureCheck(plan).run();
+}
+
+std::vector<PlanProblem> check_plan_claims(const Plan& plan) {
+  return ClaimsCheck(plan).run();
 }
 
 }  // namespace pulse

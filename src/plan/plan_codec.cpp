@@ -621,6 +621,8 @@ Result<Plan> parse_plan(std::string_view text, const std::string& file, PlanChec
   if (checks == PlanCheck::structure) {
     for (const PlanProblem& p : check_plan_structure(plan)) check.fail(p.path, p.message);
     if (!check.ok()) return check.error();
+    for (const PlanProblem& p : check_plan_claims(plan)) check.fail(p.path, p.message);
+    if (!check.ok()) return check.error();
   }
   return plan;
 }

@@ -267,6 +267,152 @@ TEST(PlanStructure, TheReaderRefusesWhatTheCheckFinds) {
             "for every microbatch)");
 }
 
+// --- The plan's claims about itself (check_plan_claims) ------------------------------
+
+std::vector<std::string> claims(const json& doc) {
+  auto p = parse_plan(doc.dump(), "p.json", PlanCheck::shape_only);
+  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
+  std::vector<std::string> out;
+  if (!p.ok()) return out;
+  for (const PlanProblem& x : check_plan_claims(*p)) {
+    out.push_back(fmt::format("{}: {}: {}", x.check, x.path.str(), x.message));
+  }
+  return out;
+}
+
+// tiny-unet on two DGX-1 nodes at pp 2 x dp 8: ranks 0-7 on node 0, 8-15 on node 1.
+const json& two_node_plan() {
+  static const json doc = [] {
+    const test::Inputs in = test::shipped("tiny-unet", "dgx1-v100-32gb-2n");
+    PlanOptions o;
+    o.pp = 2;
+    o.dp = 8;
+    o.global_batch = 16;
+    o.microbatch_size = 1;
+    return json::parse(test::plan_text(test::compile_ok(in, o), in.model, in.cluster));
+  }();
+  return doc;
+}
+
+TEST(PlanClaims, PlansTheToolWroteHaveNone) {
+  EXPECT_EQ(claims(tiny_plan()), std::vector<std::string>{});
+  EXPECT_EQ(claims(two_node_plan()), std::vector<std::string>{});
+}
+
+TEST(PlanClaims, EachContradictionIsNamedWhereItIs) {
+  {
+    json doc = tiny_plan();
+    doc["parallelism"]["global_batch"] = 15;
+    EXPECT_EQ(claims(doc), std::vector<std::string>{
+                               "degrees: $.parallelism.global_batch: global_batch 15 is not dp 4 "
+                               "x microbatch_size 1 x num_microbatches 4 = 16"});
+  }
+  {
+    json doc = tiny_plan();
+    json& layers = doc["stages"][1]["layers"];
+    layers.insert(layers.begin(), doc["stages"][0]["layers"][0]);
+    EXPECT_EQ(claims(doc), std::vector<std::string>{
+                               "layers: $.stages[1].layers[0]: layer \"embed\" is in stage 0 and "
+                               "again in stage 1"});
+  }
+  {
+    json doc = tiny_plan();
+    json& skip = doc["skips"][0];  // embed->head: stage 0 to stage 3, both on device 0
+    ASSERT_EQ(skip["name"], "embed->head");
+    skip["consumer_device"] = 1;
+    skip["local"] = false;
+    EXPECT_EQ(claims(doc),
+              (std::vector<std::string>{
+                  "skips: $.skips[0].consumer_device: skip \"embed->head\" says consumer_device "
+                  "1; its consumer_stage 3 runs on device 0",
+                  "skips: $.skips[0].local: skip \"embed->head\" says local false; it runs from "
+                  "stage 0 (device 0) to stage 3 (device 0)"}));
+  }
+  {
+    json doc = tiny_plan();
+    json& ops = doc["schedule"][0]["ops"];  // F(0, 0), F(0, 1), F(3, 0), B(3, 0), ...
+    ASSERT_EQ(ops[2]["op"], "F");
+    ASSERT_EQ(ops[3]["op"], "B");
+    ASSERT_EQ(ops[2]["stage"], 3);
+    ASSERT_EQ(ops[3]["stage"], 3);
+    std::swap(ops[2], ops[3]);
+    EXPECT_EQ(claims(doc), std::vector<std::string>{
+                               "schedule: $.schedule[0].ops[3]: F(stage 3, mb 0) is listed after "
+                               "B(stage 3, mb 0), which needs it first"});
+  }
+}
+
+TEST(PlanClaims, RanksAreNumberedNodeByNode) {
+  const json& plan = two_node_plan();
+  const json& ranks = plan["rank_map"]["ranks"];
+  auto index_of = [&](int rank) {
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      if (ranks[i]["rank"] == rank) return i;
+    }
+    ADD_FAILURE() << "no rank " << rank;
+    return std::size_t{0};
+  };
+  auto first_off_node_0 = [&](const json& doc) {
+    for (const json& r : doc["rank_map"]["ranks"]) {
+      if (r["node"] != 0) return r["rank"].get<int>();
+    }
+    return -1;
+  };
+  {  // rank 3 moved to node 1: 8 devices a node (from the first rank on node 1) say node 0
+    json doc = plan;
+    const std::size_t i = index_of(3);
+    doc["rank_map"]["ranks"][i]["node"] = 1;
+    const int ref = first_off_node_0(doc);
+    const std::vector<std::string> got = claims(doc);
+    if (ref == 3) {
+      EXPECT_EQ(got, std::vector<std::string>{fmt::format(
+                         "rank_map: $.rank_map.ranks[{}]: rank 3 is said to be node 1 local "
+                         "device 3: no count of devices per node numbers it so (rank = node x "
+                         "devices per node + local device)",
+                         i)});
+    } else {
+      const json& r = ranks[index_of(ref)];
+      EXPECT_EQ(got, std::vector<std::string>{fmt::format(
+                         "rank_map: $.rank_map.ranks[{}]: rank 3 is said to be node 1 local "
+                         "device 3; with 8 devices per node (rank {} is node {} local device {}) "
+                         "it is node 0 local device 3",
+                         i, ref, r["node"].get<int>(), r["local_device"].get<int>())});
+    }
+  }
+  {  // a local device beyond the node
+    json doc = plan;
+    const std::size_t i = index_of(0);
+    doc["rank_map"]["ranks"][i]["local_device"] = 8;
+    const std::vector<std::string> got = claims(doc);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].rfind(fmt::format("rank_map: $.rank_map.ranks[{}]: rank 0 is said to be "
+                                       "node 0 local device 8; with 8 devices per node",
+                                       i),
+                           0),
+              0u)
+        << got[0];
+  }
+  {  // one node: every rank is its own local device
+    json doc = tiny_plan();
+    doc["rank_map"]["ranks"][1]["local_device"] = 0;
+    const int rank = doc["rank_map"]["ranks"][1]["rank"];
+    EXPECT_EQ(claims(doc), std::vector<std::string>{fmt::format(
+                               "rank_map: $.rank_map.ranks[1]: rank {} is said to be node 0 "
+                               "local device 0; with every rank on node 0, rank {} is local "
+                               "device {}",
+                               rank, rank, rank)});
+  }
+}
+
+TEST(PlanClaims, EveryCommandButValidateRefusesThem) {
+  json doc = tiny_plan();
+  doc["parallelism"]["global_batch"] = 15;
+  EXPECT_EQ(plan_error_of(doc),
+            "p.json: $.parallelism.global_batch: global_batch 15 is not dp 4 x microbatch_size 1 "
+            "x num_microbatches 4 = 16");
+  EXPECT_TRUE(parse_plan(doc.dump(), "p.json", PlanCheck::shape_only).ok());
+}
+
 TEST(EncodePlan, NoNumberThatIsNotFiniteIsWritten) {
   auto p = parse_plan(tiny_plan().dump(), "plan.json");
   ASSERT_TRUE(p.ok());

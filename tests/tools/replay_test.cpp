@@ -376,9 +376,23 @@ TEST(Replay, ErrorsNameTheFileAndWhatIsMissing) {
     doc["stages"][0].erase("backward_weight_s");
     EXPECT_NE(error_of(doc).find("$.stages[0].backward_weight_s: missing"), std::string::npos);
   }
-  {  // B1.0 before F1.0 can never start: the schedule deadlocks.
+  {  // B1.0 listed before F1.0 on its own device can never start: refused as it is read.
     json doc = good;
     std::swap(doc["schedule"][1]["ops"][0], doc["schedule"][1]["ops"][1]);
+    auto plan = parse_plan(doc.dump(), "p.json");
+    ASSERT_FALSE(plan.ok());
+    EXPECT_EQ(plan.error().message,
+              "p.json: $.schedule[1].ops[1]: F(stage 1, mb 0) is listed after B(stage 1, mb 0), "
+              "which needs it first");
+  }
+  {  // Each device's order is possible alone, not together: device 1 waits for F0.1, which
+     // device 0 lists after B0.0, which waits for B1.0 behind F1.1. The replay deadlocks.
+    json doc = good;
+    auto op = [](const char* kind, int stage, int mb) {
+      return json{{"op", kind}, {"stage", stage}, {"mb", mb}, {"start_s", 0}, {"end_s", 0}};
+    };
+    doc["schedule"][0]["ops"] = {op("F", 0, 0), op("B", 0, 0), op("F", 0, 1), op("B", 0, 1)};
+    doc["schedule"][1]["ops"] = {op("F", 1, 1), op("F", 1, 0), op("B", 1, 0), op("B", 1, 1)};
     const std::string e = error_of(doc);
     EXPECT_NE(e.find("p.json: $.schedule: cannot replay"), std::string::npos) << e;
     EXPECT_NE(e.find("deadlock"), std::string::npos) << e;

@@ -81,6 +81,19 @@ struct PlanProblem {
 /// were left out ("... and N more").
 std::vector<PlanProblem> check_plan_structure(const Plan& plan);
 
+/// What a plan says of itself that its own numbers contradict, checked without the profiles
+/// by every command but validate (which checks each against the profiles, as its degrees,
+/// layers, skips, schedule and rank_map violations):
+///   degrees   global_batch = dp x microbatch_size x num_microbatches;
+///   layers    no layer in two stages;
+///   skips     each skip's producer_device, consumer_device and local agree with the devices
+///             of its producer_stage and consumer_stage;
+///   schedule  on each device, F before B (or I) before W of the same stage and microbatch;
+///   rank_map  every rank's node and local_device as one count of devices per node numbers
+///             them (rank = node x devices per node + local device).
+/// Run on a plan that passed check_plan_structure.
+std::vector<PlanProblem> check_plan_claims(const Plan& plan);
+
 inline constexpr std::size_t kMaxProblemsShown = 10;
 
 }  // namespace pulse
