@@ -1,6 +1,7 @@
 #include "pulse/base/io.hpp"
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 
@@ -58,7 +59,9 @@ Result<std::string> write_temporary(const std::string& path, std::string_view co
   const auto slash = path.find_last_of('/');
   const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
-  std::string temp = dir + "." + name + ".tmp-XXXXXX";
+  // At most 200 bytes of the name: with ".tmp-XXXXXX" and the backup's ".old" (commit), a
+  // name of 255 bytes, the most most file systems allow, still has room for both.
+  std::string temp = dir + "." + name.substr(0, 200) + ".tmp-XXXXXX";
   const int fd = mkstemp(temp.data());
   if (fd < 0) {
     return internal_error(fmt::format("{}: cannot create a temporary file beside it: {}", path,
@@ -233,6 +236,16 @@ std::string unwritable(const NamedPath& out) {
     return "";
   }
   const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  if (out.path.size() >= PATH_MAX) {
+    return fmt::format("{}...: the path has {} bytes; the system allows {}",
+                       described(out).substr(0, 80), out.path.size(), PATH_MAX - 1);
+  }
+  const long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
+  const std::string name = path.filename().native();
+  if (name_max > 0 && name.size() > static_cast<std::size_t>(name_max)) {
+    return fmt::format("{}: the file name has {} bytes; the file system allows {}", described(out),
+                       name.size(), name_max);
+  }
   const fs::file_status status = fs::status(dir, ec);
   if (!fs::exists(status)) {
     return fmt::format("{}: directory {} does not exist", described(out), dir.native());
