@@ -264,6 +264,12 @@ std::string unwritable(const NamedPath& out) {
 
 Status check_output_paths(std::string_view command, const std::vector<NamedPath>& inputs,
                           const std::vector<NamedPath>& outputs) {
+  for (const NamedPath& in : inputs) {
+    if (in.path.empty()) {
+      return usage_error(fmt::format("{}: {} needs a file name, got an empty one", command,
+                                     in.option.empty() ? "the input" : in.option));
+    }
+  }
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const NamedPath& out = outputs[i];
     for (std::size_t j = 0; j < i; ++j) {

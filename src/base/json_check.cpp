@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -57,16 +58,27 @@ std::string JsonPath::str() const {
   return note.empty() ? text : text + " (" + note + ")";
 }
 
-Result<std::string> read_text_file(const std::string& path) {
+Result<std::string> read_text_file(const std::string& path, std::int64_t max_bytes,
+                                   std::string_view limit) {
+  if (path.empty()) return input_error("an input's file name is empty; expected the path of a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return input_error(
         fmt::format("{}: cannot open file for reading: {}", path, std::strerror(errno)));
   }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
+  // In pieces, so that a stream with no end (/dev/zero, a pipe that never closes its
+  // writer's side while writing) stops at the limit instead of filling the memory.
+  std::string text;
+  std::vector<char> piece(std::size_t{1} << 20);
+  while (in) {
+    in.read(piece.data(), static_cast<std::streamsize>(piece.size()));
+    text.append(piece.data(), static_cast<std::size_t>(in.gcount()));
+    if (static_cast<std::int64_t>(text.size()) > max_bytes) {
+      return input_error(fmt::format("{}: more than {} bytes ({})", path, max_bytes, limit));
+    }
+  }
   if (in.bad()) return input_error(fmt::format("{}: read error", path));
-  return buffer.str();
+  return text;
 }
 
 namespace {

@@ -636,7 +636,7 @@ Result<std::string> read_plan_text(const std::string& path) {
                     "plan file limit)",
                     path, size, kMaxPlanFileBytes));
   }
-  return read_text_file(path);
+  return read_text_file(path, kMaxPlanFileBytes, "the plan file limit, 1 GiB");
 }
 
 Result<Plan> load_plan(const std::string& path, PlanCheck checks) {

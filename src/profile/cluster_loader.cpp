@@ -207,7 +207,7 @@ Result<ClusterProfile> parse_cluster_profile(std::string_view text, const std::s
 }
 
 Result<ClusterProfile> load_cluster_profile(const std::string& path) {
-  auto text = read_text_file(path);
+  auto text = read_text_file(path, kMaxProfileFileBytes, "the profile file limit, 256 MiB");
   if (!text) return text.error();
   return parse_cluster_profile(*text, path);
 }

@@ -313,7 +313,7 @@ Result<ModelProfile> parse_model_profile(std::string_view text, const std::strin
 }
 
 Result<ModelProfile> load_model_profile(const std::string& path) {
-  auto text = read_text_file(path);
+  auto text = read_text_file(path, kMaxProfileFileBytes, "the profile file limit, 256 MiB");
   if (!text) return text.error();
   return parse_model_profile(*text, path);
 }

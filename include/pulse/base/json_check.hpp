@@ -30,8 +30,10 @@ struct JsonPath {
   std::string str() const;
 };
 
-/// Reads a file into a string; an error names the file.
-Result<std::string> read_text_file(const std::string& path);
+/// Reads a file into a string; an error names the file. A file (or stream) of more than
+/// `max_bytes` is refused as soon as that many are read, the error naming `limit`.
+Result<std::string> read_text_file(const std::string& path, std::int64_t max_bytes,
+                                   std::string_view limit);
 
 /// Parses JSON text; malformed text gives an input error with line and column.
 Result<json> parse_json(std::string_view text, const std::string& file);

@@ -42,6 +42,10 @@ inline constexpr std::int64_t kMaxLayerParams = std::int64_t{1} << 40;
 /// Device memory in a cluster profile (1 PiB).
 inline constexpr std::int64_t kMaxDeviceMemory = std::int64_t{1} << 50;
 
+/// A model or cluster profile file, bytes: 256 MiB, about ten times the largest profile the
+/// limits below allow in practice (4096 layers, each with a few device types' times).
+inline constexpr std::int64_t kMaxProfileFileBytes = std::int64_t{256} << 20;
+
 /// Seconds one layer may take for one microbatch, forward or backward.
 inline constexpr double kMaxLayerSeconds = 3600;
 /// The slowest layer's forward time must be at least this: the plans' time quantum (1 ns,
