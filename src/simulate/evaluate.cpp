@@ -79,10 +79,12 @@ Evaluation evaluate(const PipelineModel& model, const Timeline& timeline,
     e.iteration_s = std::max(e.iteration_s, a.start_s + a.seconds);
   }
   e.allreduce_exposed_s = e.iteration_s - timeline.makespan_s;
-  e.samples_per_s = global_batch / e.iteration_s;
+  // An iteration of 0 s (every time rounded to 0) has no throughput and no bubble; the
+  // planner refuses such a model and replay_plan such a plan, so 0 is only a placeholder.
+  e.samples_per_s = e.iteration_s > 0 ? global_batch / e.iteration_s : 0;
   double idle = 0;
   for (const DeviceTimeline& d : timeline.devices) idle += d.idle_s;
-  e.bubble_ratio = idle / (P * timeline.makespan_s);
+  e.bubble_ratio = timeline.makespan_s > 0 ? idle / (P * timeline.makespan_s) : 0;
   return e;
 }
 

@@ -276,6 +276,12 @@ Result<Replay> Rebuild::run() {
   }
   out_.timeline = std::move(*timeline);
   out_.evaluation = evaluate(model_, out_.timeline, allreduce_s, par.global_batch, plan_.options.memory);
+  if (!(out_.timeline.makespan_s > 0)) {
+    return input_error(fmt::format(
+        "{}: $.stages: every stage and transfer time{} is 0 s at the plans' 1 ns resolution: a "
+        "pipeline of 0 s has no throughput or bubble (pulse-plan plans no such model)",
+        plan_.file, compute_scale_ != 1 || link_scale_ != 1 ? " (as scaled)" : ""));
+  }
 
   if (cluster_) {
     out_.capacity_bytes = cluster_->usable_memory();

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <tuple>
@@ -335,6 +336,24 @@ std::string error_of(const json& doc, const ClusterProfile* cluster = nullptr) {
   if (r.ok()) return "";
   EXPECT_EQ(r.error().kind, ErrorKind::input);
   return r.error().message;
+}
+
+// Stage and transfer times of 0 s (a hand edit: no model pulse-plan plans has them, each
+// has a layer of 1 ns or more) would replay to a pipeline of 0 s, 0/0 bubble and infinite
+// samples/s: refused, with or without a scale. A pipeline of 1 ns replays.
+TEST(Replay, APipelineOfZeroSecondsIsRefused) {
+  json doc = hand_plan(0, false);
+  for (json& s : doc["stages"]) s["forward_s"] = s["backward_s"] = s["backward_weight_s"] = 0.0;
+  const std::string e = error_of(doc);
+  EXPECT_EQ(e, "p.json: $.stages: every stage and transfer time is 0 s at the plans' 1 ns "
+               "resolution: a pipeline of 0 s has no throughput or bubble (pulse-plan plans no "
+               "such model)");
+  doc["stages"][0]["forward_s"] = 1e-9;
+  auto r = replay_text(doc.dump());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_GT(r->timeline.makespan_s, 0);
+  EXPECT_TRUE(std::isfinite(r->evaluation.samples_per_s));
+  EXPECT_TRUE(std::isfinite(r->evaluation.bubble_ratio));
 }
 
 TEST(Replay, ErrorsNameTheFileAndWhatIsMissing) {
