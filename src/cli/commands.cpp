@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "pulse/base/json_check.hpp"
 #include "pulse/base/version.hpp"
@@ -59,6 +60,26 @@ Status check_scale_limit(std::string_view command, std::string_view option, doub
       fmt::format("{}: {} must be from {:g} to {:g} (the what-if factor limit), "
                   "got {:g}",
                   command, option, kMinScale, kMaxScale, factor));
+}
+
+Status write_verdict_outputs(std::string_view command, const std::vector<Output>& outputs,
+                             bool passed, std::string_view without) {
+  if (passed) return write_outputs(outputs);
+  std::vector<Output> streams;
+  std::vector<std::string> files;
+  for (const Output& o : outputs) {
+    if (o.path == "-") {
+      streams.push_back(o);
+    } else {
+      files.push_back(o.path);
+    }
+  }
+  if (!files.empty()) {
+    std::cerr << fmt::format("pulse-plan: {}: not written, as the command fails: {} (run it "
+                             "without {} to write them)\n",
+                             command, fmt::join(files, ", "), without);
+  }
+  return write_outputs(streams);
 }
 
 bool stderr_is_terminal() {

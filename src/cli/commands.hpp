@@ -7,6 +7,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "pulse/base/io.hpp"
 #include "pulse/base/result.hpp"
 
 namespace pulse::cli {
@@ -35,6 +36,13 @@ Result<boost::program_options::variables_map> parse_options(
 /// error naming the command and the option: beyond it a plan would state times its reader
 /// refuses.
 Status check_scale_limit(std::string_view command, std::string_view option, double factor);
+
+/// A command whose verdict fails (simulate --check, diff's --fail-if-* thresholds) exits
+/// non-zero, and a command that exits non-zero leaves no file: of `outputs`, only those for
+/// stdout ("-") are written; the files are named on stderr as not written, with how to get
+/// them (`without`: "--check", "the --fail-if-* thresholds").
+Status write_verdict_outputs(std::string_view command, const std::vector<Output>& outputs,
+                             bool passed, std::string_view without);
 
 /// True when stderr is a terminal (progress and colour go there only then).
 bool stderr_is_terminal();

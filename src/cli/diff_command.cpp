@@ -48,7 +48,9 @@ terminal, unless --color says otherwise; NO_COLOR in the environment turns auto 
 
 For CI, --fail-if-slower PCT exits 4 when NEW's throughput (samples/s) is more than PCT
 percent below OLD's, and --fail-if-more-traffic PCT when NEW moves more than PCT percent
-more point-to-point bytes per sample. The report is written either way.
+more point-to-point bytes per sample. The report is printed either way, but with a
+threshold crossed no -o file is written (a command that fails leaves no file): for a page
+and a gate, run diff once with -o and once with the thresholds.
 
 Both plans name their inputs (inputs.model, inputs.cluster: file, profile name, sha256).
 Plans that name the same profile file and profile but different sha256 were made from
@@ -239,9 +241,13 @@ int diff_command(const std::vector<std::string>& args) {
   const std::string text = *format == "json"   ? format_diff_json(d)
                            : *format == "html" ? format_diff_html(d, *a, *b)
                                                : format_diff_table(d, {*color});
-  if (auto written = write_outputs({{output, text}}); !written) return report(written.error());
   const std::vector<std::string> reasons = tripped(d, *slower, *traffic);
   for (const std::string& r : reasons) std::cerr << "pulse-plan: diff: " << r << "\n";
+  if (auto written = write_verdict_outputs("diff", {{output, text}}, reasons.empty(),
+                                           "the --fail-if-* thresholds");
+      !written) {
+    return report(written.error());
+  }
   return reasons.empty() ? 0 : kThresholdExit;
 }
 

@@ -72,7 +72,9 @@ po::options_description simulate_options() {
       "write the report to FILE instead of stdout (atomically)")(
       "trace", po::value<std::string>()->value_name("FILE"),
       "also write the replayed timeline as a Chrome trace (chrome://tracing, Perfetto)")(
-      "check", "exit 1 when a figure differs from the plan's predicted ones")("help,h",
+      "check",
+      "exit 1 when a figure differs from the plan's predicted ones (then no -o or --trace "
+      "file is written)")("help,h",
                                                                               "this help");
   return o;
 }
@@ -223,13 +225,16 @@ int simulate_command(const std::vector<std::string>& args) {
                                 : "";
   std::vector<Output> files = {{outputs[0].path, body}};
   if (vm->count("trace")) files.push_back({outputs[1].path, trace});
-  if (auto written = write_outputs(files); !written) return report(written.error());
-  if (vm->count("check") && !differences.empty()) {
+  const bool passed = !vm->count("check") || differences.empty();
+  if (!passed) {
     std::cerr << fmt::format(
         "pulse-plan: {}: the replay differs from the plan's predicted figures in {} place{}\n",
         name, differences.size(), differences.size() == 1 ? "" : "s");
-    return 1;
   }
+  if (auto written = write_verdict_outputs("simulate", files, passed, "--check"); !written) {
+    return report(written.error());
+  }
+  if (!passed) return 1;
   return 0;
 }
 
