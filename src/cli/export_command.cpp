@@ -33,8 +33,9 @@ Writes a plan in another format, to stdout or atomically to -o FILE:
              with empty cells between. Beside it a JSON side file (pulse.torch-stages/v2):
              each row's pipeline device and the global rank of every replica, each stage's
              group rank and layers, the skip tensors each rank caches, skips that cross
-             ranks. With -o out.csv it is out.stages.json; name it with --stages FILE
-             (required for it when the CSV goes to stdout). Both appear or neither. A plan
+             ranks. With -o out.csv it is out.stages.json; name it with --stages FILE.
+             With the CSV on stdout there is a side file only if --stages names it (else
+             a note on stderr says none is written). Both appear or neither. A plan
              whose pipeline groups order their devices differently is refused (exit 2):
              one CSV cannot serve them all.
   dot        Graphviz: layers in stage clusters, filled by device, skip edges dashed
