@@ -6,6 +6,9 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -99,9 +102,75 @@ std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size
 
 }  // namespace
 
+namespace {
+
+// The parser's events, followed to the first key an object has twice. JSON leaves it to the
+// reader which of the two counts (nlohmann keeps the last); a profile or plan with two
+// values for one key is ambiguous, so it is refused with the key's path.
+class DuplicateKeys {
+ public:
+  bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+        frames_.push_back({true, {}, "", 0});
+        break;
+      case json::parse_event_t::array_start:
+        frames_.push_back({false, {}, "", 0});
+        break;
+      case json::parse_event_t::key: {
+        Frame& top = frames_.back();
+        top.key = parsed.get<std::string>();
+        if (!top.keys.insert(top.key).second && !first_) first_ = path();
+        break;
+      }
+      case json::parse_event_t::value:
+        next_element();
+        break;
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        frames_.pop_back();
+        next_element();
+        break;
+    }
+    return true;
+  }
+
+  const std::optional<JsonPath>& first() const { return first_; }
+
+ private:
+  struct Frame {
+    bool object;
+    std::set<std::string> keys;
+    std::string key;    // object: the key being read
+    std::size_t index;  // array: the element being read
+  };
+
+  void next_element() {
+    if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
+  }
+
+  JsonPath path() const {
+    JsonPath p;
+    for (const Frame& f : frames_) p = f.object ? p.key(f.key) : p.at(f.index);
+    return p;
+  }
+
+  std::vector<Frame> frames_;
+  std::optional<JsonPath> first_;
+};
+
+}  // namespace
+
 Result<json> parse_json(std::string_view text, const std::string& file) {
   try {
-    return json::parse(text.begin(), text.end());
+    DuplicateKeys duplicates;
+    json doc = json::parse(text.begin(), text.end(), std::ref(duplicates));
+    if (const auto& at = duplicates.first()) {
+      return input_error(fmt::format("{}: {}: this key appears twice in one object; which value "
+                                     "counts would be a guess",
+                                     file, at->str()));
+    }
+    return doc;
   } catch (const json::parse_error& e) {
     // e.byte is 1-based: the position of the last character read. nlohmann's message is
     // "[json.exception.parse_error.101] parse error at line L, column C: what"; keep what

@@ -41,5 +41,24 @@ TEST(ReadTextFile, StopsAtItsLimit) {
   EXPECT_EQ(empty.error().message, "an input's file name is empty; expected the path of a file");
 }
 
+// A key twice in one object is refused with its path, at any depth and inside arrays; the
+// same key in two different objects is fine.
+TEST(ParseJson, AKeyTwiceInOneObjectIsRefused) {
+  EXPECT_TRUE(parse_json(R"({"a": {"k": 1}, "b": {"k": 2}, "c": [{"k": 1}, {"k": 2}]})", "f.json")
+                  .ok());
+  const auto top = parse_json(R"({"name": "x", "layers": [], "name": "y"})", "f.json");
+  ASSERT_FALSE(top.ok());
+  EXPECT_EQ(top.error().kind, ErrorKind::input);
+  EXPECT_EQ(top.error().message,
+            "f.json: $.name: this key appears twice in one object; which value counts would be "
+            "a guess");
+  const auto deep =
+      parse_json(R"({"a": 1, "b": {"c": [1, [2], {"d": 2, "e": {}, "d": 3}]}})", "f.json");
+  ASSERT_FALSE(deep.ok());
+  EXPECT_EQ(deep.error().message,
+            "f.json: $.b.c[2].d: this key appears twice in one object; which value counts would "
+            "be a guess");
+}
+
 }  // namespace
 }  // namespace pulse
