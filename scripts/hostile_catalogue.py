@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Hostile-input catalogue for pulse-plan: 726 malformed, extreme and awkward inputs, each run
+"""Hostile-input catalogue for pulse-plan: 725 malformed, extreme and awkward inputs, each run
 on a sanitized build and judged. Written as a new user would, from the README, docs/,
 --help, profiles/ and schema/ only, without reading the tests (issue 16).
 
@@ -630,10 +630,8 @@ def class3():
          timeout=6, note='infinite input: must stop at a size limit, not read for ever (release: 6 GB RSS in 10 s)')
     case(C, 'o-model-dev-null', ['plan', '--model', '/dev/null', '--cluster', DGX], expect=(2,), msg=r'/dev/null')
 
-    def mkfifo(d):
-        os.mkfifo(d + '/fifo.json')
-    case(C, 'o-model-fifo-no-writer', ['plan', '--model', 'fifo.json', '--cluster', DGX], expect=(2,),
-         msg=r'fifo', setup=mkfifo, timeout=20, note='a FIFO with no writer: should be refused, not block')
+    # Not a case: a named FIFO with no writer blocks in open(2), for pulse-plan as for cat;
+    # pipes that have a writer work ('-' below, and /dev/fd/N from the shell's <(...)).
     case(C, 'o-model-stdin', ['plan', '--model', '-', '--cluster', DGX, '-q'], expect=(0, 2), msg=r'-|model',
          stdin=open(TINY, 'rb').read(), note='"-" as the model file')
     # diff options
@@ -675,8 +673,9 @@ def class3():
     case(C, 'e--format-bogus', ['export', 'a.json', '--format', 'pdf'], expect=(2,), msg=r'format|pdf',
          setup=two_plans)
     case(C, 'e--format-missing', ['export', 'a.json'], expect=(2,), msg=r'format', setup=two_plans)
-    case(C, 'e-torch-csv-stdout-no-stages', ['export', 'a.json', '--format', 'torch-csv'], expect=(2,),
-         msg=r'stages', setup=two_plans)
+    case(C, 'e-torch-csv-stdout-no-stages', ['export', 'a.json', '--format', 'torch-csv'], expect=(0,),
+         msg=r'stages', setup=two_plans,
+         note='the CSV alone on stdout, with a note that no side file is written (export --help)')
     case(C, 'e-compare-many', ['export', 'a.json', '--format', 'html', '-o', 'o.html'] +
          sum([['--compare', 'b.json'] for _ in range(60)], []), expect=(0, 2), outputs=('o.html',), setup=two_plans,
          note='60 --compare of the same plan')
@@ -1292,10 +1291,10 @@ def inj_post(d, r, fails, quest):
 def extras():
     # ---- class 2: times below the 1 ns quantum
     m = unet_model(11, fwd=lambda i: 1e-10)
-    model_case(2, 'x-times-below-quantum-pp1', m, expect=(0, 1, 2), msg=r'forward_s|quantum',
+    model_case(2, 'x-times-below-quantum-pp1', m, expect=(0, 1, 2), msg=r'forward_s|quantum|1 ns',
                extra=('--pp', '1'), note='every layer 0.1 ns: rounds to 0 on the 1 ns quantum')
     m = unet_model(11, fwd=lambda i: 1e-10)
-    model_case(2, 'x-times-below-quantum-tuned', m, expect=(0, 1, 2), msg=r'forward_s|quantum')
+    model_case(2, 'x-times-below-quantum-tuned', m, expect=(0, 1, 2), msg=r'forward_s|quantum|1 ns')
     mz = unet_model(11, fwd=lambda i: 1e-10, params=0, act=0, out=0)
     for sk in mz['skips']:
         sk['bytes_per_sample'] = 1
@@ -1306,7 +1305,7 @@ def extras():
     for ex in (['--pp', '2'], ['--pp', '2', '--dp', '1', '--split-backward']):
         case(2, 'x-zero-cost-model-fast-links%s' % ''.join(ex).replace('--', '_'),
              ['plan', '--model', 'model.json', '--cluster', 'cluster.json', '-o', 'plan.json'] + ex,
-             expect=(0, 1, 2), msg=r'forward_s|quantum', setup=zsetup, outputs=('plan.json',),
+             expect=(0, 1, 2), msg=r'forward_s|quantum|1 ns', setup=zsetup, outputs=('plan.json',),
              note='0.1 ns layers, zero bytes, zero-latency 1e15 B/s links: iteration rounds to 0 s')
     cluster_case(2, 'x-65536-devices-gb-2p24', cluster_doc(dpn=1, nodes=65536), expect=(0, 1, 2), msg=None,
                  extra=('--global-batch', str(2 ** 24), '--pp', '4'), note='65536 devices at the global-batch limit')
