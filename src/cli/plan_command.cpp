@@ -99,8 +99,8 @@ po::options_description plan_options() {
       "make every link F times as fast (0.001 to 1000: bandwidth x F, latency / F)");
   add("activation-budget", po::value<std::string>()->value_name("BYTES|FRACTION"),
       "cap on each device's activation memory: bytes (8589934592, 8GiB, 512MiB) or a "
-      "fraction of the device's usable memory in (0, 1] (0.5); default: what the device "
-      "leaves");
+      "fraction of the device's usable memory in (0, 1], written with a decimal point (0.5, "
+      "1.0; a bare 1 is one byte); default: what the device leaves");
   add("solver-nodes", po::value<int>()->value_name("N")->default_value(kDefaultSolverNodes),
       "branch-and-bound nodes per integer program (the deterministic work limit)");
   add("solver-time-limit", po::value<double>()->value_name("S")->default_value(kDefaultSolverSeconds),
@@ -147,7 +147,8 @@ Result<CostScales> read_scales(const po::variables_map& vm) {
 Status read_activation_budget(const std::string& text, PlanOptions& o) {
   const Error bad = usage_error(fmt::format(
       "plan: --activation-budget must be a byte count (such as 8589934592 or 8GiB) or a "
-      "fraction of the device's usable memory in (0, 1] (such as 0.5), got \"{}\"",
+      "fraction of the device's usable memory in (0, 1] with a decimal point (such as 0.5), "
+      "got \"{}\"",
       text));
   if (text.find_first_of(".eE") != std::string::npos) {
     char* end = nullptr;
