@@ -40,12 +40,16 @@ std::string plan_error_of(const json& doc) {
   return p.error().message;
 }
 
-std::vector<std::string> problems(const json& doc) {
+// What `check` (check_plan_structure or check_plan_claims) finds in the plan read without
+// the reader's own checks, one "check: path: message" line each.
+std::vector<std::string> problems(const json& doc,
+                                  std::vector<PlanProblem> (*check)(const Plan&) =
+                                      check_plan_structure) {
   auto p = parse_plan(doc.dump(), "p.json", PlanCheck::shape_only);
   EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
   std::vector<std::string> out;
   if (!p.ok()) return out;
-  for (const PlanProblem& x : check_plan_structure(*p)) {
+  for (const PlanProblem& x : check(*p)) {
     out.push_back(fmt::format("{}: {}: {}", x.check, x.path.str(), x.message));
   }
   return out;
@@ -270,14 +274,7 @@ TEST(PlanStructure, TheReaderRefusesWhatTheCheckFinds) {
 // --- The plan's claims about itself (check_plan_claims) ------------------------------
 
 std::vector<std::string> claims(const json& doc) {
-  auto p = parse_plan(doc.dump(), "p.json", PlanCheck::shape_only);
-  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
-  std::vector<std::string> out;
-  if (!p.ok()) return out;
-  for (const PlanProblem& x : check_plan_claims(*p)) {
-    out.push_back(fmt::format("{}: {}: {}", x.check, x.path.str(), x.message));
-  }
-  return out;
+  return problems(doc, check_plan_claims);
 }
 
 // tiny-unet on two DGX-1 nodes at pp 2 x dp 8: ranks 0-7 on node 0, 8-15 on node 1.
