@@ -239,13 +239,8 @@ class ClaimsCheck {
   }
 
   void degrees() {
-    const PlanParallelism& x = plan_.parallelism;
-    const long batch = static_cast<long>(x.dp) * x.microbatch_size * x.num_microbatches;
-    if (batch != x.global_batch) {
-      fail("degrees", JsonPath{}.key("parallelism").key("global_batch"),
-           fmt::format("global_batch {} is not dp {} x microbatch_size {} x num_microbatches "
-                       "{} = {}",
-                       x.global_batch, x.dp, x.microbatch_size, x.num_microbatches, batch));
+    if (auto wrong = global_batch_contradiction(plan_.parallelism)) {
+      fail("degrees", JsonPath{}.key("parallelism").key("global_batch"), std::move(*wrong));
     }
   }
 
@@ -291,25 +286,28 @@ class ClaimsCheck {
   }
 
   // An op's own stage and microbatch come first, F before B or I before W: a device that
-  // lists them the other way round could never run them (each needs the one before).
+  // lists them the other way round could never run them (each needs the one before). Every
+  // op of a stage is on the stage's device (check_plan_structure), so one table of
+  // (stage, microbatch) serves all devices, as the structure's `seen` does.
   void op_order() {
+    struct Latest {
+      int slot = -1;      // the latest listed so far: 0 F, 1 B or I, 2 W (slot())
+      std::size_t k = 0;  // and where in its device's list
+    };
+    const int M = plan_.parallelism.num_microbatches;
+    std::vector<Latest> latest(static_cast<std::size_t>(plan_.num_stages()) * M);
     for (DeviceId d = 0; d < static_cast<int>(plan_.schedule.size()); ++d) {
       const std::vector<PlanOp>& ops = plan_.schedule[d];
-      // (stage, mb) -> the latest step listed so far (slot: 0 F, 1 B or I, 2 W) and where.
-      std::map<std::pair<StageId, int>, std::pair<int, std::size_t>> done;
       for (std::size_t k = 0; k < ops.size(); ++k) {
         const Op& op = ops[k].op;
-        const int step = slot(op.kind);
-        const auto key = std::pair{op.stage, op.mb};
-        const auto it = done.find(key);
-        if (it != done.end() && it->second.first > step) {
-          const Op& later = ops[it->second.second].op;
+        Latest& seen = latest[static_cast<std::size_t>(op.stage) * M + op.mb];
+        if (seen.slot > slot(op.kind)) {
           fail("schedule", JsonPath{}.key("schedule").at(d).key("ops").at(k),
                fmt::format("{} is listed after {}, which needs it first", op_text(op),
-                           op_text(later)));
+                           op_text(ops[seen.k].op)));
           continue;
         }
-        done[key] = {step, k};
+        seen = {slot(op.kind), k};
       }
     }
   }
@@ -363,6 +361,14 @@ class ClaimsCheck {
 
 std::vector<PlanProblem> check_plan_structure(const Plan& plan) {
   return StructureCheck(plan).run();
+}
+
+std::optional<std::string> global_batch_contradiction(const PlanParallelism& x) {
+  const long batch = static_cast<long>(x.dp) * x.microbatch_size * x.num_microbatches;
+  if (batch == x.global_batch) return std::nullopt;
+  return fmt::format(
+      "global_batch {} is not dp {} x microbatch_size {} x num_microbatches {} = {}",
+      x.global_batch, x.dp, x.microbatch_size, x.num_microbatches, batch);
 }
 
 std::vector<PlanProblem> check_plan_claims(const Plan& plan) {

@@ -100,13 +100,7 @@ void Validator::check_degrees() {
     fail("degrees", fmt::format("pp {} x dp {} needs {} devices, cluster {} has {}", x.pp, x.dp,
                                 needed, cluster_.name, cluster_.num_devices()));
   }
-  const long batch = static_cast<long>(x.dp) * x.microbatch_size * x.num_microbatches;
-  if (batch != x.global_batch) {
-    fail("degrees",
-         fmt::format("global_batch {} is not dp {} x microbatch_size {} x "
-                     "num_microbatches {} = {}",
-                     x.global_batch, x.dp, x.microbatch_size, x.num_microbatches, batch));
-  }
+  if (auto wrong = global_batch_contradiction(x)) fail("degrees", std::move(*wrong));
   if (x.devices_used.value_or(0) > 0 && *x.devices_used != needed) {
     fail("degrees", fmt::format("devices_used {} is not pp {} x dp {} = {}", *x.devices_used, x.pp,
                                 x.dp, needed));

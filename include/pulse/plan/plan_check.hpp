@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -93,6 +94,10 @@ std::vector<PlanProblem> check_plan_structure(const Plan& plan);
 ///             them (rank = node x devices per node + local device).
 /// Run on a plan that passed check_plan_structure.
 std::vector<PlanProblem> check_plan_claims(const Plan& plan);
+
+/// "global_batch G is not dp x microbatch_size x num_microbatches = N" when the degrees
+/// disagree (check_plan_claims's degrees, and validate's), else nothing.
+std::optional<std::string> global_batch_contradiction(const PlanParallelism& degrees);
 
 inline constexpr std::size_t kMaxProblemsShown = 10;
 
