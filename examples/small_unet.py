@@ -79,7 +79,8 @@ class Conv2d(nn.Conv2d):
 def timestep_features(t, dim):
     """Sinusoidal timestep features, as in DDPM / diffusers' get_timestep_embedding."""
     half = dim // 2
-    freqs = torch.exp(-math.log(10000.0) * torch.arange(half, dtype=torch.float64) / half)
+    freqs = torch.exp(-math.log(10000.0) * torch.arange(half, dtype=torch.float64,
+                                                    device=t.device) / half)
     args = t.to(torch.float64)[:, None] * freqs[None, :]
     return torch.cat([torch.sin(args), torch.cos(args)], dim=1)
 
