@@ -294,7 +294,7 @@ def launch_all(opts: RunOptions) -> None:
         with open(os.path.join(opts.out, "summary.json"), "w") as f:
             json.dump(summary, f, indent=2)
             f.write("\n")
-        for warning in summary["warnings"]:
+        for warning in [] if opts.quiet else summary["warnings"]:
             print(f"pulse-run: warning: {warning}", file=sys.stderr, flush=True)
         print(json.dumps(summary))
 

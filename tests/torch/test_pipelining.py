@@ -265,6 +265,11 @@ class Torch2(unittest.TestCase):
         with open(os.path.join(out, "summary.json")) as f:
             self.assertAlmostEqual(json.load(f)["loss"][0], ref["loss"], delta=1e-9)
 
+    def test_v_pp1_one_rank(self):
+        """Both stages of the V on one rank: local handoff and the skip cache only (the
+        one-GPU check on CUDA)."""
+        self.run_plan("--dp", "1", "--pp", "1", "--global-batch", "4", "--family", "v")
+
     def test_v_pp2(self):
         self.run_plan("--dp", "1", "--pp", "2", "--global-batch", "4", "--family", "v")
 
@@ -290,6 +295,20 @@ class Torch2(unittest.TestCase):
         self.run_plan("--dp", "1", "--pp", "2", "--global-batch", "4", "--split-backward", waves=True)
 
 
+def skip_unless_pipelining(argv):
+    """Exit 77 (CTest: skipped) when only Torch2 is asked for and this PyTorch lacks
+    _PipelineScheduleRuntime, with the reason."""
+    from pulse_runtime import pipelining
+    if argv[1:] == ["Torch2"]:
+        try:
+            pipelining.require_pipelining()
+        except pipelining.PipeliningUnavailable as e:
+            print(f"SKIP: {e}")
+            sys.exit(common.SKIP_RETURN_CODE)
+
+
 if __name__ == "__main__":
-    OPTS, argv = common.main([(("--device",), {"default": "cpu"})])
+    OPTS, argv = common.main([(("--device",), {"default": "cpu",
+                                               "help": "Torch2: cpu (gloo) or cuda (NCCL)"})])
+    skip_unless_pipelining(argv)
     unittest.main(argv=argv)
