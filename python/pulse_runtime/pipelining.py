@@ -80,6 +80,11 @@ class RankContext:
     """State the stages of one rank share during an iteration."""
     microbatches: list[dict[str, torch.Tensor]] = field(default_factory=list)
     mb: int = 0                                          # the microbatch being forwarded
+    in_chunk: bool = False  # inside forward_one_chunk (not PipelineStage's shape inference)
+    # (kind, name) -> (shape, dtype) of a microbatch's value, for shape inference's dry run
+    shapes: dict[tuple[str, str], tuple[tuple[int, ...], torch.dtype]] = field(
+        default_factory=dict)
+    device: Any = "cpu"
     values: dict[Key, torch.Tensor] = field(default_factory=dict)
     grads: dict[Key, torch.Tensor] = field(default_factory=dict)
     taken: set[Key] = field(default_factory=set)  # gradients a producer has used
@@ -88,6 +93,17 @@ class RankContext:
         self.values.clear()
         self.grads.clear()
         self.taken.clear()
+
+    def value(self, key: Key) -> torch.Tensor:
+        """The stored value; during PipelineStage's own shape inference (a PyTorch whose
+        PipelineStage takes no input_args/output_args), zeros of its shape."""
+        if key in self.values:
+            return self.values[key]
+        if not self.in_chunk and key[:2] in self.shapes:
+            shape, dtype = self.shapes[key[:2]]
+            return torch.zeros(shape, dtype=dtype, device=self.device)
+        raise KeyError(f"{key[0]} {key[1]!r} of microbatch {key[2]} is read before the stage "
+                       f"that makes it ran (is the CSV this plan's export?)")
 
     def unused_gradients(self) -> list[Key]:
         """Gradients deposited by a consumer that no producer's backward took (a schedule
@@ -103,7 +119,7 @@ class _Import(torch.autograd.Function):
     def forward(ctx: Any, rank: RankContext, keys: tuple[Key, ...],
                 anchor: torch.Tensor) -> tuple[torch.Tensor, ...]:
         ctx.rank, ctx.keys = rank, keys
-        return tuple(rank.values[k].detach() for k in keys)
+        return tuple(rank.value(k).detach() for k in keys)
 
     @staticmethod
     def backward(ctx: Any, *grads: torch.Tensor) -> tuple[None, None, None]:
@@ -252,8 +268,11 @@ def make_stage_class(base: type) -> type:
         rank_context: RankContext
 
         def forward_one_chunk(self, fwd_chunk_id: int, *args: Any, **kwargs: Any) -> Any:
-            self.rank_context.mb = fwd_chunk_id
-            return super().forward_one_chunk(fwd_chunk_id, *args, **kwargs)
+            self.rank_context.mb, self.rank_context.in_chunk = fwd_chunk_id, True
+            try:
+                return super().forward_one_chunk(fwd_chunk_id, *args, **kwargs)
+            finally:
+                self.rank_context.in_chunk = False
 
         def _get_init_p2p_neighbors_ops(self) -> list[Any]:
             ops = []
@@ -351,14 +370,20 @@ def build(plan: Plan, csv_path: str, rank: int, device: Any,
     stage_rank = [device_rank[d] for d in plan.stage_device]
     layout = Layout(plan, stage_rank)
     shapes = comm.Shapes(plan.model, plan.microbatch_size, device)
-    ctx = RankContext()
+    stage_last = [last for _, last in plan.stage_range]
+    ctx = RankContext(shapes={(v.kind, v.name): shapes.of((v.kind, v.name), stage_last)
+                              for v in layout.values}, device=device)
     stage_class = make_stage_class(PipelineStage)
+    # PipelineStage has taken input_args/output_args since PyTorch 2.4; without them it infers
+    # the shapes itself by a dry run (RankContext.value serves that run).
+    hints = {"input_args", "output_args"} <= set(inspect.signature(PipelineStage).parameters)
     modules, stages = {}, []
     for s in plan.stages_on(info.pipeline_device):
         modules[s] = StageModule(plan, layout, s, ctx).to(device)
         inputs, outputs = stage_meta(plan, shapes, layout, s, device)
-        stage = stage_class(modules[s], s, len(plan.stages), device, input_args=inputs,
-                            output_args=outputs, group=pipeline_group)
+        extra = {"input_args": inputs, "output_args": outputs} if hints else {}
+        stage = stage_class(modules[s], s, len(plan.stages), device, group=pipeline_group,
+                            **extra)
         stage.rank_context = ctx
         stages.append(stage)
     schedule = make_schedule(schedules, stages, plan, ctx)

@@ -7,7 +7,6 @@ examples/torch_pipelining.py is the command line.
 
 from __future__ import annotations
 
-import datetime
 import os
 import time
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ import torch.distributed as dist
 
 from . import blocklist, optim
 from .pipelining import RankPipeline, build, require_pipelining
-from .runner import RunError, RunOptions, prepare, torch_device_of
+from .runner import RunError, RunOptions, start_rank
 
 
 @dataclass(frozen=True)
@@ -53,18 +52,7 @@ def run_rank(opts: PipeliningOptions, rank: int, world_size: int,
     if run.dtype not in ("float32", "float64"):
         raise RunError(f"--dtype {run.dtype}: the pipelining adapter runs in the model's dtype "
                        f"(float32 or float64); pulse-run trains in mixed precision")
-    blocklist.keep_freed_memory()
-    torch.set_num_threads(run.threads)
-    device = torch_device_of(run, rank)
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
-    p = prepare(run, device)
-    if world_size != p.plan.world_size:
-        raise RunError(f"{world_size} processes, the plan's rank_map has {p.plan.world_size}")
-    dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
-                            init_method=init_method or "env://", rank=rank,
-                            world_size=world_size,
-                            timeout=datetime.timedelta(seconds=run.timeout))
+    device, p = start_rank(run, rank, world_size, init_method)
     pipeline_group, dp_group, dp_size = process_groups(p.plan, rank)
     pipe = build(p.plan, opts.csv, rank, device, pipeline_group)
     optimizer = optim.Optimizer(pipe.parameters(), dp_group, dp_size,

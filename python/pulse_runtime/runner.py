@@ -106,9 +106,10 @@ def torch_device_of(opts: RunOptions, rank: int) -> Any:
     return torch.device("cuda", local % torch.cuda.device_count())
 
 
-def run_rank(opts: RunOptions, rank: int, world_size: int | None = None,
-             init_method: str | None = None) -> None:
-    """Runs one rank; with `init_method` None, torch.distributed reads torchrun's env://."""
+def start_rank(opts: RunOptions, rank: int, world_size: int | None,
+               init_method: str | None) -> tuple[Any, Prepared]:
+    """A rank's device, model and plan (checked), and its process group joined: NCCL on
+    CUDA, gloo otherwise; with `init_method` None, torchrun's env://."""
     import torch
     import torch.distributed as dist
 
@@ -125,6 +126,15 @@ def run_rank(opts: RunOptions, rank: int, world_size: int | None = None,
                             init_method=init_method or "env://", rank=rank,
                             world_size=p.plan.world_size,
                             timeout=datetime.timedelta(seconds=opts.timeout))
+    return torch_device, p
+
+
+def run_rank(opts: RunOptions, rank: int, world_size: int | None = None,
+             init_method: str | None = None) -> None:
+    """Runs one rank; with `init_method` None, torch.distributed reads torchrun's env://."""
+    import torch.distributed as dist
+
+    torch_device, p = start_rank(opts, rank, world_size, init_method)
     from .worker import Worker
     config = optim.Config(opts.optimizer, opts.lr, opts.momentum, zero_enabled(opts, p.plan))
     w = Worker(p.plan, p.model, rank, torch_device, config, p.shapes, p.precision)

@@ -70,7 +70,6 @@ class Emulator:
         self.last = len(plan.stages) - 1
 
     def run(self, batch, order=None):
-        import torch
         b, m = self.plan.microbatch_size, self.plan.num_microbatches
         micro = [{k: v[i * b:(i + 1) * b] for k, v in batch.items()} for i in range(m)]
         for ctx in self.contexts.values():
@@ -105,8 +104,8 @@ class Emulator:
         return ("F", s, mb) in done and later
 
     def op_F(self, s, mb):
-        import torch
-        self.contexts[self.rank_of[s]].mb = mb
+        ctx = self.contexts[self.rank_of[s]]
+        ctx.mb, ctx.in_chunk = mb, True  # as PulseStage.forward_one_chunk sets them
         if s == 0:
             data = self.contexts[self.rank_of[s]].microbatches[mb]
             inputs = [self.model.first_input(data)]

@@ -22,7 +22,6 @@ import math
 import os
 import subprocess
 import sys
-import tempfile
 import unittest
 
 import common
@@ -37,14 +36,7 @@ def close(a, b, tol):
     return bool(((a - b).abs() <= tol * scale).all()) if scale > 0 else bool((a == 0).all())
 
 
-class Base(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(self.tmp.cleanup)
-
-    def path(self, name):
-        return os.path.join(self.tmp.name, name)
-
+class Base(common.TempDirCase):
     def plan(self, profile, *options, name="plan.json"):
         out = self.path(name)
         return out, common.plan(OPTS.binary, profile, out, *options)
