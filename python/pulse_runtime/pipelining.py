@@ -145,7 +145,7 @@ class _Join(torch.autograd.Function):
         exports = tensors[n_out:n_out + n_export]
         for key, value in zip(keys, exports):
             rank.values[key] = value.detach()
-        return tuple(t.detach().contiguous() for t in tensors[:n_out])
+        return tuple(_standard_strides(t.detach()) for t in tensors[:n_out])
 
     @staticmethod
     def backward(ctx: Any, *grads: torch.Tensor) -> tuple[Any, ...]:
@@ -154,6 +154,18 @@ class _Join(torch.autograd.Function):
         zeros = [torch.zeros(shape, dtype=dtype, device=device)
                  for shape, dtype, device in ctx.anchors]
         return (None, None, None, None, *grads, *cached, *zeros)
+
+
+def _standard_strides(t: torch.Tensor) -> torch.Tensor:
+    """t with row-major strides: PipelineStage compares a stage's outputs with their meta
+    tensors stride by stride, and `contiguous()` keeps odd strides of size-1 dimensions."""
+    want, step = [], 1
+    for size in reversed(t.shape):
+        want.append(step)
+        step *= max(size, 1)
+    if list(t.stride()) == want[::-1]:
+        return t
+    return t.clone(memory_format=torch.contiguous_format)
 
 
 # --- what crosses each boundary ---------------------------------------------------------------
