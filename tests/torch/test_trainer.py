@@ -222,7 +222,11 @@ class Summary(Base):
         with open(plan_path, "w") as f:
             json.dump(plan, f)
         proc = self.pulse_run("--plan", plan_path, "--model", TEST_MODEL, "--dtype", "float64",
-                              "--iterations", "2", "--quiet", "--out", self.path("run"))
+                              "--iterations", "2", "--out", self.path("run"))
+        quiet = self.pulse_run("--plan", plan_path, "--model", TEST_MODEL, "--dtype", "float64",
+                               "--iterations", "2", "--quiet", "--out", self.path("quiet"))
+        self.assertNotIn("warning", quiet.stderr)  # --quiet: in summary.json only
+        self.assertEqual(len(self.summary(self.path("quiet"))["warnings"]), 1 + 4)
         s = self.summary(self.path("run"))
         self.assertEqual(s["predicted_iteration_s"], plan["predicted"]["iteration_s"])
         self.assertEqual(s["compared_iterations"], [2])
