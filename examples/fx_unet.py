@@ -19,18 +19,24 @@ import torch.nn.functional as F
 
 def timestep_features(t, dim):
     half = dim // 2
-    freqs = torch.exp(-math.log(10000.0) * torch.arange(half, dtype=torch.float64) / half)
+    freqs = torch.exp(-math.log(10000.0) * torch.arange(half, dtype=torch.float64,
+                                                    device=t.device) / half)
     args = t.to(torch.float64)[:, None] * freqs[None, :]
     return torch.cat([torch.sin(args), torch.cos(args)], dim=1)
 
 
 class TimestepEmbedding(nn.Module):
+    """Timesteps -> embedding. The sinusoidal features are computed here, inside a layer
+    module (not traced by torch.fx), on the timesteps' device."""
+
     def __init__(self, dim, out):
         super().__init__()
+        self.dim = dim
         self.linear_1 = nn.Linear(dim, out)
         self.linear_2 = nn.Linear(out, out)
 
-    def forward(self, features):
+    def forward(self, t):
+        features = timestep_features(t, self.dim).to(self.linear_1.weight.dtype)
         return self.linear_2(F.silu(self.linear_1(features)))
 
 
@@ -80,7 +86,6 @@ class UNet(nn.Module):
         super().__init__()
         c0, c1, c2 = channels
         temb = 4 * c0
-        self.feature_dim = c0
         self.time_embedding = TimestepEmbedding(c0, temb)
         self.conv_in = nn.Conv2d(in_ch, c0, 3, padding=1)
         self.down_blocks = nn.ModuleList([
@@ -96,7 +101,7 @@ class UNet(nn.Module):
         self.conv_out = nn.Conv2d(c0, in_ch, 3, padding=1)
 
     def forward(self, x, t):
-        temb = self.time_embedding(timestep_features(t, self.feature_dim).to(x.dtype))
+        temb = self.time_embedding(t)
         h = self.conv_in(x)
         pushed = [h]
         for block in self.down_blocks:

@@ -15,18 +15,24 @@ import torch.nn.functional as F
 
 def timestep_embedding(t, dim):
     half = dim // 2
-    freqs = torch.exp(-math.log(10000.0) * torch.arange(half, dtype=torch.float64) / half)
+    freqs = torch.exp(-math.log(10000.0) * torch.arange(half, dtype=torch.float64,
+                                                    device=t.device) / half)
     args = t.to(torch.float64)[:, None] * freqs[None, :]
     return torch.cat([torch.cos(args), torch.sin(args)], dim=1)
 
 
 class TimeEmbed(nn.Module):
+    """Timesteps -> time token. The sinusoidal features are computed here, inside a layer
+    module (not traced by torch.fx), on the timesteps' device."""
+
     def __init__(self, dim):
         super().__init__()
+        self.dim = dim
         self.fc1 = nn.Linear(dim, 4 * dim)
         self.fc2 = nn.Linear(4 * dim, dim)
 
-    def forward(self, features):
+    def forward(self, t):
+        features = timestep_embedding(t, self.dim).to(self.fc1.weight.dtype)
         return self.fc2(F.silu(self.fc1(features)))
 
 
@@ -80,7 +86,7 @@ class UViT(nn.Module):
     def forward(self, x, t):
         # Indexed, not unpacked: torch.fx cannot iterate the traced shape (docs/torch.md).
         b, height, width = x.shape[0], x.shape[2], x.shape[3]
-        time_token = self.time_embed(timestep_embedding(t, self.dim).to(x.dtype)).unsqueeze(1)
+        time_token = self.time_embed(t).unsqueeze(1)
         x = self.patch_embed(x)
         x = torch.cat([time_token, x], dim=1) + self.pos_embed
         skips = []

@@ -76,10 +76,23 @@ class Conv2d(nn.Conv2d):
         return super().forward(x)
 
 
+class GroupNorm(nn.GroupNorm):
+    """GroupNorm computed in float32 when its input is float16 or bfloat16 (as
+    guided-diffusion's GroupNorm32 does): under autocast the convolutions hand it
+    low-precision activations, which PyTorch 1.13's CPU group_norm refuses to mix with
+    float32 weights, and normalising in float32 is the numerically safe choice anyway."""
+
+    def forward(self, x):
+        if x.dtype in (torch.float16, torch.bfloat16):
+            return super().forward(x.float()).to(x.dtype)
+        return super().forward(x)
+
+
 def timestep_features(t, dim):
     """Sinusoidal timestep features, as in DDPM / diffusers' get_timestep_embedding."""
     half = dim // 2
-    freqs = torch.exp(-math.log(10000.0) * torch.arange(half, dtype=torch.float64) / half)
+    freqs = torch.exp(-math.log(10000.0) * torch.arange(half, dtype=torch.float64,
+                                                    device=t.device) / half)
     args = t.to(torch.float64)[:, None] * freqs[None, :]
     return torch.cat([torch.sin(args), torch.cos(args)], dim=1)
 
@@ -90,10 +103,10 @@ class ResBlock(nn.Module):
 
     def __init__(self, in_ch, out_ch, temb_dim):
         super().__init__()
-        self.norm1 = nn.GroupNorm(GROUPS, in_ch)
+        self.norm1 = GroupNorm(GROUPS, in_ch)
         self.conv1 = Conv2d(in_ch, out_ch, 3, padding=1)
         self.temb_proj = nn.Linear(temb_dim, out_ch)
-        self.norm2 = nn.GroupNorm(GROUPS, out_ch)
+        self.norm2 = GroupNorm(GROUPS, out_ch)
         self.conv2 = Conv2d(out_ch, out_ch, 3, padding=1)
         self.shortcut = Conv2d(in_ch, out_ch, 1) if in_ch != out_ch else nn.Identity()
 
@@ -109,7 +122,7 @@ class Attention(nn.Module):
 
     def __init__(self, ch):
         super().__init__()
-        self.norm = nn.GroupNorm(GROUPS, ch)
+        self.norm = GroupNorm(GROUPS, ch)
         self.qkv = Conv2d(ch, 3 * ch, 1)
         self.proj = Conv2d(ch, ch, 1)
 
@@ -191,7 +204,7 @@ class Mid(nn.Module):
 class Head(nn.Module):
     def __init__(self, ch, out_ch):
         super().__init__()
-        self.norm = nn.GroupNorm(GROUPS, ch)
+        self.norm = GroupNorm(GROUPS, ch)
         self.conv_out = Conv2d(ch, out_ch, 3, padding=1)
 
     def forward(self, h, env):

@@ -34,7 +34,15 @@ def wave_plan(plan, profile, k=2):
     for s in range(n - 1):
         if zigzag[s] != zigzag[s + 1]:
             per_mb = b * out_bytes[stages[s]["layers"][-1]]
-            transfers.append(transfer(s, s + 1, "main", moved(activation=per_mb), []))
+            t = transfer(s, s + 1, "main", moved(activation=per_mb), [])
+            carried = carried_crossing(plan, stages, stage_of, zigzag, s)
+            for key, grads in (("forward_bytes_per_microbatch", False),
+                               ("backward_bytes_per_microbatch", True)):
+                t[key] = dict(t[key])
+                t[key]["carried"] = sum(b * c["bytes_per_sample"] for c in carried
+                                        if c["needs_gradient"] or not grads)
+                t[key]["total"] += t[key]["carried"]
+            transfers.append(t)
     for skip in plan["skips"]:
         p, c = stage_of[skip["producer"]], stage_of[skip["consumer"]]
         local = zigzag[p] == zigzag[c]
@@ -61,3 +69,17 @@ def wave_plan(plan, profile, k=2):
                                  if k["local"] and k["producer_device"] == d]
     plan["parallelism"]["num_stages"] = n
     return plan
+
+
+def carried_crossing(plan, stages, stage_of, zigzag, s):
+    """The carried tensors a main transfer s -> s+1 moves, by the planner's rule
+    (src/cost/pipeline_model.cpp): those that exist by the end of stage s and that the
+    receiving device does not hold yet (no earlier stage on it ran after they existed)."""
+    out = []
+    for c in plan["carried"]:
+        producer = -1 if c["producer"] is None else stage_of[c["producer"]]
+        held = any(zigzag[e] == zigzag[s + 1] for e in range(max(producer, 0), s + 1))
+        if producer <= s and not held:
+            out.append(c)
+    return out
+

@@ -7,16 +7,22 @@ of blocks given its inputs: that is a pipeline stage for the runtime and one blo
 profiler. Nothing here knows about a particular model.
 """
 
+from __future__ import annotations
+
 import importlib.util
 import os
+from types import ModuleType
+from typing import Any, Callable, Iterator
+
+import torch
 
 
-def load_factory(spec):
+def load_factory(spec: str) -> Callable[..., Any]:
     """``path/to/file.py:function`` -> the function (it builds the model)."""
     return load_module(spec)[1]
 
 
-def load_module(spec):
+def load_module(spec: str) -> tuple[ModuleType, Callable[..., Any]]:
     """``path/to/file.py:function`` -> (the loaded Python module, the function)."""
     path, sep, func = spec.rpartition(":")
     if not sep or not path.endswith(".py"):
@@ -32,11 +38,11 @@ def load_module(spec):
     return module, getattr(module, func)
 
 
-def is_block_list(model):
+def is_block_list(model: Any) -> bool:
     return all(hasattr(model, a) for a in ("blocks", "block_names", "skips", "carried"))
 
 
-def check_protocol(model):
+def check_protocol(model: Any) -> None:
     """Fail early with a clear message when a model does not follow the protocol."""
     for attr in ("blocks", "block_names", "skips", "carried", "make_batch", "first_input",
                  "loss_sum"):
@@ -54,7 +60,7 @@ def check_protocol(model):
             raise TypeError(f"carried {c['name']}: unknown producer {c['producer']}")
 
 
-def block_index(model):
+def block_index(model: Any) -> dict[str, int]:
     return {name: i for i, name in enumerate(model.block_names)}
 
 
@@ -67,10 +73,12 @@ class BlockRange:
     carried tensors made here. Skips with both ends inside stay inside the autograd graph.
     """
 
-    def __init__(self, model, first, last):
+    def __init__(self, model: Any, first: int, last: int) -> None:
         self.model, self.first, self.last = model, first, last
         idx = block_index(model)
-        inside = lambda name: first <= idx[name] <= last  # noqa: E731
+        def inside(name: str) -> bool:
+            return first <= idx[name] <= last
+
         self.names = list(model.block_names[first:last + 1])
         self.skips_in = [s["name"] for s in model.skips
                          if inside(s["consumer"]) and idx[s["producer"]] < first]
@@ -83,15 +91,16 @@ class BlockRange:
             if inside(s["producer"]):
                 self._pushes.setdefault(s["producer"], []).append(s["name"])
 
-    def parameters(self):
+    def parameters(self) -> Iterator[torch.nn.Parameter]:
         for block in self.model.blocks[self.first:self.last + 1]:
             yield from block.parameters()
 
-    def named_parameters(self):
+    def named_parameters(self) -> Iterator[tuple[str, torch.nn.Parameter]]:
         for i in range(self.first, self.last + 1):
             yield from block_named_parameters(self.model, i)
 
-    def forward(self, h, env):
+    def forward(self, h: torch.Tensor, env: dict[str, Any]
+                ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         env = dict(env)
         outputs = {}
         for i in range(self.first, self.last + 1):
@@ -106,7 +115,7 @@ class BlockRange:
         return h, outputs
 
 
-def detached_leaf(t):
+def detached_leaf(t: torch.Tensor) -> torch.Tensor:
     """A stage-boundary copy: shares memory, starts a new autograd graph, collects the
     gradient in .grad (floating-point tensors only)."""
     leaf = t.detach()
@@ -115,11 +124,11 @@ def detached_leaf(t):
     return leaf
 
 
-def tensor_bytes(t):
+def tensor_bytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
 
 
-def block_named_parameters(model, i):
+def block_named_parameters(model: Any, i: int) -> Iterator[tuple[str, torch.nn.Parameter]]:
     """Block i's parameters with names stable across stage splits: the model's own names
     when it defines ``named_block_parameters(i)`` (the fx front end: the original module's
     names), else ``<block name>.<parameter path>``."""
@@ -131,13 +140,13 @@ def block_named_parameters(model, i):
         yield f"{model.block_names[i]}.{pname}", p
 
 
-def named_parameters(model):
+def named_parameters(model: Any) -> Iterator[tuple[str, torch.nn.Parameter]]:
     """Every parameter of the model, named as block_named_parameters does."""
     for i in range(len(model.blocks)):
         yield from block_named_parameters(model, i)
 
 
-def keep_freed_memory():
+def keep_freed_memory() -> None:
     """Ask glibc to keep freed memory instead of returning it to the OS.
 
     By default glibc serves large blocks with mmap and unmaps them on free, so each

@@ -9,8 +9,11 @@ continue from the newest one all of them have: a kill during a save leaves the p
 checkpoint, which is still complete everywhere. DIR may be local to each host.
 """
 
+from __future__ import annotations
+
 import os
 import re
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -18,11 +21,11 @@ import torch.distributed as dist
 ITER = re.compile(r"iter-(\d+)$")
 
 
-def _dir(root, iteration):
+def _dir(root: str, iteration: int) -> str:
     return os.path.join(root, f"iter-{iteration:06d}")
 
 
-def _held(root, rank):
+def _held(root: str, rank: int) -> set[int]:
     """Iterations for which this rank's file exists."""
     if not os.path.isdir(root):
         return set()
@@ -34,7 +37,7 @@ def _held(root, rank):
     return out
 
 
-def save(root, iteration, rank, state):
+def save(root: str, iteration: int, rank: int, state: dict[str, Any]) -> None:
     path = os.path.join(_dir(root, iteration), f"rank{rank}.pt")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     state = dict(state, iteration=iteration, rng=torch.get_rng_state())
@@ -50,15 +53,15 @@ def save(root, iteration, rank, state):
                 pass
 
 
-def resume_point(root, rank, world_size):
+def resume_point(root: str, rank: int, world_size: int) -> int:
     """The newest iteration every rank holds (0: none); collective over all ranks."""
-    held = [None] * world_size
+    held: list[Any] = [None] * world_size
     dist.all_gather_object(held, sorted(_held(root, rank)))
     common = set(held[0]).intersection(*map(set, held[1:]))
     return max(common, default=0)
 
 
-def load(root, iteration, rank, expect):
+def load(root: str, iteration: int, rank: int, expect: dict[str, Any]) -> dict[str, Any]:
     """This rank's checkpoint of `iteration`; ValueError when it is from another run
     (`expect`: the keys that must match)."""
     state = torch.load(os.path.join(_dir(root, iteration), f"rank{rank}.pt"))
@@ -70,6 +73,6 @@ def load(root, iteration, rank, expect):
     return state
 
 
-def existing(root):
+def existing(root: str) -> bool:
     """Whether DIR already holds checkpoints (a fresh run refuses to mix with them)."""
     return os.path.isdir(root) and any(ITER.match(n) for n in os.listdir(root))

@@ -17,19 +17,26 @@ one line per iteration. With --checkpoint-dir, every rank saves its state every
 ends with the parameters an uninterrupted run would have. --out DIR writes each rank's
 result (rank<R>.pt) and, on one host, DIR/summary.json.
 
+--dtype bfloat16 or float16 trains in mixed precision (float32 master weights, autocast,
+values between stages in the low precision, loss scaling for float16). --data FILE.py:FUNC
+takes the batches from a function of yours (docs/torch.md). The summary compares measured
+with predicted time, per iteration and per stage, and warns beyond 20%.
+
 Exit codes: 0 success, 1 a rank failed or timed out, 2 bad usage or a plan that does not fit
 the model, 3 internal error.
 """
+
+from __future__ import annotations
 
 import argparse
 import os
 import sys
 
 from . import checkpoint, optim
-from .runner import DTYPES, RunError, launch_all, run_rank
+from .runner import DTYPES, RunError, RunOptions, launch_all, run_rank
 
 
-def parser():
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pulse-run", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n\n".join(__doc__.split("\n\n")[1:]))
@@ -38,7 +45,14 @@ def parser():
                    help="FILE.py:FUNCTION returning a block-list model or any traceable "
                    "nn.Module (docs/torch.md)")
     p.add_argument("--iterations", type=int, default=1, help="iterations in total (default 1)")
-    p.add_argument("--dtype", choices=DTYPES, default="float32")
+    p.add_argument("--dtype", choices=DTYPES, default="float32",
+                   help="float32/float64: the model in that dtype; bfloat16/float16: mixed "
+                   "precision (default float32)")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="cuda: NCCL, one rank per GPU; cpu: gloo (default: CUDA if present)")
+    p.add_argument("--data", help="FILE.py:FUNCTION yielding the global batches (called as "
+                   "FUNCTION(global_batch=, seed=, device=, model=); default: the model's "
+                   "make_batch)")
     p.add_argument("--optimizer", choices=optim.OPTIMIZERS, default="sgd")
     p.add_argument("--lr", type=float, default=0.1, help="learning rate (default 0.1)")
     p.add_argument("--momentum", type=float, default=0.0, help="SGD momentum (default 0)")
@@ -62,7 +76,7 @@ def parser():
     return p
 
 
-def check_usage(p, args):
+def check_usage(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if args.iterations < 1:
         p.error("--iterations must be at least 1")
     if args.resume and not args.checkpoint_dir:
@@ -76,17 +90,24 @@ def check_usage(p, args):
         p.error("--rank needs --master-port")
 
 
-def main(argv=None):
+def options(args: argparse.Namespace) -> RunOptions:
+    """The library's options from the parsed command line (everything but --rank)."""
+    fields = RunOptions.__dataclass_fields__
+    return RunOptions(**{k: v for k, v in vars(args).items() if k in fields})
+
+
+def main(argv: list[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(sys.argv[1:] if argv is None else argv)
     check_usage(p, args)
+    opts = options(args)
     try:
         if args.rank is not None:
-            run_rank(args, args.rank, None, f"tcp://{args.master_addr}:{args.master_port}")
+            run_rank(opts, args.rank, None, f"tcp://{args.master_addr}:{args.master_port}")
         elif "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # torchrun
-            run_rank(args, int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]))
+            run_rank(opts, int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]))
         else:
-            launch_all(args)
+            launch_all(opts)
     except RunError as e:
         print(f"pulse-run: {e}", file=sys.stderr)
         return 2

@@ -7,18 +7,31 @@ data the plan's order guarantees will be produced, and the plan's per-device ord
 deadlock. Each tensor is its own message (the planner charges latency per tensor).
 """
 
+from __future__ import annotations
+
 import collections
+import contextlib
 import time
+from typing import TYPE_CHECKING, Any, ContextManager, Callable
 
 import torch
 import torch.distributed as dist
 
+if TYPE_CHECKING:
+    from .plan import Message, Plan, StoreKey
+
 
 class Shapes:
     """Shapes and dtypes of every value that can cross a boundary, at one microbatch size,
-    from a no-grad dry run of the model on a one-sample batch."""
+    from a no-grad dry run of the model on a one-sample batch.
 
-    def __init__(self, model, microbatch_size, device):
+    Under mixed precision (`comm_dtype` set) the dry run runs in `autocast()` as the stages
+    will, and every floating-point value crosses in `comm_dtype`, as the runtime sends it."""
+
+    def __init__(self, model: Any, microbatch_size: int, device: Any,
+                 comm_dtype: torch.dtype | None = None,
+                 autocast: Callable[[], ContextManager[Any]] = contextlib.nullcontext) -> None:
+        self.comm_dtype = comm_dtype
         batch = model.make_batch(1, seed=0, device=device)
         env, h = dict(batch), model.first_input(batch)
         producers = {}
@@ -29,7 +42,7 @@ class Shapes:
             if c["producer"] is None:
                 self.table[("carried", c["name"])] = (batch[c["name"]].shape,
                                                       batch[c["name"]].dtype)
-        with torch.no_grad():
+        with torch.no_grad(), autocast():
             for i, (name, block) in enumerate(zip(model.block_names, model.blocks)):
                 h, produced = block(h, env)
                 env.update(produced)
@@ -39,26 +52,30 @@ class Shapes:
                 for skip in producers.get(name, ()):
                     env[skip] = h
                     self.table[("skip", skip)] = (h.shape, h.dtype)
+        if comm_dtype is not None:
+            self.table = {k: (shape, comm_dtype if dtype.is_floating_point else dtype)
+                          for k, (shape, dtype) in self.table.items()}
         self.b = microbatch_size
 
-    def _bytes(self, key):
+    def _bytes(self, key: tuple[str, Any]) -> int:
         shape, dtype = self.table[key]
         n = 1
         for d in shape:
             n *= d
         return n * torch.empty((), dtype=dtype).element_size()
 
-    def skip_bytes(self, name):
+    def skip_bytes(self, name: str) -> int:
         """Bytes per sample (the dry run's batch has one sample)."""
         return self._bytes(("skip", name))
 
-    def carried_bytes(self, name):
+    def carried_bytes(self, name: str) -> int:
         return self._bytes(("carried", name))
 
-    def main_bytes(self, block):
+    def main_bytes(self, block: int) -> int:
         return self._bytes(("main_after_block", block))
 
-    def of(self, key, stage_last_block):
+    def of(self, key: StoreKey, stage_last_block: list[int]
+           ) -> tuple[tuple[int, ...], torch.dtype]:
         kind, name = key
         shape, dtype = self.table[("main_after_block", stage_last_block[name])
                                   if kind == "main" else key]
@@ -66,7 +83,8 @@ class Shapes:
 
 
 class Comm:
-    def __init__(self, plan, device, pipeline_ranks, shapes, torch_device):
+    def __init__(self, plan: Plan, device: int, pipeline_ranks: tuple[int, ...], shapes: Shapes,
+                 torch_device: torch.device) -> None:
         self.plan, self.device, self.ranks = plan, device, pipeline_ranks
         self.shapes, self.torch_device = shapes, torch_device
         self.stage_last = [last for _, last in plan.stage_range]
@@ -78,7 +96,7 @@ class Comm:
         self._outgoing = {d: self._numbered(device, d) for d in range(plan.pp) if d != device}
         self._incoming = {d: self._numbered(d, device) for d in range(plan.pp) if d != device}
 
-    def _numbered(self, src, dst):
+    def _numbered(self, src: int, dst: int) -> dict[tuple[int, int, int], int]:
         """(message id, mb, item index) -> tag, numbering src's tensors to dst in order."""
         tags, n = {}, 0
         for msg, mb in self.plan.send_sequence(src, dst):
@@ -87,7 +105,7 @@ class Comm:
                 n += 1
         return tags
 
-    def start_iteration(self):
+    def start_iteration(self) -> None:
         """Post every receive of the iteration (buffers sized from the dry run)."""
         self._recvs = {}
         for src, tags in self._incoming.items():
@@ -98,7 +116,7 @@ class Comm:
                 work = dist.irecv(buf, src=self.ranks[src], tag=tag)
                 self._recvs[(msg_id, mb, k)] = (work, buf)
 
-    def receive(self, msg, mb):
+    def receive(self, msg: Message, mb: int) -> list[torch.Tensor]:
         """Wait for the tensors of one message; returns them in item order."""
         out = []
         start = time.perf_counter()
@@ -109,7 +127,7 @@ class Comm:
         self.wait_s += time.perf_counter() - start
         return out
 
-    def send(self, msg, mb, tensors):
+    def send(self, msg: Message, mb: int, tensors: list[torch.Tensor]) -> None:
         start = time.perf_counter()
         tags = self._outgoing[msg.dst]
         for k, (item, t) in enumerate(zip(msg.items, tensors)):
@@ -120,7 +138,7 @@ class Comm:
             self.messages_sent += 1
         self.send_s += time.perf_counter() - start
 
-    def finish_iteration(self):
+    def finish_iteration(self) -> None:
         if self._recvs:
             raise RuntimeError(f"{len(self._recvs)} posted receives were never consumed")
         for work, _ in self._sends:

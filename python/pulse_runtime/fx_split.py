@@ -26,11 +26,16 @@ message: a submodule called twice or a parameter read by two layers (shared weig
 be split), a non-tensor value crossing layers, a model output that is not the last layer's.
 """
 
+from __future__ import annotations
+
 import inspect
+from typing import Any, Callable, Iterator
 
 import torch
 import torch.fx as fx
 from torch import nn
+
+Batch = dict[str, Any]
 
 CONTAINERS = (nn.ModuleList, nn.ModuleDict, nn.Sequential)
 
@@ -39,11 +44,11 @@ class SplitError(TypeError):
     pass
 
 
-def outermost_modules(root):
+def outermost_modules(root: nn.Module) -> list[str]:
     """Qualified names of the first non-container module on every path from the root."""
     out = []
 
-    def walk(module, prefix):
+    def walk(module: nn.Module, prefix: str) -> None:
         for name, child in module.named_children():
             qualified = f"{prefix}.{name}" if prefix else name
             if isinstance(child, CONTAINERS):
@@ -55,15 +60,15 @@ def outermost_modules(root):
 
 
 class _LayerTracer(fx.Tracer):
-    def __init__(self, leaves):
+    def __init__(self, leaves: list[str]) -> None:
         super().__init__()
         self.leaves = set(leaves)
 
-    def is_leaf_module(self, m, qualified_name):
+    def is_leaf_module(self, m: nn.Module, qualified_name: str) -> bool:
         return qualified_name in self.leaves or super().is_leaf_module(m, qualified_name)
 
 
-def _attr(root, target):
+def _attr(root: nn.Module, target: str) -> Any:
     value = root
     for part in target.split("."):
         value = getattr(value, part)
@@ -73,7 +78,8 @@ def _attr(root, target):
 class FxLayer(nn.Module):
     """The nodes of one layer, run on the values it receives."""
 
-    def __init__(self, root, nodes, inputs):
+    def __init__(self, root: nn.Module, nodes: list[fx.Node],
+                 inputs: dict[str, tuple[str, Any]]) -> None:
         super().__init__()
         self.root_ref = [root]  # a plain list: not a registered submodule
         self.nodes = nodes
@@ -95,7 +101,8 @@ class FxLayer(nn.Module):
         self.carried_out = {}  # carried name -> node name
         self.defaults = {}  # forward argument -> default, for arguments no batch has
 
-    def forward(self, h, env):
+    def forward(self, h: torch.Tensor, env: dict[str, Any]
+                ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         root = self.root_ref[0]
         values = {}
         for node_name, (kind, name) in self.inputs.items():
@@ -122,8 +129,11 @@ class FxLayer(nn.Module):
 class FxModel(nn.Module):
     """A traced module in the block-list protocol (see the module docstring)."""
 
-    def __init__(self, module, make_batch, loss_sum, layers, names, kinds, skips, carried,
-                 fields):
+    def __init__(self, module: nn.Module, make_batch: Callable[..., Batch],
+                 loss_sum: Callable[[torch.Tensor, Batch], torch.Tensor],
+                 layers: list[FxLayer], names: list[str], kinds: list[str],
+                 skips: list[dict[str, Any]], carried: list[dict[str, Any]],
+                 fields: list[tuple[str, Any]]) -> None:
         super().__init__()
         self.module = module
         self.blocks = nn.ModuleList(layers)
@@ -132,26 +142,27 @@ class FxModel(nn.Module):
         self.fields = fields  # (argument name, default or inspect.Parameter.empty)
         self._make_batch, self._loss_sum = make_batch, loss_sum
 
-    def make_batch(self, n, seed, dtype=None, device="cpu"):
+    def make_batch(self, n: int, seed: int, dtype: torch.dtype | None = None,
+                   device: Any = "cpu") -> Batch:
         if dtype is None:  # the model's, as block-list models do
             dtype = next((p.dtype for p in self.module.parameters()), None)
         return self._make_batch(n, seed, dtype=dtype, device=device)
 
-    def loss_sum(self, out, batch):
+    def loss_sum(self, out: torch.Tensor, batch: Batch) -> torch.Tensor:
         return self._loss_sum(out, batch)
 
-    def first_input(self, batch):
+    def first_input(self, batch: Batch) -> torch.Tensor:
         # Layer 0 has no main input: this is passed and ignored.
         return next(batch[n] for n, _ in self.fields if n in batch)
 
-    def named_block_parameters(self, i):
+    def named_block_parameters(self, i: int) -> Iterator[tuple[str, nn.Parameter]]:
         return iter(self.blocks[i].owned)
 
-    def forward(self, batch):
+    def forward(self, batch: Batch) -> torch.Tensor:
         """The original module on the whole batch: the one-device reference."""
         return self.module(*self.arguments(batch))
 
-    def arguments(self, batch):
+    def arguments(self, batch: Batch) -> list[Any]:
         args = []
         for name, default in self.fields:
             if name in batch:
@@ -164,7 +175,8 @@ class FxModel(nn.Module):
         return args
 
 
-def split(module, make_batch, loss_sum):
+def split(module: nn.Module, make_batch: Callable[..., Batch],
+          loss_sum: Callable[[torch.Tensor, Batch], torch.Tensor]) -> FxModel:
     """Traces `module` and returns its FxModel (module docstring)."""
     signature = inspect.signature(module.forward)
     fields = [(n, p.default) for n, p in signature.parameters.items()
@@ -206,7 +218,7 @@ def split(module, make_batch, loss_sum):
     return model
 
 
-def _assign_layers(nodes, anchors):
+def _assign_layers(nodes: list[fx.Node], anchors: list[fx.Node]) -> dict[fx.Node, int]:
     """Anchors are layers 0..n-1; other nodes join their first consumer's layer."""
     layer_of = {a: j for j, a in enumerate(anchors)}
     last = len(anchors) - 1
@@ -220,7 +232,9 @@ def _assign_layers(nodes, anchors):
     return layer_of
 
 
-def _cross_layer_values(nodes, layer_of, main, names, layers):
+def _cross_layer_values(nodes: list[fx.Node], layer_of: dict[fx.Node, int], main: list[Any],
+                        names: list[str], layers: list[FxLayer]
+                        ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Fills each layer's inputs and carried outputs; returns (skips, carried)."""
     skips, carried = [], []
     main_of = {m: j for j, m in enumerate(main)}
@@ -254,7 +268,7 @@ def _cross_layer_values(nodes, layer_of, main, names, layers):
     return skips, carried
 
 
-def _check_parameters(layers):
+def _check_parameters(layers: list[FxLayer]) -> None:
     owner = {}
     for j, layer in enumerate(layers):
         for name, p in layer.owned:
@@ -264,7 +278,7 @@ def _check_parameters(layers):
             owner[id(p)] = j
 
 
-def _mark_gradients(model, batch):
+def _mark_gradients(model: FxModel, batch: Batch) -> None:
     """A dry run: crossing values must be tensors with the batch first; a carried tensor
     needs its gradient sent back only when it depends on parameters."""
     env, h = dict(batch), model.first_input(batch)

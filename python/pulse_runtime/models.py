@@ -10,6 +10,11 @@ The function is called as `FUNCTION(seed=..., dtype=...)` and returns either
   samples of each sample's loss), methods of the module or functions in FILE.py.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
+import torch
 from torch import nn
 
 from . import blocklist, fx_split
@@ -19,7 +24,7 @@ class ModelError(TypeError):
     pass
 
 
-def load(spec, seed=0, dtype=None):
+def load(spec: str, seed: int = 0, dtype: torch.dtype | None = None) -> Any:
     module, factory = blocklist.load_module(spec)
     kwargs = {"seed": seed} if dtype is None else {"seed": seed, "dtype": dtype}
     model = factory(**kwargs)

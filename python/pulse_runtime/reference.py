@@ -1,16 +1,23 @@
 """Single-process training on the same batches: the ground truth the runtime is checked
 against (same loss, same gradient for every parameter, same parameters after the steps)."""
 
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
 from . import blocklist, optim
 
 
-def reference_step(model, global_batch, seed, lr):
+def reference_step(model: Any, global_batch: int, seed: int, lr: float) -> dict[str, Any]:
     """One SGD step on the batch of `seed` (the runtime's first iteration with --seed
     seed - 1)."""
     return reference_train(model, global_batch, seed - 1, 1, optim.Config("sgd", lr))
 
 
-def reference_train(model, global_batch, seed, iterations, config):
+def reference_train(model: Any, global_batch: int, seed: int, iterations: int,
+                    config: optim.Config) -> dict[str, Any]:
     """`iterations` steps on one process, iteration i on the batch of seed + 1 + i as the
     runtime takes it; returns the losses, the last step's gradients and the parameters
     after the last step."""
@@ -28,14 +35,15 @@ def reference_train(model, global_batch, seed, iterations, config):
     return {"loss": losses[0], "losses": losses, "grads": grads, "params": params}
 
 
-def relative_error(a, b):
+def relative_error(a: torch.Tensor, b: torch.Tensor) -> float:
     """||a - b|| / ||b||, with 0/0 = 0 (a parameter whose gradient is exactly zero)."""
     diff = (a - b).norm().item()
     ref = b.norm().item()
     return diff / ref if ref > 0 else diff
 
 
-def compare(named_a, named_b):
+def compare(named_a: dict[str, torch.Tensor], named_b: dict[str, torch.Tensor]
+            ) -> tuple[float, str]:
     """Largest relative error over parameters, and the parameter it occurs at; fails when
     the two sets of names differ."""
     if set(named_a) != set(named_b):

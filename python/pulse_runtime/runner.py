@@ -2,9 +2,12 @@
 
 A rank builds the whole model from the seed (identical everywhere), keeps the stages of its
 pipeline device, joins the process groups, optionally resumes from a checkpoint, and runs
-iterations: iteration i (from 0) trains on the batch of seed + 1 + i, so a resumed run sees
-the batches an uninterrupted one would. Rank 0 prints one progress line per iteration.
+iterations: iteration i (from 0) trains on batch i of the data (the model's make_batch with
+seed + 1 + i, or the i-th batch of a `--data` hook), so a resumed run sees the batches an
+uninterrupted one would. Rank 0 prints one progress line per iteration.
 """
+
+from __future__ import annotations
 
 import datetime
 import json
@@ -12,69 +15,134 @@ import os
 import socket
 import sys
 import time
+from dataclasses import dataclass
+from typing import Any, Iterator
 
 from . import blocklist, checkpoint, comm, models, optim
 from .plan import Plan, PlanError
+from .precision import DTYPES, Precision, precision as make_precision
+from .summary import summarize
 
-DTYPES = ("float32", "float64")
+__all__ = ["DTYPES", "RunError", "RunOptions", "launch_all", "prepare", "run_rank",
+           "summarize"]
 
 
 class RunError(Exception):
     """Bad input found before training (exit 2)."""
 
 
-def prepare(args, torch_device=None):
+@dataclass(frozen=True)
+class RunOptions:
+    """What pulse-run was asked to do (cli.py builds it from the command line)."""
+    plan: str
+    model: str
+    iterations: int = 1
+    dtype: str = "float32"
+    optimizer: str = "sgd"
+    lr: float = 0.1
+    momentum: float = 0.0
+    zero: str = "plan"              # "plan", "0" or "1"
+    seed: int = 0
+    threads: int = 1
+    device: str = "auto"            # auto | cpu | cuda
+    data: str | None = None         # FILE.py:FUNCTION yielding global batches
+    out: str | None = None
+    checkpoint_dir: str | None = None
+    checkpoint_every: int = 1
+    resume: bool = False
+    master_addr: str = "127.0.0.1"
+    master_port: int | None = None
+    timeout: float = 300.0
+    quiet: bool = False
+
+
+@dataclass
+class Prepared:
+    model: Any
+    plan: Plan
+    shapes: comm.Shapes
+    precision: Precision
+
+
+def device_type(opts: RunOptions) -> str:
+    """"cuda" or "cpu" (--device auto picks CUDA when present)."""
+    import torch
+    if opts.device == "cuda" and not torch.cuda.is_available():
+        raise RunError("--device cuda: this PyTorch sees no CUDA device")
+    if opts.device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return opts.device
+
+
+def prepare(opts: RunOptions, torch_device: Any = None) -> Prepared:
     """Model, plan and tensor shapes, checked against each other; RunError if they differ."""
     import torch
-    dtype = getattr(torch, args.dtype)
     try:
-        model = models.load(args.model, seed=args.seed, dtype=dtype)
+        prec = make_precision(opts.dtype, device_type(opts))
+        model = models.load(opts.model, seed=opts.seed, dtype=prec.param_dtype)
     except (ValueError, TypeError, OSError) as e:
         raise RunError(str(e)) from None
-    if torch_device is not None:
-        model.to(torch_device)
+    device = torch_device or torch.device("cpu")
+    model.to(device)
     try:
-        plan = Plan(args.plan, model)
-        shapes = comm.Shapes(model, plan.microbatch_size, torch_device or "cpu")
-        plan.check_bytes(shapes, args.dtype)
-    except (PlanError, OSError, KeyError) as e:
-        raise RunError(str(e) if not isinstance(e, KeyError) else
-                       f"{args.plan}: missing key {e}") from None
-    return model, plan, shapes
+        plan = Plan.load(opts.plan, model)
+        shapes = comm.Shapes(model, plan.microbatch_size, device, prec.comm_dtype,
+                             prec.autocast)
+        plan.check_bytes(shapes, opts.dtype)
+    except (PlanError, OSError) as e:
+        raise RunError(str(e)) from None
+    return Prepared(model, plan, shapes, prec)
 
 
-def zero_enabled(args, plan):
-    return plan.zero_stage >= 1 if args.zero == "plan" else args.zero == "1"
+def zero_enabled(opts: RunOptions, plan: Plan) -> bool:
+    return plan.zero_stage >= 1 if opts.zero == "plan" else opts.zero == "1"
 
 
-def run_rank(args, rank, world_size=None, init_method=None):
-    """Runs one rank; with `init_method` None, torch.distributed reads torchrun's env://."""
+def torch_device_of(opts: RunOptions, rank: int) -> Any:
+    import torch
+    if device_type(opts) != "cuda":
+        return torch.device("cpu")
+    local = int(os.environ.get("LOCAL_RANK", rank))
+    return torch.device("cuda", local % torch.cuda.device_count())
+
+
+def start_rank(opts: RunOptions, rank: int, world_size: int | None,
+               init_method: str | None) -> tuple[Any, Prepared]:
+    """A rank's device, model and plan (checked), and its process group joined: NCCL on
+    CUDA, gloo otherwise; with `init_method` None, torchrun's env://."""
     import torch
     import torch.distributed as dist
 
     blocklist.keep_freed_memory()
-    torch.set_num_threads(args.threads)
-    use_cuda = torch.cuda.is_available()
-    local = int(os.environ.get("LOCAL_RANK", rank))
-    torch_device = torch.device("cuda", local % torch.cuda.device_count()) if use_cuda \
-        else torch.device("cpu")
-    if use_cuda:
+    torch.set_num_threads(opts.threads)
+    torch_device = torch_device_of(opts, rank)
+    if torch_device.type == "cuda":
         torch.cuda.set_device(torch_device)
-    model, plan, shapes = prepare(args, torch_device)
-    if world_size is not None and world_size != plan.world_size:
+    p = prepare(opts, torch_device)
+    if world_size is not None and world_size != p.plan.world_size:
         raise RunError(f"{world_size} processes, but the plan's rank_map has "
-                       f"{plan.world_size} ranks")
-    dist.init_process_group("nccl" if use_cuda else "gloo",
+                       f"{p.plan.world_size} ranks")
+    dist.init_process_group("nccl" if torch_device.type == "cuda" else "gloo",
                             init_method=init_method or "env://", rank=rank,
-                            world_size=plan.world_size,
-                            timeout=datetime.timedelta(seconds=args.timeout))
+                            world_size=p.plan.world_size,
+                            timeout=datetime.timedelta(seconds=opts.timeout))
+    return torch_device, p
+
+
+def run_rank(opts: RunOptions, rank: int, world_size: int | None = None,
+             init_method: str | None = None) -> None:
+    """Runs one rank; with `init_method` None, torch.distributed reads torchrun's env://."""
+    import torch.distributed as dist
+
+    torch_device, p = start_rank(opts, rank, world_size, init_method)
     from .worker import Worker
-    config = optim.Config(args.optimizer, args.lr, args.momentum, zero_enabled(args, plan))
-    w = Worker(plan, model, rank, torch_device, config, shapes)
-    start = resume(args, w, plan, rank) if args.checkpoint_dir else 0
-    record = {"losses": [], "iteration_s": [], "traces": [], "messages": 0}
-    for it in range(start, args.iterations):
-        batch = model.make_batch(plan.global_batch, seed=args.seed + 1 + it, device=torch_device)
+    config = optim.Config(opts.optimizer, opts.lr, opts.momentum, zero_enabled(opts, p.plan))
+    w = Worker(p.plan, p.model, rank, torch_device, config, p.shapes, p.precision)
+    start = resume(opts, w, p.plan, rank) if opts.checkpoint_dir else 0
+    record: dict[str, Any] = {"losses": [], "iteration_s": [], "traces": [], "messages": 0}
+    batches = data_batches(opts, p.model, p.plan.global_batch, torch_device, start)
+    for it in range(start, opts.iterations):
+        batch = next(batches)
         dist.barrier()  # all ranks start an iteration together: times are comparable
         w.comm.bytes.clear()
         sent_before = w.comm.messages_sent
@@ -83,119 +151,173 @@ def run_rank(args, rank, world_size=None, init_method=None):
         record["iteration_s"].append(seconds)
         record["traces"].append(w.trace)
         record["messages"] = w.comm.messages_sent - sent_before
-        progress(args, plan, it, loss, seconds, torch_device)
-        if args.checkpoint_dir and args.checkpoint_every and \
-                ((it + 1) % args.checkpoint_every == 0 or it + 1 == args.iterations):
-            checkpoint.save(args.checkpoint_dir, it + 1, rank, dict(w.state_dict(),
-                                                                   **run_identity(args, plan)))
-    if args.out:
-        write_rank_file(args, w, record, rank, start)
+        progress(opts, p.plan, it, loss, seconds, torch_device)
+        if opts.checkpoint_dir and ((it + 1) % opts.checkpoint_every == 0
+                                    or it + 1 == opts.iterations):
+            checkpoint.save(opts.checkpoint_dir, it + 1, rank,
+                            dict(w.state_dict(), **run_identity(opts, p.plan)))
+    if opts.out:
+        write_rank_file(opts, w, record, rank, start)
     dist.barrier()
     dist.destroy_process_group()
 
 
-def run_identity(args, plan):
+def data_batches(opts: RunOptions, model: Any, global_batch: int, torch_device: Any,
+                 start: int) -> Iterator[dict[str, Any]]:
+    """The global batch of every iteration from `start` on: the model's make_batch (seed + 1
+    + i), or the batches the --data hook yields (called as FUNCTION(global_batch=, seed=,
+    device=, model=); every rank must get the same batches), the first `start` skipped."""
+    if opts.data is None:
+        it = start
+        while True:
+            yield model.make_batch(global_batch, seed=opts.seed + 1 + it, device=torch_device)
+            it += 1
+    try:
+        hook = blocklist.load_factory(opts.data)
+    except (ValueError, OSError) as e:
+        raise RunError(f"--data {opts.data}: {e}") from None
+    count = 0
+    for batch in hook(global_batch=global_batch, seed=opts.seed, device=torch_device,
+                      model=model):
+        if count >= start:
+            yield checked_batch(opts.data, count, batch, global_batch, torch_device)
+        count += 1
+    raise RunError(f"--data {opts.data}: yielded {count} batches, {opts.iterations} "
+                   f"iterations need {opts.iterations}")
+
+
+def checked_batch(hook: str, index: int, batch: Any, global_batch: int,
+                  torch_device: Any) -> dict[str, Any]:
+    """A data hook's batch: a dict of tensors with the global batch first, moved to the
+    rank's device; RunError naming the field otherwise."""
+    import torch
+    if not isinstance(batch, dict):
+        raise RunError(f"--data {hook}: batch {index} is a {type(batch).__name__}, expected a "
+                       f"dict of tensors (the fields make_batch returns)")
+    for name, value in batch.items():
+        if not isinstance(value, torch.Tensor) or value.dim() == 0 or \
+                value.shape[0] != global_batch:
+            shape = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+            raise RunError(f"--data {hook}: batch {index} field {name!r} is {shape}, expected "
+                           f"a tensor with the global batch ({global_batch}) first")
+    return {k: v.to(torch_device) for k, v in batch.items()}
+
+
+def run_identity(opts: RunOptions, plan: Plan) -> dict[str, Any]:
     """What a checkpoint must agree on with the run that resumes from it."""
-    return {"plan_sha256": plan.sha256, "world_size": plan.world_size, "dtype": args.dtype,
-            "optimizer_kind": args.optimizer, "seed": args.seed}
+    return {"plan_sha256": plan.sha256, "world_size": plan.world_size, "dtype": opts.dtype,
+            "optimizer_kind": opts.optimizer, "seed": opts.seed}
 
 
-def resume(args, w, plan, rank):
+def resume(opts: RunOptions, w: Any, plan: Plan, rank: int) -> int:
     """The iteration to start at: after the newest checkpoint all ranks hold (--resume)."""
-    if not args.resume:
+    if not opts.resume or opts.checkpoint_dir is None:
         return 0
-    start = checkpoint.resume_point(args.checkpoint_dir, rank, plan.world_size)
+    start = checkpoint.resume_point(opts.checkpoint_dir, rank, plan.world_size)
     if start:
         try:
-            w.load_state_dict(checkpoint.load(args.checkpoint_dir, start, rank,
-                                              run_identity(args, plan)))
+            w.load_state_dict(checkpoint.load(opts.checkpoint_dir, start, rank,
+                                              run_identity(opts, plan)))
         except ValueError as e:
             raise RunError(str(e)) from None
-    if rank == 0 and not args.quiet:
+    if rank == 0 and not opts.quiet:
         print(f"pulse-run: resuming after iteration {start}" if start else
-              f"pulse-run: no checkpoint in {args.checkpoint_dir}; starting at iteration 1",
+              f"pulse-run: no checkpoint in {opts.checkpoint_dir}; starting at iteration 1",
               file=sys.stderr, flush=True)
     return start
 
 
-def progress(args, plan, it, loss, seconds, torch_device):
+def progress(opts: RunOptions, plan: Plan, it: int, loss: float, seconds: float,
+             torch_device: Any) -> None:
     """One line per iteration on rank 0: the loss summed over all ranks (the mean over the
     global batch), time, throughput."""
     import torch
     import torch.distributed as dist
     total = torch.tensor([loss], dtype=torch.float64, device=torch_device)
     dist.all_reduce(total)
-    if dist.get_rank() == 0 and not args.quiet:
-        print(f"pulse-run: iteration {it + 1}/{args.iterations}: loss {total.item():.6f}, "
+    if dist.get_rank() == 0 and not opts.quiet:
+        print(f"pulse-run: iteration {it + 1}/{opts.iterations}: loss {total.item():.6f}, "
               f"{seconds:.3f} s, {plan.global_batch / seconds:.1f} samples/s",
               file=sys.stderr, flush=True)
 
 
-def write_rank_file(args, w, record, rank, start):
+def write_rank_file(opts: RunOptions, w: Any, record: dict[str, Any], rank: int,
+                    start: int) -> None:
     import torch
+    assert opts.out is not None
     result = {"rank": rank, "device": w.device, "replica": w.replica, "first_iteration": start,
               "losses": record["losses"], "iteration_s": record["iteration_s"],
               "bytes": dict(w.comm.bytes), "messages": record["messages"],
-              "traces": record["traces"],
+              "traces": record["traces"], "stages": sorted(w.stages),
               "grads": {n: g.cpu() for n, g in getattr(w, "grads", {}).items()},
               "params": {n: p.detach().cpu() for n, p in w.named.items()},
               "optimizer_state_numel": w.optimizer.state_numel,
-              "zero": w.optimizer.zero}
-    os.makedirs(args.out, exist_ok=True)
-    torch.save(result, os.path.join(args.out, f"rank{rank}.pt"))
+              "zero": w.optimizer.zero, "loss_scale": w.scaler.scale,
+              "skipped_steps": w.scaler.skipped}
+    os.makedirs(opts.out, exist_ok=True)
+    torch.save(result, os.path.join(opts.out, f"rank{rank}.pt"))
 
 
 # --- every rank on this host -----------------------------------------------------------------
 
-def free_port():
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def launch_all(args):
-    """Checks the plan against the model, then forks one process per rank of the plan.
-    Forking after `import torch` (before any torch thread pool exists) saves each rank the
-    second or so of importing it."""
+def launch_all(opts: RunOptions) -> None:
+    """Checks the plan against the model, then starts one process per rank of the plan: forked
+    on the CPU (after `import torch`, before any thread pool exists, which saves each rank the
+    second or so of importing it), spawned on CUDA (a forked process cannot use CUDA), one
+    rank per GPU."""
     import multiprocessing
-    import torch  # noqa: F401  (imported once here, inherited by the forked ranks)
-    _, plan, _ = prepare(args)
-    world = plan.world_size
-    port = args.master_port or free_port()
+    import torch
+    p = prepare(opts)
+    world = p.plan.world_size
+    cuda = device_type(opts) == "cuda"
+    if cuda and world > torch.cuda.device_count():
+        raise RunError(f"the plan has {world} ranks and this host {torch.cuda.device_count()} "
+                       f"CUDA device(s): NCCL needs one GPU per rank (run on more hosts with "
+                       f"torchrun, or on the CPU with --device cpu)")
+    port = opts.master_port or free_port()
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # loopback: every rank is on this host
-    if not args.quiet:
-        par = plan.raw["parallelism"]
-        print(f"pulse-run: {os.path.basename(args.plan)} ({plan.raw['options']['strategy']}, "
-              f"pp {plan.pp} x dp {plan.dp}, {par['num_stages']} stages, "
-              f"{plan.num_microbatches} microbatches of {plan.microbatch_size}) on {world} "
-              f"processes of this host", file=sys.stderr, flush=True)
-    ctx = multiprocessing.get_context("fork")
+    if not opts.quiet:
+        par = p.plan.doc.parallelism
+        print(f"pulse-run: {os.path.basename(opts.plan)} ({p.plan.doc.strategy}, "
+              f"pp {par.pp} x dp {par.dp}, {par.num_stages} stages, {par.num_microbatches} "
+              f"microbatches of {par.microbatch_size}, {opts.dtype}) on {world} processes of "
+              f"this host ({'NCCL, one GPU each' if cuda else 'gloo'})",
+              file=sys.stderr, flush=True)
+    ctx = multiprocessing.get_context("spawn" if cuda else "fork")
     procs = []
     for r in range(world):
-        procs.append(ctx.Process(target=_rank_main, args=(args, r, world,
+        procs.append(ctx.Process(target=_rank_main, args=(opts, r, world,
                                                           f"tcp://127.0.0.1:{port}"),
                                  name=f"rank{r}"))
         procs[-1].start()
-    failed = wait_all(procs, time.monotonic() + args.timeout)
+    failed = wait_all(procs, time.monotonic() + opts.timeout)
     if failed:
         raise SystemExit(f"pulse-run: rank(s) {failed} failed or timed out")
-    if args.out:
-        summary = summarize(args.out, world)
-        with open(os.path.join(args.out, "summary.json"), "w") as f:
+    if opts.out:
+        summary = summarize(opts.out, world, p.plan.doc)
+        with open(os.path.join(opts.out, "summary.json"), "w") as f:
             json.dump(summary, f, indent=2)
             f.write("\n")
+        for warning in [] if opts.quiet else summary["warnings"]:
+            print(f"pulse-run: warning: {warning}", file=sys.stderr, flush=True)
         print(json.dumps(summary))
 
 
-def _rank_main(args, rank, world, init_method):
+def _rank_main(opts: RunOptions, rank: int, world: int, init_method: str) -> None:
     try:
-        run_rank(args, rank, world, init_method)
+        run_rank(opts, rank, world, init_method)
     except RunError as e:
         print(f"pulse-run: rank {rank}: {e}", file=sys.stderr, flush=True)
         sys.exit(2)
 
 
-def wait_all(procs, deadline):
+def wait_all(procs: list[Any], deadline: float) -> list[int]:
     """Wait for every rank; if one fails or time runs out, stop the others (by pid)."""
     while any(p.is_alive() for p in procs):
         if any(p.exitcode not in (None, 0) for p in procs) or time.monotonic() > deadline:
@@ -207,24 +329,3 @@ def wait_all(procs, deadline):
     for p in procs:
         p.join()
     return [r for r, p in enumerate(procs) if p.exitcode != 0]
-
-
-def summarize(out, world):
-    """Over the rank files of one run: loss per iteration, slowest rank's time, bytes sent
-    point to point in the last iteration by kind."""
-    import torch
-    results = [torch.load(os.path.join(out, f"rank{r}.pt")) for r in range(world)]
-    iterations = len(results[0]["iteration_s"])
-    byte_kinds = {"activation": 0, "skip": 0, "carried": 0}
-    for r in results:
-        for kind, n in r["bytes"].items():
-            byte_kinds[kind] += n
-    return {
-        "world_size": world,
-        "first_iteration": results[0].get("first_iteration", 0) + 1,
-        "loss": [sum(r["losses"][i] for r in results) for i in range(iterations)],
-        "iteration_s": [max(r["iteration_s"][i] for r in results) for i in range(iterations)],
-        "p2p_bytes_per_iteration": sum(byte_kinds.values()),
-        "p2p_bytes_by_kind": byte_kinds,
-        "p2p_messages_per_iteration": sum(r["messages"] for r in results),
-    }

@@ -7,36 +7,60 @@ accumulates the consumer's gradient in its .grad, gradients arriving from other 
 added there too, and the producing stage's backward is fed that .grad. Local skips
 therefore never leave the rank; a carried tensor used by both stages of a device (the V)
 collects both gradients before it is sent back.
+
+Mixed precision (precision.py): each stage's forward runs under autocast, the values it hands
+on are cast to the communication dtype inside the autograd graph (so their gradients come
+back in that dtype and are cast back by autograd), and the loss is computed in float32 and
+multiplied by the loss scale for the backward. A stage whose plan entry says
+`"recompute": "full"` runs its forward under torch.utils.checkpoint: only its inputs are kept,
+and its activations are recomputed during its backward.
 """
 
+from __future__ import annotations
+
 import time
+from typing import Any, Callable
 
 import torch
 import torch.distributed as dist
+from torch.utils.checkpoint import checkpoint
 
 from . import blocklist, comm, optim
+from .plan import Plan, StoreKey
+from .precision import Precision, precision as make_precision
+
+Batch = dict[str, torch.Tensor]
+Output = tuple[StoreKey, torch.Tensor]
 
 
 class Worker:
-    def __init__(self, plan, model, rank, torch_device, optim_config, shapes=None):
+    def __init__(self, plan: Plan, model: Any, rank: int, torch_device: torch.device,
+                 optim_config: optim.Config, shapes: comm.Shapes | None = None,
+                 precision: Precision | None = None) -> None:
         self.plan, self.model, self.rank = plan, model, rank
         info = plan.rank_info(rank)
-        self.device, self.replica = info["pipeline_device"], info["dp_index"]
+        self.device, self.replica = info.pipeline_device, info.dp_index
         self.torch_device = torch_device
+        self.precision = precision or make_precision(
+            str(next(model.parameters()).dtype).replace("torch.", ""), torch_device.type)
+        self.scaler = optim.LossScaler(self.precision.loss_scaling)
         self.stages = {s: blocklist.BlockRange(model, *plan.stage_range[s])
                        for s in plan.stages_on(self.device)}
+        self.recompute = {s: plan.stages[s].recompute == "full" for s in self.stages}
         self.named = dict(kv for st in self.stages.values() for kv in st.named_parameters())
         self.params = list(self.named.values())
         self.dp_group, dp_size = self._make_dp_groups()
         self.optimizer = optim.Optimizer(self.params, self.dp_group, dp_size, optim_config)
-        shapes = shapes or comm.Shapes(model, plan.microbatch_size, torch_device)
+        shapes = shapes or comm.Shapes(model, plan.microbatch_size, torch_device,
+                                       self.precision.comm_dtype, self.precision.autocast)
         self.comm = comm.Comm(plan, self.device, plan.pipeline_ranks(self.replica), shapes,
                               torch_device)
         self.last_stage = len(plan.stages) - 1
-        self.run_op = {"F": self.forward, "B": self.backward, "I": self.backward_input,
-                       "W": self.backward_weight}
+        self.run_op: dict[str, Callable[[int, int], None]] = {
+            "F": self.forward, "B": self.backward, "I": self.backward_input,
+            "W": self.backward_weight}
 
-    def _make_dp_groups(self):
+    def _make_dp_groups(self) -> tuple[Any, int]:
         """(this rank's data-parallel group or None, its size). new_group is collective:
         every rank creates every group, in the plan's order."""
         mine, size = None, 1
@@ -48,7 +72,7 @@ class Worker:
 
     # --- one iteration -------------------------------------------------------------------
 
-    def iteration(self, batch):
+    def iteration(self, batch: Batch) -> tuple[float, float]:
         """Runs this rank's ops; returns (sum of its microbatch losses, seconds)."""
         start = time.perf_counter()
         self.store, self.saved, self.loss_sum = {}, {}, 0.0
@@ -68,17 +92,19 @@ class Worker:
                                self.comm.wait_s - waited, self.comm.send_s - sent))
         self.comm.finish_iteration()
         self.optimizer.reduce_gradients()
+        stepped = self.scaler.unscale_and_check(self.params)
         self.grads = {n: p.grad.detach().clone() for n, p in self.named.items()}
-        self.optimizer.step()
+        if stepped:
+            self.optimizer.step()
         self.store = self.saved = None
         return self.loss_sum, time.perf_counter() - start
 
-    def microbatch(self, mb):
+    def microbatch(self, mb: int) -> Batch:
         b = self.plan.microbatch_size
         first = (self.replica * self.plan.num_microbatches + mb) * b
         return {k: v[first:first + b] for k, v in self.batch.items()}
 
-    def forward(self, s, mb):
+    def forward(self, s: int, mb: int) -> None:
         for msg in self.plan.awaited_before("F", s):
             for item, t in zip(msg.items, self.comm.receive(msg, mb)):
                 if (item.key, mb) in self.store:
@@ -96,16 +122,20 @@ class Worker:
         # The leaves whose gradients I computes: main-path input, skips and carried tensors.
         self.inputs[(s, mb)] = [v for v in [h, *env.values()]
                                 if isinstance(v, torch.Tensor) and v.requires_grad]
-        with torch.enable_grad():
-            out, produced = stage.forward(h, env)
-        outputs = [(("carried", k), produced[k]) for k in stage.carried_out]
+        out, produced = self._run_stage(s, h, env)
+        outputs: list[Output] = [(("carried", k), produced[k]) for k in stage.carried_out]
         outputs += [(("skip", k), produced[k]) for k in stage.skips_out]
         if s == self.last_stage:
+            out = out.float() if self.precision.mixed else out  # the loss in float32
             loss = self.model.loss_sum(out, data) / self.plan.global_batch
             self.loss_sum += loss.item()
-            outputs.append((("loss", None), loss))
+            outputs.append((("loss", None), loss * self.scaler.scale))
         else:
             outputs.append((("main", s), out))
+        comm_dtype = self.precision.comm_dtype
+        if comm_dtype is not None:  # cast inside the graph: gradients come back cast
+            outputs = [(k, t.to(comm_dtype) if k[0] != "loss" and t.is_floating_point() else t)
+                       for k, t in outputs]
         for key, t in outputs:
             if key[0] != "loss":
                 self.put(key, mb, t)
@@ -113,14 +143,30 @@ class Worker:
         for msg in self.plan.sent_after("F", s):
             self.comm.send(msg, mb, [self.store[(item.key, mb)] for item in msg.items])
 
-    def put(self, key, mb, tensor):
+    def _run_stage(self, s: int, h: torch.Tensor, env: dict[str, Any]
+                   ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The stage's blocks under autocast, recomputed in the backward when the plan says
+        `"recompute": "full"` for the stage."""
+        stage = self.stages[s]
+
+        def run(h_in: torch.Tensor, env_in: dict[str, Any]
+                ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+            with self.precision.autocast():
+                return stage.forward(h_in, env_in)
+
+        with torch.enable_grad():
+            if self.recompute[s]:
+                return checkpoint(run, h, env, use_reentrant=False)
+            return run(h, env)
+
+    def put(self, key: StoreKey, mb: int, tensor: torch.Tensor) -> None:
         """Store a value crossing a stage boundary as a detached leaf (see the module doc)."""
         leaf = blocklist.detached_leaf(tensor)
         self.store[(key, mb)] = leaf
         if key[0] == "carried":
             self.held.setdefault(mb, {})[key[1]] = leaf
 
-    def backward(self, s, mb):
+    def backward(self, s: int, mb: int) -> None:
         """B: the whole backward of stage s for microbatch mb."""
         self.receive_grads(s, mb)
         tensors, grads = self.output_grads(self.saved.pop((s, mb)), mb)
@@ -128,7 +174,7 @@ class Worker:
         torch.autograd.backward(tensors, grads)
         self.send_grads(s, mb)
 
-    def backward_input(self, s, mb):
+    def backward_input(self, s: int, mb: int) -> None:
         """I: gradients of the stage's inputs only (what other stages wait for); the graph
         is kept for W. Same messages as B."""
         self.receive_grads(s, mb)
@@ -139,7 +185,7 @@ class Worker:
         self.pending_w[(s, mb)] = (tensors, grads)
         self.send_grads(s, mb)
 
-    def backward_weight(self, s, mb):
+    def backward_weight(self, s: int, mb: int) -> None:
         """W: parameter gradients of the stage. autograd re-walks the part of the graph
         shared with I (a cost a fused split-backward kernel would avoid)."""
         tensors, grads = self.pending_w.pop((s, mb))
@@ -147,13 +193,14 @@ class Worker:
         params = [p for p in self.stages[s].parameters() if p.requires_grad]
         torch.autograd.backward(tensors, grads, inputs=params)
 
-    def receive_grads(self, s, mb):
+    def receive_grads(self, s: int, mb: int) -> None:
         for msg in self.plan.awaited_before("B", s):
             for item, g in zip(msg.items, self.comm.receive(msg, mb)):
                 leaf = self.store[(item.key, mb)]
                 leaf.grad = g if leaf.grad is None else leaf.grad + g
 
-    def output_grads(self, outputs, mb):
+    def output_grads(self, outputs: list[Output], mb: int
+                     ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         tensors, grads = [], []
         for key, t in outputs:
             g = torch.ones_like(t) if key[0] == "loss" else self.store[(key, mb)].grad
@@ -162,27 +209,29 @@ class Worker:
                 grads.append(g)
         return tensors, grads
 
-    def send_grads(self, s, mb):
+    def send_grads(self, s: int, mb: int) -> None:
         for msg in self.plan.sent_after("B", s):
             self.comm.send(msg, mb, [self._grad_of(self.store[(item.key, mb)])
                                      for item in msg.items])
 
     @staticmethod
-    def _grad_of(leaf):
+    def _grad_of(leaf: torch.Tensor) -> torch.Tensor:
         # A value nobody downstream used has a zero gradient; it still travels back, as the
         # planner counts it.
         return leaf.grad if leaf.grad is not None else torch.zeros_like(leaf)
 
     # --- checkpoints ---------------------------------------------------------------------
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         return {"params": {n: p.detach().cpu() for n, p in self.named.items()},
-                "optimizer": self.optimizer.state_dict()}
+                "optimizer": self.optimizer.state_dict(), "scaler": self.scaler.state_dict()}
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         if set(state["params"]) != set(self.named):
             raise ValueError("the checkpoint holds other parameters than this rank's stages")
         with torch.no_grad():
             for n, p in self.named.items():
                 p.copy_(state["params"][n])
         self.optimizer.load_state_dict(state["optimizer"])
+        if "scaler" in state:
+            self.scaler.load_state_dict(state["scaler"])

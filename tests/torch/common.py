@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import unittest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -69,3 +70,14 @@ def main(argv_options):
         print(f"SKIP: {TORCH_ERROR}")
         sys.exit(SKIP_RETURN_CODE)
     return opts, [sys.argv[0]] + rest
+
+
+class TempDirCase(unittest.TestCase):
+    """A test case with a temporary folder, removed after each test."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def path(self, name):
+        return os.path.join(self.tmp.name, name)

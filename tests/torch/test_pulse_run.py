@@ -91,14 +91,7 @@ def test_model(dtype="float64"):
     return models.load(common.SMALL_UNET + ":build_test", seed=0, dtype=getattr(torch, dtype))
 
 
-class Base(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(self.tmp.cleanup)
-
-    def path(self, name):
-        return os.path.join(self.tmp.name, name)
-
+class Base(common.TempDirCase):
     def plan(self, *options, profile=common.TEST_PROFILE):
         out = self.path("plan.json")
         return out, common.plan(OPTS.binary, profile, out, *options)
