@@ -69,6 +69,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--images", help="image sizes in px, multiples of 64 (default 512,768; "
                    "64,128 with --dry-run)")
     p.add_argument("--sizes", help="microbatch sizes (default 1,2,4,8,16,32; 1,2 with --dry-run)")
+    p.add_argument("--device-type", help="device type the profiles name (default: the CUDA "
+                   "device name, or CPU), to match a cluster profile")
     p.add_argument("--warmup", type=int, default=2, help="untimed whole steps per size")
     p.add_argument("--repeats", type=int, default=5, help="timed whole steps per size")
     p.add_argument("--profile-warmup", type=int, default=1)
@@ -297,7 +299,8 @@ def profile_step(c: Check, image: int, budget_s: float) -> dict:
         args = c.profiler.parse_args(
             ["--model", spec, "--sizes", ",".join(map(str, sizes)), "--dtype", c.args.dtype,
              "--warmup", str(c.args.profile_warmup), "--repeats", str(c.args.profile_repeats),
-             "--device", c.device.type, "--name", name])
+             "--device", c.device.type, "--name", name]
+            + (["--device-type", c.args.device_type] if c.args.device_type else []))
         error, said = None, io.StringIO()
         try:
             with contextlib.redirect_stderr(said):

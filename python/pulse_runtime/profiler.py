@@ -353,9 +353,10 @@ RELATIVE_RULE = "beyond the same ratio of the sum over all blocks"
 
 def regime(dtype_name: str) -> str:
     label = DTYPES[dtype_name][1]
+    master = ", no fp32 master copy" if label in ("bf16", "fp16") else ""
     return (f"{REGIME_LINE}: pure {label} (weights, activations and gradients in {dtype_name}; "
-            f"no autocast, no fp32 master copy), eager (the profiler compiles nothing: no "
-            f"torch.compile, no CUDA graphs).")
+            f"no autocast{master}), eager (the profiler compiles nothing: no torch.compile, "
+            f"no CUDA graphs).")
 
 
 def method_lines() -> list[str]:
