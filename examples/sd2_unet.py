@@ -290,10 +290,6 @@ class SD2UNet(nn.Module):
                 "text_context": context.to(device=device, dtype=dtype),
                 "target": target.to(device=device, dtype=dtype)}
 
-    @staticmethod
-    def slice_batch(batch, start, stop):
-        return {k: v[start:stop] for k, v in batch.items()}
-
     def first_input(self, batch):
         return batch["x"]
 
