@@ -96,6 +96,71 @@ class DryRun(unittest.TestCase):
             self.assertIn("step pulse-run: done", f.read())
 
 
+def load_gpu_check():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "gpu_check", os.path.join(common.ROOT, "scripts", "gpu_check.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@common.requires_torch
+class OutOfMemory(unittest.TestCase):
+    """A size that runs out of memory (as 768 px at microbatch 32 may on an 80 GB GPU) is
+    recorded, the larger ones skipped, the profile measured at the sizes that fit; the
+    out-of-memory error stood in by a RuntimeError with CUDA's message."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        gc = load_gpu_check()
+        self.gc = gc
+        self.check = gc.Check(gc.parse_args([self.tmp.name, "--dry-run", "--sizes", "1,2,4",
+                                             "--images", "64"]))
+
+    def tearDown(self):
+        self.check.log_file.close()
+        self.tmp.cleanup()
+
+    def test_whole_steps_record_and_skip(self):
+        real = self.check.steptimer.time_plain_step
+
+        def step(model, batch, b, clock):
+            if b >= 2:
+                raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+            return real(model, batch, b, clock)
+        self.check.steptimer.time_plain_step = step
+        try:
+            rows = self.gc.whole_steps(self.check, 64, 60)["sizes"]
+        finally:
+            self.check.steptimer.time_plain_step = real
+        self.assertIn("step_s", rows[0])
+        self.assertTrue(rows[1]["out_of_memory"])
+        self.assertEqual(rows[2], {"microbatch": 4, "skipped": "microbatch 2 ran out of memory"})
+        self.check.results["steps"]["whole-64"] = {"sizes": rows}
+        self.assertEqual(self.gc.profile_sizes(self.check, 64, 60)[0], [1])
+
+    def test_profile_drops_the_largest_size_that_does_not_fit(self):
+        real = self.check.profiler.run_profile
+        tried = []
+
+        def run_profile(model, args, device):
+            tried.append(list(args.sizes))
+            if 2 in args.sizes:
+                raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+            return real(model, args, device)
+        self.check.profiler.run_profile = run_profile
+        try:
+            step = self.gc.profile_step(self.check, 64, 120)
+        finally:
+            self.check.profiler.run_profile = real
+        self.assertEqual(tried, [[1, 2, 4], [1, 2], [1]])
+        self.assertEqual(step["sizes"], [1])
+        self.assertEqual([n.split(":")[0] for n in step["notes"]],
+                         ["microbatch 4", "microbatch 2"])
+        self.assertTrue(os.path.exists(os.path.join(self.tmp.name, step["file"])))
+
+
 class Usage(unittest.TestCase):
     def test_no_out_is_a_usage_error(self):
         proc = subprocess.run([SCRIPT], capture_output=True, text=True)
