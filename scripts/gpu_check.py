@@ -1,27 +1,29 @@
 #!/usr/bin/env python3
-"""The GPU check: the SD2 UNet on one GPU, measured three ways, in about four minutes.
+"""The GPU check: the SD2 UNet on one GPU, measured three ways, in under three minutes.
 
     scripts/gpu_check.sh OUT                  # one CUDA GPU, bf16, eager
     scripts/gpu_check.sh OUT --dry-run        # the same steps at tiny sizes on the CPU
 
-Steps (each runs on its own; an error is recorded in the results and the next step runs):
+Steps, each in a process of its own (scripts/gpu_check_steps.py), so that the GPU memory a
+step held is the driver's again when the next one starts; this process never imports
+torch. A step that fails or overruns is recorded, and the next step runs.
 
-  whole-<px>    the whole forward + backward step of examples/sd2_unet.py at 512 and 768 px,
-                microbatch 1..32: CUDA events around a plain step (no per-block marks),
-                warm-ups, then the median of the timed steps; peak memory per size
-                (torch.cuda.max_memory_allocated). A size that runs out of memory is
-                recorded, and the larger ones are skipped.
-  profile-<px>  pulse-profile's block profile (python/pulse_runtime/profiler.py) at the sizes
-                that fit, in the pulse.model/v1 format the planner reads, with the blocks'
-                sum against the whole step.
-  pulse-run     a one-stage (pp 1) plan of SD2 at 512 px run by pulse-run on this GPU (the
-                plan is checked in: scripts/gpu_check_data/); in bf16 if this pulse-run
-                offers --dtype bfloat16, else, or if that fails, in float32.
+  whole-<px>     the whole forward + backward step of examples/sd2_unet.py at 512 and 768
+                 px, microbatch 1..32: CUDA events around a plain step (no per-block marks),
+                 warm-ups, then the median of the timed steps; each size's own peak memory.
+                 A size that runs out of memory is recorded, and the larger ones skipped.
+  profile-<px>   pulse-profile's block profile (python/pulse_runtime/profiler.py) at the
+                 sizes whose whole step ran, in the pulse.model/v1 format the planner
+                 reads; out of memory: again without the largest size, in a fresh process.
+  pulse-run-<dtype>  a one-stage (pp 1) plan of SD2 at 512 px run by pulse-run on this GPU
+                 (the plans are checked in: scripts/gpu_check_data/), in bfloat16 (mixed
+                 precision, where this pulse-run offers it) and in float32.
 
-Writes OUT/gpu_check.json (every measurement, the environment, errors; rewritten after each
-step, so a killed run keeps what it measured), OUT/gpu_check.log, and one profile per image
-size (OUT/sd2-unet-<px>.<device>-<dtype>.profile.json). Prints a table at the end.
-docs/fidelity.md ("The GPU check") says how to read the results.
+Writes four files to OUT: gpu_check.json (every measurement, the environment, errors;
+rewritten after each step, so a killed run keeps what it measured), gpu_check.log (the
+steps' output too), and one profile per image size
+(sd2-unet-<px>.<device>-<dtype>.profile.json). Prints a table at the end. docs/fidelity.md
+("The GPU check") says how to read the results.
 
 scripts/gpu_check_plans.py regenerates the checked-in plans.
 """
@@ -29,32 +31,35 @@ scripts/gpu_check_plans.py regenerates the checked-in plans.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import datetime
-import gc
-import io
 import json
 import os
-import platform
 import re
+import signal
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from typing import Any, Callable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "python"))
 DATA = os.path.join(ROOT, "scripts", "gpu_check_data")
+STEPS_SCRIPT = os.path.join(ROOT, "scripts", "gpu_check_steps.py")
 MODEL_FILE = "examples/sd2_unet.py"  # relative to ROOT, where every command runs
-# (variant, dtype) -> the checked-in one-stage plan; --make-plans writes them.
+# (variant, dtype) -> the checked-in one-stage plan; scripts/gpu_check_plans.py writes them.
 PLANS = {("full", "bfloat16"): "sd2-unet-512-pp1-bf16.plan.json",
          ("full", "float32"): "sd2-unet-512-pp1-fp32.plan.json",
          ("tiny", "float32"): "sd2-tiny-pp1-fp32.plan.json"}
 FACTORY = {"full": "build", "tiny": "build_tiny"}  # the plans' model: 512 px / the tiny one
 PROGRESS = re.compile(r"pulse-run: iteration (\d+)/(\d+): loss (\S+), ([0-9.]+) s")
+# Each step's share of --budget-s: the most it may take (it is killed then). Expected on an
+# H200 (docs/fidelity.md): about 20 s per whole-step size set, 17 s and 28 s for the
+# profiles, 20-30 s per pulse-run, each with a few seconds of process start.
+SHARE = {"whole": 0.2, "profile": 0.25, "pulse-run": 0.3}
+START_S = 12.0     # process start, torch import, CUDA context, model build: not measuring
+MIN_STEP_S = 15.0  # a step with less time left is skipped
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -77,9 +82,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--profile-repeats", type=int, default=5)
     p.add_argument("--iterations", type=int, default=5,
                    help="pulse-run iterations (the first is a warm-up)")
-    p.add_argument("--budget-s", type=float, default=270,
-                   help="wall-clock seconds for all steps (default 270); a step that would "
-                   "overrun skips its remaining sizes, and says so")
+    p.add_argument("--budget-s", type=float,
+                   help="wall-clock seconds for all steps (default 170; 270 with --dry-run); "
+                   "a step that would overrun leaves out its largest sizes and says so")
     p.add_argument("--skip", default="", help="comma-separated steps to skip: whole, "
                    "profile, pulse-run")
     args = p.parse_args(argv)
@@ -88,6 +93,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args.dtype = args.dtype or ("float32" if dry else "bfloat16")
     args.images = [int(x) for x in (args.images or ("64,128" if dry else "512,768")).split(",")]
     args.sizes = [int(x) for x in (args.sizes or ("1,2" if dry else "1,2,4,8,16,32")).split(",")]
+    args.budget_s = args.budget_s or (270.0 if dry else 170.0)
     args.width = 0.1 if dry else 1.0
     args.variant = "tiny" if dry else "full"
     if dry:
@@ -97,27 +103,31 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+def write_atomically(path: str, text: str) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)  # appears complete or not at all
+
+
 class Check:
     """The run's state: options, the clock, the results (rewritten after every step), the
-    log."""
+    log, and the processes the steps run in."""
 
     def __init__(self, args: argparse.Namespace) -> None:
-        import torch
-        from pulse_runtime import blocklist, profiler, steptimer
-        self.args, self.torch, self.profiler, self.steptimer = args, torch, profiler, steptimer
+        self.args = args
         os.makedirs(args.out, exist_ok=True)
         self.log_file = open(os.path.join(args.out, "gpu_check.log"), "a", buffering=1)
+        self.tmp = tempfile.TemporaryDirectory(prefix="gpu_check.")  # requests, not in OUT
         self.start = time.monotonic()
         self.deadline = self.start + args.budget_s
-        if args.device == "cuda" and not torch.cuda.is_available():
-            raise SystemExit("gpu_check: CUDA is not available (--dry-run runs on the CPU)")
-        self.device = torch.device(args.device)
-        self.dtype = getattr(torch, args.dtype)
-        self.clock = steptimer.Clock(self.device)
-        self.make = blocklist.load_factory(os.path.join(ROOT, MODEL_FILE) + ":make")
-        self.results: dict[str, Any] = {"schema": "pulse.gpu-check/v1", "options": {
+        self.results: dict[str, Any] = {"schema": "pulse.gpu-check/v2", "options": {
             k: (sorted(v) if isinstance(v, set) else v) for k, v in vars(args).items()},
             "environment": {}, "steps": {}}
+
+    def close(self) -> None:
+        self.log_file.close()
+        self.tmp.cleanup()
 
     def log(self, text: str) -> None:
         line = f"[{time.monotonic() - self.start:7.1f} s] {text}"
@@ -125,15 +135,49 @@ class Check:
         self.log_file.write(line + "\n")
 
     def save(self) -> None:
-        from pulse_runtime.profiler import write_atomically
         write_atomically(os.path.join(self.args.out, "gpu_check.json"),
                          json.dumps(self.results, indent=2) + "\n")
 
     def left_s(self) -> float:
         return self.deadline - time.monotonic()
 
-    def step(self, name: str, fn: Callable[[], Any]) -> None:
-        """Run one step; whatever it raises is recorded, and the run goes on."""
+    def share_s(self, kind: str) -> float:
+        """A step's time: its share of the budget, or what is left."""
+        return min(SHARE[kind] * self.args.budget_s, self.left_s())
+
+    def child(self, request: dict, timeout_s: float) -> tuple[dict, str]:
+        """Run one step in a fresh process (gpu_check_steps.py); its result and output.
+        Past timeout_s the process (and anything it started) is killed."""
+        n = len(os.listdir(self.tmp.name))
+        req, res, out = (os.path.join(self.tmp.name, f"{n}.{x}")
+                         for x in ("request.json", "result.json", "output.txt"))
+        with open(req, "w") as f:
+            json.dump(dict(request, options=self.results["options"]), f)
+        env = dict(os.environ, GLOO_SOCKET_IFNAME="lo",
+                   PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"),
+                                               os.environ.get("PYTHONPATH", "")]))
+        with open(out, "w") as f:
+            proc = subprocess.Popen([sys.executable, STEPS_SCRIPT, req, res], cwd=ROOT,
+                                    env=env, stdout=f, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+            try:
+                rc, killed = proc.wait(timeout=max(timeout_s, 1)), False
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)  # its own session: the step's processes
+                rc, killed = proc.wait(), True
+        with open(out, errors="replace") as f:
+            text = f.read()
+        for line in text.splitlines():
+            self.log(f"  | {line}")
+        if os.path.exists(res):
+            with open(res) as f:
+                return json.load(f), text
+        why = (f"killed after {timeout_s:.0f} s (its share of the budget)" if killed
+               else f"its process exited {rc} without a result")
+        return {"error": why, "output_tail": text[-3000:]}, text
+
+    def step(self, name: str, fn: Callable[[], dict]) -> None:
+        """Run one step; whatever fails is recorded, and the run goes on."""
         t0 = time.monotonic()
         self.log(f"step {name}: start ({self.left_s():.0f} s of the budget left)")
         try:
@@ -141,34 +185,15 @@ class Check:
         except Exception as e:  # noqa: BLE001: one failing step must not lose the others
             result = {"error": f"{type(e).__name__}: {e}"[:2000],
                       "traceback": traceback.format_exc()[-4000:]}
+        if "environment" in result:
+            env = result.pop("environment")
+            self.results["environment"] = self.results["environment"] or env
+        if "error" in result:
             self.log(f"step {name}: FAILED: {result['error'][:300]}")
         result["wall_s"] = round(time.monotonic() - t0, 3)
         self.results["steps"][name] = result
-        self.free()
         self.save()
         self.log(f"step {name}: done in {result['wall_s']:.1f} s")
-
-    def free(self) -> None:
-        gc.collect()
-        if self.device.type == "cuda":
-            self.torch.cuda.empty_cache()
-
-    def build(self, image: int) -> Any:
-        model = self.make(image, self.args.width, self.dtype, self.device, seed=0)
-        model.train()
-        return model
-
-    def peak_reset(self) -> None:
-        if self.device.type == "cuda":
-            self.torch.cuda.reset_peak_memory_stats(self.device)
-
-    def peak(self) -> dict:
-        if self.device.type != "cuda":
-            return {}
-        return {"peak_allocated_bytes": guarded(
-                    lambda: self.torch.cuda.max_memory_allocated(self.device)),
-                "peak_reserved_bytes": guarded(
-                    lambda: self.torch.cuda.max_memory_reserved(self.device))}
 
 
 def gib(n: Any) -> float:
@@ -177,109 +202,22 @@ def gib(n: Any) -> float:
     return n / 2**30 if isinstance(n, (int, float)) else float("nan")
 
 
-def is_oom(e: BaseException) -> bool:
-    return "out of memory" in str(e).lower()
-
-
-def guarded(fn: Callable[[], Any]) -> Any:
-    """A value for the record, or the reason there is none (one missing attribute in
-    another torch version must not lose the rest)."""
-    try:
-        return fn()
-    except Exception as e:  # noqa: BLE001
-        return f"unavailable: {type(e).__name__}: {e}"[:200]
-
-
 def git_commit() -> Any:
-    proc = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, text=True,
-                          capture_output=True, timeout=10)
+    try:
+        proc = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, text=True,
+                              capture_output=True, timeout=10)
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"unavailable: {e}"
     return proc.stdout.strip() or None
 
 
-def environment(c: Check) -> dict:
-    torch = c.torch
-    env = {"date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "host": platform.node(), "python": platform.python_version(),
-           "torch": torch.__version__, "cuda": torch.version.cuda,
-           "cpu": c.profiler.cpu_model(), "cpu_count": os.cpu_count(),
-           "fused_attention": hasattr(torch.nn.functional, "scaled_dot_product_attention"),
-           "git_commit": guarded(git_commit), "device": "CPU"}
-    if c.device.type == "cuda":
-        props = torch.cuda.get_device_properties(c.device)
-        env.update(device=props.name, capability=f"{props.major}.{props.minor}",
-                   memory_bytes=props.total_memory,
-                   multiprocessors=guarded(lambda: props.multi_processor_count),
-                   cudnn=guarded(torch.backends.cudnn.version),
-                   cudnn_benchmark=guarded(lambda: torch.backends.cudnn.benchmark),
-                   matmul_allow_tf32=guarded(lambda: torch.backends.cuda.matmul.allow_tf32),
-                   cudnn_allow_tf32=guarded(lambda: torch.backends.cudnn.allow_tf32))
-    return env
+# --- the steps ---------------------------------------------------------------------------------
 
-
-# --- whole steps -------------------------------------------------------------------------------
-
-def time_size(c: Check, model: Any, b: int, budget_s: float) -> dict:
-    """Warm-ups, then timed plain steps at microbatch b: at least 2 timed, up to --repeats
-    while the size's share of the budget lasts."""
-    args = c.args
-    batch = model.make_batch(b, seed=b, device=c.device)
-    c.peak_reset()
-    times: list[float] = []
-    error = None
-    t0 = time.monotonic()
-    try:
-        for k in range(args.warmup + args.repeats):
-            t = c.steptimer.time_plain_step(model, batch, b, c.clock)
-            if k >= args.warmup:
-                times.append(t)
-                if len(times) >= 2 and time.monotonic() - t0 > budget_s:
-                    break
-    except RuntimeError as e:
-        if not is_oom(e):
-            raise
-        error = f"out of memory: {str(e)[:300]}"
-    if error is not None:  # outside the except block: its traceback held the activations
-        del batch
-        c.free()
-        return {"microbatch": b, "out_of_memory": True, "error": error}
-    return dict({"microbatch": b, "step_s": statistics.median(times),
-                 "per_sample_s": statistics.median(times) / b, "timed_steps": times}, **c.peak())
-
-
-def whole_steps(c: Check, image: int, budget_s: float) -> dict:
-    deadline = time.monotonic() + budget_s
-    model = c.build(image)
-    rows: list[dict] = []
-    reason = None
-    for i, b in enumerate(c.args.sizes):
-        left = deadline - time.monotonic()
-        if reason is None and left < 1:
-            reason = "time budget spent"
-        if reason is not None:
-            rows.append({"microbatch": b, "skipped": reason})
-            continue
-        row = time_size(c, model, b, left / (len(c.args.sizes) - i))
-        rows.append(row)
-        if row.get("out_of_memory"):
-            reason = f"microbatch {b} ran out of memory"
-        else:
-            c.log(f"  {image} px, microbatch {b}: {1e3 * row['step_s']:.1f} ms per step, "
-                  f"peak {gib(row.get('peak_allocated_bytes')):.1f} GiB")
-    params = sum(p.numel() for p in model.parameters())
-    return {"image_px": image, "latent": model.cfg.latent, "params": params,
-            "method": "CUDA events (host clock on the CPU) around one plain forward + loss + "
-                      "backward, parameter gradients accumulating; "
-                      f"{c.args.warmup} warm-up step(s), median of up to {c.args.repeats}",
-            "sizes": rows}
-
-
-# --- block profiles ----------------------------------------------------------------------------
-
-def device_slug(c: Check) -> str:
-    if c.device.type != "cuda":
-        return "cpu"
-    name = c.torch.cuda.get_device_name(c.device).lower().replace("nvidia", "")
-    return re.sub(r"[^a-z0-9]+", "-", name).strip("-")
+def whole_step(c: Check, image: int) -> dict:
+    share = c.share_s("whole")
+    result, _ = c.child({"step": "whole", "image": image,
+                         "budget_s": max(share - START_S, 1.0)}, share)
+    return result
 
 
 def profile_sizes(c: Check, image: int, budget_s: float) -> tuple[list[int], list[str]]:
@@ -295,46 +233,29 @@ def profile_sizes(c: Check, image: int, budget_s: float) -> tuple[list[int], lis
     return sizes, notes
 
 
-def profile_step(c: Check, image: int, budget_s: float) -> dict:
-    sizes, notes = profile_sizes(c, image, budget_s)
-    label = c.profiler.DTYPES[c.args.dtype][1]
-    name = f"sd2-unet-{image}.{device_slug(c)}-{label}"
-    spec = f"{MODEL_FILE}:make(image_size={image}, width={c.args.width:g})"
-    model = c.build(image)
+def profile_step(c: Check, image: int) -> dict:
+    """The profile in a fresh process; out of memory: again without the largest size."""
+    deadline = time.monotonic() + c.share_s("profile")
+    sizes, notes = profile_sizes(c, image, deadline - time.monotonic() - START_S)
     while True:
-        args = c.profiler.parse_args(
-            ["--model", spec, "--sizes", ",".join(map(str, sizes)), "--dtype", c.args.dtype,
-             "--warmup", str(c.args.profile_warmup), "--repeats", str(c.args.profile_repeats),
-             "--device", c.device.type, "--name", name]
-            + (["--device-type", c.args.device_type] if c.args.device_type else []))
-        error, said = None, io.StringIO()
-        try:
-            with contextlib.redirect_stderr(said):
-                profile, summaries, findings = c.profiler.run_profile(model, args, c.device)
-        except RuntimeError as e:
-            if not is_oom(e) or len(sizes) == 1:
-                raise
-            error = str(e)[:200]
-        finally:
-            for line in said.getvalue().splitlines():
-                c.log(f"  {line}")
-        if error is None:
+        left = deadline - time.monotonic()
+        result, _ = c.child({"step": "profile", "image": image, "sizes": sizes}, left)
+        if not result.get("out_of_memory"):
             break
-        notes.append(f"microbatch {sizes.pop()}: out of memory in the profiler ({error})")
-        c.free()
-    path = os.path.join(c.args.out, f"{name}.profile.json")
-    c.profiler.write_atomically(path, json.dumps(profile, indent=2) + "\n")
-    checks = [a for a in profile["provenance"]["assumptions"]
-              if a.startswith(("Step-sum", "Small-batch", "Inversion"))]
-    for s in summaries:
+        notes.append(f"microbatch {sizes[-1]}: out of memory in the profiler "
+                     f"({result['error'][:200]})")
+        if len(sizes) == 1 or deadline - time.monotonic() < MIN_STEP_S:
+            result["error"] = f"out of memory at microbatch {sizes[-1]}, no time or size left"
+            break
+        c.log(f"  out of memory: again without microbatch {sizes[-1]}")
+        sizes = sizes[:-1]
+    for s in result.get("summaries", []):
         c.log(f"  {image} px, microbatch {s['microbatch']}: whole step "
-              f"{1e3 * s['whole_step_s']:.1f} ms, blocks' sum {1e3 * s['blocks_sum_s']:.1f} ms "
-              f"({100 * s['deviation']:+.1f}%)")
-    return {"image_px": image, "file": os.path.basename(path), "sizes": sizes, "notes": notes,
-            "summaries": summaries, "findings": findings, "checks": [x[:600] for x in checks]}
+              f"{1e3 * s['whole_step_s']:.1f} ms, stamped blocks "
+              f"{1e3 * s['stamped_blocks_sum_s']:.1f} ms ({100 * s['stamp_overhead']:+.1f}%), "
+              f"blocks as written {1e3 * s['blocks_sum_s']:.1f} ms")
+    return dict(result, notes=notes)
 
-
-# --- pulse-run ---------------------------------------------------------------------------------
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -342,102 +263,68 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def pulse_run_child(argv: list[str]) -> int:
-    """In a fresh process: pulse-run's own CLI as one rank (--rank 0), then the peak memory
-    it allocated, as a JSON line on stdout."""
-    import torch
-    from pulse_runtime import cli
-    rc = cli.main(argv)
-    peak = torch.cuda.max_memory_allocated() if torch.cuda.is_available() else None
-    print(json.dumps({"rc": rc, "peak_allocated_bytes": peak}), flush=True)
-    return rc or 0
-
-
-def run_pulse(c: Check, dtype: str, budget_s: float) -> dict:
+def pulse_run_step(c: Check, dtype: str) -> dict:
+    """pulse-run on the checked-in one-stage plan, as one rank, in a fresh process."""
     plan_path = os.path.join(DATA, PLANS[(c.args.variant, dtype)])
     with open(plan_path) as f:
         par = json.load(f)["parallelism"]
+    share = c.share_s("pulse-run")
     spec = f"{MODEL_FILE}:{FACTORY[c.args.variant]}"
-    cmd = [sys.executable, os.path.abspath(__file__), "--pulse-run-child",
-           "--plan", os.path.relpath(plan_path, ROOT), "--model", spec,
-           "--iterations", str(c.args.iterations), "--dtype", dtype, "--lr", "1e-4",
-           "--rank", "0", "--master-port", str(free_port()),
-           "--threads", "1" if c.device.type == "cpu" else "8", "--timeout", str(int(budget_s))]
-    env = dict(os.environ, GLOO_SOCKET_IFNAME="lo",
-               PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"),
-                                           os.environ.get("PYTHONPATH", "")]))
-    c.log(f"  pulse-run {dtype}: {' '.join(cmd[2:])}")
+    argv = ["--plan", os.path.relpath(plan_path, ROOT), "--model", spec,
+            "--iterations", str(c.args.iterations), "--dtype", dtype, "--lr", "1e-4",
+            "--rank", "0", "--master-port", str(free_port()),
+            "--threads", "1" if c.args.device == "cpu" else "8", "--timeout", str(int(share))]
+    c.log(f"  pulse-run {' '.join(argv)}")
     out = {"dtype": dtype, "plan": os.path.relpath(plan_path, ROOT), "model": spec,
            "microbatch_size": par["microbatch_size"],
            "num_microbatches": par["num_microbatches"], "global_batch": par["global_batch"]}
-    try:
-        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=budget_s)
-    except subprocess.TimeoutExpired as e:
-        tail = (e.stderr or b"")[-2000:]
-        return dict(out, ok=False, error=f"timed out after {budget_s:.0f} s",
-                    stderr_tail=tail.decode(errors="replace") if isinstance(tail, bytes) else tail)
-    its = [(int(m.group(1)), float(m.group(4))) for m in PROGRESS.finditer(proc.stderr)]
-    last = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    child = json.loads(last[-1]) if last else {}
-    out.update(rc=proc.returncode, iteration_s=[s for _, s in its],
-               peak_allocated_bytes=child.get("peak_allocated_bytes"),
-               stderr_tail=proc.stderr[-1500:])
+    result, text = c.child({"step": "pulse-run", "dtype": dtype, "argv": argv}, share)
+    out.update(result)
+    if "skipped" in result:
+        return out
+    its = [(int(m.group(1)), float(m.group(4))) for m in PROGRESS.finditer(text)]
+    out["iteration_s"] = [s for _, s in its]
     timed = [s for i, s in its if i > 1] or [s for _, s in its]
-    out["ok"] = proc.returncode == 0 and bool(timed)
+    out["ok"] = result.get("rc") == 0 and bool(timed)
+    if not out["ok"]:
+        out.setdefault("error", f"rc {result.get('rc')}, {len(its)} iteration(s)")
+        out.setdefault("output_tail", text[-2000:])
     if timed:
         out["median_iteration_s"] = statistics.median(timed)
         out["median_microbatch_s"] = out["median_iteration_s"] / par["num_microbatches"]
     return out
 
 
-def pulse_run_step(c: Check, budget_s: float) -> dict:
-    from pulse_runtime import runner
-    deadline = time.monotonic() + budget_s
-    attempts: list[dict] = []
-    dtypes = list(dict.fromkeys([c.args.dtype, "float32"]))
-    for dtype in dtypes:
-        if dtype not in runner.DTYPES:
-            attempts.append({"dtype": dtype, "ok": False, "skipped":
-                             f"this pulse-run has no --dtype {dtype} (it offers "
-                             f"{', '.join(runner.DTYPES)})"})
-        elif (c.args.variant, dtype) not in PLANS:
-            attempts.append({"dtype": dtype, "ok": False, "skipped": "no checked-in plan"})
-        elif deadline - time.monotonic() < 20:
-            attempts.append({"dtype": dtype, "ok": False, "skipped": "time budget spent"})
-        else:
-            left = deadline - time.monotonic()
-            # A run that hangs (say, in NCCL's set-up) must leave the fallback its time.
-            share = left if dtype == dtypes[-1] else min(left, max(90.0, 0.55 * left))
-            attempts.append(run_pulse(c, dtype, share))
-            c.log(f"  pulse-run {dtype}: ok={attempts[-1]['ok']}, iterations "
-                  f"{attempts[-1].get('iteration_s')}")
-        if attempts[-1]["ok"]:
-            break
-    return {"attempts": attempts, "note": "iteration_s: pulse-run's own per-iteration time "
-            "(every microbatch's forward and backward, the loss read back per microbatch, the "
-            "optimizer step); the first iteration is a warm-up, the median is over the rest"}
+def pulse_run_dtypes(c: Check) -> list[str]:
+    return [d for d in dict.fromkeys([c.args.dtype, "float32"]) if (c.args.variant, d) in PLANS]
 
 
 # --- summary -----------------------------------------------------------------------------------
 
-def comparisons(c: Check) -> dict:
-    """pulse-run's iteration against the profile's blocks (same microbatch size): the
-    microbatches' summed block times, as a one-stage plan on this GPU would predict them."""
+REGIMES = {"bfloat16": "mixed precision (fp32 weights and optimizer, bf16 autocast)",
+           "float32": "float32"}
+
+
+def comparisons(c: Check) -> list[dict]:
+    """Each pulse-run iteration against the first image size's profile at the same
+    microbatch size: the microbatches' summed block times, which is what a one-stage plan
+    from that profile predicts for the forward and backward work."""
     steps = c.results["steps"]
-    ok = [a for a in steps.get("pulse-run", {}).get("attempts", []) if a.get("ok")]
-    prof = steps.get(f"profile-{c.args.images[0]}", {})
-    if not ok or ok[0]["dtype"] != c.args.dtype or "summaries" not in prof:
-        return {}
-    run = ok[0]
-    summary = {s["microbatch"]: s for s in prof["summaries"]}.get(run["microbatch_size"])
-    if summary is None:
-        return {}
-    predicted = run["num_microbatches"] * summary["blocks_sum_s"]
-    return {"pulse_run_vs_profile": {
-        "measured_iteration_s": run["median_iteration_s"],
-        "blocks_sum_x_microbatches_s": predicted,
-        "measured_over_predicted": run["median_iteration_s"] / predicted}}
+    prof = {s["microbatch"]: s for s in
+            steps.get(f"profile-{c.args.images[0]}", {}).get("summaries", [])}
+    out = []
+    for dtype in pulse_run_dtypes(c):
+        run = steps.get(f"pulse-run-{dtype}", {})
+        summary = prof.get(run.get("microbatch_size"))
+        if not run.get("ok") or summary is None:
+            continue
+        predicted = run["num_microbatches"] * summary["blocks_sum_s"]
+        out.append({"pulse_run_dtype": dtype, "pulse_run_regime": REGIMES[dtype],
+                    "profile_regime": f"pure {c.args.dtype}",
+                    "measured_iteration_s": run["median_iteration_s"],
+                    "blocks_sum_x_microbatches_s": predicted,
+                    "measured_over_predicted": run["median_iteration_s"] / predicted})
+    return out
 
 
 def table(c: Check) -> str:
@@ -445,7 +332,7 @@ def table(c: Check) -> str:
     lines = [f"SD2 UNet, {c.args.dtype}, eager, {env.get('device')} (torch {env.get('torch')}, "
              f"{env.get('date_utc')})",
              f"{'px':>4} {'mb':>3} {'step ms':>9} {'ms/sample':>9} {'peak GiB':>8} "
-             f"{'blocks ms':>9} {'blocks/step':>11}"]
+             f"{'stamped/step':>12}"]
     for image in c.args.images:
         prof = {s["microbatch"]: s for s in steps.get(f"profile-{image}", {}).get("summaries", [])}
         for row in steps.get(f"whole-{image}", {}).get("sizes", []):
@@ -457,54 +344,66 @@ def table(c: Check) -> str:
             lines.append(f"{image:>4} {b:>3} {1e3 * row['step_s']:9.1f} "
                          f"{1e3 * row['per_sample_s']:9.2f} "
                          f"{gib(row.get('peak_allocated_bytes')):8.2f} "
-                         + (f"{1e3 * s['blocks_sum_s']:9.1f} {1 + s['deviation']:11.3f}"
-                            if s else f"{'-':>9} {'-':>11}"))
-    for a in steps.get("pulse-run", {}).get("attempts", []):
+                         + (f"{1 + s['stamp_overhead']:12.3f}" if s else f"{'-':>12}"))
+    for dtype in pulse_run_dtypes(c):
+        a = steps.get(f"pulse-run-{dtype}")
+        if a is None:
+            continue
         if a.get("ok"):
-            lines.append(f"pulse-run pp 1, {a['dtype']}, {a['num_microbatches']} x microbatch "
+            lines.append(f"pulse-run pp 1, {dtype}, {a['num_microbatches']} x microbatch "
                          f"{a['microbatch_size']}: median iteration "
                          f"{1e3 * a['median_iteration_s']:.1f} ms, peak "
                          f"{gib(a.get('peak_allocated_bytes')):.2f} GiB")
         else:
-            lines.append(f"pulse-run {a['dtype']}: "
-                         f"{a.get('skipped') or a.get('error') or 'failed, rc %s' % a.get('rc')}")
-    comp = c.results.get("comparisons", {}).get("pulse_run_vs_profile")
-    if comp:
-        lines.append(f"pulse-run iteration / (blocks' sum x microbatches): "
-                     f"{comp['measured_over_predicted']:.3f}")
+            lines.append(f"pulse-run {dtype}: {a.get('skipped') or a.get('error')}")
+    for comp in c.results.get("comparisons") or []:
+        if isinstance(comp, dict):
+            lines.append(f"pulse-run {comp['pulse_run_dtype']} iteration / (blocks' sum x "
+                         f"microbatches): {comp['measured_over_predicted']:.3f}")
     for name, step in steps.items():
         if "error" in step:
             lines.append(f"step {name} FAILED: {step['error'][:200]}")
     return "\n".join(lines)
 
 
+def skipped(c: Check, fn: Callable[[], dict]) -> Callable[[], dict]:
+    """fn, or a record that the budget left no time for it."""
+    if c.left_s() >= MIN_STEP_S:
+        return fn
+    return lambda: {"skipped": f"time budget spent ({c.left_s():.0f} s left)"}
+
+
 def run_all(c: Check) -> None:
     args = c.args
-    c.step("environment", lambda: environment(c))
-    c.results["environment"] = c.results["steps"].pop("environment")
-    n = len(args.images)
+    c.results["git_commit"] = git_commit()
     if "whole" not in args.skip:
         for image in args.images:
-            c.step(f"whole-{image}", lambda image=image: whole_steps(
-                c, image, 0.30 * args.budget_s / n * (1.5 if image > 512 else 1.0)))
+            c.step(f"whole-{image}", skipped(c, lambda image=image: whole_step(c, image)))
     if "profile" not in args.skip:
         for image in args.images:
-            c.step(f"profile-{image}", lambda image=image: profile_step(
-                c, image, min(0.35 * args.budget_s / n * (1.5 if image > 512 else 1.0),
-                              c.left_s() - 60)))
+            c.step(f"profile-{image}",
+                   skipped(c, lambda image=image: profile_step(c, image)))
     if "pulse-run" not in args.skip:
-        c.step("pulse-run", lambda: pulse_run_step(c, max(c.left_s(), 60)))
-    c.results["comparisons"] = guarded(lambda: comparisons(c))
+        for dtype in pulse_run_dtypes(c):
+            c.step(f"pulse-run-{dtype}",
+                   skipped(c, lambda dtype=dtype: pulse_run_step(c, dtype)))
+    try:
+        c.results["comparisons"] = comparisons(c)
+    except (KeyError, TypeError, ZeroDivisionError) as e:
+        c.results["comparisons"] = f"unavailable: {type(e).__name__}: {e}"
     c.results["total_wall_s"] = round(time.monotonic() - c.start, 1)
+    # This process ran no step itself: it never imported torch, so it held no GPU memory.
+    c.results["parent"] = {"pid": os.getpid(), "torch_imported": "torch" in sys.modules}
     c.save()
-    c.log("results\n" + str(guarded(lambda: table(c))))
+    c.log("results\n" + table(c))
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["--pulse-run-child"]:
-        return pulse_run_child(argv[1:])
     c = Check(parse_args(argv))
-    run_all(c)
+    try:
+        run_all(c)
+    finally:
+        c.close()
     return 0
 
 

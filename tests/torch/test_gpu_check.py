@@ -3,9 +3,14 @@
 
 The script is what a lent GPU runs once, so it must work the first time: this runs it
 end to end (the tiny SD2 at 64 and 128 px, microbatch 1 and 2, the block profiles, a
-one-stage pulse-run) and checks what it leaves in OUT: few files (the device returns at
-most 8), a results JSON without a failed step, whole-step times and profiles at every size,
-profiles the schema accepts and pulse-plan plans, pulse-run's iterations, and the table.
+one-stage pulse-run) and checks what it leaves in OUT: four files, a results JSON without
+a failed step, whole-step times and profiles at every size, profiles the schema accepts
+and pulse-plan plans, pulse-run's iterations, and the table. Every step ran in a process
+of its own, and the parent never imported torch (on the GPU the first run's steps shared
+one process, which kept 139 GiB and left pulse-run none).
+
+Without the dry run: a size or a profile that runs out of memory (stood in by a
+RuntimeError with CUDA's message), and a step killed at the end of its share of the time.
 """
 
 import json
@@ -13,6 +18,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import common
@@ -41,13 +47,20 @@ class DryRun(unittest.TestCase):
     def test_runs_every_step_without_error(self):
         self.assertEqual(self.proc.returncode, 0, self.proc.stderr[-3000:])
         steps = self.results["steps"]
-        self.assertEqual(sorted(steps), ["profile-128", "profile-64", "pulse-run",
+        self.assertEqual(sorted(steps), ["profile-128", "profile-64", "pulse-run-float32",
                                          "whole-128", "whole-64"])
         for name, step in steps.items():
             self.assertNotIn("error", step, f"{name}: {step.get('traceback')}")
         self.assertEqual(self.results["environment"]["device"], "CPU")
 
-    def test_few_small_files(self):
+    def test_each_step_in_its_own_process_and_none_in_the_parent(self):
+        pids = [step["pid"] for step in self.results["steps"].values()]
+        parent = self.results["parent"]
+        self.assertEqual(len(set(pids)), 5, pids)
+        self.assertNotIn(parent["pid"], pids)
+        self.assertFalse(parent["torch_imported"])
+
+    def test_four_files(self):
         files = sorted(os.listdir(self.out))
         self.assertEqual(files, ["gpu_check.json", "gpu_check.log",
                                  "sd2-unet-128.cpu-fp32.profile.json",
@@ -74,7 +87,12 @@ class DryRun(unittest.TestCase):
             self.assertEqual(len(prof["layers"]), 47)
             self.assertEqual(len(prof["skips"]), 12)
             self.assertEqual(prof["timing"]["microbatch_sizes"], [1, 2])
-            self.assertEqual([s["microbatch"] for s in step["summaries"]], [1, 2])
+            summaries = step["summaries"]
+            self.assertEqual([s["microbatch"] for s in summaries], [1, 2])
+            for s, k in zip(summaries, range(2)):
+                layers = sum(l["forward_s"]["CPU"][k] + l["backward_s"]["CPU"][k]
+                             for l in prof["layers"])
+                self.assertAlmostEqual(layers, s["whole_step_s"], delta=1e-7)
             plan = common.plan(OPTS.binary, path, os.path.join(self.tmp.name, "p.json"),
                                "--pp", "1", "--dp", "1", "--microbatch-size", "1",
                                "--global-batch", "2")
@@ -82,83 +100,115 @@ class DryRun(unittest.TestCase):
             self.assertEqual(plan["inputs"]["model"]["provenance"], "measured")
 
     def test_pulse_run_ran_the_plan(self):
-        attempts = self.results["steps"]["pulse-run"]["attempts"]
-        self.assertTrue(attempts[0]["ok"], attempts)
-        self.assertEqual(attempts[0]["dtype"], "float32")
-        self.assertEqual(len(attempts[0]["iteration_s"]), 2)
-        comp = self.results["comparisons"]["pulse_run_vs_profile"]
-        self.assertGreater(comp["measured_over_predicted"], 0)
+        run = self.results["steps"]["pulse-run-float32"]
+        self.assertTrue(run["ok"], run)
+        self.assertEqual(run["dtype"], "float32")
+        self.assertEqual(len(run["iteration_s"]), 2)
+        comp = self.results["comparisons"]
+        self.assertEqual([c["pulse_run_dtype"] for c in comp], ["float32"])
+        self.assertGreater(comp[0]["measured_over_predicted"], 0)
 
     def test_prints_the_table(self):
         self.assertIn("px  mb   step ms", self.proc.stdout)
         self.assertIn("pulse-run pp 1, float32, 2 x microbatch 1", self.proc.stdout)
         with open(os.path.join(self.out, "gpu_check.log")) as f:
-            self.assertIn("step pulse-run: done", f.read())
+            log = f.read()
+        self.assertIn("step pulse-run-float32: done", log)
+        self.assertIn("  | pulse-run: iteration 2/2", log)  # the step's own output
 
 
-def load_gpu_check():
+def load_script(name):
     import importlib.util
     spec = importlib.util.spec_from_file_location(
-        "gpu_check", os.path.join(common.ROOT, "scripts", "gpu_check.py"))
+        name, os.path.join(common.ROOT, "scripts", f"{name}.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
+OOM = "CUDA out of memory. Tried to allocate 2.00 GiB"
+
+
 @common.requires_torch
 class OutOfMemory(unittest.TestCase):
     """A size that runs out of memory (as 768 px at microbatch 32 may on an 80 GB GPU) is
-    recorded, the larger ones skipped, the profile measured at the sizes that fit; the
-    out-of-memory error stood in by a RuntimeError with CUDA's message."""
+    recorded, the larger ones skipped; a profile that does is measured again, in a fresh
+    process, without its largest size."""
 
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
-        gc = load_gpu_check()
-        self.gc = gc
-        self.check = gc.Check(gc.parse_args([self.tmp.name, "--dry-run", "--sizes", "1,2,4",
-                                             "--images", "64"]))
+        self.gc = load_script("gpu_check")
+        self.steps = load_script("gpu_check_steps")
+        self.check = self.gc.Check(self.gc.parse_args(
+            [self.tmp.name, "--dry-run", "--sizes", "1,2,4", "--images", "64"]))
+        self.step = self.steps.Step(self.check.results["options"])
 
     def tearDown(self):
-        self.check.log_file.close()
+        self.check.close()
         self.tmp.cleanup()
 
     def test_whole_steps_record_and_skip(self):
-        real = self.check.steptimer.time_plain_step
+        timer = self.steps.steptimer
+        real = timer.time_plain_step
 
         def step(model, batch, b, clock):
             if b >= 2:
-                raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+                raise RuntimeError(OOM)
             return real(model, batch, b, clock)
-        self.check.steptimer.time_plain_step = step
+        timer.time_plain_step = step
         try:
-            rows = self.gc.whole_steps(self.check, 64, 60)["sizes"]
+            rows = self.steps.whole(self.step, {"image": 64, "budget_s": 60})["sizes"]
         finally:
-            self.check.steptimer.time_plain_step = real
+            timer.time_plain_step = real
         self.assertIn("step_s", rows[0])
         self.assertTrue(rows[1]["out_of_memory"])
         self.assertEqual(rows[2], {"microbatch": 4, "skipped": "microbatch 2 ran out of memory"})
         self.check.results["steps"]["whole-64"] = {"sizes": rows}
         self.assertEqual(self.gc.profile_sizes(self.check, 64, 60)[0], [1])
 
-    def test_profile_drops_the_largest_size_that_does_not_fit(self):
-        real = self.check.profiler.run_profile
-        tried = []
+    def test_the_profile_process_reports_out_of_memory(self):
+        real = self.steps.profiler.run_profile
 
         def run_profile(model, args, device):
-            tried.append(list(args.sizes))
-            if 2 in args.sizes:
-                raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
-            return real(model, args, device)
-        self.check.profiler.run_profile = run_profile
+            raise RuntimeError(OOM)
+        self.steps.profiler.run_profile = run_profile
         try:
-            step = self.gc.profile_step(self.check, 64, 120)
+            result = self.steps.profile(self.step, {"image": 64, "sizes": [1, 2]})
         finally:
-            self.check.profiler.run_profile = real
+            self.steps.profiler.run_profile = real
+        self.assertTrue(result["out_of_memory"])
+        self.assertEqual(os.listdir(self.tmp.name), ["gpu_check.log"])  # no profile written
+
+    def test_profile_drops_the_largest_size_that_does_not_fit(self):
+        tried = []
+
+        def child(request, timeout_s):
+            tried.append(list(request["sizes"]))
+            if 2 in request["sizes"]:
+                return {"out_of_memory": True, "error": OOM}, ""
+            return {"file": "p.json", "sizes": request["sizes"], "summaries": []}, ""
+        self.check.child = child
+        step = self.gc.profile_step(self.check, 64)
         self.assertEqual(tried, [[1, 2, 4], [1, 2], [1]])
         self.assertEqual(step["sizes"], [1])
+        self.assertNotIn("error", step)
         self.assertEqual([n.split(":")[0] for n in step["notes"]],
                          ["microbatch 4", "microbatch 2"])
-        self.assertTrue(os.path.exists(os.path.join(self.tmp.name, step["file"])))
+
+
+@common.requires_torch
+class Overrun(unittest.TestCase):
+    def test_a_step_past_its_time_is_killed_and_recorded(self):
+        gc = load_script("gpu_check")
+        with tempfile.TemporaryDirectory() as tmp:
+            check = gc.Check(gc.parse_args([tmp, "--dry-run", "--images", "64"]))
+            try:
+                t0 = time.monotonic()
+                result, _ = check.child({"step": "whole", "image": 64, "budget_s": 60}, 1)
+            finally:
+                check.close()
+        self.assertLess(time.monotonic() - t0, 30)
+        self.assertEqual(result["error"], "killed after 1 s (its share of the budget)")
 
 
 class Usage(unittest.TestCase):
