@@ -9,7 +9,8 @@
   the negative control shows.
 - The checked-in one-stage plans the GPU check runs (scripts/gpu_check_data/) fit the model
   in their dtype: layer names, skips, carried tensors and every byte count, the bf16 plan
-  refused for a float32 model.
+  refused for a float32 model. Where pulse-run offers mixed precision (issue 28: float32
+  weights, bf16 autocast, bf16 sent between stages), the bf16 plan fits that run too.
 - The tiny model (a tenth of the width) trains on the CPU: run stage by stage with
   pulse_runtime's BlockRange it gives the loss and gradients of the one-piece forward.
 """
@@ -24,6 +25,22 @@ import common
 SD2 = os.path.join(common.ROOT, "examples", "sd2_unet.py")
 PROFILE = os.path.join(common.ROOT, "profiles", "models", "sd2-unet-512.json")
 DATA = os.path.join(common.ROOT, "scripts", "gpu_check_data")
+
+
+def load_plan(path, model):
+    """plan.Plan(path, model), or Plan.load where the runtime reads the document first
+    (issue 28's pulse_runtime)."""
+    from pulse_runtime import plan
+    load = getattr(plan.Plan, "load", None)
+    return load(path, model) if load else plan.Plan(path, model)
+
+
+def mixed_precision():
+    try:
+        from pulse_runtime import precision
+    except ImportError:
+        return None
+    return precision
 
 
 def load_sd2():
@@ -100,13 +117,25 @@ class FullSize(unittest.TestCase):
                             (torch.float32, "sd2-unet-512-pp1-fp32.plan.json")):
             path = os.path.join(DATA, name)
             model = self.sd2.make(512, 1.0, dtype, device="meta")
-            p = plan.Plan(path, model)
+            p = load_plan(path, model)
             self.assertEqual((p.pp, p.dp, p.world_size), (1, 1, 1))
             p.check_bytes(comm.Shapes(model, p.microbatch_size, "meta"), str(dtype))
         fp32 = self.sd2.make(512, 1.0, torch.float32, device="meta")
-        bf16_plan = plan.Plan(os.path.join(DATA, "sd2-unet-512-pp1-bf16.plan.json"), fp32)
+        bf16_plan = load_plan(os.path.join(DATA, "sd2-unet-512-pp1-bf16.plan.json"), fp32)
         with self.assertRaisesRegex(plan.PlanError, "tensor sizes differ"):
             bf16_plan.check_bytes(comm.Shapes(fp32, 2, "meta"), "float32")
+
+    @unittest.skipIf(mixed_precision() is None, "this pulse_runtime has no mixed precision")
+    def test_the_bf16_plan_fits_a_mixed_precision_run(self):
+        """What pulse-run --dtype bfloat16 checks before it trains (runner.prepare)."""
+        import torch
+        from pulse_runtime import comm
+        prec = mixed_precision().precision("bfloat16", "cpu")
+        self.assertEqual(prec.param_dtype, torch.float32)
+        model = self.sd2.make(512, 1.0, prec.param_dtype, device="meta")
+        p = load_plan(os.path.join(DATA, "sd2-unet-512-pp1-bf16.plan.json"), model)
+        p.check_bytes(comm.Shapes(model, p.microbatch_size, "meta", prec.comm_dtype,
+                                  prec.autocast), "bfloat16")
 
 
 @common.requires_torch
