@@ -1,7 +1,8 @@
 #!/bin/sh
 # The GPU check (issue 27): the SD2 UNet's whole-step times at microbatch 1-32, its block
-# profile with pulse-profile, and a one-stage pulse-run, on one CUDA GPU, in about four
-# minutes. Results go to OUT: gpu_check.json, gpu_check.log and one profile per image size.
+# profile with pulse-profile, and one-stage pulse-runs, on one CUDA GPU, each step in a
+# process of its own, in under three minutes (--budget-s, default 170). Four files go to
+# OUT: gpu_check.json, gpu_check.log and one profile per image size.
 #
 #   scripts/gpu_check.sh OUT                 # on the GPU machine, from the repository root
 #   scripts/gpu_check.sh OUT --dry-run       # tiny sizes on the CPU, under a minute
