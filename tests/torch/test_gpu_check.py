@@ -157,7 +157,8 @@ class OutOfMemory(unittest.TestCase):
             return real(model, batch, b, clock)
         timer.time_plain_step = step
         try:
-            rows = self.steps.whole(self.step, {"image": 64, "budget_s": 60})["sizes"]
+            rows = self.steps.whole(self.step, {"image": 64,
+                                                "deadline_unix": time.time() + 60})["sizes"]
         finally:
             timer.time_plain_step = real
         self.assertIn("step_s", rows[0])
@@ -204,7 +205,8 @@ class Overrun(unittest.TestCase):
             check = gc.Check(gc.parse_args([tmp, "--dry-run", "--images", "64"]))
             try:
                 t0 = time.monotonic()
-                result, _ = check.child({"step": "whole", "image": 64, "budget_s": 60}, 1)
+                result, _ = check.child({"step": "whole", "image": 64,
+                                          "deadline_unix": time.time() + 60}, 1)
             finally:
                 check.close()
         self.assertLess(time.monotonic() - t0, 30)
