@@ -163,8 +163,11 @@ class Check:
             try:
                 rc, killed = proc.wait(timeout=max(timeout_s, 1)), False
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)  # its own session: the step's processes
-                rc, killed = proc.wait(), True
+                rc, killed = None, True
+            finally:  # past its time, or this process told to stop: the step goes too
+                if proc.poll() is None:
+                    os.killpg(proc.pid, signal.SIGKILL)  # its own session: all it started
+                    rc = proc.wait()
         with open(out, errors="replace") as f:
             text = f.read()
         for line in text.splitlines():
@@ -401,6 +404,9 @@ def run_all(c: Check) -> None:
 
 
 def main(argv: list[str]) -> int:
+    # A timeout's SIGTERM unwinds like an exception, so the running step is killed with it
+    # (a step's processes have a session of their own and would outlive this one).
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     c = Check(parse_args(argv))
     try:
         run_all(c)

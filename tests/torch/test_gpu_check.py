@@ -212,6 +212,50 @@ class Overrun(unittest.TestCase):
         self.assertLess(time.monotonic() - t0, 30)
         self.assertEqual(result["error"], "killed after 1 s (its share of the budget)")
 
+    def test_a_stopped_check_stops_its_step(self):
+        """SIGTERM (a timeout) to the check ends the step's process too, which runs in a
+        session of its own and would otherwise keep the GPU."""
+        import signal
+        with tempfile.TemporaryDirectory() as tmp:
+            parent = subprocess.Popen(
+                [sys.executable, os.path.join(common.ROOT, "scripts", "gpu_check.py"), tmp,
+                 "--dry-run", "--images", "64", "--skip", "profile,pulse-run"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                step = None
+                for _ in range(200):
+                    step = step_process(parent.pid)
+                    if step or parent.poll() is not None:
+                        break
+                    time.sleep(0.1)
+                self.assertIsNotNone(step, "no step process seen")
+                parent.send_signal(signal.SIGTERM)
+                self.assertEqual(parent.wait(timeout=30), 128 + signal.SIGTERM)
+            finally:
+                if parent.poll() is None:
+                    parent.kill()
+                    parent.wait()
+        for _ in range(50):  # reaped by the check, or by init once orphaned
+            if not os.path.exists(f"/proc/{step}"):
+                break
+            time.sleep(0.1)
+        self.assertFalse(os.path.exists(f"/proc/{step}"), f"step process {step} still runs")
+
+
+def step_process(parent_pid):
+    """The pid of a gpu_check_steps.py process whose parent is parent_pid, or None."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == parent_pid and b"gpu_check_steps.py" in cmd:
+            return int(pid)
+    return None
+
 
 class Usage(unittest.TestCase):
     def test_no_out_is_a_usage_error(self):
