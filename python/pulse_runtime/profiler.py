@@ -4,20 +4,29 @@
         -o profiles/models/small-unet-cpu.json
 
 For every block and microbatch size it measures, on CUDA if present and else on the CPU:
-forward time, backward time (the block alone, fed the gradient its outputs really get in
-training), parameters, the bytes autograd saves for the block's backward, and the bytes of
-its main-path output, of the skip tensors it produces and of the carried tensors it makes.
-The model is a block-list model or any traceable nn.Module, which the torch.fx front end
-splits into layers (models.py, docs/torch.md). scripts/profile_torch.py runs this too.
+forward time, backward time, parameters, the bytes autograd saves for the block's backward,
+and the bytes of its main-path output, of the skip tensors it produces and of the carried
+tensors it makes. The model is a block-list model or any traceable nn.Module, which the
+torch.fx front end splits into layers (models.py, docs/torch.md). scripts/profile_torch.py
+runs this too.
 
-Timing: every block is warmed up at every microbatch size before anything is timed, and
-the timed repeats visit the sizes in a rotating order, so one-time costs (allocator growth,
-kernel selection, cold caches) and drift in the machine's load fall on no size in
-particular. A block whose per-sample time (forward + backward) at a smaller size is more
-than --max-small-batch-ratio times that at the next larger size is flagged in the
-profile's provenance (or, with --strict, refused). --concurrent N runs N-1 copies of the
-training step beside the measurement, as N ranks per host contend in the run.
+Timing: each timed run is one whole training step (all blocks' forward, the loss, one
+backward through the whole autograd graph), with time stamps between blocks and no host
+synchronisation inside the step: CUDA events on the GPU, the host clock on the CPU. In the
+forward a stamp follows each block; in the backward a gradient hook on each block's outputs
+stamps the moment its backward starts. The time between consecutive stamps belongs to the
+block that ran in it, so the block times add up to the stamped step. Each size's plain step
+(the same step without stamps or hooks) is timed beside it, and the blocks' shares of the
+stamped step are applied to the plain step (whole-step attribution): where the GPU waits for
+the host, the stamps' own host time lengthens the stamped step, and the profile's blocks
+must add up to the step a run takes. The provenance gives both sums and the factor.
+Every size is warmed up before anything is timed and the timed repeats visit the sizes in a
+rotating order, so one-time costs and drift in the machine's load fall on no size in
+particular. --concurrent N runs N-1 copies of the training step beside the measurement, as
+N ranks per host contend in the run.
 """
+
+from __future__ import annotations
 
 import argparse
 import json
@@ -27,40 +36,49 @@ import os
 import platform
 import statistics
 import sys
-import time
+from typing import Any, Optional
 
 import torch
 
 from . import blocklist, models
+from .profilechecks import check_lines, method_lines, small_batch_findings, step_findings
+from .steptimer import Clock, Row, account, attributed_step, plain_step, time_plain_step
 
 DTYPES = {"float32": (torch.float32, "fp32"), "float64": (torch.float64, "fp64"),
           "bfloat16": (torch.bfloat16, "bf16"), "float16": (torch.float16, "fp16")}
 
-
-def parse_args(argv):
+def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="pulse-profile", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", required=True, help="FILE.py:FUNCTION that builds the model")
     p.add_argument("--sizes", default="1,2,4,8", help="microbatch sizes, increasing")
     p.add_argument("--warmup", type=int, default=2,
-                   help="untimed runs of every block at every size before any timing")
+                   help="untimed steps at every size before any timing")
     p.add_argument("--repeats", type=int, default=5,
-                   help="timed runs per block and size, sizes interleaved; the median is kept")
-    p.add_argument("--min-run-ms", type=float, default=2.0,
-                   help="repeat a short block back to back within one timed run until the "
-                   "run's forward + backward lasts about this long (default 2 ms)")
+                   help="timed steps per size, sizes interleaved; the median is kept")
     p.add_argument("--concurrent", type=int, default=1, metavar="N",
                    help="measure while N-1 other processes run the same training step (N ranks "
                    "per host; default 1: alone)")
     p.add_argument("--max-small-batch-ratio", type=float, default=1.2,
                    help="flag a block whose per-sample time at a microbatch size exceeds this "
-                   "times its per-sample time at the next larger size (default 1.2)")
+                   "times its per-sample time at the next larger size, beyond what the sum "
+                   "over all blocks shows between those sizes (default 1.2)")
+    p.add_argument("--max-step-deviation", type=float, default=0.05,
+                   help="flag a size whose blocks' summed time differs from the plain whole "
+                   "step's by more than this fraction (default 0.05)")
+    p.add_argument("--max-stamp-overhead", type=float, default=0.25,
+                   help="flag a size whose stamped step exceeds the plain step by more than "
+                   "this fraction: the block times then rest mostly on the attribution "
+                   "(default 0.25)")
     p.add_argument("--strict", action="store_true",
-                   help="refuse (exit 1, write nothing) instead of flagging such a block, or a "
-                   "block whose time at a size exceeds that ratio times its time at the next")
+                   help="refuse (exit 1, write nothing) instead of flagging a block or a size")
     p.add_argument("--dtype", choices=sorted(DTYPES), default="float32")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--device-type", help="device type name in the profile (default: CPU, "
                    "or the CUDA device name)")
+    p.add_argument("--clock", choices=["auto", "thread"], default="auto",
+                   help="auto: CUDA events on a GPU, the wall clock on the CPU; thread: the "
+                   "profiling thread's CPU time (CPU only, one thread: steadier on a loaded "
+                   "machine, blind to waiting)")
     p.add_argument("--threads", type=int, default=1,
                    help="torch CPU threads (default 1: one core per pipeline rank)")
     p.add_argument("--seed", type=int, default=0)
@@ -76,10 +94,16 @@ def parse_args(argv):
         p.error("--concurrent must be >= 1")
     if args.max_small_batch_ratio < 1:
         p.error("--max-small-batch-ratio must be >= 1")
+    if not 0 < args.max_step_deviation < 1:
+        p.error("--max-step-deviation must be between 0 and 1")
+    if args.max_stamp_overhead <= 0:
+        p.error("--max-stamp-overhead must be positive")
+    if args.clock == "thread" and (args.device == "cuda" or args.threads != 1):
+        p.error("--clock thread needs the CPU and --threads 1")
     return args
 
 
-def pick_device(choice):
+def pick_device(choice: str) -> torch.device:
     if choice == "auto":
         choice = "cuda" if torch.cuda.is_available() else "cpu"
     if choice == "cuda" and not torch.cuda.is_available():
@@ -87,7 +111,7 @@ def pick_device(choice):
     return torch.device(choice)
 
 
-def cpu_model():
+def cpu_model() -> str:
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -98,201 +122,111 @@ def cpu_model():
     return platform.processor() or "unknown CPU"
 
 
-def device_description(device):
+def device_description(device: torch.device) -> tuple[str, str]:
     if device.type == "cuda":
         return "CUDA", torch.cuda.get_device_name(device)
     return "CPU", f"{cpu_model()}, {torch.get_num_threads()} torch thread(s)"
 
 
-def storage_key(t):
-    # untyped_storage() exists from PyTorch 2.0; 1.13 has storage() with the same data_ptr.
-    storage = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
-    return storage.data_ptr(), storage.nbytes()
-
-
-class BlockRecord:
-    """One block's real inputs and output gradients from a chained forward/backward."""
-
-    def __init__(self, unit, h_in, env_in):
-        self.unit, self.h_in, self.env_in = unit, h_in, env_in
-        self.out_h, self.outputs, self.grads = None, None, None
-
-    def fresh_inputs(self):
-        h = self.h_in if not self.h_in.requires_grad else blocklist.detached_leaf(self.h_in)
-        env = {k: (blocklist.detached_leaf(v) if v.requires_grad else v)
-               for k, v in self.env_in.items()}
-        return h, env
-
-    def run_forward(self):
-        return self.unit.forward(*self.fresh_inputs())
-
-    def backward_pairs(self, out_h, outputs):
-        tensors, grads = [], []
-        for key, grad in self.grads.items():
-            if grad is not None:
-                tensors.append(out_h if key is None else outputs[key])
-                grads.append(grad)
-        return tensors, grads
-
-
-def chain_pass(model, batch, size):
-    """Run the blocks one by one, each on detached copies of its inputs, then backward in
-    reverse order; record every block's inputs and the gradients of its outputs."""
-    records, carried, skips = [], {}, {}
-    h = model.first_input(batch)
-    for i in range(len(model.blocks)):
-        unit = blocklist.BlockRange(model, i, i)
-        env = dict(batch)
-        env.update({k: blocklist.detached_leaf(v) for k, v in carried.items()})
-        env.update({k: blocklist.detached_leaf(skips[k]) for k in unit.skips_in})
-        rec = BlockRecord(unit, h if i == 0 else blocklist.detached_leaf(h), env)
-        rec.out_h, rec.outputs = unit.forward(rec.h_in, rec.env_in)
-        for name in unit.carried_out:
-            carried[name] = rec.outputs[name]
-        for name in unit.skips_out:
-            skips[name] = rec.outputs[name]
-        h = rec.out_h
-        records.append(rec)
-    loss = model.loss_sum(records[-1].out_h, batch) / size
-    records[-1].grads = {None: torch.autograd.grad(loss, records[-1].out_h)[0]}
-    for i in reversed(range(len(records))):
-        rec = records[i]
-        if i + 1 < len(records):
-            rec.grads = output_grads(rec, records)
-        tensors, grads = rec.backward_pairs(rec.out_h, rec.outputs)
-        torch.autograd.backward(tensors, grads)
-    return records, loss.item()
-
-
-def output_grads(rec, records):
-    """Gradient of each output of rec: from the next block (main path), from the consumer
-    of each skip, and summed over every later block for carried tensors."""
-    nxt = records[records.index(rec) + 1]
-    grads = {None: nxt.h_in.grad}
-    later = records[records.index(rec) + 1:]
-    for skip in rec.unit.skips_out:
-        grads[skip] = next(r.env_in[skip].grad for r in later if skip in r.unit.skips_in)
-    for name in rec.unit.carried_out:
-        parts = [r.env_in[name].grad for r in later
-                 if name in r.env_in and r.env_in[name].grad is not None]
-        grads[name] = torch.stack(parts).sum(0) if parts else None
-    return grads
-
-
-def timed(fn, sync, arg=None):
-    sync()
-    start = time.perf_counter()
-    fn(arg)
-    sync()
-    return time.perf_counter() - start
-
+# --- measuring ---------------------------------------------------------------------------------
 
 class SizeRun:
-    """One microbatch size: its batch, its chained pass, and the timing of every block.
+    """One microbatch size: its batch, the bytes of one forward, and its timed steps."""
 
-    A timed run of a short block repeats it `inner[i]` times back to back (forwards in a
-    row; backwards in a row over graphs built untimed beforehand) and keeps the mean, so
-    that one run lasts at least --min-run-ms: a sub-millisecond op timed alone is at the
-    mercy of one context switch on a shared machine."""
-
-    def __init__(self, model, size, args, device):
+    def __init__(self, model: Any, size: int, seed: int, device: torch.device) -> None:
         self.size = size
-        self.batch = model.make_batch(size, seed=args.seed + size, device=device)
-        self.records, self.loss = chain_pass(model, self.batch, size)
-        self.forward = [[] for _ in self.records]
-        self.backward = [[] for _ in self.records]
-        self.inner = [1 for _ in self.records]
+        self.batch = model.make_batch(size, seed=seed + size, device=device)
+        self.bytes = account(model, self.batch)
+        self.forward: list[list[float]] = [[] for _ in model.blocks]
+        self.backward: list[list[float]] = [[] for _ in model.blocks]
+        self.plain: list[float] = []      # whole steps without stamps or hooks
+        self.stamped: list[float] = []    # sums over blocks of the stamped steps
 
-    def run_block(self, i, sync, keep):
-        rec, n = self.records[i], self.inner[i]
-
-        def forwards(_):
-            for _ in range(n):
-                rec.run_forward()
-
-        def backwards(outs):
-            for out in outs:
-                torch.autograd.backward(*rec.backward_pairs(*out))
-
-        fwd = timed(forwards, sync) / n
-        outs = [rec.run_forward() for _ in range(n)]  # the backward needs fresh graphs
-        bwd = timed(backwards, sync, outs) / n
+    def run(self, model: Any, clock: Clock, keep: bool) -> None:
+        """A plain step and a stamped one, adjacent, their order alternating."""
+        plain_first = len(self.plain) % 2 == 0
+        plain = time_plain_step(model, self.batch, self.size, clock) if plain_first else 0.0
+        fwd, bwd = attributed_step(model, self.batch, self.size, clock)
+        if not plain_first:
+            plain = time_plain_step(model, self.batch, self.size, clock)
         if keep:
-            self.forward[i].append(fwd)
-            self.backward[i].append(bwd)
-        return fwd + bwd
+            self.plain.append(plain)
+            self.stamped.append(sum(fwd) + sum(bwd))
+            for i, (f, b) in enumerate(zip(fwd, bwd)):
+                self.forward[i].append(f)
+                self.backward[i].append(b)
 
-    def set_inner(self, i, last_s, min_run_s):
-        self.inner[i] = max(1, min(64, math.ceil(min_run_s / max(last_s, 1e-9))))
+    def stamped_medians(self) -> tuple[list[float], list[float]]:
+        return ([statistics.median(t) for t in self.forward],
+                [statistics.median(t) for t in self.backward])
+
+    def rows(self) -> list[Row]:
+        """Per block: its bytes and its share of the median plain step (attribute()),
+        rounded as the profile writes them (the checks then agree with the file to the
+        last digit)."""
+        fwd, bwd, _ = attribute(*self.stamped_medians(), statistics.median(self.plain))
+        return [dict(self.bytes[i], forward_s=round_s(fwd[i]), backward_s=round_s(bwd[i]))
+                for i in range(len(self.bytes))]
+
+    def summary(self) -> dict:
+        """The whole step (median plain step), the blocks' sum as written, and the stamped
+        blocks' sum (of the per-block medians) with the factor that maps it to the whole
+        step."""
+        blocks = sum(r["forward_s"] + r["backward_s"] for r in self.rows())
+        whole = statistics.median(self.plain)
+        fwd, bwd = self.stamped_medians()
+        stamped = sum(fwd) + sum(bwd)
+        return {"microbatch": self.size, "whole_step_s": whole, "blocks_sum_s": blocks,
+                "stamped_blocks_sum_s": stamped,
+                "stamped_step_s": statistics.median(self.stamped),
+                "scale": whole / stamped, "stamp_overhead": stamped / whole - 1.0,
+                "deviation": blocks / whole - 1.0}
 
 
-def rotation(sizes, k):
+def attribute(forward: list[float], backward: list[float],
+              whole: float) -> tuple[list[float], list[float], float]:
+    """Whole-step attribution: the plain step's time shared out over the blocks in
+    proportion to their stamped times. The stamps and hooks cost host time; where the GPU
+    waits for the host, that time lengthens the stamped step (the SD2 UNet on an H200: +12%
+    at microbatch 1, +8% at 2, within 1.2% from 4 up), and a profile whose blocks add up
+    to more than the step a run takes predicts a slower run. Returns the shares and the
+    factor (plain step over stamped sum)."""
+    stamped = sum(forward) + sum(backward)
+    if not stamped > 0 or not whole > 0:
+        raise ValueError(f"attribute: no time to share (stamped {stamped}, whole {whole})")
+    scale = whole / stamped
+    return [f * scale for f in forward], [b * scale for b in backward], scale
+
+
+def rotation(sizes: list[int], k: int) -> list[int]:
     """The order in which repeat k visits the sizes: rotated by one each repeat, so every
     size comes first, last and in between equally often."""
     k %= len(sizes)
     return sizes[k:] + sizes[:k]
 
 
-def measure_all(model, args, device, sync):
-    """Warm every block up at every size, then time the sizes interleaved."""
-    runs = {b: SizeRun(model, b, args, device) for b in args.sizes}
+def measure_all(model: Any, args: argparse.Namespace, device: torch.device,
+                clock: Clock) -> dict[int, SizeRun]:
+    """Warm every size up, then time the sizes interleaved."""
+    runs = {b: SizeRun(model, b, args.seed, device) for b in args.sizes}
     for _ in range(max(args.warmup, 1)):
         for b in args.sizes:
-            for i in range(len(runs[b].records)):
-                last = runs[b].run_block(i, sync, keep=False)
-                runs[b].set_inner(i, last, args.min_run_ms / 1e3)
+            runs[b].run(model, clock, keep=False)
     for k in range(args.repeats):
         for b in rotation(args.sizes, k):
-            for i in range(len(runs[b].records)):
-                runs[b].run_block(i, sync, keep=True)
-    return {b: rows_of(model, run) for b, run in runs.items()}
+            runs[b].run(model, clock, keep=True)
+    for b in args.sizes:
+        s = runs[b].summary()
+        print(f"pulse-profile: microbatch {b}: whole step {s['whole_step_s']:.4f} s, stamped "
+              f"blocks {s['stamped_blocks_sum_s']:.4f} s ({100 * s['stamp_overhead']:+.1f}%), "
+              f"blocks as written {s['blocks_sum_s']:.4f} s", file=sys.stderr)
+    return runs
 
 
-def rows_of(model, run):
-    param_keys = {storage_key(p)[0] for p in model.parameters()}
-    rows = []
-    for i, rec in enumerate(run.records):
-        rows.append({
-            "forward_s": statistics.median(run.forward[i]),
-            "backward_s": statistics.median(run.backward[i]),
-            "saved": saved_bytes(rec, param_keys),
-            "output": blocklist.tensor_bytes(rec.out_h),
-            "skips": {k: blocklist.tensor_bytes(rec.outputs[k]) for k in rec.unit.skips_out},
-            "carried": {k: blocklist.tensor_bytes(rec.outputs[k]) for k in rec.unit.carried_out},
-        })
-    # Carried tensors that come with the batch (producer null) are measured there.
-    rows[0]["carried"].update({c["name"]: blocklist.tensor_bytes(run.batch[c["name"]])
-                               for c in model.carried if c["producer"] is None})
-    print(f"pulse-profile: microbatch {run.size}: loss {run.loss:.6f}, "
-          f"step {sum(r['forward_s'] + r['backward_s'] for r in rows):.4f} s", file=sys.stderr)
-    return rows
+# --- concurrent load ---------------------------------------------------------------------------
 
-
-def small_batch_findings(model, by_size, sizes, limit):
-    """Two checks on every block's forward + backward time between neighbouring sizes b < b':
-
-    per-sample   time(b)/b > limit x time(b')/b': small microbatches cost more per sample.
-                 Often real (fixed per-op costs of a small block), but a plan at b pays it.
-    inversion    time(b) > limit x time(b'): a smaller microbatch takes longer than a larger
-                 one, which no correct measurement of a sane kernel should show (the work
-                 could be padded to b'); a warm-up artifact or a pathological code path.
-    """
-    per_sample, inversions = [], []
-    for i, name in enumerate(model.block_names):
-        total = [by_size[b][i]["forward_s"] + by_size[b][i]["backward_s"] for b in sizes]
-        for k in range(len(sizes) - 1):
-            (b0, t0), (b1, t1) = (sizes[k], total[k]), (sizes[k + 1], total[k + 1])
-            ratio = (t0 / b0) / (t1 / b1)
-            if ratio > limit:
-                per_sample.append(f"{name}: per-sample time at microbatch {b0} is "
-                                  f"{ratio:.2f}x that at {b1}")
-            if t0 > limit * t1:
-                inversions.append(f"{name}: microbatch {b0} takes {t0 / t1:.2f}x as long as "
-                                  f"microbatch {b1}")
-    return per_sample, inversions
-
-
-def _contender(model_spec, dtype_name, device_name, threads, seed, sizes, ready, stop):
+def _contender(model_spec: str, dtype_name: str, device_name: str, threads: int, seed: int,
+               sizes: list[int], ready: Any, stop: Any) -> None:
     """A rank's worth of load: the whole training step, over and over, until told to stop."""
     blocklist.keep_freed_memory()
     torch.set_num_threads(threads)
@@ -303,8 +237,7 @@ def _contender(model_spec, dtype_name, device_name, threads, seed, sizes, ready,
     ready.set()
     k = 0
     while not stop.is_set():
-        b = sizes[k % len(sizes)]
-        chain_pass(model, batches[k % len(sizes)], b)
+        plain_step(model, batches[k % len(sizes)], sizes[k % len(sizes)])
         model.zero_grad(set_to_none=True)
         k += 1
 
@@ -312,8 +245,9 @@ def _contender(model_spec, dtype_name, device_name, threads, seed, sizes, ready,
 class Contention:
     """N-1 processes running the training step while the profiler measures."""
 
-    def __init__(self, args, device):
-        self.procs, self.stop = [], None
+    def __init__(self, args: argparse.Namespace, device: torch.device) -> None:
+        self.procs: list[Any] = []
+        self.stop: Any = None
         if args.concurrent <= 1:
             return
         ctx = multiprocessing.get_context("spawn")
@@ -334,7 +268,7 @@ class Contention:
                     raise SystemExit(f"pulse-profile: a --concurrent copy exited "
                                      f"({proc.exitcode}) before it started")
 
-    def close(self):
+    def close(self) -> None:
         if self.stop is not None:
             self.stop.set()
         for proc in self.procs:
@@ -345,23 +279,9 @@ class Contention:
         self.procs = []
 
 
-def saved_bytes(rec, param_keys):
-    """Bytes autograd keeps for this block's backward: every saved tensor's storage once,
-    parameters excluded (they are weights, not activations)."""
-    seen = {}
+# --- the profile -------------------------------------------------------------------------------
 
-    def pack(t):
-        key = storage_key(t)
-        if key[0] not in param_keys:
-            seen[key[0]] = max(seen.get(key[0], 0), key[1])
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        rec.run_forward()
-    return sum(seen.values())
-
-
-def exact_per_sample(values_by_size, what):
+def exact_per_sample(values_by_size: dict[int, int], what: str) -> int:
     """Bytes of a tensor per sample: must divide exactly and agree at every size."""
     per = {v // b for b, v in values_by_size.items()}
     if len(per) != 1 or any(v % b for b, v in values_by_size.items()):
@@ -370,27 +290,34 @@ def exact_per_sample(values_by_size, what):
     return per.pop()
 
 
-def round_s(x):
+def round_s(x: float) -> float:
     return max(round(x, 9), 1e-9)  # nanosecond quantum, like the planner; never 0
 
 
-def build_profile(model, by_size, args, device_type, device_desc, dtype_label, findings):
+def layer_entry(model: Any, i: int, per: list[Row], sizes: list[int], device_type: str,
+                kind: str) -> dict:
+    name = model.block_names[i]
+    return {
+        "name": name,
+        "kind": kind,
+        "params": sum(p.numel() for _, p in blocklist.block_named_parameters(model, i)),
+        "forward_s": {device_type: [round_s(r["forward_s"]) for r in per]},
+        "backward_s": {device_type: [round_s(r["backward_s"]) for r in per]},
+        "activation_bytes_per_sample": max(math.ceil(r["saved"] / b)
+                                           for r, b in zip(per, sizes)),
+        "output_bytes_per_sample": exact_per_sample(
+            {b: r["output"] for r, b in zip(per, sizes)}, f"{name} output"),
+    }
+
+
+def build_profile(model: Any, by_size: dict[int, list[Row]], args: argparse.Namespace,
+                  device_type: str, provenance_obj: dict, dtype_label: str) -> dict:
     sizes = args.sizes
     layers, skip_bytes, carried_bytes = [], {}, {}
     kinds = getattr(model, "block_kinds", ["block"] * len(model.blocks))
-    for i, name in enumerate(model.block_names):
+    for i in range(len(model.blocks)):
         per = [by_size[b][i] for b in sizes]
-        layers.append({
-            "name": name,
-            "kind": kinds[i],
-            "params": sum(p.numel() for _, p in blocklist.block_named_parameters(model, i)),
-            "forward_s": {device_type: [round_s(r["forward_s"]) for r in per]},
-            "backward_s": {device_type: [round_s(r["backward_s"]) for r in per]},
-            "activation_bytes_per_sample": max(math.ceil(r["saved"] / b)
-                                               for r, b in zip(per, sizes)),
-            "output_bytes_per_sample": exact_per_sample(
-                {b: r["output"] for r, b in zip(per, sizes)}, f"{name} output"),
-        })
+        layers.append(layer_entry(model, i, per, sizes, device_type, kinds[i]))
         for key, target in (("skips", skip_bytes), ("carried", carried_bytes)):
             for tname in per[0][key]:
                 target[tname] = exact_per_sample(
@@ -399,7 +326,7 @@ def build_profile(model, by_size, args, device_type, device_desc, dtype_label, f
         "schema": "pulse.model/v1",
         "name": args.name,
         "description": f"{args.model} measured block by block with PyTorch.",
-        "provenance": provenance(args, device_desc, findings),
+        "provenance": provenance_obj,
         "dtype": dtype_label,
         "timing": {"microbatch_sizes": sizes, "device_types": [device_type]},
         "layers": layers,
@@ -411,91 +338,100 @@ def build_profile(model, by_size, args, device_type, device_desc, dtype_label, f
     }
 
 
-SMALL_BATCH_LINE = "Small-batch check"
-INVERSION_LINE = "Inversion check"
+REGIME_LINE = "Regime"
 
 
-def provenance(args, device_desc, findings):
+def regime(dtype_name: str) -> str:
+    label = DTYPES[dtype_name][1]
+    master = ", no fp32 master copy" if label in ("bf16", "fp16") else ""
+    return (f"{REGIME_LINE}: pure {label} (weights, activations and gradients in {dtype_name}; "
+            f"no autocast{master}), eager (the profiler compiles nothing: no torch.compile, "
+            f"no CUDA graphs).")
+
+
+def clock_name(args: argparse.Namespace, device_desc: tuple[str, str]) -> str:
+    if device_desc[0] == "CUDA":
+        return "CUDA events"
+    return ("the profiling thread's CPU time (--clock thread)" if args.clock == "thread"
+            else "the host's wall clock")
+
+
+def provenance(args: argparse.Namespace, device_desc: tuple[str, str], summaries: list[dict],
+               findings: tuple[list[str], ...]) -> dict:
     alone = ("alone" if args.concurrent == 1 else
              f"with {args.concurrent - 1} other process(es) running the same training step "
              f"(--concurrent {args.concurrent})")
-    per_sample, inversions = findings
-    limit = f"{args.max_small_batch_ratio:g}"
-    flagged = [
-        f"{SMALL_BATCH_LINE} (per-sample forward + backward time at a microbatch size more than "
-        f"{limit}x that at the next larger size): "
-        + ("no block flagged." if not per_sample else
-           f"FLAGGED {len(per_sample)}: " + "; ".join(per_sample)
-           + ". Plans at the smaller size pay for it."),
-        f"{INVERSION_LINE} (a microbatch size taking more than {limit}x as long as the next "
-        "larger one): " + ("no block flagged." if not inversions else
-                           f"FLAGGED {len(inversions)}: " + "; ".join(inversions)
-                           + ". Likely an artifact; re-measure before planning on it."),
-    ]
     return {
         "method": "measured",
         "source": (f"pulse-profile --model {args.model} on host "
                    f"{platform.node()} ({device_desc[0]}: {device_desc[1]}), PyTorch "
                    f"{torch.__version__}, Python {platform.python_version()}, dtype "
-                   f"{args.dtype}, seed {args.seed}; every block warmed up {max(args.warmup, 1)} "
-                   f"time(s) at every size, then the median of {args.repeats} runs (each "
-                   f"repeating a short block to last about {args.min_run_ms:g} ms) with the "
-                   f"sizes interleaved; measured {alone}"),
+                   f"{args.dtype}, seed {args.seed}; every size warmed up with "
+                   f"{max(args.warmup, 1)} step(s), then the median of {args.repeats} "
+                   f"stamped steps per size (each beside a plain step) with the sizes "
+                   f"interleaved, timed on {clock_name(args, device_desc)}; measured {alone}"),
         "generator": "pulse-profile (python/pulse_runtime/profiler.py)",
-        "assumptions": [
-            "Each block is timed alone on detached copies of its real inputs; cache effects "
-            "between neighbouring blocks are not captured.",
-            "backward_s is the block's own backward fed the gradient its outputs receive in "
-            "a real training step (main path, skip consumers and carried-tensor users), "
-            "parameter gradients accumulating as in the second and later microbatches.",
-            "activation_bytes_per_sample: storages saved by autograd for the block "
-            "(saved_tensors_hooks, each storage once, parameters excluded), the largest "
-            "per-sample value over the profiled sizes; a tensor saved by two neighbouring "
-            "blocks is counted in both.",
-            "Skip and carried tensors are the ones the model's block list names; their "
-            "bytes and the output bytes are exact sizes in the profiled dtype.",
-        ] + flagged,
+        "assumptions": [regime(args.dtype)] + method_lines()
+        + check_lines(args, summaries, findings),
     }
 
 
-def main(argv=None):
+def run_profile(model: Any, args: argparse.Namespace,
+                device: torch.device) -> tuple[dict, list[dict], int]:
+    """Measure ``model`` (already on ``device``, in train mode) as ``args`` say. Returns the
+    profile, the per-size whole-step summaries and the number of findings."""
+    kind, desc = device_description(device)
+    device_type = args.device_type or (desc if kind == "CUDA" else "CPU")
+    runs = measure_all(model, args, device, Clock(device, args.clock))
+    by_size = {b: run.rows() for b, run in runs.items()}
+    summaries = [runs[b].summary() for b in args.sizes]
+    per_sample, inversions = small_batch_findings(model, by_size, args.sizes,
+                                                  args.max_small_batch_ratio)
+    steps = step_findings(summaries, "deviation", args.max_step_deviation)
+    stamps = step_findings(summaries, "stamp_overhead", args.max_stamp_overhead)
+    for check, lines in (("small-batch", per_sample), ("inversion", inversions),
+                         ("step-sum", steps), ("stamp-overhead", stamps)):
+        for line in lines:
+            print(f"pulse-profile: {check} check: {line}", file=sys.stderr)
+    findings = (per_sample, inversions, steps, stamps)
+    prov = provenance(args, (kind, desc), summaries, findings)
+    profile = build_profile(model, by_size, args, device_type, prov, DTYPES[args.dtype][1])
+    return profile, summaries, sum(len(f) for f in findings)
+
+
+def write_atomically(path: str, text: str) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)  # appears complete or not at all
+
+
+def main(argv: Optional[list[str]] = None) -> None:
     args = parse_args(argv)
     blocklist.keep_freed_memory()
     torch.set_num_threads(args.threads)
     device = pick_device(args.device)
-    dtype, dtype_label = DTYPES[args.dtype]
     try:
-        model = models.load(args.model, seed=args.seed, dtype=dtype).to(device)
+        model = models.load(args.model, seed=args.seed, dtype=DTYPES[args.dtype][0]).to(device)
     except (ValueError, TypeError, OSError) as e:
         raise SystemExit(f"pulse-profile: {e}") from None
     model.train()
-    kind, desc = device_description(device)
-    device_type = args.device_type or (desc if kind == "CUDA" else "CPU")
     if args.name is None:
         stem = os.path.splitext(os.path.basename(args.model.rpartition(":")[0]))[0]
         args.name = f"{stem.replace('_', '-')}-{device.type}"
-    sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
     contention = Contention(args, device)
     try:
-        by_size = measure_all(model, args, device, sync)
+        profile, _, count = run_profile(model, args, device)
     finally:
         contention.close()
-    findings = small_batch_findings(model, by_size, args.sizes, args.max_small_batch_ratio)
-    for check, lines in zip(("small-batch", "inversion"), findings):
-        for line in lines:
-            print(f"pulse-profile: {check} check: {line}", file=sys.stderr)
-    count = sum(len(lines) for lines in findings)
     if count and args.strict:
         raise SystemExit(f"pulse-profile: {count} finding(s) over --max-small-batch-ratio "
-                         f"{args.max_small_batch_ratio:g}; nothing written (--strict)")
-    profile = build_profile(model, by_size, args, device_type, (kind, desc), dtype_label,
-                            findings)
+                         f"{args.max_small_batch_ratio:g}, --max-step-deviation "
+                         f"{args.max_step_deviation:g} or --max-stamp-overhead "
+                         f"{args.max_stamp_overhead:g}; nothing written (--strict)")
     text = json.dumps(profile, indent=2) + "\n"
     if args.output:
-        tmp = args.output + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(text)
-        os.replace(tmp, args.output)  # appears complete or not at all
+        write_atomically(args.output, text)
     else:
         sys.stdout.write(text)
 
