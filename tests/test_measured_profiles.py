@@ -21,6 +21,14 @@ the next larger size:
   T(b)/b over T(b')/b', T the sum over all blocks, so that a launch-bound model, where
   every block costs about the same at b as at b', is not flagged block by block.
 
+Records of a GPU check (docs/fidelity/*.runN.profile.json, written by scripts/gpu_check.sh)
+are held to the statement rule but not to the block inversion limit: their block times are
+a whole-step attribution, and where the step is launch-bound (SD2 on an H200 below
+microbatch 8: the step takes about the same time at 1, 2, 4 and 8) which block absorbs the
+host's stalls is arbitrary, so single blocks invert by up to 2.3x while the step does not.
+For them the limit applies to the step: the sum over all blocks at b must not exceed 1.5
+times the sum at b'. No shipped cluster profile takes its times from these records.
+
 Run: /usr/bin/python3 tests/test_measured_profiles.py
 """
 
@@ -86,15 +94,45 @@ def stated(profile, prefix):
     return None
 
 
+GPU_RECORD = re.compile(r"\.run\d+\.profile\.json$")
+
+
+def step_inversions(profile, limit):
+    """(smaller size, larger size, ratio) where the sum over all blocks inverts."""
+    sizes = profile["timing"]["microbatch_sizes"]
+    out = []
+    for device in profile["timing"]["device_types"]:
+        model = [sum(l["forward_s"][device][k] + l["backward_s"][device][k]
+                     for l in profile["layers"]) for k in range(len(sizes))]
+        out += [(sizes[k], sizes[k + 1], model[k] / model[k + 1])
+                for k in range(len(sizes) - 1) if model[k] > limit * model[k + 1]]
+    return out
+
+
 class MeasuredProfilesTest(unittest.TestCase):
     def test_there_is_a_measured_profile(self):
         self.assertTrue(shipped_measured())
 
     def test_no_inversions(self):
         for path, profile in shipped_measured():
-            _, inversions = findings(profile, INVERSION_LIMIT)
             with self.subTest(profile=path):
-                self.assertEqual(inversions, [])
+                if GPU_RECORD.search(path):
+                    self.assertEqual(step_inversions(profile, INVERSION_LIMIT), [])
+                else:
+                    self.assertEqual(findings(profile, INVERSION_LIMIT)[1], [])
+
+    def test_the_gpu_records_are_checked(self):
+        records = [path for path, _ in shipped_measured() if GPU_RECORD.search(path)]
+        self.assertEqual(len(records), 2)
+        # Negative control: a record whose step inverts is caught.
+        _, profile = next(p for p in shipped_measured() if GPU_RECORD.search(p[0]))
+        bad = json.loads(json.dumps(profile))
+        for layer in bad["layers"]:
+            for key in ("forward_s", "backward_s"):
+                for device in layer[key]:
+                    layer[key][device][0] *= 3.0
+        self.assertEqual([(b0, b1) for b0, b1, _ in step_inversions(bad, INVERSION_LIMIT)],
+                         [(1, 2)])
 
     def test_small_batch_excess_is_stated_exactly(self):
         for path, profile in shipped_measured():
