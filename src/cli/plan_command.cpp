@@ -11,7 +11,7 @@
 #include "pulse/compile/plan_builder.hpp"
 #include "pulse/plan/plan_codec.hpp"
 #include "pulse/profile/scaling.hpp"
-#include "pulse/tools/trace.hpp"
+#include "pulse/simulate/trace.hpp"
 #include "pulse/base/units.hpp"
 #include "pulse/base/defaults.hpp"
 

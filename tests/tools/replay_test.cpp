@@ -15,7 +15,7 @@
 #include "pulse/compile/plan_builder.hpp"
 #include "pulse/plan/plan_codec.hpp"
 #include "pulse/profile/scaling.hpp"
-#include "pulse/tools/trace.hpp"
+#include "pulse/simulate/trace.hpp"
 #include "support/test_support.hpp"
 #include "pulse/schedule/list_schedule.hpp"
 
