@@ -230,11 +230,11 @@ std::string explanation(const CompiledPlan& p) {
                                 "mb", "M", "samples/s", "iteration", "peak mem", "verdict");
   for (const Candidate& c : p.candidates) {
     const std::string figures =
-        c.feasible ? fmt::format("{:>11.2f}  {:>11}  {:>10}", c.samples_per_s,
-                                 format_seconds(c.iteration_s), format_bytes(c.peak_memory_bytes))
+        c.feasible ? fmt::format("{:>11.2f}  {:>11}  {:>10}", *c.samples_per_s,
+                                 format_seconds(*c.iteration_s), format_bytes(*c.peak_memory_bytes))
                    : fmt::format("{:>11}  {:>11}  {:>10}", "-", "-", "-");
     out += fmt::format("{:>4} {:>5} {:>5} {:>5}  {}  {}\n", c.pp, c.dp, c.microbatch_size,
-                       c.num_microbatches, figures, c.chosen ? "chosen" : c.reason);
+                       c.num_microbatches, figures, c.chosen ? "chosen" : c.reason.value_or(""));
   }
   return out;
 }

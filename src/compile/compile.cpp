@@ -487,7 +487,9 @@ Result<CompiledPlan> against_baselines(const CompileInputs& in, Result<CompiledP
                      Strategy::gpipe}) {
     Result<CompiledPlan> answer = baseline_answer(in, s, clock);
     if (!answer && answer.error().kind == ErrorKind::internal) return answer.error();
-    BaselineAnswer a{strategy_name(s), answer.ok(), 0, 0, {}};
+    BaselineAnswer a;
+    a.strategy = strategy_name(s);
+    a.feasible = answer.ok();
     if (answer) {
       a.samples_per_s = answer->evaluation.samples_per_s;
       a.p2p_bytes_per_iteration = p2p_bytes(*answer);

@@ -115,14 +115,13 @@ std::vector<Trial> enumerate(const CompileInputs& in) {
 void record(Trial& t, const CompiledPlan* plan, bool synthesized) {
   t.candidate.synthesized = synthesized;
   t.candidate.feasible = true;
-  t.candidate.reason.clear();
+  t.candidate.reason.reset();
   t.candidate.iteration_s = plan->evaluation.iteration_s;
   t.candidate.samples_per_s = plan->evaluation.samples_per_s;
   t.candidate.family = plan->family->name;
-  t.candidate.peak_memory_bytes = 0;
-  for (const DeviceTimeline& d : plan->timeline.devices) {
-    t.candidate.peak_memory_bytes = std::max(t.candidate.peak_memory_bytes, d.peak.total());
-  }
+  std::int64_t peak = 0;
+  for (const DeviceTimeline& d : plan->timeline.devices) peak = std::max(peak, d.peak.total());
+  t.candidate.peak_memory_bytes = peak;
 }
 
 // The shallowest pipeline whose most memory-frugal partition (microbatch 1, one microbatch
@@ -175,11 +174,11 @@ std::string inconsistent(const CompileInputs& in, const std::vector<Trial>& tria
   bool same = true;
   for (const Trial& t : trials)
     same = same && t.candidate.reason == trials.front().candidate.reason;
-  if (same) return trials.front().candidate.reason;
+  if (same) return trials.front().candidate.reason.value_or("");
   std::string out = "no configuration is consistent:";
   for (const Trial& t : trials) {
     out += fmt::format("\n  pp {}, microbatch {}: {}", t.candidate.pp, t.candidate.microbatch_size,
-                       t.candidate.reason);
+                       t.candidate.reason.value_or(""));
   }
   return out;
 }
@@ -192,15 +191,17 @@ std::string nothing_fits(const CompileInputs& in, const std::vector<Trial>& tria
   for (const Trial& t : trials) {
     if (t.config && (!deepest || t.candidate.pp > deepest->candidate.pp)) deepest = &t;
   }
-  if (in.options->pp) return deepest->candidate.reason;
-  return smallest_shortfall(in) + ". At pp " +
-         std::to_string(deepest->candidate.pp) + ": " + deepest->candidate.reason;
+  const std::string reason = deepest->candidate.reason.value_or("");
+  if (in.options->pp) return reason;
+  return smallest_shortfall(in) + ". At pp " + std::to_string(deepest->candidate.pp) + ": " +
+         reason;
 }
 
 // Best first: throughput, then fewer devices per pipeline, then smaller microbatches.
 bool faster(const Candidate& a, const Candidate& b) {
   if (a.feasible != b.feasible) return a.feasible;
-  if (a.samples_per_s != b.samples_per_s) return a.samples_per_s > b.samples_per_s;
+  const double x = a.samples_per_s.value_or(0), y = b.samples_per_s.value_or(0);
+  if (x != y) return x > y;
   if (a.pp != b.pp) return a.pp < b.pp;
   return a.microbatch_size < b.microbatch_size;
 }
@@ -214,7 +215,7 @@ std::vector<Candidate> explain(std::vector<Trial>& trials, const Candidate& chos
           c.pp == chosen.pp && c.dp == chosen.dp && c.microbatch_size == chosen.microbatch_size;
       if (!c.chosen) {
         c.reason = fmt::format("{:.1f}% fewer samples/s than the chosen configuration{}",
-                               100.0 * (1.0 - c.samples_per_s / chosen.samples_per_s),
+                               100.0 * (1.0 - *c.samples_per_s / *chosen.samples_per_s),
                                c.synthesized ? "" : " (screened)");
       }
     }

@@ -22,6 +22,7 @@
 #include "pulse/cost/pipeline_model.hpp"
 #include "pulse/partition/partition.hpp"
 #include "pulse/place/placement.hpp"
+#include "pulse/plan/plan.hpp"
 #include "pulse/plan/strategy.hpp"
 #include "pulse/profile/profile.hpp"
 #include "pulse/schedule/synthesize.hpp"
@@ -79,53 +80,6 @@ class PassClock {
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
-/// One configuration the planner evaluated.
-struct Candidate {
-  int pp = 0;
-  int dp = 0;
-  int microbatch_size = 0;
-  int num_microbatches = 0;
-  bool feasible = false;
-  bool synthesized = false;  ///< Got the full schedule synthesis (else: screened only).
-  bool chosen = false;
-  double iteration_s = 0;
-  double samples_per_s = 0;
-  std::int64_t peak_memory_bytes = 0;  ///< Largest device peak.
-  std::string reason;  ///< Why it lost: out of memory (where, by how much), not divisible, ...
-  std::string family;  ///< The family its plan used.
-};
-
-/// How one family did at the chosen configuration.
-struct FamilyOutcome {
-  std::string family;
-  bool feasible = false;
-  bool synthesized = false;  ///< Got the full schedule synthesis (else: screened only).
-  bool chosen = false;
-  bool all_skips_local = false;
-  double iteration_s = 0;
-  double samples_per_s = 0;
-  std::int64_t p2p_bytes_per_iteration = 0;
-  std::string reason;  ///< Why it lost, or why it was not scheduled.
-};
-
-/// A baseline strategy's own answer for the same options (pulse compares itself with it).
-struct BaselineAnswer {
-  std::string strategy;
-  bool feasible = false;
-  double samples_per_s = 0;
-  std::int64_t p2p_bytes_per_iteration = 0;
-  std::string configuration;  ///< "pp 4 x dp 2, microbatch 1".
-};
-
-/// One configuration's degrees: global_batch = dp x microbatch_size x num_microbatches.
-struct Degrees {
-  int pp = 1;
-  int dp = 1;
-  int microbatch_size = 1;
-  int num_microbatches = 1;
-  int global_batch = 1;
-};
-
 /// Everything the passes found for the chosen configuration.
 struct CompiledPlan : Degrees {
   PlanOptions options;
@@ -146,7 +100,7 @@ struct CompiledPlan : Degrees {
   Timeline timeline;
   ScheduleAnswer solver;  ///< How the schedule was found (its schedule/timeline moved out).
   Evaluation evaluation;  ///< Iteration, throughput, bubble, all-reduce (the evaluate pass).
-  std::vector<Candidate> candidates;  ///< Configurations tried, best first.
+  std::vector<Candidate> candidates;  ///< Configurations tried, best first (the plan's search).
   std::vector<PassTime> pass_times;
   /// Schedule syntheses of this compile (any configuration or family, not only the plan
   /// kept) that the wall-clock safety limit stopped before their work limits did: when
