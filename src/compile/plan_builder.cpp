@@ -14,6 +14,8 @@ PlanInput input(const SourceFile& file, const std::string& name, const Provenanc
   return {file.name, name, file.sha256, provenance.method};
 }
 
+// The options as given; the scales other than 1 only, so an unscaled plan stays as it was,
+// byte for byte.
 PlanGivenOptions given_options(const PlanOptions& o) {
   PlanGivenOptions g;
   g.strategy = strategy_name(o.strategy);
@@ -23,6 +25,12 @@ PlanGivenOptions given_options(const PlanOptions& o) {
   g.microbatch_size = o.microbatch_size;
   g.global_batch = o.global_batch;
   g.split_backward = o.split_backward;
+  const CostScales& scales = o.scales;
+  if (scales.compute != 1 || !scales.compute_from.empty()) {
+    g.compute_scale = scales.compute;
+    if (!scales.compute_from.empty()) g.compute_scale_from = scales.compute_from;
+  }
+  if (scales.links != 1) g.link_scale = scales.links;
   g.activation_budget_bytes = o.activation_budget_bytes;
   g.activation_budget_fraction = o.activation_budget_fraction;
   g.memory = o.memory;
@@ -237,8 +245,7 @@ PlanRankMap rank_map(const CompiledPlan& p, const ClusterProfile& c) {
 
 }  // namespace
 
-Plan build_plan(const CompiledPlan& p, const ModelProfile& model, const ClusterProfile& cluster,
-                const CostScales& scales) {
+Plan build_plan(const CompiledPlan& p, const ModelProfile& model, const ClusterProfile& cluster) {
   Plan plan;
   plan.generator = {"pulse-plan", kVersion};
   plan.inputs = {input(model.file, model.name, model.provenance),
@@ -261,11 +268,7 @@ Plan build_plan(const CompiledPlan& p, const ModelProfile& model, const ClusterP
   cost.allreduce = cluster.allreduce;
   cost.time_quantum_s = kTimeQuantum_s;
   // Scales other than 1 only: an unscaled plan stays as it was, byte for byte.
-  if (scales.compute != 1 || !scales.compute_from.empty()) {
-    plan.options.compute_scale = scales.compute;
-    if (!scales.compute_from.empty()) plan.options.compute_scale_from = scales.compute_from;
-  }
-  if (scales.links != 1) plan.options.link_scale = scales.links;
+  const CostScales& scales = p.options.scales;
   if (scales.compute != 1) cost.compute_scale = scales.compute;
   if (scales.links != 1) cost.link_scale = scales.links;
   plan.comm = comm_figures(p.model, p.evaluation.allreduce, p.num_microbatches, p.dp);

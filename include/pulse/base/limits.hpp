@@ -54,7 +54,7 @@ inline constexpr std::int64_t kMaxProfileFileBytes = std::int64_t{256} << 20;
 /// Seconds one layer may take for one microbatch, forward or backward.
 inline constexpr double kMaxLayerSeconds = 3600;
 /// The slowest layer's forward time must be at least this: the plans' time quantum (1 ns,
-/// cost/cost_model.hpp), or every stage would round to 0 s (validate_request).
+/// cost/cost_model.hpp), or every stage would round to 0 s (check_request).
 inline constexpr double kMinSlowestLayerSeconds = 1e-9;
 
 /// Link bandwidth, bytes per second, and latency, seconds.
@@ -66,8 +66,8 @@ inline constexpr double kMaxLinkLatency = 60;
 /// day. It is written into the plan, so it must be finite.
 inline constexpr double kMaxSolverSeconds = 86400;
 
-/// The request's worst case (validate_request in compile.cpp): every byte the model could
-/// hold or send in one iteration, and every second it could take, at the largest
+/// The request's worst case (check_request, src/compile/request_limits.cpp): every byte the
+/// model could hold or send in one iteration, and every second it could take, at the largest
 /// microbatch size and global batch asked for. Beyond these the request is refused.
 inline constexpr std::int64_t kMaxRequestBytes = std::int64_t{1} << 60;
 inline constexpr double kMaxRequestSeconds = 1e9;

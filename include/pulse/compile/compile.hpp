@@ -1,16 +1,16 @@
-// The driver: profiles in, a compiled plan out. compile_plan checks the options, then
-// either compiles the one configuration they fix or lets the tuner search pp, dp and the
-// microbatch size; every configuration goes through the same pass list (compile.cpp):
+// The driver: profiles in, a compiled plan out. compile_plan checks the options (the table
+// of plan_options.hpp), then lets the tuner search whatever of pp, dp and the microbatch
+// size they leave open; every configuration goes through the same pass list (compile.cpp):
 //
 //   graph -> place -> partition -> pipeline model -> re-place -> memory limits
 //         -> schedule -> evaluate
 //
-// Loading the profiles and writing the plan are the caller's (the CLI's); it times them
-// with the same PassClock, so --stats prints one line per pass: load, the passes above,
-// write. build_plan (plan_builder.hpp) turns the result into the Plan that is written.
+// and the plan kept through the memory curve. The whole job, loading the profiles and
+// writing the plan included, is run_plan_job (plan_job.hpp); it times load and write on the
+// same PassClock, so --stats prints one line per pass. build_plan (plan_builder.hpp) turns
+// the result into the Plan that is written.
 #pragma once
 
-#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -18,6 +18,7 @@
 
 #include "pulse/base/defaults.hpp"
 #include "pulse/base/result.hpp"
+#include "pulse/compile/pass_clock.hpp"
 #include "pulse/cost/memory.hpp"
 #include "pulse/cost/pipeline_model.hpp"
 #include "pulse/partition/partition.hpp"
@@ -25,6 +26,7 @@
 #include "pulse/plan/plan.hpp"
 #include "pulse/plan/strategy.hpp"
 #include "pulse/profile/profile.hpp"
+#include "pulse/profile/scaling.hpp"
 #include "pulse/schedule/synthesize.hpp"
 #include "pulse/simulate/evaluate.hpp"
 #include "pulse/simulate/schedule.hpp"
@@ -32,6 +34,8 @@
 
 namespace pulse {
 
+/// What to plan. Every member is an option of plan_options.hpp's table, which holds its
+/// bounds and its check; the defaults here are the table's.
 struct PlanOptions {
   Strategy strategy = Strategy::pulse;
   /// Pulse only: plan this one family (strategy.hpp) instead of searching them all; the
@@ -56,28 +60,11 @@ struct PlanOptions {
   /// Tuner: how many of the best screened candidates get the full schedule synthesis
   /// (0: all of them, an exhaustive sweep).
   int tuner_top_k = 3;
+  /// What-if costs (profile/scaling.hpp): compile_plan plans on the profiles scaled by
+  /// these (a range word read from the model first) and the plan records them.
+  CostScales scales;
   /// Tuner progress: called after each candidate with (done, total). Optional.
   std::function<void(int, int)> progress;
-};
-
-/// How long each pass took, for --stats (never written into a plan).
-struct PassTime {
-  std::string pass;
-  double seconds = 0;  ///< All runs of the pass together.
-  double longest_s = 0;  ///< The longest single run (how far the schedule is from its limit).
-  int runs = 0;
-};
-
-/// Times passes by name: lap("x") charges the time since the previous lap to pass "x",
-/// adding up when a pass runs many times (the tuner runs the pass list per candidate).
-class PassClock {
- public:
-  void lap(const std::string& pass);
-  const std::vector<PassTime>& times() const { return times_; }
-
- private:
-  std::vector<PassTime> times_;
-  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
 /// Everything the passes found for the chosen configuration.
@@ -108,9 +95,9 @@ struct CompiledPlan : Degrees {
   int safety_limit_hits = 0;
 };
 
-/// Compiles a plan. Usage errors for inconsistent options, infeasible when nothing fits
-/// (with what did not fit, by how much, on which device). `clock`, when given, times the
-/// passes (and keeps timing for the caller's own laps).
+/// Compiles a plan. Usage errors for options out of bounds or inconsistent with the profiles,
+/// infeasible when nothing fits (with what did not fit, by how much, on which device).
+/// `clock`, when given, times the passes.
 Result<CompiledPlan> compile_plan(const ModelProfile& model, const ClusterProfile& cluster,
                                   const PlanOptions& options, PassClock* clock = nullptr);
 
