@@ -62,7 +62,9 @@ TEST(PlanOptions, EveryRecordIsNamedOnceWithHelp) {
     EXPECT_FALSE(r.help.empty()) << r.name;
     EXPECT_NE(r.read, nullptr) << r.name;
     // A bounded option is held to its bounds by its check.
-    if (r.least || r.most) EXPECT_NE(r.check, nullptr) << r.name;
+    if (r.least || r.most) {
+      EXPECT_NE(r.check, nullptr) << r.name;
+    }
     EXPECT_EQ(r.kind == OptionKind::flag, std::string(r.value_name).empty()) << r.name;
   }
   EXPECT_EQ(names.count("pp"), 1u);

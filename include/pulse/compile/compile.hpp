@@ -34,8 +34,9 @@
 
 namespace pulse {
 
-/// What to plan. Every member is an option of plan_options.hpp's table, which holds its
-/// bounds and its check; the defaults here are the table's.
+/// What to plan. The command line sets these through plan_options.hpp's table, which holds
+/// each option's bounds and check (check_plan_options, run once by compile_plan); the
+/// defaults here are the table's.
 struct PlanOptions {
   Strategy strategy = Strategy::pulse;
   /// Pulse only: plan this one family (strategy.hpp) instead of searching them all; the
