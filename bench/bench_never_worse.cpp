@@ -71,8 +71,8 @@ int main(int argc, char** argv) {
     std::int64_t one_f_one_b_bytes = -1;
     for (const BaselineAnswer& b : plan->baselines) {
       if (!b.feasible) continue;
-      best = std::max(best, b.samples_per_s);
-      if (b.strategy == "1f1b") one_f_one_b_bytes = b.p2p_bytes_per_iteration;
+      best = std::max(best, *b.samples_per_s);
+      if (b.strategy == "1f1b") one_f_one_b_bytes = *b.p2p_bytes_per_iteration;
     }
     if (best <= 0) {
       ++no_baseline;
@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
       const auto mine = std::find_if(plan->families.begin(), plan->families.end(),
                                       [](const FamilyOutcome& f) { return f.chosen; });
       if (mine != plan->families.end()) {
-        traffic.push_back(static_cast<double>(mine->p2p_bytes_per_iteration) /
+        traffic.push_back(static_cast<double>(*mine->p2p_bytes_per_iteration) /
                           static_cast<double>(one_f_one_b_bytes));
       }
     }

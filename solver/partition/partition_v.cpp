@@ -42,6 +42,7 @@
 #include <optional>
 
 #include "partition_dp.hpp"
+#include "pulse/base/limits.hpp"
 #include "pulse/partition/partition.hpp"
 
 namespace pulse {
@@ -54,7 +55,6 @@ using detail::DpValue;
 using detail::LayerPrefix;
 using detail::Objective;
 
-constexpr int kMaxLayers = 4000;         // The dense state index is (L+1)^2 ints.
 constexpr std::size_t kBeamWidth = 512;  // States kept per level by the bounded search.
 
 class VDynamicProgram {
@@ -510,6 +510,8 @@ PartitionAnswer partition_v(const PartitionRequest& request, SkipPolicy policy) 
   PartitionAnswer outcome;
   const LayerGraph& graph = *request.graph;
   const int L = graph.num_layers();
+  // The dense state index is (L+1)^2 ints: 64 MiB at the profiles' limit, which the loader
+  // holds every model to.
   if (L < 2 * request.pp || L > kMaxLayers) return outcome;
   const LayerPrefix prefix(graph);
   // Device 0 runs the first and the last layer, whatever the cuts.

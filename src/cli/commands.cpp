@@ -9,7 +9,6 @@
 
 #include "pulse/base/json_check.hpp"
 #include "pulse/base/version.hpp"
-#include "pulse/plan/plan_check.hpp"
 
 namespace pulse::cli {
 
@@ -54,12 +53,57 @@ int report(const Error& error) {
   return exit_code(error.kind);
 }
 
-Status check_scale_limit(std::string_view command, std::string_view option, double factor) {
-  if (factor >= kMinScale && factor <= kMaxScale) return Ok{};
-  return usage_error(
-      fmt::format("{}: {} must be from {:g} to {:g} (the what-if factor limit), "
-                  "got {:g}",
-                  command, option, kMinScale, kMaxScale, factor));
+po::options_description options_from(const std::vector<OptionRecord>& table) {
+  po::options_description o("options");
+  for (const OptionRecord& r : table) {
+    const std::optional<OptionValue>& d = r.default_value;
+    switch (r.kind) {
+      case OptionKind::flag:
+        o.add_options()(r.name, r.help.c_str());
+        break;
+      case OptionKind::integer: {
+        auto* v = po::value<int>()->value_name(r.value_name);
+        o.add_options()(r.name, d ? v->default_value(std::get<int>(*d)) : v, r.help.c_str());
+        break;
+      }
+      case OptionKind::number: {
+        auto* v = po::value<double>()->value_name(r.value_name);
+        o.add_options()(r.name, d ? v->default_value(std::get<double>(*d)) : v, r.help.c_str());
+        break;
+      }
+      case OptionKind::text: {
+        auto* v = po::value<std::string>()->value_name(r.value_name);
+        o.add_options()(r.name, d ? v->default_value(std::get<std::string>(*d)) : v,
+                        r.help.c_str());
+        break;
+      }
+    }
+  }
+  return o;
+}
+
+std::vector<GivenOption> given_options(const po::variables_map& vm,
+                                       const std::vector<OptionRecord>& table) {
+  std::vector<GivenOption> out;
+  for (const OptionRecord& r : table) {
+    const std::string name = r.long_name();
+    if (!vm.count(name)) continue;
+    switch (r.kind) {
+      case OptionKind::flag:
+        out.push_back({name, true});
+        break;
+      case OptionKind::integer:
+        out.push_back({name, vm[name].as<int>()});
+        break;
+      case OptionKind::number:
+        out.push_back({name, vm[name].as<double>()});
+        break;
+      case OptionKind::text:
+        out.push_back({name, vm[name].as<std::string>()});
+        break;
+    }
+  }
+  return out;
 }
 
 Status write_verdict_outputs(std::string_view command, const std::vector<Output>& outputs,

@@ -9,6 +9,7 @@
 
 #include "pulse/base/io.hpp"
 #include "pulse/base/result.hpp"
+#include "pulse/compile/plan_options.hpp"
 
 namespace pulse::cli {
 
@@ -32,10 +33,13 @@ Result<boost::program_options::variables_map> parse_options(
     const std::string& command, const std::vector<std::string>& args,
     const boost::program_options::options_description& options);
 
-/// A what-if factor (--compute-scale, --link-scale) within plan_check.hpp's limit, or a usage
-/// error naming the command and the option: beyond it a plan would state times its reader
-/// refuses.
-Status check_scale_limit(std::string_view command, std::string_view option, double factor);
+/// A parser for a library option table (compile/plan_options.hpp): each record's name,
+/// value, default and help, in table order, under the heading "options".
+boost::program_options::options_description options_from(const std::vector<OptionRecord>& table);
+
+/// What `vm` holds for the records of `table`, for read_plan_job.
+std::vector<GivenOption> given_options(const boost::program_options::variables_map& vm,
+                                       const std::vector<OptionRecord>& table);
 
 /// A command whose verdict fails (simulate --check, diff's --fail-if-* thresholds) exits
 /// non-zero, and a command that exits non-zero leaves no file: of `outputs`, only those for

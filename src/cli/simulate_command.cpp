@@ -4,23 +4,21 @@
 #include <map>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "pulse/base/json_check.hpp"
 #include "pulse/base/io.hpp"
-#include "pulse/plan/plan_codec.hpp"
-#include "pulse/tools/replay.hpp"
-#include "pulse/tools/trace.hpp"
+#include "pulse/base/json_check.hpp"
 #include "pulse/base/units.hpp"
+#include "pulse/plan/plan_codec.hpp"
+#include "pulse/simulate/trace.hpp"
+#include "pulse/tools/replay.hpp"
+#include "pulse/tools/simulation_report.hpp"
 
 namespace pulse::cli {
 
 namespace po = boost::program_options;
 
 namespace {
-
-constexpr const char* kSimulationSchema = "pulse.simulation/v1";
 
 constexpr const char* kSimulateHelp =
     R"txt(usage: pulse-plan simulate PLAN [--cluster FILE] [--json] [-o FILE] [--trace FILE] [--check]
@@ -153,24 +151,6 @@ std::string text_report(const std::string& name, const Plan& plan, const Replay&
   return out;
 }
 
-std::string json_report(const std::string& name, const std::string& text, const Replay& r,
-                        const std::vector<FigureDifference>& differences) {
-  const nlohmann::ordered_json figures = figure_sections(r.figures);
-  nlohmann::ordered_json out;
-  out["schema"] = kSimulationSchema;
-  out["plan"] = {{"file", name}, {"sha256", sha256_hex(text)}};
-  out["cost_source"] = r.cost_source;
-  out["comm"] = figures["comm"];
-  out["predicted"] = figures["predicted"];
-  out["matches_plan"] = differences.empty();
-  nlohmann::ordered_json diffs = nlohmann::ordered_json::array();
-  for (const FigureDifference& d : differences) {
-    diffs.push_back({{"path", d.path}, {"plan", d.plan}, {"replay", d.replay}});
-  }
-  out["differences"] = diffs;
-  return out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
-}
-
 }  // namespace
 
 int simulate_command(const std::vector<std::string>& args) {
@@ -215,8 +195,9 @@ int simulate_command(const std::vector<std::string>& args) {
   auto replay = replay_plan({&*plan, cluster ? &*cluster : nullptr});
   if (!replay) return report(replay.error());
   const std::vector<FigureDifference> differences = compare_figures(*plan, replay->figures);
-  const std::string body = vm->count("json") ? json_report(name, *text, *replay, differences)
-                                             : text_report(name, *plan, *replay, differences);
+  const std::string body = vm->count("json")
+                               ? simulation_report_json(name, *text, *replay, differences)
+                               : text_report(name, *plan, *replay, differences);
   // Every output is formatted before any is written; then they appear together or not at
   // all (stdout is written after the files' temporaries, before they are renamed).
   const std::string trace = vm->count("trace")

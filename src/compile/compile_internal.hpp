@@ -1,11 +1,11 @@
-// What the driver (compile.cpp) and the tuner (tuner.cpp) share. Private to src/compile.
+// What the driver's sources share (compile.cpp, passes.cpp, tuner.cpp, baselines.cpp,
+// request_limits.cpp, plan_job.cpp). Private to src/compile.
 #pragma once
 
-#include <limits>
+#include <compare>
 #include <map>
-#include <memory>
+#include <optional>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "pulse/compile/compile.hpp"
@@ -20,16 +20,32 @@ using Config = Degrees;
 /// candidates by; `full` is the plan's own synthesis (the options' solver limits).
 enum class Effort { screen, full };
 
+/// How far the pass list has taken one (configuration, family): `placed` up to the pipeline
+/// model (enough for its lower bound), `screened` through the cheap schedule, `synthesized`
+/// through the full one. A family with a fixed schedule has one schedule: its full synthesis
+/// is its screen.
+enum class Reached { placed, screened, synthesized };
+
+/// A (configuration, family) at the stage it reached: what the cache keeps answers by.
+struct CacheKey {
+  int pp = 0;
+  int dp = 0;
+  int microbatch_size = 0;
+  std::string family;
+  Reached reached = Reached::placed;
+
+  auto operator<=>(const CacheKey&) const = default;
+};
+
 /// What one compile_plan call computes once and looks up after: the layer graphs at each
-/// microbatch size, placements, and every (configuration, family, effort) already compiled.
+/// microbatch size, placements, and every (configuration, family) at each stage it reached.
 /// Pulse compares itself with the baselines by the baselines' own computations, which share
 /// most of their work with its own search.
 struct CompileCache {
   std::map<int, LayerGraph> graphs;        ///< By microbatch size.
   std::map<int, LayerGraph> blind_graphs;  ///< The same without skip edges.
   std::map<std::vector<std::int64_t>, Placement> placements;
-  std::map<std::tuple<int, int, int, std::string, int>, Result<CompiledPlan>> plans;
-  Result<CompiledPlan> pruned = Error{};  ///< compile_family's answer for a pruned family.
+  std::map<CacheKey, Result<CompiledPlan>> plans;
   int safety_limit_hits = 0;  ///< Syntheses the wall-clock safety limit stopped.
 };
 
@@ -42,26 +58,52 @@ struct CompileInputs {
   CompileCache* cache = nullptr;
 };
 
-/// Checks a configuration against the cluster, the model and the batch; a usage error says
-/// what does not add up.
-Result<Config> resolve_config(const CompileInputs& in, int pp, int dp, int microbatch_size);
+/// compile_plan after check_plan_options (run_plan_job checks before it loads): the levels
+/// of compile.cpp.
+Result<CompiledPlan> compile_checked(const ModelProfile& model, const ClusterProfile& cluster,
+                                     const PlanOptions& options, PassClock& clock);
 
-/// The passes of one configuration and one family up to the pipeline model (partition,
-/// placement, re-placement): enough for its lower bound on time. Each pass is timed on
-/// `clock`; the answer lives in `in.cache`, so the reference stays valid for the compile.
+/// The pass list of one configuration and one family up to the pipeline model (partition,
+/// placement, re-placement): enough for its lower bound on time. The answer lives in
+/// `in.cache`, so the reference stays valid for the compile.
 const Result<CompiledPlan>& placed_family(const CompileInputs& in, const Config& config,
                                           const Family& family, PassClock& clock);
 
-/// The whole pass list for one configuration and one family, the schedule at `effort` (a
-/// family with a fixed schedule has the same answer at both). Cached like placed_family.
+/// The whole pass list for one configuration and one family, the schedule at `effort`.
+/// Cached like placed_family.
 const Result<CompiledPlan>& compile_family(const CompileInputs& in, const Config& config,
                                            const Family& family, Effort effort,
                                            PassClock& clock);
 
+/// The profiles the passes plan on: the loaded ones, or copies scaled by `options.scales`.
+struct PlannedInputs {
+  const ModelProfile* model = nullptr;
+  const ClusterProfile* cluster = nullptr;
+  std::optional<ModelProfile> scaled_model;
+  std::optional<ClusterProfile> scaled_cluster;
+};
+
+/// Reads a range word of --compute-scale from the model (an input error names the option, the
+/// file and the line), holds the factor to its limit, and scales copies of the profiles when
+/// the scales are not the identity (request_limits.cpp).
+Status scale_inputs(const ModelProfile& model, const ClusterProfile& cluster, PlanOptions& options,
+                    PlannedInputs& out);
+
+/// The request against the profiles, before any pass runs (request_limits.cpp): the device
+/// type, the degrees against the cluster, the slowest layer against the time quantum, and
+/// the worst case of every sum against 64-bit integers. The device type's index, or the
+/// error.
+Result<int> check_request(const ModelProfile& model, const ClusterProfile& cluster,
+                          const PlanOptions& options);
+
+/// Checks a configuration against the cluster, the model and the batch; a usage error says
+/// what does not add up (request_limits.cpp).
+Result<Config> resolve_config(const CompileInputs& in, int pp, int dp, int microbatch_size);
+
 /// No schedule of the placed plan `plan` has a shorter iteration: every device starts no
 /// sooner than the first microbatch reaches it, then runs all its work (and, when sends
 /// block, its sends); its all-reduce follows, and without a split backward so do the
-/// backwards of the stages before its first.
+/// backwards of the stages before its first (tuner.cpp).
 double iteration_lower_bound(const CompileInputs& in, const CompiledPlan& plan);
 
 /// The search (tuner.cpp): every configuration the options leave open (one when pp and the
@@ -83,7 +125,7 @@ bool faster_plan(const CompiledPlan& a, const CompiledPlan& b);
 
 /// For pulse: each baseline strategy's own answer (tuned or fixed as the options say),
 /// computed as `--strategy NAME` computes it, sharing `in.cache`; the fastest of them and
-/// `own` wins. Records the baselines' figures in the winner's `versus`.
+/// `own` wins. Records the baselines' figures in the winner's `versus` (baselines.cpp).
 Result<CompiledPlan> against_baselines(const CompileInputs& in, Result<CompiledPlan> own,
                                        PassClock& clock);
 

@@ -14,6 +14,8 @@ PlanInput input(const SourceFile& file, const std::string& name, const Provenanc
   return {file.name, name, file.sha256, provenance.method};
 }
 
+// The options as given; the scales other than 1 only, so an unscaled plan stays as it was,
+// byte for byte.
 PlanGivenOptions given_options(const PlanOptions& o) {
   PlanGivenOptions g;
   g.strategy = strategy_name(o.strategy);
@@ -23,6 +25,12 @@ PlanGivenOptions given_options(const PlanOptions& o) {
   g.microbatch_size = o.microbatch_size;
   g.global_batch = o.global_batch;
   g.split_backward = o.split_backward;
+  const CostScales& scales = o.scales;
+  if (scales.compute != 1 || !scales.compute_from.empty()) {
+    g.compute_scale = scales.compute;
+    if (!scales.compute_from.empty()) g.compute_scale_from = scales.compute_from;
+  }
+  if (scales.links != 1) g.link_scale = scales.links;
   g.activation_budget_bytes = o.activation_budget_bytes;
   g.activation_budget_fraction = o.activation_budget_fraction;
   g.memory = o.memory;
@@ -32,11 +40,7 @@ PlanGivenOptions given_options(const PlanOptions& o) {
 PlanParallelism parallelism(const CompiledPlan& p, const ModelProfile& model,
                             const ClusterProfile& c) {
   PlanParallelism x;
-  x.pp = p.pp;
-  x.dp = p.dp;
-  x.microbatch_size = p.microbatch_size;
-  x.num_microbatches = p.num_microbatches;
-  x.global_batch = p.global_batch;
+  static_cast<Degrees&>(x) = p;
   x.num_stages = p.model.layout.num_stages();
   x.devices_used = p.pp * p.dp;
   x.devices_total = c.num_devices();
@@ -50,26 +54,6 @@ std::string stage_side(const CompiledPlan& p, StageId s) {
   return s < p.model.layout.num_stages() / 2 ? "encoder" : "decoder";
 }
 
-std::vector<PlanFamilyOutcome> family_outcomes(const CompiledPlan& p) {
-  std::vector<PlanFamilyOutcome> out;
-  for (const FamilyOutcome& f : p.families) {
-    PlanFamilyOutcome x;
-    x.family = f.family;
-    x.feasible = f.feasible;
-    x.chosen = f.chosen;
-    x.synthesized = f.synthesized;
-    if (f.feasible) {
-      x.all_skips_local = f.all_skips_local;
-      x.iteration_s = f.iteration_s;
-      x.samples_per_s = f.samples_per_s;
-      x.p2p_bytes_per_iteration = f.p2p_bytes_per_iteration;
-    }
-    if (!f.reason.empty()) x.reason = f.reason;
-    out.push_back(std::move(x));
-  }
-  return out;
-}
-
 // Pulse only: the chosen plan against the full-locality V at its configuration, and
 // against each baseline's own answer for the same options.
 std::optional<PlanVersus> versus(const CompiledPlan& p) {
@@ -77,24 +61,18 @@ std::optional<PlanVersus> versus(const CompiledPlan& p) {
   PlanVersus v;
   const double mine = p.evaluation.samples_per_s;
   for (const FamilyOutcome& f : p.families) {
-    if (f.family == "v" && f.feasible && f.all_skips_local) v.speedup_over_v = mine / f.samples_per_s;
+    if (f.family == "v" && f.feasible && f.all_skips_local.value_or(false)) {
+      v.speedup_over_v = mine / *f.samples_per_s;
+    }
   }
   const BaselineAnswer* best = nullptr;
   for (const BaselineAnswer& b : p.baselines) {
-    PlanBaselineAnswer x;
-    x.strategy = b.strategy;
-    x.feasible = b.feasible;
-    if (b.feasible) {
-      x.samples_per_s = b.samples_per_s;
-      x.p2p_bytes_per_iteration = b.p2p_bytes_per_iteration;
-      x.configuration = b.configuration;
-      if (!best || b.samples_per_s > best->samples_per_s) best = &b;
-    }
-    v.baselines.push_back(std::move(x));
+    if (b.feasible && (!best || *b.samples_per_s > *best->samples_per_s)) best = &b;
   }
+  v.baselines = p.baselines;
   if (best) {
     v.best_baseline = best->strategy;
-    v.speedup_over_best_baseline = mine / best->samples_per_s;
+    v.speedup_over_best_baseline = mine / *best->samples_per_s;
   }
   return v;
 }
@@ -111,7 +89,7 @@ PlanPartition partition(const CompiledPlan& p) {
   x.states_explored = p.partition.states_explored;
   x.family = p.family->name;
   x.waves = p.family->waves;
-  x.families = family_outcomes(p);
+  x.families = p.families;
   x.versus = versus(p);
   return x;
 }
@@ -230,23 +208,10 @@ std::vector<std::vector<PlanOp>> schedule(const Timeline& timeline) {
 PlanSolver solver(const CompiledPlan& p) {
   const ScheduleAnswer& a = p.solver;
   PlanSolver x;
+  static_cast<ScheduleSearch&>(x) = a;
   x.status = solve_status_name(a.status);
-  x.method = a.method;
-  x.stopped_by = a.stopped_by;
-  x.makespan_s = a.makespan_s;
-  x.lower_bound_s = a.lower_bound_s;
-  x.gap = a.gap;
-  x.heuristic_makespan_s = a.heuristic_makespan_s;
-  x.list_evaluations = a.list_evaluations;
-  x.order_evaluations = a.order_evaluations;
-  x.milp_solves = a.milp_solves;
-  x.milp_nodes = a.milp_nodes;
   x.limits = {p.options.solver_max_nodes, p.options.solver_max_seconds};
   if (a.activation_budget > 0) x.activation_budget_bytes = a.activation_budget;
-  x.peak_activation_bytes = a.peak_activation_bytes;
-  for (const MemoryCurvePoint& point : a.memory_curve) {
-    x.memory_curve.push_back({point.activation_budget_bytes, point.makespan_s});
-  }
   return x;
 }
 
@@ -274,38 +239,13 @@ PlanRankMap rank_map(const CompiledPlan& p, const ClusterProfile& c) {
       }
     }
   }
-  x.placement = PlanPlacement{p.placement.topology_aware, p.placement.note,
-                              p.placement.boundary_links};
+  x.placement = static_cast<const PlanPlacement&>(p.placement);
   return x;
-}
-
-std::vector<PlanCandidate> search(const CompiledPlan& p) {
-  std::vector<PlanCandidate> out;
-  for (const Candidate& k : p.candidates) {
-    PlanCandidate x;
-    x.pp = k.pp;
-    x.dp = k.dp;
-    x.microbatch_size = k.microbatch_size;
-    x.num_microbatches = k.num_microbatches;
-    x.feasible = k.feasible;
-    x.chosen = k.chosen;
-    x.synthesized = k.synthesized;
-    if (k.feasible) {
-      x.iteration_s = k.iteration_s;
-      x.samples_per_s = k.samples_per_s;
-      x.peak_memory_bytes = k.peak_memory_bytes;
-    }
-    if (!k.reason.empty()) x.reason = k.reason;
-    if (!k.family.empty()) x.family = k.family;
-    out.push_back(std::move(x));
-  }
-  return out;
 }
 
 }  // namespace
 
-Plan build_plan(const CompiledPlan& p, const ModelProfile& model, const ClusterProfile& cluster,
-                const CostScales& scales) {
+Plan build_plan(const CompiledPlan& p, const ModelProfile& model, const ClusterProfile& cluster) {
   Plan plan;
   plan.generator = {"pulse-plan", kVersion};
   plan.inputs = {input(model.file, model.name, model.provenance),
@@ -328,17 +268,13 @@ Plan build_plan(const CompiledPlan& p, const ModelProfile& model, const ClusterP
   cost.allreduce = cluster.allreduce;
   cost.time_quantum_s = kTimeQuantum_s;
   // Scales other than 1 only: an unscaled plan stays as it was, byte for byte.
-  if (scales.compute != 1 || !scales.compute_from.empty()) {
-    plan.options.compute_scale = scales.compute;
-    if (!scales.compute_from.empty()) plan.options.compute_scale_from = scales.compute_from;
-  }
-  if (scales.links != 1) plan.options.link_scale = scales.links;
+  const CostScales& scales = p.options.scales;
   if (scales.compute != 1) cost.compute_scale = scales.compute;
   if (scales.links != 1) cost.link_scale = scales.links;
   plan.comm = comm_figures(p.model, p.evaluation.allreduce, p.num_microbatches, p.dp);
   plan.predicted = predicted_figures(p.timeline, p.evaluation, cluster.usable_memory());
   plan.rank_map = rank_map(p, cluster);
-  plan.search = search(p);
+  plan.search = p.candidates;
   return plan;
 }
 

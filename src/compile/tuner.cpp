@@ -29,6 +29,7 @@
 #include "pulse/base/limits.hpp"
 #include "pulse/base/units.hpp"
 #include "pulse/graph/layer_graph.hpp"
+#include "pulse/simulate/evaluate.hpp"
 
 namespace pulse::detail {
 
@@ -115,14 +116,13 @@ std::vector<Trial> enumerate(const CompileInputs& in) {
 void record(Trial& t, const CompiledPlan* plan, bool synthesized) {
   t.candidate.synthesized = synthesized;
   t.candidate.feasible = true;
-  t.candidate.reason.clear();
+  t.candidate.reason.reset();
   t.candidate.iteration_s = plan->evaluation.iteration_s;
   t.candidate.samples_per_s = plan->evaluation.samples_per_s;
   t.candidate.family = plan->family->name;
-  t.candidate.peak_memory_bytes = 0;
-  for (const DeviceTimeline& d : plan->timeline.devices) {
-    t.candidate.peak_memory_bytes = std::max(t.candidate.peak_memory_bytes, d.peak.total());
-  }
+  std::int64_t peak = 0;
+  for (const DeviceTimeline& d : plan->timeline.devices) peak = std::max(peak, d.peak.total());
+  t.candidate.peak_memory_bytes = peak;
 }
 
 // The shallowest pipeline whose most memory-frugal partition (microbatch 1, one microbatch
@@ -175,11 +175,11 @@ std::string inconsistent(const CompileInputs& in, const std::vector<Trial>& tria
   bool same = true;
   for (const Trial& t : trials)
     same = same && t.candidate.reason == trials.front().candidate.reason;
-  if (same) return trials.front().candidate.reason;
+  if (same) return trials.front().candidate.reason.value_or("");
   std::string out = "no configuration is consistent:";
   for (const Trial& t : trials) {
     out += fmt::format("\n  pp {}, microbatch {}: {}", t.candidate.pp, t.candidate.microbatch_size,
-                       t.candidate.reason);
+                       t.candidate.reason.value_or(""));
   }
   return out;
 }
@@ -192,15 +192,17 @@ std::string nothing_fits(const CompileInputs& in, const std::vector<Trial>& tria
   for (const Trial& t : trials) {
     if (t.config && (!deepest || t.candidate.pp > deepest->candidate.pp)) deepest = &t;
   }
-  if (in.options->pp) return deepest->candidate.reason;
-  return smallest_shortfall(in) + ". At pp " +
-         std::to_string(deepest->candidate.pp) + ": " + deepest->candidate.reason;
+  const std::string reason = deepest->candidate.reason.value_or("");
+  if (in.options->pp) return reason;
+  return smallest_shortfall(in) + ". At pp " + std::to_string(deepest->candidate.pp) + ": " +
+         reason;
 }
 
 // Best first: throughput, then fewer devices per pipeline, then smaller microbatches.
 bool faster(const Candidate& a, const Candidate& b) {
   if (a.feasible != b.feasible) return a.feasible;
-  if (a.samples_per_s != b.samples_per_s) return a.samples_per_s > b.samples_per_s;
+  const double x = a.samples_per_s.value_or(0), y = b.samples_per_s.value_or(0);
+  if (x != y) return x > y;
   if (a.pp != b.pp) return a.pp < b.pp;
   return a.microbatch_size < b.microbatch_size;
 }
@@ -214,7 +216,7 @@ std::vector<Candidate> explain(std::vector<Trial>& trials, const Candidate& chos
           c.pp == chosen.pp && c.dp == chosen.dp && c.microbatch_size == chosen.microbatch_size;
       if (!c.chosen) {
         c.reason = fmt::format("{:.1f}% fewer samples/s than the chosen configuration{}",
-                               100.0 * (1.0 - c.samples_per_s / chosen.samples_per_s),
+                               100.0 * (1.0 - *c.samples_per_s / *chosen.samples_per_s),
                                c.synthesized ? "" : " (screened)");
       }
     }
@@ -371,6 +373,62 @@ void summarize(std::vector<Trial>& trials, const std::vector<Pair>& pairs) {
 }
 
 }  // namespace
+
+double iteration_lower_bound(const CompileInputs& in, const CompiledPlan& plan) {
+  const PipelineModel& m = plan.model;
+  const int S = m.layout.num_stages(), P = m.num_devices();
+  const int M = plan.num_microbatches;
+  // Main-path hand-overs: a local one costs nothing, a transfer its time; where neither
+  // links stage s to s + 1 the dependency chain is broken there.
+  std::vector<std::optional<const Transfer*>> hop(std::max(0, S - 1));
+  for (StageId s = 0; s + 1 < S; ++s) {
+    if (m.layout.device[s] == m.layout.device[s + 1]) hop[s] = nullptr;
+  }
+  for (const Transfer& t : m.transfers) {
+    if (t.to == t.from + 1 && !hop[t.from]) hop[t.from] = &t;
+  }
+  // The forward (backward) chain from stage 0 up to `s`: microbatch 0 cannot reach stage s
+  // sooner, and stage 0's backward cannot end sooner after stage s's.
+  auto chain = [&](StageId s, bool forward) {
+    double sum = 0;
+    for (StageId k = s - 1; k >= 0 && hop[k]; --k) {
+      const Transfer* t = *hop[k];
+      sum += (forward ? m.stages[k].forward_s : m.stages[k].backward_s) +
+             (t ? (forward ? t->forward_s : t->backward_s) : 0.0);
+    }
+    return sum;
+  };
+  std::vector<double> busy(P, 0.0);
+  std::vector<StageId> first(P, S);
+  for (StageId s = 0; s < S; ++s) {
+    const DeviceId d = m.layout.device[s];
+    busy[d] += m.stages[s].forward_s + m.stages[s].backward_s;
+    first[d] = std::min(first[d], s);
+  }
+  if (!m.overlap_comm) {
+    for (const Transfer& t : m.transfers) {
+      busy[m.layout.device[t.from]] += t.forward_s;
+      busy[m.layout.device[t.to]] += t.backward_s;
+    }
+  }
+  const std::vector<double> allreduce =
+      allreduce_times(m, plan.ranks, in.options->memory, *in.cluster);
+  double bound = 0;
+  for (DeviceId d = 0; d < P; ++d) {
+    if (first[d] == S) continue;
+    // Device d starts no sooner than microbatch 0 reaches its first stage, then works
+    // through all of its ops; its all-reduce follows its last op.
+    const double last_op_end = chain(first[d], true) + M * busy[d];
+    bound = std::max(bound, last_op_end + allreduce[d]);
+    // Without a split backward every op of a microbatch on d precedes that microbatch's
+    // backward on d's first stage, so d's last op is such a backward, and the backwards
+    // of the stages before it follow.
+    if (!in.options->split_backward) {
+      bound = std::max(bound, last_op_end + chain(first[d], false));
+    }
+  }
+  return bound;
+}
 
 Result<CompiledPlan> tune(const CompileInputs& in, PassClock& clock) {
   std::vector<Trial> trials = enumerate(in);

@@ -15,7 +15,6 @@ namespace pulse {
 namespace {
 
 constexpr const char* kModelSchema = "pulse.model/v1";
-constexpr int kMaxMicrobatch = 1 << 20;
 
 void read_timing(JsonChecker& check, const json& root, ModelProfile& m) {
   const JsonPath path = JsonPath{}.key("timing");
@@ -28,9 +27,9 @@ void read_timing(JsonChecker& check, const json& root, ModelProfile& m) {
     for (std::size_t i = 0; i < sizes->size(); ++i) {
       const json& s = (*sizes)[i];
       const bool integral = s.is_number() && std::floor(s.get<double>()) == s.get<double>();
-      if (!integral || s.get<double>() < 1 || s.get<double>() > kMaxMicrobatch) {
-        check.fail(sp.at(i), fmt::format("expected an integer from 1 to {}, got {}", kMaxMicrobatch,
-                                         describe(s)));
+      if (!integral || s.get<double>() < 1 || s.get<double>() > kMaxMicrobatchSize) {
+        check.fail(sp.at(i), fmt::format("expected an integer from 1 to {}, got {}",
+                                         kMaxMicrobatchSize, describe(s)));
         valid = false;
         continue;
       }

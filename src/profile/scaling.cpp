@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "pulse/base/limits.hpp"
+
 namespace pulse {
 
 namespace {
@@ -106,6 +108,14 @@ Status resolve_compute_scale(CostScales& scales, const ModelProfile& model,
   }
   scales.compute = scales.compute_from == kRangeLow ? range->low : range->high;
   return Ok{};
+}
+
+Status check_scale_limit(std::string_view command, std::string_view option, double factor) {
+  if (factor >= kMinScale && factor <= kMaxScale) return Ok{};
+  return usage_error(
+      fmt::format("{}: {} must be from {:g} to {:g} (the what-if factor limit), "
+                  "got {:g}",
+                  command, option, kMinScale, kMaxScale, factor));
 }
 
 void scale_times(ModelProfile& model, std::string_view device_type, double factor) {

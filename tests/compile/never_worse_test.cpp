@@ -74,10 +74,10 @@ TEST_P(NeverWorse, PulseIsAtLeastEveryBaselineOnRandomUnets) {
       ASSERT_NE(recorded, pulse->baselines.end()) << strategy_name(s);
       if (recorded->feasible) {
         ++feasible_baselines;
-        EXPECT_GE(mine, recorded->samples_per_s)
+        EXPECT_GE(mine, *recorded->samples_per_s)
             << "seed " << seed << ": pulse (" << pulse->family->name << ") is slower than "
             << strategy_name(s);
-        best_baseline = std::max(best_baseline, recorded->samples_per_s);
+        best_baseline = std::max(best_baseline, *recorded->samples_per_s);
       }
       if (seed % 10 != 1) continue;
       // Planned on its own, the baseline gets exactly the answer pulse recorded.
@@ -85,7 +85,7 @@ TEST_P(NeverWorse, PulseIsAtLeastEveryBaselineOnRandomUnets) {
       const auto alone = compile_plan(r.model, r.cluster, fixed_options(r, s));
       EXPECT_EQ(recorded->feasible, alone.ok()) << "seed " << seed << " " << strategy_name(s);
       if (alone.ok()) {
-        EXPECT_EQ(recorded->samples_per_s, alone->evaluation.samples_per_s)
+        EXPECT_EQ(*recorded->samples_per_s, alone->evaluation.samples_per_s)
             << "seed " << seed << " " << strategy_name(s) << ": pulse's record of it";
       }
     }

@@ -55,7 +55,7 @@ TEST(Tuner, PipeliningWinsWhenTheAllReduceCosts) {
   const Candidate& pure_dp = find(*plan, 1);
   EXPECT_FALSE(pure_dp.feasible);
   EXPECT_TRUE(plan->candidates.front().chosen);
-  EXPECT_EQ(pure_dp.reason,
+  EXPECT_EQ(pure_dp.reason.value_or(""),
             "not scheduled: its families' least lower bound on time, 29.000 s, is no better "
             "than a plan already found, 27.000 s");
   // Searched alone, it takes exactly that.
@@ -84,8 +84,9 @@ TEST(Tuner, MemoryCapForcesADeeperPipeline) {
   EXPECT_EQ(plan->pp, 2);
   const Candidate& shallow = find(*plan, 1);
   EXPECT_FALSE(shallow.feasible);
-  EXPECT_NE(shallow.reason.find("does not fit synthetic-cluster at pp 1"), std::string::npos)
-      << shallow.reason;
+  EXPECT_NE(shallow.reason.value_or("").find("does not fit synthetic-cluster at pp 1"),
+            std::string::npos)
+      << shallow.reason.value_or("");
 }
 
 TEST(Tuner, ZeroOneMakesTheShallowerPipelineFit) {
@@ -139,9 +140,9 @@ TEST(Tuner, EveryCandidateSaysWhyItLost) {
   for (const Candidate& c : plan->candidates) {
     if (c.chosen) {
       ++chosen;
-      EXPECT_TRUE(c.reason.empty());
+      EXPECT_FALSE(c.reason);
     } else {
-      EXPECT_FALSE(c.reason.empty()) << "pp " << c.pp << " mb " << c.microbatch_size;
+      EXPECT_TRUE(c.reason) << "pp " << c.pp << " mb " << c.microbatch_size;
     }
   }
   EXPECT_EQ(chosen, 1);

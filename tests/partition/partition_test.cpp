@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <random>
 
+#include "pulse/base/limits.hpp"
 #include "pulse/graph/layer_graph.hpp"
 #include "support/test_support.hpp"
 
@@ -176,6 +177,31 @@ TEST(PartitionV, SingleDeviceHoldsBothStages) {
   ASSERT_TRUE(out.found());
   EXPECT_NEAR(out.result.objective_s, 0.090, 1e-12);
   EXPECT_EQ(out.result.layout.device, (std::vector<DeviceId>{0, 0}));
+}
+
+// Every model the loader accepts is cut (issue 26: a private limit of 4000 layers once left
+// a 4001-layer UNet with no V at all). A UNet of L uniform layers, 3 ms each forward and
+// backward, every encoder layer i feeding decoder layer L-1-i: with every skip local, device
+// 0 takes k layers from each end and device 1 the L-2k between, so the optimum is
+// max(2k, L-2k) x 3 ms at k = floor(L/4): 2000 layers for 4000, 2001 for 4001, 2048 for 4096.
+TEST(PartitionV, CutsUNetsUpToTheLayerLimit) {
+  for (const int layers : {4000, 4001, kMaxLayers}) {
+    SCOPED_TRACE(layers);
+    std::vector<std::pair<int, int>> skips;
+    for (int i = 0; i < layers / 2; ++i) skips.push_back({i, layers - 1 - i});
+    const ModelProfile model =
+        test::make_model(std::vector<LayerSpec>(layers, LayerSpec{0.001}), skips);
+    const LayerGraph g = LayerGraph::build(model, 0, 1);
+    const PartitionAnswer out =
+        partition_v(request_for(g, 2, test::free_links(2)), SkipPolicy::local_only);
+    ASSERT_TRUE(out.found());
+    const int k = layers / 4;
+    EXPECT_NEAR(out.result.objective_s, std::max(2 * k, layers - 2 * k) * 0.003, 1e-9);
+    EXPECT_EQ(out.result.layout.first_layer.front(), 0);
+    EXPECT_EQ(out.result.layout.first_layer[1], k);
+    EXPECT_EQ(out.result.layout.first_layer[3], layers - k);
+    EXPECT_TRUE(out.result.all_skips_local);
+  }
 }
 
 // Random instances against exhaustive enumeration. Costs are integers of milliseconds plus

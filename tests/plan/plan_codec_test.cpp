@@ -65,15 +65,13 @@ std::vector<std::string> planned() {
     out.push_back(test::plan_text(test::compile_ok(in, o), in.model, in.cluster));
   }
   {  // --compute-scale range-high --link-scale 0.5: the scale keys of options and cost_model.
-    test::Inputs in = test::shipped("sd2-unet-512", "atlas800-910a-1n");
-    CostScales scales = *parse_compute_scale("range-high");
-    EXPECT_TRUE(resolve_compute_scale(scales, in.model, in.cluster.device_type).ok());
-    scales.links = 0.5;
-    apply_scales(scales, in.model, in.cluster);
+    const test::Inputs in = test::shipped("sd2-unet-512", "atlas800-910a-1n");
     PlanOptions o;
     o.pp = 4;
     o.solver_max_seconds = 0.3;
-    out.push_back(write_plan(build_plan(test::compile_ok(in, o), in.model, in.cluster, scales)));
+    o.scales = *parse_compute_scale("range-high");
+    o.scales.links = 0.5;
+    out.push_back(test::plan_text(test::compile_ok(in, o), in.model, in.cluster));
   }
   return out;
 }

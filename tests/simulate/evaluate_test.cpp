@@ -6,7 +6,7 @@
 
 #include "pulse/compile/compile.hpp"
 #include "pulse/compile/plan_builder.hpp"
-#include "pulse/tools/trace.hpp"
+#include "pulse/simulate/trace.hpp"
 #include "support/test_support.hpp"
 
 namespace pulse {

@@ -15,9 +15,9 @@
 #include "pulse/compile/plan_builder.hpp"
 #include "pulse/plan/plan_codec.hpp"
 #include "pulse/profile/scaling.hpp"
-#include "pulse/tools/trace.hpp"
-#include "support/test_support.hpp"
 #include "pulse/schedule/list_schedule.hpp"
+#include "pulse/simulate/trace.hpp"
+#include "support/test_support.hpp"
 
 namespace pulse {
 namespace {
@@ -217,11 +217,10 @@ TEST(Replay, AScaledPlanReplaysExactlyWithAndWithoutItsCluster) {
   // plan --compute-scale 1.5 --link-scale 0.5: the plan's transfers were timed on links
   // half as fast; simulate --cluster must time them the same way (cost_model.link_scale).
   const Inputs in = shipped("tiny-unet", "dgx1-v100-32gb-2n");
-  Inputs slow = in;
-  const CostScales scales{1.5, 0.5, ""};
-  apply_scales(scales, slow.model, slow.cluster);
-  const CompiledPlan p = compile_ok(slow, options(Strategy::pulse, 2, 8));
-  const std::string text = write_plan(build_plan(p, slow.model, slow.cluster, scales));
+  PlanOptions slow = options(Strategy::pulse, 2, 8);
+  slow.scales = {1.5, 0.5, ""};
+  const CompiledPlan p = compile_ok(in, slow);
+  const std::string text = write_plan(build_plan(p, in.model, in.cluster));
   EXPECT_EQ(differences(text), std::vector<std::string>{});
   EXPECT_EQ(differences(text, &in.cluster), std::vector<std::string>{});
   // Without the recorded link scale the shipped cluster's links are twice as fast.

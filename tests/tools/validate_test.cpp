@@ -95,12 +95,12 @@ TEST(Validate, AScaledPlanIsCheckedAgainstTheProfilesScaledAsItSays) {
   // plan --compute-scale 3 --link-scale 0.25 of tiny-unet: valid against the shipped
   // (unscaled) files, whose hashes it names; with the scales edited out of cost_model, its
   // times are three and four times what the profiles say.
+  // The options carry the scales; compile_plan plans on scaled copies of the profiles.
   const Inputs in = shipped("tiny-unet", "dgx1-v100-32gb-1n");
-  Inputs scaled = in;
-  const CostScales scales{3, 0.25, ""};
-  apply_scales(scales, scaled.model, scaled.cluster);
-  const json doc = json::parse(
-      write_plan(build_plan(compile_ok(scaled, pp(2)), scaled.model, scaled.cluster, scales)));
+  PlanOptions scaled = pp(2);
+  scaled.scales = {3, 0.25, ""};
+  const json doc =
+      json::parse(write_plan(build_plan(compile_ok(in, scaled), in.model, in.cluster)));
   EXPECT_EQ(lines(validate(doc, in)), std::vector<std::string>{});
   json unscaled = doc;
   unscaled["cost_model"].erase("compute_scale");

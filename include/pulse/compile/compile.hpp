@@ -1,16 +1,16 @@
-// The driver: profiles in, a compiled plan out. compile_plan checks the options, then
-// either compiles the one configuration they fix or lets the tuner search pp, dp and the
-// microbatch size; every configuration goes through the same pass list (compile.cpp):
+// The driver: profiles in, a compiled plan out. compile_plan checks the options (the table
+// of plan_options.hpp), then lets the tuner search whatever of pp, dp and the microbatch
+// size they leave open; every configuration goes through the same pass list (compile.cpp):
 //
 //   graph -> place -> partition -> pipeline model -> re-place -> memory limits
 //         -> schedule -> evaluate
 //
-// Loading the profiles and writing the plan are the caller's (the CLI's); it times them
-// with the same PassClock, so --stats prints one line per pass: load, the passes above,
-// write. build_plan (plan_builder.hpp) turns the result into the Plan that is written.
+// and the plan kept through the memory curve. The whole job, loading the profiles and
+// writing the plan included, is run_plan_job (plan_job.hpp); it times load and write on the
+// same PassClock, so --stats prints one line per pass. build_plan (plan_builder.hpp) turns
+// the result into the Plan that is written.
 #pragma once
 
-#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -18,12 +18,15 @@
 
 #include "pulse/base/defaults.hpp"
 #include "pulse/base/result.hpp"
+#include "pulse/compile/pass_clock.hpp"
 #include "pulse/cost/memory.hpp"
 #include "pulse/cost/pipeline_model.hpp"
 #include "pulse/partition/partition.hpp"
 #include "pulse/place/placement.hpp"
+#include "pulse/plan/plan.hpp"
 #include "pulse/plan/strategy.hpp"
 #include "pulse/profile/profile.hpp"
+#include "pulse/profile/scaling.hpp"
 #include "pulse/schedule/synthesize.hpp"
 #include "pulse/simulate/evaluate.hpp"
 #include "pulse/simulate/schedule.hpp"
@@ -31,6 +34,9 @@
 
 namespace pulse {
 
+/// What to plan. The command line sets these through plan_options.hpp's table, which holds
+/// each option's bounds and check (check_plan_options, run once by compile_plan); the
+/// defaults here are the table's.
 struct PlanOptions {
   Strategy strategy = Strategy::pulse;
   /// Pulse only: plan this one family (strategy.hpp) instead of searching them all; the
@@ -55,75 +61,11 @@ struct PlanOptions {
   /// Tuner: how many of the best screened candidates get the full schedule synthesis
   /// (0: all of them, an exhaustive sweep).
   int tuner_top_k = 3;
+  /// What-if costs (profile/scaling.hpp): compile_plan plans on the profiles scaled by
+  /// these (a range word read from the model first) and the plan records them.
+  CostScales scales;
   /// Tuner progress: called after each candidate with (done, total). Optional.
   std::function<void(int, int)> progress;
-};
-
-/// How long each pass took, for --stats (never written into a plan).
-struct PassTime {
-  std::string pass;
-  double seconds = 0;  ///< All runs of the pass together.
-  double longest_s = 0;  ///< The longest single run (how far the schedule is from its limit).
-  int runs = 0;
-};
-
-/// Times passes by name: lap("x") charges the time since the previous lap to pass "x",
-/// adding up when a pass runs many times (the tuner runs the pass list per candidate).
-class PassClock {
- public:
-  void lap(const std::string& pass);
-  const std::vector<PassTime>& times() const { return times_; }
-
- private:
-  std::vector<PassTime> times_;
-  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
-};
-
-/// One configuration the planner evaluated.
-struct Candidate {
-  int pp = 0;
-  int dp = 0;
-  int microbatch_size = 0;
-  int num_microbatches = 0;
-  bool feasible = false;
-  bool synthesized = false;  ///< Got the full schedule synthesis (else: screened only).
-  bool chosen = false;
-  double iteration_s = 0;
-  double samples_per_s = 0;
-  std::int64_t peak_memory_bytes = 0;  ///< Largest device peak.
-  std::string reason;  ///< Why it lost: out of memory (where, by how much), not divisible, ...
-  std::string family;  ///< The family its plan used.
-};
-
-/// How one family did at the chosen configuration.
-struct FamilyOutcome {
-  std::string family;
-  bool feasible = false;
-  bool synthesized = false;  ///< Got the full schedule synthesis (else: screened only).
-  bool chosen = false;
-  bool all_skips_local = false;
-  double iteration_s = 0;
-  double samples_per_s = 0;
-  std::int64_t p2p_bytes_per_iteration = 0;
-  std::string reason;  ///< Why it lost, or why it was not scheduled.
-};
-
-/// A baseline strategy's own answer for the same options (pulse compares itself with it).
-struct BaselineAnswer {
-  std::string strategy;
-  bool feasible = false;
-  double samples_per_s = 0;
-  std::int64_t p2p_bytes_per_iteration = 0;
-  std::string configuration;  ///< "pp 4 x dp 2, microbatch 1".
-};
-
-/// One configuration's degrees: global_batch = dp x microbatch_size x num_microbatches.
-struct Degrees {
-  int pp = 1;
-  int dp = 1;
-  int microbatch_size = 1;
-  int num_microbatches = 1;
-  int global_batch = 1;
 };
 
 /// Everything the passes found for the chosen configuration.
@@ -146,7 +88,7 @@ struct CompiledPlan : Degrees {
   Timeline timeline;
   ScheduleAnswer solver;  ///< How the schedule was found (its schedule/timeline moved out).
   Evaluation evaluation;  ///< Iteration, throughput, bubble, all-reduce (the evaluate pass).
-  std::vector<Candidate> candidates;  ///< Configurations tried, best first.
+  std::vector<Candidate> candidates;  ///< Configurations tried, best first (the plan's search).
   std::vector<PassTime> pass_times;
   /// Schedule syntheses of this compile (any configuration or family, not only the plan
   /// kept) that the wall-clock safety limit stopped before their work limits did: when
@@ -154,9 +96,9 @@ struct CompiledPlan : Degrees {
   int safety_limit_hits = 0;
 };
 
-/// Compiles a plan. Usage errors for inconsistent options, infeasible when nothing fits
-/// (with what did not fit, by how much, on which device). `clock`, when given, times the
-/// passes (and keeps timing for the caller's own laps).
+/// Compiles a plan. Usage errors for options out of bounds or inconsistent with the profiles,
+/// infeasible when nothing fits (with what did not fit, by how much, on which device).
+/// `clock`, when given, times the passes.
 Result<CompiledPlan> compile_plan(const ModelProfile& model, const ClusterProfile& cluster,
                                   const PlanOptions& options, PassClock* clock = nullptr);
 

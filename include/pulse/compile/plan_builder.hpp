@@ -11,10 +11,9 @@
 
 namespace pulse {
 
-/// `model` and `cluster` are the profiles `plan` was compiled from; with `scales` other than
-/// the identity, after apply_scales (the plan records the scales in `options` and
-/// `cost_model`, and the files' own names and hashes in `inputs`).
-Plan build_plan(const CompiledPlan& plan, const ModelProfile& model, const ClusterProfile& cluster,
-                const CostScales& scales = {});
+/// `model` and `cluster` are the profiles `plan` was compiled from, as loaded: the plan
+/// records its options' scales in `options` and `cost_model`, and the files' own names and
+/// hashes in `inputs`.
+Plan build_plan(const CompiledPlan& plan, const ModelProfile& model, const ClusterProfile& cluster);
 
 }  // namespace pulse

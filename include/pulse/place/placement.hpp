@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "pulse/plan/plan.hpp"
 #include "pulse/profile/profile.hpp"
 
 namespace pulse {
@@ -21,14 +22,11 @@ struct PlacementRequest {
   std::vector<int> boundary_messages;
 };
 
-struct Placement {
+/// The ranks, and how they were chosen (the plan's rank_map.placement).
+struct Placement : PlanPlacement {
   /// ranks[r][d]: the cluster rank of pipeline device d in replica r. Replica 0 is the one
   /// with the slowest boundary (the plan simulates it).
   std::vector<std::vector<RankId>> ranks;
-  /// Per boundary of replica 0: the link class name, for explanations.
-  std::vector<std::string> boundary_links;
-  bool topology_aware = false;  ///< False when the default rank order was kept (see why).
-  std::string note;             ///< What was done, or why not.
 };
 
 /// Chooses a placement. Nodes of up to 9 devices are searched exhaustively (every order of

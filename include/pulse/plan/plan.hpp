@@ -65,13 +65,18 @@ struct PlanGivenOptions {
   MemoryModel memory;  ///< `options.memory`; defaults where absent.
 };
 
-/// `parallelism`: the degrees.
-struct PlanParallelism {
+/// One configuration's degrees: global_batch = dp x microbatch_size x num_microbatches. The
+/// planner's configurations (compile/compile.hpp) and the plan's `parallelism` are these.
+struct Degrees {
   int pp = 1;
   int dp = 1;
   int microbatch_size = 1;
   int num_microbatches = 1;
   int global_batch = 1;
+};
+
+/// `parallelism`: the degrees, and what they come to.
+struct PlanParallelism : Degrees {
   int num_stages = 1;
   std::optional<int> devices_used;
   std::optional<int> devices_total;
@@ -80,8 +85,13 @@ struct PlanParallelism {
   std::optional<bool> times_interpolated;
 };
 
+// The planner's findings below (FamilyOutcome, BaselineAnswer, Candidate, ScheduleSearch,
+// PlanPlacement) are declared once, here: the compiler fills them and the codec writes and
+// reads the same structs. A figure is std::optional where a plan states it only for what was
+// feasible; `reason` is absent for the chosen one.
+
 /// `partition.families[]`: how one family did at the plan's configuration.
-struct PlanFamilyOutcome {
+struct FamilyOutcome {
   std::string family;
   bool feasible = false;
   bool chosen = false;
@@ -94,12 +104,12 @@ struct PlanFamilyOutcome {
 };
 
 /// `partition.versus.baselines[]`: a baseline strategy's own answer for the same options.
-struct PlanBaselineAnswer {
+struct BaselineAnswer {
   std::string strategy;
   bool feasible = false;
   std::optional<double> samples_per_s;
   std::optional<std::int64_t> p2p_bytes_per_iteration;
-  std::optional<std::string> configuration;
+  std::optional<std::string> configuration;  ///< "pp 4 x dp 2, microbatch 1".
 };
 
 /// `partition.versus`: by how much the chosen family beats the full-locality V (same
@@ -108,7 +118,7 @@ struct PlanVersus {
   std::optional<double> speedup_over_v;
   std::optional<std::string> best_baseline;
   std::optional<double> speedup_over_best_baseline;
-  std::vector<PlanBaselineAnswer> baselines;
+  std::vector<BaselineAnswer> baselines;
 };
 
 /// `partition`: how the cut was found.
@@ -123,7 +133,7 @@ struct PlanPartition {
   /// The family of the plan (strategy.hpp): "v", "w2", "chain", "1f1b", ...
   std::optional<std::string> family;
   std::optional<int> waves;  ///< 0: a chain; k: 2kP stages in k waves.
-  std::vector<PlanFamilyOutcome> families;
+  std::vector<FamilyOutcome> families;
   std::optional<PlanVersus> versus;
 };
 
@@ -215,33 +225,43 @@ struct PlanSolverLimits {
   double max_seconds = 0;
 };
 
-/// `solver.memory_curve[]`: the makespan the synthesizer reaches with a smaller budget.
-struct PlanMemoryPoint {
+/// `solver.memory_curve[]`: with `activation_budget_bytes` per device, the synthesizer's
+/// makespan (what memory buys).
+struct MemoryCurvePoint {
   std::int64_t activation_budget_bytes = 0;
   double makespan_s = 0;
 };
 
-/// `solver`: how the schedule was found. `status` is one of the ScheduleStatus names
-/// (schedule/synthesize.hpp), `stopped_by` what ended the last search step.
-struct PlanSolver {
-  std::string status;
+/// How a schedule was found: what the synthesizer answers (ScheduleAnswer,
+/// schedule/synthesize.hpp) and the plan's `solver` section states.
+struct ScheduleSearch {
+  /// "list", "list-search", "zb-v", "v-half", "v-min", "order-search" or "exact-ilp".
   std::string method;
-  std::string stopped_by;
+  std::string stopped_by;  ///< What ended the last integer program: "optimal", "node limit", ...
   double makespan_s = 0;
   double lower_bound_s = 0;
-  double gap = 0;
+  double gap = 0;  ///< makespan / lower bound - 1.
   double heuristic_makespan_s = 0;
-  int list_evaluations = 0;
-  int order_evaluations = 0;
+  int list_evaluations = 0;   ///< List schedules the policy search tried.
+  int order_evaluations = 0;  ///< Replays the order search made.
   int milp_solves = 0;
   int milp_nodes = 0;
+  /// The largest residency of any device under the memory rule (cost/memory.hpp), beyond
+  /// its static state: the peak activation memory, the second objective.
+  std::int64_t peak_activation_bytes = 0;
+  /// At budgets below peak_activation_bytes (3/4, 1/2 and 1/3 of it), the makespans reached
+  /// (synthesized schedules only; a budget where not one microbatch fits is left out).
+  std::vector<MemoryCurvePoint> memory_curve;
+};
+
+/// `solver`: how the schedule was found. `status` is one of the SolveStatus names
+/// (base/solve_status.hpp), `stopped_by` what ended the last search step.
+struct PlanSolver : ScheduleSearch {
+  std::string status;
   PlanSolverLimits limits;
   /// The cap on each device's activations the schedule kept to (from --activation-budget),
-  /// if any; the peak it reached (the largest device's residency beyond its static state);
-  /// the makespans reached at 3/4, 1/2 and 1/3 of that peak (synthesized schedules only).
+  /// if any.
   std::optional<std::int64_t> activation_budget_bytes;
-  std::int64_t peak_activation_bytes = 0;
-  std::vector<PlanMemoryPoint> memory_curve;
 };
 
 /// `cost_model`: the cluster settings the predicted figures assume.
@@ -302,11 +322,13 @@ struct PlanRank {
   DeviceId pipeline_device = 0;
 };
 
-/// `rank_map.placement`: how the ranks were chosen.
+/// `rank_map.placement`: how the ranks were chosen (place/placement.hpp's Placement adds the
+/// ranks themselves).
 struct PlanPlacement {
-  bool topology_aware = false;
-  std::string note;
-  std::vector<std::string> boundary_links;  ///< Per pipeline boundary, its link class.
+  bool topology_aware = false;  ///< False when the default rank order was kept (see why).
+  std::string note;             ///< What was done, or why not.
+  /// Per boundary between pipeline devices (of replica 0), its link class.
+  std::vector<std::string> boundary_links;
 };
 
 struct PlanRankMap {
@@ -319,7 +341,7 @@ struct PlanRankMap {
 };
 
 /// `search[]`: one configuration the tuner tried.
-struct PlanCandidate {
+struct Candidate {
   int pp = 0;
   int dp = 0;
   int microbatch_size = 0;
@@ -354,7 +376,7 @@ struct Plan {
   PlanComm comm;
   PlanPredicted predicted;
   PlanRankMap rank_map;
-  std::vector<PlanCandidate> search;
+  std::vector<Candidate> search;
 
   int pp() const { return parallelism.pp; }
   int num_stages() const { return static_cast<int>(stages.size()); }

@@ -21,41 +21,8 @@
 
 namespace pulse {
 
-// The pipeline degree ($.parallelism.pp) and microbatches per iteration
-// ($.parallelism.num_microbatches) are held to the planner's own limits, kMaxPipelineDegree
-// and kMaxMicrobatches (pulse/base/limits.hpp): no plan beyond them is one pulse-plan wrote.
-
-/// Stages ($.parallelism.num_stages): 16 per device at the largest pipeline degree (the
-/// families use 1, 2, 4 or 6).
-inline constexpr int kMaxStages = 16 * kMaxPipelineDegree;
-/// Ranks: pp x dp, world_size, devices_used and devices_total are at most this, and every
-/// rank id is below it (2^20: a million devices).
-inline constexpr int kMaxRanks = 1 << 20;
-/// Schedule operations: num_stages x num_microbatches x 2 (F, B) or 3 (F, I, W) at most
-/// this. Each op costs the reader, the replay and the exports about a hundred bytes, so the
-/// largest plan stays under a GiB in memory (a 64-device W3 plan with 512 microbatches
-/// and a split backward has 0.6M ops).
-inline constexpr std::int64_t kMaxOps = std::int64_t{1} << 22;
-/// Any time a plan states, in seconds ($.schedule[].ops[].end_s, stage and transfer times,
-/// makespans, the iteration): 10^6 s, 11.6 days. Below 2^53 ns every time is still exact to
-/// the nanosecond quantum in a double, and sums over kMaxOps ops stay finite.
-inline constexpr double kMaxSeconds = 1e6;
-/// Any byte or parameter count a plan states: 2^53 (8 PiB), the largest integer a double
-/// holds exactly (the codec compares figures as doubles). What the tools derive from them is
-/// held to it as well, so that no int64 sum or product of them overflows: a microbatch's
-/// skip and carried tensors (bytes_per_sample x microbatch_size), an iteration's
-/// point-to-point and all-reduce bytes, the static state of all stages, and their
-/// activations and skips with every microbatch in flight.
-inline constexpr std::int64_t kMaxBytes = std::int64_t{1} << 53;
-/// What-if factors ($.options and $.cost_model compute_scale, link_scale; plan and diff
-/// --compute-scale, --link-scale): from 1/1000 to 1000.
-inline constexpr double kMaxScale = 1000;
-inline constexpr double kMinScale = 1 / kMaxScale;
-/// Bytes per parameter ($.options.memory): 10^6 (mixed-precision Adam needs 16); weights,
-/// gradients and optimizer state of 9 * 10^12 parameters on one device still fit an int64.
-inline constexpr double kMaxBytesPerParam = 1e6;
-/// A plan file's size, checked before it is read: 1 GiB.
-inline constexpr std::int64_t kMaxPlanFileBytes = std::int64_t{1} << 30;
+// The limits a plan file is held to while it is read are pulse/base/limits.hpp's ("What a
+// plan file may state").
 
 /// One structural problem of a plan.
 struct PlanProblem {

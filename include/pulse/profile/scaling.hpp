@@ -68,6 +68,11 @@ Status resolve_compute_scale(CostScales& scales, const ModelProfile& model,
                              std::string_view device_type,
                              std::string_view option = "--compute-scale");
 
+/// A what-if factor (--compute-scale, --link-scale) within base/limits.hpp's kMinScale to
+/// kMaxScale, or a usage error naming the command and the option: beyond it a plan would state
+/// times its reader refuses.
+Status check_scale_limit(std::string_view command, std::string_view option, double factor);
+
 /// Multiplies every forward and backward time of `device_type` by `factor` (positive and
 /// finite, as parse_scale gives; a model without that device type is left as it is).
 void scale_times(ModelProfile& model, std::string_view device_type, double factor);

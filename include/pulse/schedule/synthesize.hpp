@@ -31,13 +31,14 @@
 #include <string>
 #include <vector>
 
-#include "pulse/cost/pipeline_model.hpp"
+#include "pulse/base/defaults.hpp"
 #include "pulse/base/result.hpp"
+#include "pulse/base/solve_status.hpp"
+#include "pulse/cost/pipeline_model.hpp"
+#include "pulse/plan/plan.hpp"
+#include "pulse/plan/strategy.hpp"
 #include "pulse/simulate/schedule.hpp"
 #include "pulse/simulate/simulate.hpp"
-#include "pulse/base/defaults.hpp"
-#include "pulse/base/solve_status.hpp"
-#include "pulse/plan/strategy.hpp"
 
 namespace pulse {
 
@@ -73,38 +74,16 @@ struct ScheduleRequest {
   int seed = 1;
 };
 
-/// One point of the memory curve: with `activation_budget_bytes` per device, the
-/// synthesizer's makespan (what memory buys).
-struct MemoryCurvePoint {
-  std::int64_t activation_budget_bytes = 0;
-  double makespan_s = 0;
-};
-
-struct ScheduleAnswer {
+/// The schedule, and how it was found (ScheduleSearch, plan/plan.hpp: the figures the plan's
+/// `solver` section states).
+struct ScheduleAnswer : ScheduleSearch {
   Schedule schedule;
   Timeline timeline;
   /// optimal (the schedule meets its lower bound), feasible (a search beat the heuristic,
   /// not proven optimal), heuristic (nothing beat the list schedule), fixed (a baseline's
   /// own schedule) or time_limit (the wall-clock safety limit stopped the search first).
   SolveStatus status = SolveStatus::heuristic;
-  /// "list", "list-search", "zb-v", "v-half", "v-min", "order-search" or "exact-ilp".
-  std::string method;
-  std::string stopped_by;  ///< What ended the last integer program: "optimal", "node limit", ...
-  double makespan_s = 0;
-  double lower_bound_s = 0;
-  double gap = 0;  ///< makespan / lower bound - 1.
-  double heuristic_makespan_s = 0;
-  int milp_solves = 0;
-  int milp_nodes = 0;
-  int list_evaluations = 0;   ///< List schedules the policy search tried.
-  int order_evaluations = 0;  ///< Replays the order search made.
   std::int64_t activation_budget = 0;  ///< The request's, which the schedule keeps to.
-  /// The largest residency of any device under the memory rule (cost/memory.hpp), beyond
-  /// its static state: the peak activation memory, the second objective.
-  std::int64_t peak_activation_bytes = 0;
-  /// At budgets below peak_activation_bytes, the makespans reached (request's
-  /// memory_curve_points; a budget where not one microbatch fits is left out).
-  std::vector<MemoryCurvePoint> memory_curve;
 };
 
 /// Synthesizes a schedule at least as short as the list schedule, never over the memory

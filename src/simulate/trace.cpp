@@ -1,4 +1,4 @@
-#include "pulse/tools/trace.hpp"
+#include "pulse/simulate/trace.hpp"
 
 #include <cmath>
 

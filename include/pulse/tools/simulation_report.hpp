@@ -1,0 +1,26 @@
+// The report of `pulse-plan simulate --json` (schema pulse.simulation/v1): the replay's
+// figures in the plan's own `comm` and `predicted` sections (plan/figures.hpp), beside the
+// plan's name and hash and every figure that differs from what the plan predicts. The
+// schema is assembled here, once; the command prints it.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pulse/plan/plan_codec.hpp"
+#include "pulse/tools/replay.hpp"
+
+namespace pulse {
+
+/// The schema tag of simulation reports.
+inline constexpr const char* kSimulationSchema = "pulse.simulation/v1";
+
+/// The report as JSON text: `plan_name` and the sha256 of `plan_text` (the plan's bytes as
+/// read), the cost source, the replay's comm and predicted sections, whether they match the
+/// plan and each difference (plan -> replay).
+std::string simulation_report_json(const std::string& plan_name, std::string_view plan_text,
+                                   const Replay& replay,
+                                   const std::vector<FigureDifference>& differences);
+
+}  // namespace pulse

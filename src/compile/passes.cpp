@@ -1,0 +1,292 @@
+// The passes of one configuration and one family (passes.hpp), and what they share.
+
+#include "passes.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "pulse/base/units.hpp"
+#include "pulse/cost/cost_model.hpp"
+#include "pulse/schedule/list_schedule.hpp"
+#include "pulse/simulate/evaluate.hpp"
+
+namespace pulse::detail {
+
+namespace {
+
+// Screening effort: a short policy search, no integer program. Bounded by its work count
+// alone, like the full synthesis: the wall clock decides nothing (issue 16).
+constexpr int kScreenEvaluations = 24;
+// Points of the memory curve the plan reports: 3/4, 1/2 and 1/3 of the peak.
+constexpr int kMemoryCurvePoints = 3;
+
+std::string shortfall_message(const CompileInputs& in, const Config& c, const Family& f,
+                              const std::optional<MemoryShortfall>& shortfall) {
+  const ModelProfile& model = *in.model;
+  const ClusterProfile& cluster = *in.cluster;
+  if (!shortfall) {
+    return fmt::format("{} cannot be cut into {} stages for pp {} ({})", model.name,
+                       f.num_stages(c.pp), c.pp, f.name);
+  }
+  const MemoryShortfall& s = *shortfall;
+  return fmt::format(
+      "{} does not fit {} at pp {} (dp {}, microbatch size {}): even the most memory-frugal "
+      "partition, with one microbatch in flight, needs {} on pipeline device {}, {} more than "
+      "the {} usable per device ({} minus {} reserved)",
+      model.name, cluster.name, c.pp, c.dp, c.microbatch_size, format_bytes(s.needed_bytes),
+      s.device, format_bytes(s.needed_bytes - s.capacity_bytes), format_bytes(s.capacity_bytes),
+      format_bytes(cluster.memory_bytes), format_bytes(cluster.reserved_bytes));
+}
+
+const LayerGraph& cached_graph(const CompileInputs& in, int microbatch_size, bool blind) {
+  auto& graphs = blind ? in.cache->blind_graphs : in.cache->graphs;
+  auto it = graphs.find(microbatch_size);
+  if (it != graphs.end()) return it->second;
+  ModelProfile model = *in.model;
+  if (blind) model.skips.clear();
+  return graphs.emplace(microbatch_size, LayerGraph::build(model, in.device_type, microbatch_size))
+      .first->second;
+}
+
+// Placement for pp x dp with boundaries weighed by `r` (empty: equally), computed once.
+const Placement& cached_placement(const CompileInputs& in, const PlacementRequest& r) {
+  std::vector<std::int64_t> key{r.pp, r.dp};
+  key.insert(key.end(), r.boundary_bytes.begin(), r.boundary_bytes.end());
+  key.insert(key.end(), r.boundary_messages.begin(), r.boundary_messages.end());
+  auto it = in.cache->placements.find(key);
+  if (it == in.cache->placements.end()) {
+    it = in.cache->placements.emplace(key, place_pipelines(r)).first;
+  }
+  return it->second;
+}
+
+// The partition request of this configuration (its links come from the placement), and
+// the in-flight counts the schedule will want: GPipe holds every microbatch, the others
+// about one per stage between a device's first stage and the end.
+void prepare_partition(const CompileInputs& in, const Config& c, PassState& st) {
+  const Family& f = *st.family;
+  PartitionRequest& r = st.request;
+  r.graph = st.partitioned;
+  r.pp = c.pp;
+  r.waves = std::max(1, f.waves);
+  r.overlap_comm = in.cluster->overlap_comm;
+  r.memory_capacity = in.cluster->usable_memory();
+  r.memory = in.options->memory;
+  r.dp = c.dp;
+  r.routing = f.routing;
+  const std::vector<LayerId> cuts(f.num_stages(c.pp) + 1, 0);
+  const StageLayout shape =
+      f.chain() ? sequential_layout(cuts, c.pp) : wave_layout(cuts, c.pp, f.waves);
+  st.wanted = f.schedule == ScheduleFamily::gpipe ? std::vector<int>(c.pp, c.num_microbatches)
+                                                  : default_inflight(shape, c.num_microbatches);
+}
+
+// One partition of the family's shape: the chain DP, or the V DP over its levels.
+PartitionAnswer partition_once(const Family& f, const PartitionRequest& request) {
+  if (f.chain()) return partition_sequential(request);
+  if (f.skips == SkipTreatment::local_first) {
+    PartitionAnswer local = partition_v(request, SkipPolicy::local_only);
+    if (local.found()) return local;
+  }
+  return partition_v(request, SkipPolicy::allow_nonlocal);
+}
+
+// The cut on the links of the current placement (the partition pass, and again in re-place).
+Status cut(const CompileInputs& in, const Config& c, CompiledPlan& plan, PassState& st) {
+  PartitionRequest request = st.request;
+  request.links = pipeline_links(*in.cluster, plan.placement.ranks[0]);
+  PartitionAnswer answer;
+  for (const bool full : {true, false}) {
+    request.inflight = full ? st.wanted : std::vector<int>(c.pp, 1);
+    if (auto valid = validate_request(request); !valid) return valid.error();
+    answer = partition_once(*st.family, request);
+    if (answer.found()) {
+      plan.partition = std::move(answer.result);
+      return Ok{};
+    }
+  }
+  return infeasible_error(shortfall_message(in, c, *st.family, answer.shortfall));
+}
+
+// The pipeline model on the links of the placement, times rounded to the plan's quantum (so
+// a plan read back replays to its own figures). A partitioner blind to skips could not say
+// whether they ended up local; the model can.
+void model(const CompileInputs& in, CompiledPlan& plan, const PassState& st) {
+  const PipelineLinks links = pipeline_links(*in.cluster, plan.placement.ranks[0]);
+  plan.model = build_pipeline_model(*st.graph, plan.partition.layout, st.family->routing, links,
+                                    in.cluster->overlap_comm);
+  round_to_quantum(plan.model);
+  if (st.family->skips == SkipTreatment::blind) {
+    plan.partition.all_skips_local = std::all_of(plan.model.skips.begin(), plan.model.skips.end(),
+                                                 [](const SkipPlacement& s) { return s.local; });
+  }
+}
+
+// Bytes and messages per microbatch crossing each boundary between neighbouring pipeline
+// devices (both directions), what placement weighs links by.
+void boundary_traffic(const PipelineModel& m, PlacementRequest& r) {
+  r.boundary_bytes.assign(std::max(0, m.num_devices() - 1), 0);
+  r.boundary_messages.assign(r.boundary_bytes.size(), 0);
+  for (const Transfer& t : m.transfers) {
+    const DeviceId a = m.layout.device[t.from], b = m.layout.device[t.to];
+    if (std::abs(a - b) != 1) continue;
+    const int boundary = std::min(a, b);
+    r.boundary_bytes[boundary] += t.forward.total() + t.backward.total();
+    r.boundary_messages[boundary] += t.forward_messages + t.backward_messages;
+  }
+}
+
+// The activation budget in bytes per device (0: none): as given, or a fraction of the
+// device's usable memory.
+std::int64_t activation_budget(const PlanOptions& o, const ClusterProfile& cluster) {
+  if (o.activation_budget_fraction) {
+    const double bytes =
+        *o.activation_budget_fraction * static_cast<double>(cluster.usable_memory());
+    return std::max<std::int64_t>(1, static_cast<std::int64_t>(bytes));
+  }
+  return o.activation_budget_bytes.value_or(0);
+}
+
+// What the synthesizer is asked for `plan` at `effort`.
+ScheduleRequest schedule_request(const CompileInputs& in, const CompiledPlan& plan, Effort effort) {
+  ScheduleRequest request;
+  request.model = &plan.model;
+  request.num_microbatches = plan.num_microbatches;
+  request.static_bytes = plan.static_bytes;
+  request.memory_capacity = in.cluster->usable_memory();
+  request.split_backward = in.options->split_backward;
+  request.family = plan.family->schedule;
+  request.activation_budget = activation_budget(*in.options, *in.cluster);
+  request.allreduce_s = allreduce_times(plan.model, plan.ranks, in.options->memory, *in.cluster);
+  request.max_nodes = in.options->solver_max_nodes;
+  request.max_seconds = in.options->solver_max_seconds;
+  // The memory curve is drawn once, for the plan kept (memory_curve_pass).
+  request.memory_curve_points = 0;
+  // The exact integer program (tiny instances: small M) only where the user fixed the
+  // configuration: in a search over many, each tiny candidate would cost up to a second of
+  // CBC nodes for a configuration that seldom wins. The rule depends on the options alone,
+  // so pulse and the baselines it compares itself with are held to the same one.
+  if (!in.options->pp || !in.options->microbatch_size) request.exact_max_ops = 0;
+  if (effort == Effort::screen) {
+    request.max_evaluations = kScreenEvaluations;
+    request.max_order_evaluations = 0;
+    request.exact_max_ops = 0;
+  }
+  return request;
+}
+
+// Counts a synthesis the wall-clock safety limit stopped (not one already counted; not a
+// limit of 0, which asks for the list schedule alone).
+void note_safety_limit(const CompileInputs& in, bool counted, const ScheduleAnswer& answer) {
+  if (!counted && answer.status == SolveStatus::time_limit && in.options->solver_max_seconds > 0) {
+    ++in.cache->safety_limit_hits;
+  }
+}
+
+}  // namespace
+
+CompiledPlan start_plan(const CompileInputs& in, const Config& c, const Family& f) {
+  CompiledPlan plan;
+  static_cast<Degrees&>(plan) = c;
+  plan.options = *in.options;
+  plan.strategy = in.options->strategy;
+  plan.device_type = in.device_type;
+  plan.family = &f;
+  return plan;
+}
+
+void graph_pass(const CompileInputs& in, const Config& c, CompiledPlan& plan, PassState& st,
+                PassClock& clock) {
+  PassClock::Run run(clock, "graph");
+  st.graph = &cached_graph(in, c.microbatch_size, false);
+  st.partitioned = st.family->skips == SkipTreatment::blind
+                       ? &cached_graph(in, c.microbatch_size, true)
+                       : st.graph;
+  plan.skips_nested = st.graph->skips_nested();
+}
+
+void place_pass(const CompileInputs& in, const Config& c, CompiledPlan& plan, PassClock& clock) {
+  PassClock::Run run(clock, "place");
+  plan.placement = cached_placement(in, {in.cluster, c.pp, c.dp, {}, {}});
+}
+
+Status partition_pass(const CompileInputs& in, const Config& c, CompiledPlan& plan, PassState& st,
+                      PassClock& clock) {
+  PassClock::Run run(clock, "partition");
+  prepare_partition(in, c, st);
+  return cut(in, c, plan, st);
+}
+
+void pipeline_model_pass(const CompileInputs& in, CompiledPlan& plan, const PassState& st,
+                         PassClock& clock) {
+  PassClock::Run run(clock, "pipeline model");
+  model(in, plan, st);
+}
+
+Status replace_pass(const CompileInputs& in, const Config& c, CompiledPlan& plan, PassState& st,
+                    PassClock& clock) {
+  PassClock::Run run(clock, "re-place");
+  if (plan.placement.topology_aware) {
+    PlacementRequest where{in.cluster, c.pp, c.dp, {}, {}};
+    boundary_traffic(plan.model, where);
+    const Placement& weighed = cached_placement(in, where);
+    if (weighed.ranks != plan.placement.ranks) {
+      plan.placement = weighed;
+      if (auto again = cut(in, c, plan, st); !again) return again.error();
+      model(in, plan, st);
+    }
+  }
+  plan.ranks = plan.placement.ranks;
+  return Ok{};
+}
+
+void memory_limits_pass(const CompileInputs& in, CompiledPlan& plan, PassClock& clock) {
+  PassClock::Run run(clock, "memory limits");
+  plan.static_bytes = static_memory(plan.model, in.options->memory, plan.dp);
+  std::vector<std::int64_t> static_totals;
+  for (const MemoryBreakdown& m : plan.static_bytes) static_totals.push_back(m.total());
+  plan.inflight_limit =
+      memory_inflight_limits(plan.model, static_totals, in.cluster->usable_memory(),
+                             std::vector<int>(plan.pp, plan.num_microbatches));
+}
+
+Status schedule_pass(const CompileInputs& in, CompiledPlan& plan, Effort effort, PassClock& clock) {
+  PassClock::Run run(clock, "schedule");
+  auto answer = synthesize_schedule(schedule_request(in, plan, effort));
+  if (!answer) return answer.error();
+  plan.schedule = std::move(answer->schedule);
+  plan.timeline = std::move(answer->timeline);
+  plan.solver = std::move(*answer);
+  note_safety_limit(in, false, plan.solver);
+  return Ok{};
+}
+
+void evaluate_pass(const CompileInputs& in, CompiledPlan& plan, PassClock& clock) {
+  PassClock::Run run(clock, "evaluate");
+  const std::vector<double> allreduce_s =
+      allreduce_times(plan.model, plan.ranks, in.options->memory, *in.cluster);
+  plan.evaluation =
+      evaluate(plan.model, plan.timeline, allreduce_s, plan.global_batch, in.options->memory);
+}
+
+Status memory_curve_pass(const CompileInputs& in, CompiledPlan& plan, PassClock& clock) {
+  if (plan.family->schedule != ScheduleFamily::synthesized) return Ok{};
+  PassClock::Run run(clock, "memory curve");
+  ScheduleRequest request = schedule_request(in, plan, Effort::full);
+  request.memory_curve_points = kMemoryCurvePoints;
+  plan.solver.schedule = std::move(plan.schedule);
+  plan.solver.timeline = std::move(plan.timeline);
+  const bool stopped_before = plan.solver.status == SolveStatus::time_limit;
+  if (auto trimmed = trim_memory(request, plan.solver); !trimmed) return trimmed.error();
+  note_safety_limit(in, stopped_before, plan.solver);
+  plan.schedule = plan.solver.schedule;
+  plan.timeline = plan.solver.timeline;
+  plan.evaluation = evaluate(plan.model, plan.timeline, request.allreduce_s, plan.global_batch,
+                             in.options->memory);
+  return Ok{};
+}
+
+}  // namespace pulse::detail

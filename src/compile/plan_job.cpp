@@ -1,0 +1,128 @@
+// The plan job (plan_job.hpp): check, load, compile, write.
+
+#include "pulse/compile/plan_job.hpp"
+
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "compile_internal.hpp"
+#include "pulse/base/io.hpp"
+#include "pulse/base/units.hpp"
+#include "pulse/compile/plan_builder.hpp"
+#include "pulse/compile/plan_options.hpp"
+#include "pulse/plan/plan_codec.hpp"
+#include "pulse/simulate/trace.hpp"
+
+namespace pulse {
+
+namespace {
+
+// The outputs in the order they are written: the plan (-o, or stdout without it), then the
+// trace when asked for.
+std::vector<NamedPath> output_paths(const PlanJob& job) {
+  std::vector<NamedPath> out = {job.output_path ? NamedPath{"-o", *job.output_path}
+                                                : NamedPath{"", "-"}};
+  if (job.trace_path) out.push_back({"--trace", *job.trace_path});
+  return out;
+}
+
+// Both profiles, or every problem of either: a run reports them all.
+struct Loaded {
+  std::optional<ModelProfile> model;
+  std::optional<ClusterProfile> cluster;
+};
+
+Loaded load(const PlanJob& job, PlanRun& run, PassClock& clock) {
+  PassClock::Run timer(clock, "load");
+  Loaded out;
+  auto model = load_model_profile(job.model_path);
+  auto cluster = load_cluster_profile(job.cluster_path);
+  if (!model) run.errors.push_back(model.error());
+  if (!cluster) run.errors.push_back(cluster.error());
+  if (model && cluster) {
+    out.model = std::move(*model);
+    out.cluster = std::move(*cluster);
+  }
+  return out;
+}
+
+// Every output is made before any is written; then they appear together or not at all.
+Status write(const PlanJob& job, const Loaded& in, PlanRun& run, PassClock& clock) {
+  PassClock::Run timer(clock, "write");
+  const std::vector<NamedPath> outputs = output_paths(job);
+  run.plan = build_plan(run.compiled, *in.model, *in.cluster);
+  run.plan.file = outputs[0].path == "-" ? "stdout" : outputs[0].path;
+  auto text = encode_plan(run.plan);
+  if (!text) return text.error();
+  run.text = std::move(*text);
+  if (!job.write) return Ok{};
+  const CompiledPlan& p = run.compiled;
+  const std::string trace =
+      job.trace_path ? chrome_trace(p.model, p.timeline, p.evaluation.allreduce, p.dp) : "";
+  std::vector<Output> files = {{outputs[0].path, run.text}};
+  if (job.trace_path) files.push_back({outputs[1].path, trace});
+  return write_outputs(files);
+}
+
+std::vector<std::string> warnings(const CompiledPlan& p) {
+  if (p.safety_limit_hits == 0) return {};
+  return {fmt::format(
+      "the wall-clock safety limit (--solver-time-limit {} s) stopped {} schedule search(es) "
+      "before their work limits; this plan may differ from run to run (raise the limit)",
+      p.options.solver_max_seconds, p.safety_limit_hits)};
+}
+
+}  // namespace
+
+std::string plan_summary(const CompiledPlan& p, const ModelProfile& m, const ClusterProfile& c) {
+  int local = 0;
+  for (const SkipPlacement& s : p.model.skips) local += s.local ? 1 : 0;
+  const CostScales& scales = p.options.scales;
+  std::string scaled;
+  if (!scales.identity()) {
+    scaled = fmt::format(", compute x{:g}{}, links x{:g}", scales.compute,
+                         scales.compute_from.empty() ? "" : " (" + scales.compute_from + ")",
+                         scales.links);
+  }
+  return fmt::format(
+      "{} on {} ({}): pp {} x dp {}, {} stages{}, microbatch {} x {}, {}/{} skips local, "
+      "iteration {} ({:.1f} samples/s), bubble {:.1f}%{}",
+      m.name, c.name, strategy_name(p.strategy), p.pp, p.dp, p.model.layout.num_stages(),
+      p.strategy == Strategy::pulse ? fmt::format(" ({})", p.family->name) : "", p.microbatch_size,
+      p.num_microbatches, local, p.model.skips.size(), format_seconds(p.evaluation.iteration_s),
+      p.evaluation.samples_per_s, 100.0 * p.evaluation.bubble_ratio, scaled);
+}
+
+PlanRun run_plan_job(const PlanJob& job) {
+  PlanRun run;
+  PassClock clock;
+  // Check: the options and the outputs, before anything is read.
+  Status checked = check_plan_options(job.options);
+  if (checked) {
+    checked = check_output_paths(
+        "plan", {{"--model", job.model_path}, {"--cluster", job.cluster_path}}, output_paths(job));
+  }
+  if (!checked) {
+    run.errors.push_back(checked.error());
+    return run;
+  }
+  const Loaded in = load(job, run, clock);
+  if (!run.ok()) return run;
+  auto compiled = detail::compile_checked(*in.model, *in.cluster, job.options, clock);
+  if (!compiled) {
+    run.errors.push_back(compiled.error());
+    return run;
+  }
+  run.compiled = std::move(*compiled);
+  if (auto written = write(job, in, run, clock); !written) {
+    run.errors.push_back(written.error());
+    return run;
+  }
+  run.summary = plan_summary(run.compiled, *in.model, *in.cluster);
+  run.warnings = warnings(run.compiled);
+  run.pass_times = clock.times();
+  return run;
+}
+
+}  // namespace pulse

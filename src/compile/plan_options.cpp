@@ -1,0 +1,340 @@
+// The plan job's option table (plan_options.hpp): one record per option, read and checked
+// here and nowhere else.
+
+#include "pulse/compile/plan_options.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "pulse/base/defaults.hpp"
+#include "pulse/base/limits.hpp"
+#include "pulse/profile/scaling.hpp"
+
+namespace pulse {
+
+namespace {
+
+// An integer as an integer, anything else as fmt prints it ("inf", "0.5").
+std::string number_text(double v) {
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e18) {
+    return fmt::format("{}", static_cast<long long>(v));
+  }
+  return fmt::format("{}", v);
+}
+
+std::optional<double> as_number(const std::optional<int>& v) {
+  if (!v) return std::nullopt;
+  return *v;
+}
+std::optional<double> as_number(double v) {
+  return v;
+}
+
+// A value stored as given: in the job (the files) or in its options.
+template <auto member, class T>
+Status store(const OptionValue& value, PlanJob& job) {
+  job.*member = std::get<T>(value);
+  return Ok{};
+}
+template <auto member, class T>
+Status store_option(const OptionValue& value, PlanJob& job) {
+  job.options.*member = std::get<T>(value);
+  return Ok{};
+}
+
+// An integer or a number held to the record's bounds.
+template <auto member>
+Status check_within(const OptionRecord& self, const PlanOptions& options) {
+  return self.within(as_number(options.*member));
+}
+
+const std::string& text_of(const OptionValue& v) {
+  return std::get<std::string>(v);
+}
+
+// --activation-budget: a byte count, bare or with a binary unit, or a fraction of the
+// device's usable memory written with a decimal point. Anything else is a usage error.
+Status read_activation_budget(const OptionValue& value, PlanJob& job) {
+  const std::string& text = text_of(value);
+  PlanOptions& o = job.options;
+  const Error bad = usage_error(fmt::format(
+      "plan: --activation-budget must be a byte count (such as 8589934592 or 8GiB) or a "
+      "fraction of the device's usable memory in (0, 1] with a decimal point (such as 0.5), "
+      "got \"{}\"",
+      text));
+  if (text.find_first_of(".eE") != std::string::npos) {
+    char* end = nullptr;
+    const double f = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(f > 0 && f <= 1)) return bad;
+    o.activation_budget_fraction = f;
+    return Ok{};
+  }
+  const std::size_t digits = text.find_first_not_of("0123456789");
+  if (text.empty() || digits == 0 || text.size() > 24) return bad;
+  const std::string unit = digits == std::string::npos ? "" : text.substr(digits);
+  const std::pair<const char*, int> units[] = {{"", 0},     {"B", 0},    {"KiB", 10},
+                                               {"MiB", 20}, {"GiB", 30}, {"TiB", 40}};
+  for (const auto& [name, shift] : units) {
+    if (unit != name) continue;
+    const long double count = std::strtold(text.substr(0, digits).c_str(), nullptr);
+    const long double bytes = count * std::pow(2.0L, shift);
+    if (bytes < 1 || bytes > 9.0e18L) return bad;
+    o.activation_budget_bytes = static_cast<std::int64_t>(bytes);
+    return Ok{};
+  }
+  return bad;
+}
+
+Status check_activation_budget(const OptionRecord&, const PlanOptions& o) {
+  if (o.activation_budget_bytes && o.activation_budget_fraction) {
+    return usage_error("plan: --activation-budget is a byte count or a fraction, not both");
+  }
+  if (o.activation_budget_bytes && *o.activation_budget_bytes < 1) {
+    return usage_error(fmt::format("plan: --activation-budget must be at least 1 byte, got {}",
+                                   *o.activation_budget_bytes));
+  }
+  const std::optional<double>& f = o.activation_budget_fraction;
+  if (f && !(*f > 0 && *f <= 1)) {
+    return usage_error(
+        fmt::format("plan: --activation-budget as a fraction must be in (0, 1], got {}", *f));
+  }
+  return Ok{};
+}
+
+Status read_strategy(const OptionValue& value, PlanJob& job) {
+  if (const auto s = parse_strategy(text_of(value))) {
+    job.options.strategy = *s;
+    return Ok{};
+  }
+  return usage_error(
+      fmt::format("plan: --strategy must be one of {} (sequential means 1f1b), got \"{}\"",
+                  strategy_names(), text_of(value)));
+}
+
+std::string family_names(Strategy s) {
+  std::string names;
+  for (const Family& f : families(s)) names += (names.empty() ? "" : ", ") + std::string(f.name);
+  return names;
+}
+
+Status check_family(const OptionRecord&, const PlanOptions& o) {
+  if (!o.family) return Ok{};
+  if (o.strategy != Strategy::pulse) {
+    return usage_error(fmt::format("plan: --family applies to --strategy pulse, not {}",
+                                   strategy_name(o.strategy)));
+  }
+  if (!find_family(*o.family)) {
+    return usage_error(
+        fmt::format("plan: --family {} is not a family of strategy {} (families: {})", *o.family,
+                    strategy_name(o.strategy), family_names(o.strategy)));
+  }
+  return Ok{};
+}
+
+Status read_compute_scale(const OptionValue& value, PlanJob& job) {
+  auto parsed = parse_compute_scale(text_of(value));
+  if (!parsed) return usage_error("plan: " + parsed.error().message);
+  job.options.scales.compute = parsed->compute;
+  job.options.scales.compute_from = parsed->compute_from;
+  return Ok{};
+}
+
+Status read_link_scale(const OptionValue& value, PlanJob& job) {
+  const std::optional<double> links = parse_scale(text_of(value));
+  if (!links) {
+    return usage_error(fmt::format(
+        "plan: --link-scale must be a positive, finite number, got \"{}\"", text_of(value)));
+  }
+  job.options.scales.links = *links;
+  return Ok{};
+}
+
+// A range word is read from the model's time range first (compile_plan checks it then).
+Status check_compute_scale(const OptionRecord&, const PlanOptions& o) {
+  if (!o.scales.compute_from.empty()) return Ok{};
+  return check_scale_limit("plan", "--compute-scale", o.scales.compute);
+}
+
+Status check_link_scale(const OptionRecord&, const PlanOptions& o) {
+  return check_scale_limit("plan", "--link-scale", o.scales.links);
+}
+
+Status check_zero(const OptionRecord&, const PlanOptions& o) {
+  const int zero = o.memory.zero_stage;
+  if (zero == 0 || zero == 1) return Ok{};
+  return usage_error(fmt::format("plan: --zero must be 0 or 1, got {}", zero));
+}
+
+Status read_zero(const OptionValue& value, PlanJob& job) {
+  job.options.memory.zero_stage = std::get<int>(value);
+  return Ok{};
+}
+
+Status read_exhaustive(const OptionValue& value, PlanJob& job) {
+  if (std::get<bool>(value)) job.options.tuner_top_k = 0;
+  return Ok{};
+}
+
+// A record's parts, so that each reads as one statement in make_table.
+OptionRecord option(const char* name, const char* value_name, OptionKind kind, std::string help,
+                    OptionRead read, OptionCheck check = nullptr) {
+  OptionRecord r;
+  r.name = name;
+  r.value_name = value_name;
+  r.kind = kind;
+  r.help = std::move(help);
+  r.read = read;
+  r.check = check;
+  return r;
+}
+OptionRecord required(OptionRecord r) {
+  r.required = true;
+  return r;
+}
+OptionRecord with_default(OptionRecord r, OptionValue value) {
+  r.default_value = std::move(value);
+  return r;
+}
+OptionRecord bounded(OptionRecord r, std::optional<double> least, std::optional<double> most,
+                     const char* unit = "") {
+  r.least = least;
+  r.most = most;
+  r.unit = unit;
+  return r;
+}
+
+std::vector<OptionRecord> make_table() {
+  using K = OptionKind;
+  const std::vector<OptionRecord> table = {
+      required(option("model", "FILE", K::text, "model profile (pulse.model/v1)",
+                      store<&PlanJob::model_path, std::string>)),
+      required(option("cluster", "FILE", K::text, "cluster profile (pulse.cluster/v1)",
+                      store<&PlanJob::cluster_path, std::string>)),
+      with_default(option("strategy", "NAME", K::text, "pulse, v-naive, 1f1b, 1f1b-direct or gpipe",
+                          read_strategy),
+                   std::string("pulse")),
+      option("family", "NAME", K::text,
+             fmt::format("pulse only: plan this one family ({}) instead of searching them all",
+                         family_names(Strategy::pulse)),
+             store_option<&PlanOptions::family, std::string>, check_family),
+      bounded(option("pp", "N", K::integer, "pipeline degree (default: search)",
+                     store_option<&PlanOptions::pp, int>, check_within<&PlanOptions::pp>),
+              1, kMaxPipelineDegree),
+      bounded(option("dp", "N", K::integer, "data-parallel degree (default: devices / pp)",
+                     store_option<&PlanOptions::dp, int>, check_within<&PlanOptions::dp>),
+              1, {}),
+      bounded(option("microbatch-size", "B", K::integer, "samples per microbatch (default: search)",
+                     store_option<&PlanOptions::microbatch_size, int>,
+                     check_within<&PlanOptions::microbatch_size>),
+              1, {}),
+      bounded(option("global-batch", "G", K::integer,
+                     fmt::format("samples per iteration (default: {} per device)",
+                                 kDefaultSamplesPerDevice),
+                     store_option<&PlanOptions::global_batch, int>,
+                     check_within<&PlanOptions::global_batch>),
+              1, kMaxGlobalBatch, " samples"),
+      with_default(option("zero", "0|1", K::integer,
+                          "1: shard optimizer state over the data-parallel replicas (ZeRO-1)",
+                          read_zero, check_zero),
+                   0),
+      option("split-backward", "", K::flag,
+             "backward as input-gradient (I) and weight-gradient (W) ops",
+             store_option<&PlanOptions::split_backward, bool>),
+      option("compute-scale", "F", K::text,
+             "multiply every compute time of the cluster's device type by F (0.001 to 1000), or "
+             "by an end of the profile's time range: range-low, range-high",
+             read_compute_scale, check_compute_scale),
+      option("link-scale", "F", K::text,
+             "make every link F times as fast (0.001 to 1000: bandwidth x F, latency / F)",
+             read_link_scale, check_link_scale),
+      option("activation-budget", "BYTES|FRACTION", K::text,
+             "cap on each device's activation memory: bytes (8589934592, 8GiB, 512MiB) or a "
+             "fraction of the device's usable memory in (0, 1], written with a decimal point "
+             "(0.5, 1.0; a bare 1 is one byte); default: what the device leaves",
+             read_activation_budget, check_activation_budget),
+      bounded(with_default(option("solver-nodes", "N", K::integer,
+                                  "branch-and-bound nodes per integer program (the deterministic "
+                                  "work limit)",
+                                  store_option<&PlanOptions::solver_max_nodes, int>,
+                                  check_within<&PlanOptions::solver_max_nodes>),
+                           kDefaultSolverNodes),
+              0, {}),
+      bounded(with_default(option("solver-time-limit", "S", K::number,
+                                  "wall-clock safety limit of the schedule search, seconds (0: "
+                                  "list schedules only)",
+                                  store_option<&PlanOptions::solver_max_seconds, double>,
+                                  check_within<&PlanOptions::solver_max_seconds>),
+                           kDefaultSolverSeconds),
+              0, kMaxSolverSeconds, " seconds"),
+      option("exhaustive", "", K::flag,
+             "give every configuration the full schedule synthesis (slow; for checking the "
+             "tuner)",
+             read_exhaustive),
+      option("output,o", "FILE", K::text,
+             "write the plan here (atomically, with --trace: both or neither) instead of "
+             "stdout; - is stdout",
+             store<&PlanJob::output_path, std::string>),
+      option("trace", "FILE", K::text,
+             "also write the simulated timeline as a Chrome trace (chrome://tracing, Perfetto)",
+             store<&PlanJob::trace_path, std::string>),
+  };
+  return table;
+}
+
+}  // namespace
+
+std::string OptionRecord::long_name() const {
+  const std::string n = name;
+  return n.substr(0, n.find(','));
+}
+
+Status OptionRecord::within(std::optional<double> value) const {
+  if (!value) return Ok{};
+  if (least && !(*value >= *least)) {
+    return usage_error(fmt::format("plan: --{} must be at least {}, got {}", long_name(),
+                                   number_text(*least), number_text(*value)));
+  }
+  if (most && !(*value <= *most)) {
+    return usage_error(fmt::format("plan: --{} {} is above pulse-plan's limit of {}{}", long_name(),
+                                   number_text(*value), number_text(*most), unit));
+  }
+  return Ok{};
+}
+
+const std::vector<OptionRecord>& plan_option_table() {
+  static const std::vector<OptionRecord> table = make_table();
+  return table;
+}
+
+Result<PlanJob> read_plan_job(const std::vector<GivenOption>& given) {
+  std::map<std::string, const OptionValue*> by_name;
+  for (const GivenOption& g : given) by_name[g.name] = &g.value;
+  PlanJob job;
+  for (const OptionRecord& r : plan_option_table()) {
+    const auto it = by_name.find(r.long_name());
+    const OptionValue* value = it != by_name.end() ? it->second
+                               : r.default_value   ? &*r.default_value
+                                                   : nullptr;
+    if (!value && r.required) {
+      return usage_error(fmt::format("plan: --{} {} is required (see pulse-plan plan --help)",
+                                     r.long_name(), r.value_name));
+    }
+    if (value) {
+      if (auto read = r.read(*value, job); !read) return read.error();
+    }
+  }
+  return job;
+}
+
+Status check_plan_options(const PlanOptions& options) {
+  for (const OptionRecord& r : plan_option_table()) {
+    if (!r.check) continue;
+    if (auto checked = r.check(r, options); !checked) return checked.error();
+  }
+  return Ok{};
+}
+
+}  // namespace pulse

@@ -1,0 +1,218 @@
+// The request against the profiles, before any pass runs (see pulse/base/limits.hpp); the
+// options alone were checked by their table (plan_options.cpp).
+//
+// Every byte a pass adds up is bounded by B = S x G x (L + 1) + P x (bytes of state per
+// parameter): S the bytes per sample of all layers, skips and carried tensors together, G
+// the global batch (a pipeline holds or sends at most G samples' worth per boundary), L + 1
+// the boundaries a tensor may cross, P the parameters. Every second, by the same count of
+// compute per sample (the profile's times over their microbatch sizes, which interpolation
+// never exceeds), transfers at the slowest link and a ring all-reduce of every gradient.
+// Computed in long double, where neither can overflow; beyond the limits the request is
+// refused, so the passes' 64-bit sums cannot overflow and their times stay finite.
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "compile_internal.hpp"
+#include "pulse/base/limits.hpp"
+#include "pulse/base/units.hpp"
+#include "pulse/cost/cost_model.hpp"
+#include "pulse/profile/scaling.hpp"
+
+namespace pulse::detail {
+
+namespace {
+
+// The most a profile's worst case can come to: per sample (bytes, compute seconds) and in
+// all (parameters).
+struct WorstCase {
+  long double global_batch = 0;
+  long double bytes_per_sample = 0;
+  long double params = 0;
+  long double seconds_per_sample = 0;
+};
+
+Status check_device_type(const ModelProfile& model, const ClusterProfile& cluster,
+                         int device_type) {
+  if (device_type >= 0) return Ok{};
+  std::string known;
+  for (const auto& t : model.device_types) known += (known.empty() ? "" : ", ") + t;
+  return input_error(
+      fmt::format("{}: model profile has times for device types [{}], but "
+                  "cluster profile {} has devices of type \"{}\"",
+                  model.file.path, known, cluster.file.path, cluster.device_type));
+}
+
+// Plans state times in whole nanoseconds. A layer's forward time at any microbatch size
+// is at least the smaller of its per-sample time at the smallest profiled size and its
+// smallest profiled time (interpolate_time); the stage holding the slowest such layer then
+// takes at least 1 ns, so no iteration is 0 s long (nor its throughput infinite).
+Status check_slowest_layer(const ModelProfile& model, const ClusterProfile& cluster,
+                           int device_type) {
+  const Layer* slowest_layer = nullptr;
+  double slowest_forward = -1;
+  for (const Layer& l : model.layers) {
+    const std::vector<double>& times = l.forward_s.at(device_type);
+    double least = times.front() / model.microbatch_sizes.front();
+    for (double t : times) least = std::min(least, t);
+    if (least > slowest_forward) {
+      slowest_forward = least;
+      slowest_layer = &l;
+    }
+  }
+  static_assert(kMinSlowestLayerSeconds == kTimeQuantum_s);
+  if (!slowest_layer || slowest_forward >= kMinSlowestLayerSeconds) return Ok{};
+  return input_error(fmt::format(
+      "{}: no layer of model {} takes 1 ns forward on {} (the slowest, \"{}\", may take as "
+      "little as {:.3g} s); plans state times in whole nanoseconds, so every stage would take "
+      "0 s. Are the times in seconds?",
+      model.file.path, model.name, cluster.device_type, slowest_layer->name, slowest_forward));
+}
+
+WorstCase worst_case(const ModelProfile& model, const ClusterProfile& cluster,
+                     const PlanOptions& options, int device_type) {
+  WorstCase w;
+  w.global_batch = options.global_batch.value_or(kDefaultSamplesPerDevice * cluster.num_devices());
+  auto most_per_sample = [&](const std::vector<double>& times) {
+    long double most = 0;
+    for (std::size_t i = 0; i < times.size() && i < model.microbatch_sizes.size(); ++i) {
+      most = std::max(most, static_cast<long double>(times[i]) / model.microbatch_sizes[i]);
+    }
+    return most;
+  };
+  for (const Layer& l : model.layers) {
+    w.bytes_per_sample +=
+        static_cast<long double>(l.activation_bytes_per_sample) + l.output_bytes_per_sample;
+    w.params += l.params;
+    w.seconds_per_sample += most_per_sample(l.forward_s.at(device_type)) +
+                            most_per_sample(l.backward_s.at(device_type));
+  }
+  for (const Skip& k : model.skips) w.bytes_per_sample += k.bytes_per_sample;
+  for (const Carried& c : model.carried) w.bytes_per_sample += c.bytes_per_sample;
+  return w;
+}
+
+Status check_worst_bytes(const ModelProfile& model, const PlanOptions& options,
+                         const WorstCase& w) {
+  const long double boundaries = static_cast<long double>(model.layers.size()) + 1;
+  const MemoryModel& mem = options.memory;
+  const long double state_per_param = static_cast<long double>(mem.weight_bytes_per_param) +
+                                      mem.gradient_bytes_per_param + mem.optimizer_bytes_per_param;
+  const long double bytes =
+      w.bytes_per_sample * w.global_batch * boundaries + w.params * state_per_param;
+  if (bytes <= kMaxRequestBytes) return Ok{};
+  return input_error(fmt::format(
+      "{}: {} at a global batch of {} could hold or send up to {:.3g} bytes in one iteration "
+      "({} per sample across {} layers, {:.3g} parameters), above the {:.3g} pulse-plan counts "
+      "in 64-bit integers (see docs/limits.md)",
+      model.file.path, model.name, static_cast<long long>(w.global_batch),
+      static_cast<double>(bytes), format_bytes(static_cast<std::int64_t>(w.bytes_per_sample)),
+      model.layers.size(), static_cast<double>(w.params), static_cast<double>(kMaxRequestBytes)));
+}
+
+Status check_worst_seconds(const ModelProfile& model, const ClusterProfile& cluster,
+                           const PlanOptions& options, const WorstCase& w) {
+  const long double boundaries = static_cast<long double>(model.layers.size()) + 1;
+  long double slowest = std::numeric_limits<double>::max(), latency = 0;
+  for (const LinkClass& l : cluster.link_classes) {
+    slowest = std::min<long double>(slowest, l.bandwidth_bytes_per_s);
+    latency = std::max<long double>(latency, l.latency_s);
+  }
+  const long double G = w.global_batch;
+  const long double seconds = w.seconds_per_sample * G +
+                              (w.bytes_per_sample * G / slowest + latency * G) * boundaries +
+                              2 * w.params * options.memory.gradient_bytes_per_param / slowest +
+                              2 * latency * cluster.num_devices();
+  if (seconds <= kMaxRequestSeconds) return Ok{};
+  return input_error(fmt::format(
+      "{} on {} at a global batch of {} could take up to {:.3g} s an iteration (compute {:.3g} "
+      "s per sample; slowest link {:.3g} B/s), above the {:.3g} s pulse-plan plans for (see "
+      "docs/limits.md)",
+      model.name, cluster.name, static_cast<long long>(G), static_cast<double>(seconds),
+      static_cast<double>(w.seconds_per_sample), static_cast<double>(slowest), kMaxRequestSeconds));
+}
+
+}  // namespace
+
+Status scale_inputs(const ModelProfile& model, const ClusterProfile& cluster, PlanOptions& options,
+                    PlannedInputs& out) {
+  out.model = &model;
+  out.cluster = &cluster;
+  CostScales& scales = options.scales;
+  if (auto resolved = resolve_compute_scale(scales, model, cluster.device_type); !resolved) {
+    return Error{resolved.error().kind, "plan: " + resolved.error().message};
+  }
+  if (auto s = check_scale_limit("plan", "--compute-scale", scales.compute); !s) return s.error();
+  if (scales.identity()) return Ok{};
+  // The plan is made from the scaled profiles and names the files as they are.
+  out.model = &out.scaled_model.emplace(model);
+  out.cluster = &out.scaled_cluster.emplace(cluster);
+  apply_scales(scales, *out.scaled_model, *out.scaled_cluster);
+  return Ok{};
+}
+
+Result<int> check_request(const ModelProfile& model, const ClusterProfile& cluster,
+                          const PlanOptions& options) {
+  const int device_type = model.device_type_index(cluster.device_type);
+  if (auto known = check_device_type(model, cluster, device_type); !known) return known.error();
+  if (options.dp && *options.dp > cluster.num_devices()) {
+    return usage_error(fmt::format("--dp {} needs at least {} devices; cluster {} has {}",
+                                   *options.dp, *options.dp, cluster.name, cluster.num_devices()));
+  }
+  if (auto s = check_slowest_layer(model, cluster, device_type); !s) return s.error();
+  const WorstCase w = worst_case(model, cluster, options, device_type);
+  if (auto s = check_worst_bytes(model, options, w); !s) return s.error();
+  if (auto s = check_worst_seconds(model, cluster, options, w); !s) return s.error();
+  return device_type;
+}
+
+Result<Config> resolve_config(const CompileInputs& in, int pp, int dp, int microbatch_size) {
+  const ModelProfile& model = *in.model;
+  const ClusterProfile& cluster = *in.cluster;
+  const PlanOptions& options = *in.options;
+  Config c;
+  const int devices = cluster.num_devices();
+  c.pp = pp;
+  c.dp = dp;
+  c.microbatch_size = microbatch_size;
+  c.global_batch = options.global_batch.value_or(kDefaultSamplesPerDevice * devices);
+  const int layers = static_cast<int>(model.layers.size());
+  int least = 0;
+  for (const Family* f : searched_families(options)) {
+    least = least == 0 ? f->num_stages(pp) : std::min(least, f->num_stages(pp));
+  }
+  if (!options.dp && pp > devices) {
+    return usage_error(
+        fmt::format("--pp {} needs {} devices; cluster {} has {}", pp, pp, cluster.name, devices));
+  }
+  if (pp < 1 || dp < 1 || static_cast<long>(pp) * dp > devices) {
+    return usage_error(fmt::format("--pp {} x --dp {} needs {} devices; cluster {} has {}", pp, dp,
+                                   static_cast<long>(pp) * dp, cluster.name, devices));
+  }
+  if (layers < least) {
+    return usage_error(
+        fmt::format("--pp {} with strategy {} needs at least {} layers ({} stages "
+                    "of one layer or more); model {} has {}",
+                    pp, strategy_name(options.strategy), least, least, model.name, layers));
+  }
+  const long per_step = static_cast<long>(dp) * microbatch_size;
+  if (c.global_batch % per_step != 0) {
+    return usage_error(
+        fmt::format("global batch {} is not divisible by dp {} x microbatch size "
+                    "{} = {}",
+                    c.global_batch, dp, microbatch_size, per_step));
+  }
+  if (c.global_batch / per_step > kMaxMicrobatches) {
+    return usage_error(fmt::format(
+        "global batch {} at dp {} x microbatch size {} is {} microbatches per pipeline, above "
+        "pulse-plan's limit of {} (use a larger microbatch size or a smaller global batch)",
+        c.global_batch, dp, microbatch_size, c.global_batch / per_step, kMaxMicrobatches));
+  }
+  c.num_microbatches = static_cast<int>(c.global_batch / per_step);
+  return c;
+}
+
+}  // namespace pulse::detail
