@@ -8,6 +8,7 @@
 #include "commands.hpp"
 #include "pulse/compile/compile.hpp"
 #include "pulse/base/io.hpp"
+#include "pulse/base/process.hpp"
 #include "pulse/compile/plan_builder.hpp"
 #include "pulse/plan/plan_codec.hpp"
 #include "pulse/profile/scaling.hpp"
@@ -318,8 +319,8 @@ int plan_command(const std::vector<std::string>& args) {
   clock.lap("load");
   if (stderr_is_terminal() && !vm->count("quiet")) {
     plan_options->progress = [](int done, int total) {
-      std::cerr << fmt::format("\rpulse-plan: tuning, {}/{} configurations", done, total)
-                << (done == total ? "\r\033[K" : "") << std::flush;
+      terminal_stderr() << fmt::format("\rpulse-plan: tuning, {}/{} configurations", done, total)
+                        << (done == total ? "\r\033[K" : "") << std::flush;
     };
   }
   auto plan = compile_plan(*model, *cluster, *plan_options, &clock);
