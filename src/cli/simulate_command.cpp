@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "pulse/base/text.hpp"
 #include "pulse/base/json_check.hpp"
 #include "pulse/base/io.hpp"
 #include "pulse/plan/plan_codec.hpp"
@@ -150,7 +151,7 @@ std::string text_report(const std::string& name, const Plan& plan, const Replay&
       line(fmt::format("    {}: {} -> {}", d.path, d.plan, d.replay));
     }
   }
-  return out;
+  return printable(out, LineBreaks::keep);  // names from the plan, shown on a terminal
 }
 
 std::string json_report(const std::string& name, const std::string& text, const Replay& r,

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "pulse/base/text.hpp"
 #include "pulse/plan/plan.hpp"
 #include "pulse/plan/plan_codec.hpp"
 #include "pulse/tools/validate.hpp"
@@ -132,12 +133,12 @@ int validate_command(const std::vector<std::string>& args) {
     return 2;
   }
   const ValidateResult result = validate_plan({&*plan, &*model, &*cluster});
-  const std::string& name = split.positional[0];
+  const std::string name = printable(split.positional[0]);
   for (const std::string& s : result.skipped) {
     std::cerr << fmt::format("pulse-plan: {}: not checked: {}\n", name, s);
   }
   if (result.ok()) {
-    std::cout << fmt::format("{}: valid ({})\n", name, summary(*plan, *model, *cluster));
+    std::cout << fmt::format("{}: valid ({})\n", name, printable(summary(*plan, *model, *cluster)));
     return 0;
   }
   for (const Violation& v : result.violations) {

@@ -56,6 +56,8 @@ ValidateResult Validator::run() {
   }
   check_predicted_memory();
   check_rank_map();
+  // Last: only a plan that passed every other check is replayed.
+  if (pm_.layout.num_stages() > 0) check_predicted_figures();
   finish();
   return std::move(out_);
 }
@@ -231,7 +233,7 @@ void Validator::check_rank_map() {
 ValidateResult validate_plan(const ValidateRequest& request) {
   const std::optional<PlanCostModel>& cost = request.plan->cost_model;
   if (!cost || (cost->compute_factor() == 1 && cost->link_factor() == 1)) {
-    return detail::Validator(request).run();
+    return detail::Validator(request, *request.cluster).run();
   }
   // A plan made with --compute-scale / --link-scale is checked against the profiles as it
   // was made from them: scaled the same way (their files, and so their hashes, unchanged).
@@ -241,7 +243,7 @@ ValidateResult validate_plan(const ValidateRequest& request) {
   ValidateRequest scaled = request;
   scaled.model = &model;
   scaled.cluster = &cluster;
-  return detail::Validator(scaled).run();
+  return detail::Validator(scaled, *request.cluster).run();
 }
 
 }  // namespace pulse

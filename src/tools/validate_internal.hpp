@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "pulse/base/text.hpp"
 #include "pulse/plan/strategy.hpp"
 #include "pulse/cost/cost_model.hpp"
 #include "pulse/graph/layer_graph.hpp"
@@ -47,16 +48,19 @@ inline bool close(double a, double b) {
 
 class Validator {
  public:
-  explicit Validator(const ValidateRequest& r)
-      : request_(r), plan_(*r.plan), model_(*r.model), cluster_(*r.cluster) {}
+  /// `unscaled`: the cluster as its file states it (the replay scales its links by the
+  /// plan's link_scale itself); r.cluster may be a scaled copy.
+  Validator(const ValidateRequest& r, const ClusterProfile& unscaled)
+      : request_(r), plan_(*r.plan), model_(*r.model), cluster_(*r.cluster), unscaled_(unscaled) {}
   ValidateResult run();
 
  private:
-  // Past the limit of a check, one placeholder stands for the rest ("... and N more").
-  void fail(const char* check, std::string message) {
+  // Past the limit of a check, one placeholder stands for the rest ("... and N more"). A
+  // message is one line whatever the names in it hold (printable, pulse/base/text.hpp).
+  void fail(const char* check, const std::string& message) {
     const std::size_t n = ++count_[check];
     if (n == request_.max_per_check + 1) overflow_[check] = out_.violations.size();
-    if (n <= request_.max_per_check + 1) out_.violations.push_back({check, std::move(message)});
+    if (n <= request_.max_per_check + 1) out_.violations.push_back({check, printable(message)});
   }
   void skip(std::string what) { out_.skipped.push_back(std::move(what)); }
 
@@ -74,6 +78,7 @@ class Validator {
   void check_schedule_and_memory();
   void check_timing(const Timeline& t);
   void check_predicted_memory();
+  void check_predicted_figures();
   void check_rank_map();
   void finish();
 
@@ -81,6 +86,7 @@ class Validator {
   const Plan& plan_;
   const ModelProfile& model_;
   const ClusterProfile& cluster_;
+  const ClusterProfile& unscaled_;
   ValidateResult out_;
   std::map<std::string, std::size_t> count_;
   std::map<std::string, std::size_t> overflow_;  // check -> index of its placeholder

@@ -28,11 +28,16 @@ json plan_doc(const Inputs& in, const PlanOptions& o) {
 }
 
 // The same plan with the backward split into I and W ops (zero-bubble style), scheduled by
-// the list scheduler and replayed by the simulator, as a split-backward planner would.
+// the list scheduler, replayed by the simulator and evaluated again (validate recomputes the
+// predicted figures), as a split-backward planner would.
 json split_doc(const Inputs& in, const PlanOptions& o) {
   CompiledPlan p = compile_ok(in, o);
   p.schedule = list_schedule(p.model, p.num_microbatches, p.inflight_limit, true);
   p.timeline = simulate(p.model, p.schedule, p.num_microbatches, p.static_bytes).value();
+  std::vector<double> allreduce_s;
+  for (const AllReduce& a : p.evaluation.allreduce) allreduce_s.push_back(a.seconds);
+  p.evaluation = evaluate(p.model, p.timeline, allreduce_s, p.global_batch, o.memory);
+  p.solver.makespan_s = p.timeline.makespan_s;
   return json::parse(test::plan_text(p, in.model, in.cluster));
 }
 
@@ -371,5 +376,52 @@ TEST(Validate, ListsAtMostTenViolationsOfACheck) {
   EXPECT_EQ(r.total, 4 * doc["parallelism"]["num_microbatches"].get<std::size_t>());
 }
 
+// The predicted figures are recomputed by replaying the plan on the profiles: an iteration
+// time x1.5 or peaks of 1 byte are caught (each figure named with both values), and so are
+// the figures derived from them.
+TEST_F(Corrupted, PredictedFiguresThatLie) {
+  const double iteration = v_["predicted"]["iteration_s"];
+  v_["predicted"]["iteration_s"] = iteration * 1.5;
+  const std::vector<std::string> slow = lines(validate(v_, in_));
+  ASSERT_EQ(slow.size(), 1u) << slow.front();
+  EXPECT_EQ(slow[0].rfind("predicted: $.predicted.iteration_s is ", 0), 0u) << slow[0];
+  EXPECT_NE(slow[0].find(fmt::format("; replayed on the profiles it is {}", json(iteration).dump())),
+            std::string::npos)
+      << slow[0];
+
+  json peaks = plan_doc(in_, pp(2));
+  for (json& p : peaks["predicted"]["peak_memory_bytes"]) p = 1;
+  const ValidateResult low = validate(peaks, in_);
+  ASSERT_EQ(low.violations.size(), 2u) << lines(low).front();
+  for (const Violation& v : low.violations) {
+    EXPECT_EQ(v.check, "predicted");
+    EXPECT_EQ(v.message.rfind("$.predicted.peak_memory_bytes[", 0), 0u) << v.message;
+    EXPECT_NE(v.message.find(" is 1; replayed on the profiles it is "), std::string::npos);
+  }
+  for (const char* key : {"samples_per_s", "bubble_ratio"}) {
+    json edited = plan_doc(in_, pp(2));
+    edited["predicted"][key] = 0.5 * edited["predicted"][key].get<double>();
+    const std::vector<std::string> l = lines(validate(edited, in_));
+    ASSERT_EQ(l.size(), 1u) << key;
+    EXPECT_EQ(l[0].rfind(fmt::format("predicted: $.predicted.{} is ", key), 0), 0u) << l[0];
+  }
+  json solver = plan_doc(in_, pp(2));
+  solver["solver"]["makespan_s"] = 0.001;
+  ASSERT_EQ(lines(validate(solver, in_)).size(), 1u);
+  EXPECT_EQ(lines(validate(solver, in_))[0].rfind("predicted: $.solver.makespan_s is 0.001000000 s",
+                                                  0),
+            0u);
+}
+
+// A plan with other violations is not replayed: its figures would differ as an echo.
+TEST_F(Corrupted, PredictedFiguresAreNotReplayedForABrokenPlan) {
+  v_["predicted"]["iteration_s"] = 1.0;
+  v_["inputs"]["model"]["sha256"] = std::string(64, '0');
+  const ValidateResult r = validate(v_, in_);
+  ASSERT_EQ(lines(r).size(), 1u);
+  EXPECT_EQ(r.violations[0].check, "inputs");
+  EXPECT_EQ(r.skipped.back(),
+            "predicted figures: they would differ as an echo of the violations above");
+}
 }  // namespace
 }  // namespace pulse

@@ -22,9 +22,9 @@ struct ValidateRequest {
 /// One thing wrong with a plan.
 struct Violation {
   /// Which check: "inputs", "degrees", "layers", "placement", "stages", "skips",
-  /// "transfers", "schedule", "timing", "memory" or "rank_map".
+  /// "transfers", "schedule", "timing", "memory", "predicted" or "rank_map".
   std::string check;
-  std::string message;  ///< Names the stage, device, op or layer, and the numbers.
+  std::string message;  ///< Names the stage, device, op or layer, and the numbers; one line.
 };
 
 struct ValidateResult {
@@ -60,6 +60,10 @@ struct ValidateResult {
 ///   timing     op durations against the cost model, the claimed makespan;
 ///   memory     static state plus microbatches in flight within the usable memory, and the
 ///              predicted peaks;
+///   predicted  when the checks above found the schedule, times and stages right: `comm`,
+///              `predicted` (iteration, samples/s, bubble, makespan, all-reduce, peaks and
+///              the per-device breakdown) and solver.makespan_s recomputed by replaying the
+///              plan on the cluster (tools/replay.hpp) and compared;
 ///   rank_map   every rank in the cluster, on the node and local device claimed.
 ValidateResult validate_plan(const ValidateRequest& request);
 
