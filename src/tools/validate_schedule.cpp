@@ -108,6 +108,10 @@ void Validator::check_skips() {
     }
     const PlanSkip& c = plan_.skips[it->second];
     claimed.erase(it);
+    if (c.label() != k.name) {  // transfers and runtimes find a skip by its name
+      fail("skips", fmt::format("skip {} -> {} is named \"{}\"; model {} names it \"{}\"", a, b,
+                                c.label(), model_.name, k.name));
+    }
     const std::string where =
         fmt::format("stage {} (device {}) to stage {} (device {})", s.producer_stage,
                     dev[s.producer_stage], s.consumer_stage, dev[s.consumer_stage]);
