@@ -17,6 +17,7 @@ namespace pulse {
 namespace detail {
 ValidateResult Validator::run() {
   check_inputs();
+  check_cost_model();
   check_degrees();
   // The plan's structure (plan_check.hpp): every check after this one indexes the plan by
   // its own counts, so a plan that is not whole is only listed.
@@ -53,11 +54,13 @@ ValidateResult Validator::run() {
     check_transfers();
     check_schedule_order();
     check_schedule_and_memory();
+    check_inflight_limits();
   }
   check_predicted_memory();
   check_rank_map();
   // Last: only a plan that passed every other check is replayed.
   if (pm_.layout.num_stages() > 0) check_predicted_figures();
+  check_summary();
   finish();
   return std::move(out_);
 }

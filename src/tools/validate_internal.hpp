@@ -1,6 +1,7 @@
 // The plan validator's shared state, split over validate.cpp (inputs, degrees, layers,
-// placement, rank map) and validate_schedule.cpp (skips, transfers, schedule, timing,
-// memory). Private to the library.
+// placement, rank map), validate_schedule.cpp (skips, transfers, schedule, timing, memory)
+// and validate_figures.cpp (predicted figures, summaries, claims about the cluster).
+// Private to the library.
 #pragma once
 
 #include <cmath>
@@ -79,6 +80,13 @@ class Validator {
   void check_timing(const Timeline& t);
   void check_predicted_memory();
   void check_predicted_figures();
+  void check_solver(const PlanSolver& solver, const Timeline& replayed);
+  void check_summary();
+  void check_chosen_family();
+  void check_chosen_candidate();
+  void check_inflight_limits();
+  void check_transfer_links(const std::string& name, const Transfer& t, const PlanTransfer& c);
+  void check_cost_model();
   void check_rank_map();
   void finish();
 
@@ -91,6 +99,7 @@ class Validator {
   std::map<std::string, std::size_t> count_;
   std::map<std::string, std::size_t> overflow_;  // check -> index of its placeholder
   int device_type_ = -1;
+  bool predicted_right_ = false;  ///< The predicted figures were replayed and agree.
   std::vector<LayerId> first_layer_;
   std::optional<LayerGraph> graph_;
   PipelineModel pm_;

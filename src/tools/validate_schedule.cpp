@@ -10,8 +10,6 @@
 #include <fmt/ranges.h>
 
 #include "pulse/base/units.hpp"
-#include "pulse/plan/plan_codec.hpp"
-#include "pulse/tools/replay.hpp"
 #include "validate_internal.hpp"
 
 namespace pulse::detail {
@@ -193,6 +191,7 @@ void Validator::check_transfers() {
     }
     const PlanTransfer& c = *it->second;
     claimed.erase(it);
+    check_transfer_links(name, t, c);
     if (c.forward.total() != t.forward.total() || c.backward.total() != t.backward.total() ||
         !close(c.forward_s.value_or(0), t.forward_s) ||
         !close(c.backward_s.value_or(0), t.backward_s)) {
@@ -325,36 +324,6 @@ void Validator::check_predicted_memory() {
       fail("memory", fmt::format("device {}: capacity_bytes is {}, cluster {} has {} usable",
                                  d.device, *d.capacity_bytes, cluster_.name, cap));
     }
-  }
-}
-
-// The figures the plan predicts, recomputed and compared: its schedule replayed, as
-// `simulate --cluster` replays it, with the stage and transfer times checked above and the
-// cluster's links and all-reduce, then `comm` and `predicted` compared key by key
-// (compare_figures, plan_codec.hpp). A plan whose iteration time, throughput, bubble or
-// peaks were edited is caught here. Only a plan without other violations is replayed: the
-// figures of a broken one differ as an echo of what is already listed.
-void Validator::check_predicted_figures() {
-  if (!count_.empty()) {
-    skip("predicted figures: they would differ as an echo of the violations above");
-    return;
-  }
-  ReplayRequest request;
-  request.plan = &plan_;
-  request.cluster = &unscaled_;
-  auto replay = replay_plan(request);
-  if (!replay) {
-    fail("predicted", fmt::format("cannot recompute the figures: {}", replay.error().message));
-    return;
-  }
-  for (const FigureDifference& d : compare_figures(plan_, replay->figures)) {
-    fail("predicted", fmt::format("{} is {}; replayed on the profiles it is {}", d.path, d.plan,
-                                  d.replay));
-  }
-  const std::optional<PlanSolver>& solver = plan_.solver;
-  if (solver && !close(solver->makespan_s, replay->timeline.makespan_s)) {
-    fail("predicted", fmt::format("$.solver.makespan_s is {:.9f} s, the schedule ends at {:.9f} s",
-                                  solver->makespan_s, replay->timeline.makespan_s));
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <set>
 
 #include <fmt/format.h>
@@ -38,7 +39,23 @@ json split_doc(const Inputs& in, const PlanOptions& o) {
   for (const AllReduce& a : p.evaluation.allreduce) allreduce_s.push_back(a.seconds);
   p.evaluation = evaluate(p.model, p.timeline, allreduce_s, p.global_batch, o.memory);
   p.solver.makespan_s = p.timeline.makespan_s;
-  return json::parse(test::plan_text(p, in.model, in.cluster));
+  p.solver.lower_bound_s = std::min(p.solver.lower_bound_s, p.timeline.makespan_s);
+  p.solver.peak_activation_bytes = 0;
+  for (const DeviceTimeline& d : p.timeline.devices) {
+    p.solver.peak_activation_bytes = std::max(p.solver.peak_activation_bytes, d.resident_peak);
+  }
+  p.solver.memory_curve.clear();
+  json doc = json::parse(test::plan_text(p, in.model, in.cluster));
+  // The search's summaries of the chosen configuration, as the new schedule makes them.
+  for (json& f : doc["partition"]["families"]) {
+    if (!f["chosen"]) continue;
+    f["iteration_s"] = doc["predicted"]["iteration_s"];
+    f["samples_per_s"] = doc["predicted"]["samples_per_s"];
+  }
+  for (json& c : doc["search"]) {
+    if (c["chosen"]) c["iteration_s"] = doc["predicted"]["iteration_s"];
+  }
+  return doc;
 }
 
 // As `pulse-plan validate` reads a plan: structural problems are violations.
@@ -422,6 +439,59 @@ TEST_F(Corrupted, PredictedFiguresAreNotReplayedForABrokenPlan) {
   EXPECT_EQ(r.violations[0].check, "inputs");
   EXPECT_EQ(r.skipped.back(),
             "predicted figures: they would differ as an echo of the violations above");
+}
+// The summaries a plan gives of its own search and solve are held to what they summarise.
+TEST_F(Corrupted, SummariesThatLie) {
+  const auto one = [&](const std::function<void(json&)>& edit) {
+    json doc = plan_doc(in_, pp(2));
+    edit(doc);
+    const std::vector<std::string> l = lines(validate(doc, in_));
+    return l.size() == 1 ? l[0] : fmt::format("{} violations", l.size());
+  };
+  const double load = v_["devices"][0]["load_s"];
+  EXPECT_EQ(one([](json& d) { d["partition"]["objective_s"] = 1.0; }),
+            fmt::format("summary: partition.objective_s is 1.000000000 s; the largest device "
+                        "load_s is {:.9f} s",
+                        std::max(load, v_["devices"][1]["load_s"].get<double>())));
+  EXPECT_EQ(one([](json& d) { d["partition"]["lower_bound_s"] = 5.0; }).rfind(
+                "summary: partition.lower_bound_s is 5.000000000 s, above the objective", 0),
+            0u);
+  EXPECT_EQ(one([](json& d) { d["options"]["global_batch"] = 999; }),
+            "summary: options.global_batch is 999, but the plan's parallelism.global_batch is 64");
+  EXPECT_EQ(one([](json& d) {
+              for (json& c : d["search"]) c["chosen"] = false;
+            }),
+            "summary: search marks 0 configurations chosen; one was");
+  EXPECT_EQ(one([](json& d) {
+              for (json& f : d["partition"]["families"]) {
+                if (f["chosen"]) f["iteration_s"] = 9.0;
+              }
+            }).rfind("summary: the chosen family \"v\" says 9.000000000 s", 0),
+            0u);
+  EXPECT_EQ(one([](json& d) { d["solver"]["peak_activation_bytes"] = 1; }).rfind(
+                "predicted: $.solver.peak_activation_bytes is 1; replayed, the fullest device "
+                "holds ",
+                0),
+            0u);
+}
+
+// What the plan says of the cluster: its link classes, in-flight limits and cost model.
+TEST_F(Corrupted, ClaimsAboutTheCluster) {
+  v_["transfers"][0]["forward_link"] = "bogus";
+  v_["devices"][1]["inflight_limit"] = 1000;
+  v_["cost_model"]["allreduce"] = "hierarchical";
+  const std::vector<std::string> l = lines(validate(v_, in_));
+  ASSERT_EQ(l.size(), 3u);
+  EXPECT_EQ(l[0].rfind("inputs: cost_model says overlap_comm false and a hierarchical all-reduce; "
+                       "cluster dgx1-v100-32gb-1n has overlap_comm false and a ring all-reduce",
+                       0),
+            0u)
+      << l[0];
+  EXPECT_NE(l[1].find("transfers: stage 0 -> 1 (main) crosses link class \""), std::string::npos)
+      << l[1];
+  EXPECT_NE(l[1].find(" forward (device 0 -> 1); the plan says \"bogus\""), std::string::npos);
+  EXPECT_EQ(l[2].rfind("memory: device 1: inflight_limit is 1000; the memory rule gives ", 0), 0u)
+      << l[2];
 }
 }  // namespace
 }  // namespace pulse
