@@ -6,6 +6,7 @@ import os
 import re
 import resource
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -133,11 +134,12 @@ def signal_when(sig, ready='temporary', after_s=0.0, ignore_int=False):
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
         p = subprocess.Popen(direct(cmd), cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              stdin=subprocess.DEVNULL, preexec_fn=pre)
-        deadline = time.time() + c['timeout']
+        start = time.time()
+        deadline = start + c['timeout']
         while p.poll() is None and time.time() < deadline:
             if ready == 'temporary' and temporaries(d):
                 break
-            if ready == 'time' and time.time() > deadline - c['timeout'] + after_s:
+            if ready == 'time' and time.time() > start + after_s:
                 break
             time.sleep(0.02)
         if p.poll() is None:
@@ -158,7 +160,6 @@ def unblock_fifos(d):
 
 
 def stat_is_fifo(path):
-    import stat
     return stat.S_ISFIFO(os.stat(path).st_mode)
 
 

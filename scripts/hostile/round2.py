@@ -357,6 +357,35 @@ PREDICTED_LIES = [
 ]
 
 
+def chosen(entries):
+    return next(e for e in entries if e.get('chosen'))
+
+
+SUMMARY_LIES = [
+    ('objective-x2', lambda d: setp(d, 'partition.objective_s', d['partition']['objective_s'] * 2)),
+    ('lower-bound-above', lambda d: setp(d, 'partition.lower_bound_s', 5.0)),
+    ('family-iteration', lambda d: chosen(d['partition']['families']).update(iteration_s=9.0)),
+    ('search-iteration', lambda d: chosen(d['search']).update(iteration_s=9.0)),
+    ('search-degrees', lambda d: chosen(d['search']).update(pp=8)),
+    ('options-pp', lambda d: setp(d, 'options.pp', 8)),
+    ('inflight-limit', lambda d: setp(d, 'devices.0.inflight_limit', 1000)),
+    ('solver-lower-bound', lambda d: setp(d, 'solver.lower_bound_s', 10.0)),
+    ('solver-peak', lambda d: setp(d, 'solver.peak_activation_bytes', 1)),
+    ('memory-curve', lambda d: setp(d, 'solver.memory_curve.0.makespan_s', 1e-4)),
+    ('link-class', lambda d: setp(d, 'transfers.0.forward_link', 'bogus')),
+    ('cost-model-allreduce', lambda d: setp(d, 'cost_model.allreduce', 'hierarchical')),
+    ('cost-model-overlap', lambda d: setp(d, 'cost_model.overlap_comm', True)),
+    ('cost-model-quantum', lambda d: setp(d, 'cost_model.time_quantum_s', 1e-6)),
+]
+
+
+def summary_lie_cases():
+    """What a plan says of its own search and solve, and of the cluster: validate holds each
+    to what it summarises (exit 1)."""
+    for tag, mutate in SUMMARY_LIES:
+        corrupt_case('l-summary-%s' % tag, mutate, cmds=('validate',), expect=(1,), cls=LIES)
+
+
 def getp(doc, path):
     cur = doc
     for k in path.split('.'):
@@ -504,20 +533,20 @@ def first_catalogue_cases():
     case(FIRST, 'f-dot-model-in-another-order', ['export', 'p.json', '--format', 'dot', '--model',
                                                  'm.json', '-o', 'o.dot'],
          expect=(2,), setup=permuted_model, msg=r'p\.json.*layers')
-    for cmd in (PLAN + ['-o', '/proc/pulse-out.json'],
-                PLAN + ['-o', 'p.json', '--trace', '/proc/pulse-trace.json'],
-                ['simulate', 'p.json', '-o', '/proc/pulse-out.json'],
-                ['export', 'p.json', '--format', 'html', '-o', '/proc/pulse-out.html'],
-                ['export', 'p.json', '--format', 'torch-csv', '-o', 'o.csv', '--stages',
-                 '/proc/pulse-stages.json'],
-                ['diff', 'p.json', 'p4.json', '-o', '/proc/pulse-out.txt']):
-        case(FIRST, 'f-proc-output-%s' % '-'.join(cmd[:1] + [cmd[-2][2:]]), cmd, expect=(2,),
-             setup=with_plan, msg=r'/proc')
+    for name, cmd in [('plan', PLAN + ['-o', '/proc/pulse-out.json']),
+                      ('plan-trace', PLAN + ['-o', 'p.json', '--trace', '/proc/pulse-trace.json']),
+                      ('simulate', ['simulate', 'p.json', '-o', '/proc/pulse-out.json']),
+                      ('export-html', ['export', 'p.json', '--format', 'html', '-o',
+                                       '/proc/pulse-out.html']),
+                      ('export-stages', ['export', 'p.json', '--format', 'torch-csv', '-o', 'o.csv',
+                                         '--stages', '/proc/pulse-stages.json']),
+                      ('diff', ['diff', 'p.json', 'p4.json', '-o', '/proc/pulse-out.txt'])]:
+        case(FIRST, 'f-proc-output-%s' % name, cmd, expect=(2,), setup=with_plan, msg=r'/proc')
 
 
 def cases():
     """Registered after the first catalogue's cases, in this order."""
     for part in (descriptor_outputs, link_outputs, special_outputs, signal_cases,
                  write_error_cases, skip_name_cases, split_backward_cases, control_name_cases,
-                 predicted_lie_cases, reading_cases, first_catalogue_cases):
+                 predicted_lie_cases, summary_lie_cases, reading_cases, first_catalogue_cases):
         part()
