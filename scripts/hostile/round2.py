@@ -53,6 +53,7 @@ def descriptor_outputs():
              PLAN + ['-o', '/dev/stdout', '--trace', other], expect=(2,), msg=r'stdout',
              post=hooks.dev_links_kept, note='two outputs on one descriptor')
     case(OUT, 'o-dev-stdin', PLAN + ['-o', '/dev/stdin'], expect=(2,), msg=r'stdin|/dev/stdin')
+    case(OUT, 'o-descriptor-not-open', PLAN + ['-o', '/dev/fd/9'], expect=(2,), msg=r'descriptor 9')
     case(OUT, 'o-export-csv-dev-stdout-redirected',
          ['export', 'p.json', '--format', 'torch-csv', '-o', '/dev/stdout'], expect=(0,),
          setup=with_plan, outputs=('captured.csv',), run=hooks.stdout_to('captured.csv'),

@@ -106,11 +106,24 @@ std::string unwritable_in_place(const NamedPath& out, const Destination& dest) {
   return "";
 }
 
+// A descriptor beyond stdout and stderr (/dev/fd/3) must be open for writing: naming one
+// that is not is a usage error. stdout or stderr closed is a write error when it is written
+// (exit 3), as for "-".
+std::string unwritable_descriptor(const NamedPath& out, int fd) {
+  if (fd <= 2) return "";
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0) return fmt::format("{}: descriptor {} is not open", described(out), fd);
+  if ((flags & O_ACCMODE) == O_RDONLY) {
+    return fmt::format("{}: descriptor {} is open for reading only", described(out), fd);
+  }
+  return "";
+}
+
 // Why one output cannot be written, or "" when it can.
 std::string unwritable(const NamedPath& out, const Destination& dest) {
   switch (dest.kind) {
     case Destination::Kind::descriptor:
-      return "";  // a failed write is reported when it happens
+      return unwritable_descriptor(out, dest.fd);
     case Destination::Kind::directory:
       return fmt::format("{} is a directory; give a file name", described(out));
     case Destination::Kind::in_place:
@@ -159,8 +172,8 @@ Status check_output_paths(std::string_view command, const std::vector<NamedPath>
       }
     }
     dests.push_back(*dest);
-    if (dest->kind == Destination::Kind::descriptor) continue;
     for (const NamedPath& in : inputs) {
+      if (dest->kind == Destination::Kind::descriptor) break;
       if (in.path != "-" && same_file(dest->path, in.path)) {
         return usage_error(
             fmt::format("{}: {} is the same file as {} {}: writing it would "

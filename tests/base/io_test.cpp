@@ -237,6 +237,13 @@ TEST_F(Io, DescriptorsAreStreams) {
             "file name");
   EXPECT_EQ(usage({}, {{"-o", "/dev/stdin"}}),
             "cmd: -o /dev/stdin is the standard input; give a file name or - for stdout");
+  // A descriptor beyond stdout and stderr must be open for writing.
+  EXPECT_EQ(usage({}, {{"-o", "/dev/fd/977"}}), "cmd: -o /dev/fd/977: descriptor 977 is not open");
+  const int reading = ::open("/dev/null", O_RDONLY);
+  const std::string name = "/proc/self/fd/" + std::to_string(reading);
+  EXPECT_EQ(usage({}, {{"-o", name}}), "cmd: -o " + name + ": descriptor " +
+                                           std::to_string(reading) + " is open for reading only");
+  ::close(reading);
   // A link in the user's directory to /dev/stdout is stdout too.
   fs::create_symlink("/dev/stdout", path("out"));
   EXPECT_TRUE(is_special_file(path("out")));
