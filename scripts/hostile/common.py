@@ -124,6 +124,20 @@ def unet_model(n, skips='nested', dev='V100-SXM2', mbs=(1, 2), fwd=lambda i: 0.0
             'layers': layers, 'skips': sk}
 
 
+def named_model(names, skip_name, skip_bytes, model_name):
+    """unet_model with these layer names (each also its kind) and nested skips between them,
+    skip i named skip_name % i."""
+    m = unet_model(len(names))
+    for layer, name in zip(m['layers'], names):
+        layer['name'] = name
+        layer['kind'] = name
+    n = len(names)
+    m['skips'] = [{'producer': names[i], 'consumer': names[n - 1 - i],
+                   'bytes_per_sample': skip_bytes, 'name': skip_name % i} for i in range(n // 2 - 1)]
+    m['name'] = model_name
+    return m
+
+
 def cluster_doc(dpn=2, nodes=1, bw=1e10, lat=1e-5, mem=32 << 30, res=0, dev='V100-SXM2',
                 inter=True):
     links = {'L': {'bandwidth_bytes_per_s': bw, 'latency_s': lat}}

@@ -4,7 +4,7 @@ import re
 import shutil
 import subprocess
 
-from .common import (base, case, cfg, cluster_case, cluster_doc, corrupt_case, DGX, DGX2,
+from .common import (named_model, base, case, cfg, cluster_case, cluster_doc, corrupt_case, DGX, DGX2,
                      model_case, plan_case, SAN, TIMEOUT, TINY, tiny_with, unet_model, wb, wj)
 
 
@@ -13,16 +13,8 @@ INJ_NAMES = ['in"q', 'back\\slash', 'new\nline', '<script>alert(1)</script>', 'c
 
 
 def injection_model():
-    m = unet_model(len(INJ_NAMES) + 2)
-    names = ['first'] + INJ_NAMES + ['last']
-    for L, nm in zip(m['layers'], names):
-        L['name'] = nm
-        L['kind'] = nm
-    n = len(names)
-    m['skips'] = [{'producer': names[i], 'consumer': names[n - 1 - i], 'bytes_per_sample': 1024,
-                   'name': 'skip "%d" <b>,\n' % i} for i in range(n // 2 - 1)]
-    m['name'] = 'inj<script>"\x1b]0;title\x07'
-    return m
+    return named_model(['first'] + INJ_NAMES + ['last'], 'skip "%d" <b>,\n', 1024,
+                       'inj<script>"\x1b]0;title\x07')
 
 
 def setup_injection(d):

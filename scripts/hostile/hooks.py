@@ -42,42 +42,31 @@ def wait(p, seconds):
 
 
 # ---------------------------------------------------------------- where stdout and stderr go
-def stdout_to(name):
-    """stdout to the file `name` in the case directory (as `> name` would)."""
+def redirect(stream, path, case_dir=True):
+    """`stream` ('stdout' or 'stderr') to the file `path`, in the case directory (as `> path`
+    would) or, with case_dir False, a device such as /dev/full; the other stream captured."""
     def run(cmd, d, c):
-        with open(os.path.join(d, name), 'wb') as f:
-            p = subprocess.Popen(cmd, cwd=d, stdout=f, stderr=subprocess.PIPE,
-                                 stdin=subprocess.DEVNULL)
+        with open(os.path.join(d, path) if case_dir else path, 'wb') as f:
+            streams = {'stdout': subprocess.PIPE, 'stderr': subprocess.PIPE, stream: f}
+            p = subprocess.Popen(cmd, cwd=d, stdin=subprocess.DEVNULL, **streams)
             return wait(p, c['timeout'])
     return run
+
+
+def stdout_to(name):
+    return redirect('stdout', name)
 
 
 def stderr_to(name):
-    def run(cmd, d, c):
-        with open(os.path.join(d, name), 'wb') as f:
-            p = subprocess.Popen(cmd, cwd=d, stdout=subprocess.PIPE, stderr=f,
-                                 stdin=subprocess.DEVNULL)
-            return wait(p, c['timeout'])
-    return run
+    return redirect('stderr', name)
 
 
 def stdout_device(path):
-    """stdout to a device (/dev/full) and stderr captured."""
-    def run(cmd, d, c):
-        with open(path, 'wb') as f:
-            p = subprocess.Popen(cmd, cwd=d, stdout=f, stderr=subprocess.PIPE,
-                                 stdin=subprocess.DEVNULL)
-            return wait(p, c['timeout'])
-    return run
+    return redirect('stdout', path, case_dir=False)
 
 
 def stderr_device(path):
-    def run(cmd, d, c):
-        with open(path, 'wb') as f:
-            p = subprocess.Popen(cmd, cwd=d, stdout=subprocess.PIPE, stderr=f,
-                                 stdin=subprocess.DEVNULL)
-            return wait(p, c['timeout'])
-    return run
+    return redirect('stderr', path, case_dir=False)
 
 
 def stdout_closed(cmd, d, c):
@@ -87,22 +76,21 @@ def stdout_closed(cmd, d, c):
     return wait(p, c['timeout'])
 
 
-def stdout_pipe_closed(cmd, d, c):
-    """stdout a pipe whose reader is gone before anything is written (`| true`); the child
+def reader_gone(stream):
+    """`stream` a pipe whose reader is gone before anything is written (`| true`); the child
     gets the default SIGPIPE action, as from a shell."""
-    r, w = os.pipe()
-    p = subprocess.Popen(cmd, cwd=d, stdout=w, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    os.close(w)
-    os.close(r)
-    return wait(p, c['timeout'])
+    def run(cmd, d, c):
+        r, w = os.pipe()
+        streams = {'stdout': subprocess.PIPE, 'stderr': subprocess.PIPE, stream: w}
+        p = subprocess.Popen(cmd, cwd=d, stdin=subprocess.DEVNULL, **streams)
+        os.close(w)
+        os.close(r)
+        return wait(p, c['timeout'])
+    return run
 
 
-def stderr_pipe_closed(cmd, d, c):
-    r, w = os.pipe()
-    p = subprocess.Popen(cmd, cwd=d, stdout=subprocess.PIPE, stderr=w, stdin=subprocess.DEVNULL)
-    os.close(w)
-    os.close(r)
-    return wait(p, c['timeout'])
+stdout_pipe_closed = reader_gone('stdout')
+stderr_pipe_closed = reader_gone('stderr')
 
 
 def file_size_limit(limit):

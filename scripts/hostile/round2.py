@@ -12,7 +12,8 @@ import subprocess
 
 from . import hooks
 from .common import (ATLAS, DGX, SD2, TINY, TINY_J, base, case, cfg, cluster_case, cluster_doc,
-                     corrupt_case, model_case, setp, tiny_with, unet_model, wb, wj)
+                     corrupt_case, model_case, named_model, setp, tiny_with, unet_model, wb,
+                     wj)
 
 OUT, SIG, WRITE, LIES, READ, FIRST = ('r2-outputs', 'r2-signals', 'r2-writes', 'r2-lies',
                                       'r2-reading', 'r2-first')
@@ -279,16 +280,8 @@ CONTROL_NAMES = ['nul\x00byte', 'esc\x1b]0;title\x07', 'del\x7f', 'c1\u009b31m',
 
 
 def control_name_model():
-    m = unet_model(len(CONTROL_NAMES) * 2)
     names = CONTROL_NAMES + ['plain%d' % i for i in range(len(CONTROL_NAMES))]
-    for layer, name in zip(m['layers'], names):
-        layer['name'] = name
-        layer['kind'] = name
-    n = len(names)
-    m['skips'] = [{'producer': names[i], 'consumer': names[n - 1 - i], 'bytes_per_sample': 64,
-                   'name': 'skip\x00%d\x1b' % i} for i in range(n // 2 - 1)]
-    m['name'] = 'model\x00\x1b[2J\u202e'
-    return m
+    return named_model(names, 'skip\x00%d\x1b', 64, 'model\x00\x1b[2J\u202e')
 
 
 def control_setup(d):
