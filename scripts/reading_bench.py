@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -77,10 +78,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--binary', action='append')
     ap.add_argument('--timeout', type=float, default=120)
+    ap.add_argument('--write-inputs', help=argparse.SUPPRESS)  # DIR: the child's job
     a = ap.parse_args()
     binaries = a.binary or [os.path.join(ROOT, 'build', 'pulse-plan')]
+    if a.write_inputs:
+        json.dump(inputs(a.write_inputs, binaries[-1]), open(a.write_inputs + '/cases.json', 'w'))
+        return
     with tempfile.TemporaryDirectory(prefix='pulse-reading-') as d:
-        cases = inputs(d, binaries[-1])
+        # Written by a child process: a child of this one starts as a copy of it, and its
+        # peak RSS would count the inputs built here.
+        subprocess.run([sys.executable, __file__, '--write-inputs', d, '--binary', binaries[-1]],
+                       check=True)
+        cases = json.load(open(d + '/cases.json'))
         head = '%-20s' % 'input' + ''.join('  %24s' % os.path.basename(b)[:24] for b in binaries)
         print(head + ('  %8s' % 'ratio' if len(binaries) > 1 else ''))
         for name, argv in cases:
