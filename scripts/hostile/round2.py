@@ -55,6 +55,20 @@ def descriptor_outputs():
              post=hooks.dev_links_kept, note='two outputs on one descriptor')
     case(OUT, 'o-dev-stdin', PLAN + ['-o', '/dev/stdin'], expect=(2,), msg=r'stdin|/dev/stdin')
     case(OUT, 'o-descriptor-not-open', PLAN + ['-o', '/dev/fd/9'], expect=(2,), msg=r'descriptor 9')
+
+    def model_copy(d):
+        shutil.copy(TINY, d + '/m.json')
+
+    def append_to_model(cmd, d, c):
+        with open(os.path.join(d, 'm.json'), 'ab') as f:
+            p = subprocess.Popen(cmd, cwd=d, stdout=f, stderr=subprocess.PIPE,
+                                 stdin=subprocess.DEVNULL)
+            return hooks.wait(p, c['timeout'])
+    for out in ('-', '/dev/stdout'):
+        case(OUT, 'o-stdout-appended-onto-model%s' % out.replace('/', '_'),
+             ['plan', '--model', 'm.json', '--cluster', DGX, '--pp', '2', '-q', '-o', out],
+             expect=(2,), setup=model_copy, run=append_to_model, msg=r'm\.json',
+             note='>> m.json: stdout is the model itself')
     case(OUT, 'o-export-csv-dev-stdout-redirected',
          ['export', 'p.json', '--format', 'torch-csv', '-o', '/dev/stdout'], expect=(0,),
          setup=with_plan, outputs=('captured.csv',), run=hooks.stdout_to('captured.csv'),

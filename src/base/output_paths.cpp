@@ -41,6 +41,14 @@ bool same_file(const std::string& a, const std::string& b) {
   return !ea && !eb && ca == cb;
 }
 
+// Whether descriptor `fd` has the file `path` open (stdout redirected onto an input, as
+// `>> model.json` does).
+bool descriptor_is_file(int fd, const std::string& path) {
+  struct stat a, b;
+  return ::fstat(fd, &a) == 0 && ::stat(path.c_str(), &b) == 0 && S_ISREG(a.st_mode) &&
+         a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 std::string described(const NamedPath& p) {
   return p.option.empty() ? "the output without -o" : p.option + " " + p.path;
 }
@@ -173,8 +181,10 @@ Status check_output_paths(std::string_view command, const std::vector<NamedPath>
     }
     dests.push_back(*dest);
     for (const NamedPath& in : inputs) {
-      if (dest->kind == Destination::Kind::descriptor) break;
-      if (in.path != "-" && same_file(dest->path, in.path)) {
+      const bool same = dest->kind == Destination::Kind::descriptor
+                            ? descriptor_is_file(dest->fd, in.path)
+                            : same_file(dest->path, in.path);
+      if (in.path != "-" && same) {
         return usage_error(
             fmt::format("{}: {} is the same file as {} {}: writing it would "
                         "destroy an input; give another name",

@@ -244,6 +244,14 @@ TEST_F(Io, DescriptorsAreStreams) {
   EXPECT_EQ(usage({}, {{"-o", name}}), "cmd: -o " + name + ": descriptor " +
                                            std::to_string(reading) + " is open for reading only");
   ::close(reading);
+  // A descriptor that has an input open (stdout appended onto the model: >> m.json).
+  put("m.json", "{}");
+  const int appending = ::open(path("m.json").c_str(), O_WRONLY | O_APPEND);
+  const std::string fd = "/dev/fd/" + std::to_string(appending);
+  EXPECT_EQ(usage({{"--model", path("m.json")}}, {{"-o", fd}}),
+            "cmd: -o " + fd + " is the same file as --model " + path("m.json") +
+                ": writing it would destroy an input; give another name");
+  ::close(appending);
   // A link in the user's directory to /dev/stdout is stdout too.
   fs::create_symlink("/dev/stdout", path("out"));
   EXPECT_TRUE(is_special_file(path("out")));
