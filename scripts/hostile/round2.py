@@ -379,7 +379,7 @@ SUMMARY_LIES = [
     ('inflight-limit', lambda d: setp(d, 'devices.0.inflight_limit', 1000)),
     ('solver-lower-bound', lambda d: setp(d, 'solver.lower_bound_s', 10.0)),
     ('solver-peak', lambda d: setp(d, 'solver.peak_activation_bytes', 1)),
-    ('memory-curve', lambda d: setp(d, 'solver.memory_curve.0.makespan_s', 1e-4)),
+    ('memory-curve', lambda d: setp(d, 'solver.memory_curve.0.activation_budget_bytes', 1 << 50)),
     ('link-class', lambda d: setp(d, 'transfers.0.forward_link', 'bogus')),
     ('cost-model-allreduce', lambda d: setp(d, 'cost_model.allreduce', 'hierarchical')),
     ('cost-model-overlap', lambda d: setp(d, 'cost_model.overlap_comm', True)),

@@ -25,7 +25,7 @@ bool same_rate(double a, double b) {
 // The figures the plan predicts, recomputed and compared: its schedule replayed, as
 // `simulate --cluster` replays it, with the stage and transfer times checked above and the
 // cluster's links and all-reduce, then `comm` and `predicted` compared key by key
-// (compare_figures, plan_codec.hpp), and the solver's makespan, peak and memory curve. A plan
+// (compare_figures, plan_codec.hpp), and the solver's makespan, bound, peak and memory curve. A plan
 // whose iteration time, throughput, bubble or peaks were edited is caught here. Only a plan
 // without other violations is replayed: the figures of a broken one differ as an echo of what
 // is already listed.
@@ -52,8 +52,8 @@ void Validator::check_predicted_figures() {
 }
 
 // The solver block against the replayed timeline: the makespan it found, the peak it reached
-// (the fullest device's resident activations and skip caches) and what it says smaller
-// budgets cost (never faster than the schedule found, always below its peak).
+// (the fullest device's resident activations and skip caches), and the budgets its memory
+// curve was searched at (below that peak).
 void Validator::check_solver(const PlanSolver& s, const Timeline& replayed) {
   if (!close(s.makespan_s, replayed.makespan_s)) {
     fail("predicted", fmt::format("$.solver.makespan_s is {:.9f} s, the schedule ends at {:.9f} s",
@@ -72,15 +72,14 @@ void Validator::check_solver(const PlanSolver& s, const Timeline& replayed) {
                                   "device holds {}",
                                   s.peak_activation_bytes, peak));
   }
+  // The curve's makespans are searched, not bound to the schedule's (a search at a smaller
+  // budget may find a faster one); its budgets are fractions of the peak.
   for (std::size_t i = 0; i < s.memory_curve.size(); ++i) {
     const PlanMemoryPoint& m = s.memory_curve[i];
-    if (m.makespan_s + kTimeTolerance < replayed.makespan_s ||
-        (peak > 0 && m.activation_budget_bytes >= peak)) {
-      fail("predicted", fmt::format("$.solver.memory_curve[{}]: {:.9f} s with a budget of {} "
-                                    "bytes; a smaller budget than the peak ({} bytes) cannot be "
-                                    "faster than the schedule found ({:.9f} s)",
-                                    i, m.makespan_s, m.activation_budget_bytes, peak,
-                                    replayed.makespan_s));
+    if (peak > 0 && m.activation_budget_bytes >= peak) {
+      fail("predicted", fmt::format("$.solver.memory_curve[{}]: a budget of {} bytes is not below "
+                                    "the peak it is measured against, {} bytes",
+                                    i, m.activation_budget_bytes, peak));
     }
   }
 }
