@@ -61,9 +61,9 @@ std::optional<int> descriptor_of(const std::string& path) {
   if (p == "/dev/stdin") return 0;
   if (p == "/dev/stdout") return 1;
   if (p == "/dev/stderr") return 2;
-  for (const std::string& dir : {std::string("/dev/fd/"), std::string("/proc/self/fd/"),
-                                 std::string("/proc/thread-self/fd/"),
-                                 fmt::format("/proc/{}/fd/", ::getpid())}) {
+  for (const std::string& dir :
+       {std::string("/dev/fd/"), std::string("/proc/self/fd/"),
+        std::string("/proc/thread-self/fd/"), fmt::format("/proc/{}/fd/", ::getpid())}) {
     if (p.size() <= dir.size() || p.compare(0, dir.size(), dir) != 0) continue;
     const std::string number = p.substr(dir.size());
     if (number.size() > 9 || number.find_first_not_of("0123456789") != std::string::npos) {
@@ -93,9 +93,10 @@ Result<Destination> resolve_output(const std::string& path, const std::string& s
   for (int hops = 0; hops <= kMaxLinks; ++hops) {
     if (const auto fd = descriptor_of(current)) {
       if (*fd == 0) {
-        return usage_error(fmt::format("{} is the standard input; give a file name or - for "
-                                       "stdout",
-                                       shown));
+        return usage_error(
+            fmt::format("{} is the standard input; give a file name or - for "
+                        "stdout",
+                        shown));
       }
       return Destination{Destination::Kind::descriptor, *fd, "", false, 0};
     }
@@ -113,17 +114,18 @@ Result<Destination> resolve_output(const std::string& path, const std::string& s
       continue;
     }
     if (S_ISREG(st.st_mode)) {
-      return Destination{Destination::Kind::file, -1, current, true, st.st_mode & 07777};
+      return Destination{Destination::Kind::file, -1, current, true, st.st_mode & 0777};
     }
-    if (S_ISDIR(st.st_mode)) return Destination{Destination::Kind::directory, -1, current, false, 0};
+    if (S_ISDIR(st.st_mode))
+      return Destination{Destination::Kind::directory, -1, current, false, 0};
     if (S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode)) {
       return usage_error(fmt::format("{} is a {}; give a file name", shown,
                                      S_ISBLK(st.st_mode) ? "block device (a disk)" : "socket"));
     }
     return Destination{Destination::Kind::in_place, -1, current, false, 0};
   }
-  return usage_error(fmt::format("{}: more than {} symbolic links in a row (a loop?)", shown,
-                                 kMaxLinks));
+  return usage_error(
+      fmt::format("{}: more than {} symbolic links in a row (a loop?)", shown, kMaxLinks));
 }
 
 }  // namespace detail
@@ -152,8 +154,8 @@ bool write_all(int fd, std::string_view content) {
 Error creation_error(const std::string& shown, const std::string& dir, int error) {
   const std::string message = fmt::format("{}: cannot create a file in directory {}: {}", shown,
                                           dir.empty() ? "." : dir, std::strerror(error));
-  const bool environment = error == ENOSPC || error == EDQUOT || error == EIO ||
-                           error == EMFILE || error == ENFILE || error == ENOMEM;
+  const bool environment = error == ENOSPC || error == EDQUOT || error == EIO || error == EMFILE ||
+                           error == ENFILE || error == ENOMEM;
   return environment ? internal_error(message) : usage_error(message);
 }
 
@@ -191,14 +193,12 @@ Result<std::string> write_temporary(const std::string& shown, const Destination&
   return temp;
 }
 
-Status write_in_place(const std::string& shown, const Destination& dest,
-                      std::string_view content) {
+Status write_in_place(const std::string& shown, const Destination& dest, std::string_view content) {
   if (dest.kind == Destination::Kind::descriptor) {
-    const bool ok =
-        dest.fd == 1 ? write_to_stdout(content) : write_all(dest.fd, content);
+    const bool ok = dest.fd == 1 ? write_to_stdout(content) : write_all(dest.fd, content);
     if (ok) return Ok{};
-    return internal_error(fmt::format("{}: write failed: {}",
-                                      shown == "-" ? "stdout" : shown, std::strerror(errno)));
+    return internal_error(
+        fmt::format("{}: write failed: {}", shown == "-" ? "stdout" : shown, std::strerror(errno)));
   }
   const int fd = ::open(dest.path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
   if (fd < 0 || !write_all(fd, content)) {
@@ -212,8 +212,8 @@ Status write_in_place(const std::string& shown, const Destination& dest,
 
 // A temporary waiting to be renamed over its target, and what the rename replaced.
 struct Pending {
-  std::string shown;     ///< The output as the user named it, for messages.
-  std::string target;    ///< The file at the end of its links.
+  std::string shown;   ///< The output as the user named it, for messages.
+  std::string target;  ///< The file at the end of its links.
   std::string temp;
   std::string backup;    ///< A hard link to the file the rename replaced; empty if none.
   bool existed = false;  ///< A file was there (if there is no backup, it cannot be put back).
@@ -252,8 +252,8 @@ Status commit(std::vector<Pending>& pending) {
     if (temporaries::rename(p.temp, p.target) != 0) {
       const std::string reason = std::strerror(errno);
       undo(i);
-      return internal_error(fmt::format("{}: cannot rename the temporary file into place: {}",
-                                        p.shown, reason));
+      return internal_error(
+          fmt::format("{}: cannot rename the temporary file into place: {}", p.shown, reason));
     }
   }
   for (const Pending& p : pending) {
@@ -266,8 +266,8 @@ Status commit(std::vector<Pending>& pending) {
 
 bool is_special_file(const std::string& path) {
   const auto dest = detail::resolve_output(path, path);
-  return dest && (dest->kind == Destination::Kind::descriptor ||
-                  dest->kind == Destination::Kind::in_place);
+  return dest &&
+         (dest->kind == Destination::Kind::descriptor || dest->kind == Destination::Kind::in_place);
 }
 
 Status write_file_atomically(const std::string& path, std::string_view content) {

@@ -19,8 +19,8 @@ struct Destination {
     directory,   ///< An existing directory: refused by the checks.
   };
   Kind kind = Kind::file;
-  int fd = -1;       ///< descriptor: its number.
-  std::string path;  ///< in_place, file, directory: the path at the end of the links.
+  int fd = -1;          ///< descriptor: its number.
+  std::string path;     ///< in_place, file, directory: the path at the end of the links.
   bool exists = false;  ///< file: a file is there now (its mode is kept).
   mode_t mode = 0;      ///< file: that file's permission bits.
 };

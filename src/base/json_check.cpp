@@ -87,7 +87,8 @@ Result<std::string> read_text_file(const std::string& path, std::int64_t max_byt
 // Only the errors shown are kept: a file with a million bad cells costs a count, not a
 // million messages.
 void JsonChecker::fail(const JsonPath& path, std::string_view message) {
-  if (++count_ <= kMaxShown) errors_.push_back(fmt::format("{}: {}: {}", file_, path.str(), message));
+  if (++count_ <= kMaxShown)
+    errors_.push_back(fmt::format("{}: {}: {}", file_, path.str(), message));
 }
 
 Error JsonChecker::error() const {

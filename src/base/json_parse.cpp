@@ -190,9 +190,10 @@ Result<json> parse_json(std::string_view text, const std::string& file, const Js
   if (builder.limit()) return input_error(fmt::format("{}: {}", file, *builder.limit()));
   if (builder.syntax()) return syntax_error(text, file, *builder.syntax());
   if (const auto& at = builder.duplicate()) {
-    return input_error(fmt::format("{}: {}: this key appears twice in one object; which value "
-                                   "counts would be a guess",
-                                   file, at->str()));
+    return input_error(
+        fmt::format("{}: {}: this key appears twice in one object; which value "
+                    "counts would be a guess",
+                    file, at->str()));
   }
   return std::move(builder.document());
 }

@@ -93,8 +93,8 @@ std::string unwritable_file(const NamedPath& out, const Destination& dest) {
     return fmt::format("{}: cannot write it: {}", described(out), std::strerror(errno));
   }
   if (const std::string why = cannot_create_in(dir); !why.empty()) {
-    return fmt::format("{}: cannot create files in directory {}: {}", described(out),
-                       dir.native(), why);
+    return fmt::format("{}: cannot create files in directory {}: {}", described(out), dir.native(),
+                       why);
   }
   return "";
 }
@@ -170,8 +170,8 @@ Status check_output_paths(std::string_view command, const std::vector<NamedPath>
   }
   std::vector<Destination> dests;
   for (const NamedPath& out : outputs) {
-    if (out.path.empty()) return usage_error(fmt::format("{}: {} needs a file name", command,
-                                                         out.option));
+    if (out.path.empty())
+      return usage_error(fmt::format("{}: {} needs a file name", command, out.option));
     auto dest = detail::resolve_output(out.path, described(out));
     if (!dest) return usage_error(fmt::format("{}: {}", command, dest.error().message));
     for (std::size_t j = 0; j < dests.size(); ++j) {

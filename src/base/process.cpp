@@ -28,7 +28,7 @@ struct Slot {
 };
 Slot g_slots[temporaries::kMaxTemporaries];
 
-constexpr int kEndingSignals[] = {SIGHUP,  SIGINT,    SIGQUIT, SIGTERM, SIGALRM,
+constexpr int kEndingSignals[] = {SIGHUP,    SIGINT,  SIGQUIT, SIGTERM, SIGALRM,
                                   SIGVTALRM, SIGPROF, SIGUSR1, SIGUSR2};
 
 sigset_t ending_signals() {

@@ -138,8 +138,9 @@ void read_intra_node(JsonChecker& check, const json& root, ClusterProfile& c,
         continue;
       }
       // The path of a cell only for a message: most cells name a known class.
-      const auto known = row[b].is_string() ? classes.index.find(row[b].get_ref<const std::string&>())
-                                            : classes.index.end();
+      const auto known = row[b].is_string()
+                             ? classes.index.find(row[b].get_ref<const std::string&>())
+                             : classes.index.end();
       c.intra_node[a][b] = known != classes.index.end()
                                ? known->second
                                : resolve_class(check, row[b], path.at(a).at(b), classes);

@@ -116,8 +116,8 @@ std::vector<std::vector<double>> read_times(JsonChecker& check, const json& laye
       const double t = values[i].is_number() ? values[i].get<double>() : -1;
       if (t > 0 && t <= kMaxLayerSeconds) {
         times[d].push_back(t);
-      } else if (auto checked = check.number(values[i], tp.key(type).at(i), 0.0, true,
-                                             kMaxLayerSeconds)) {
+      } else if (auto checked =
+                     check.number(values[i], tp.key(type).at(i), 0.0, true, kMaxLayerSeconds)) {
         times[d].push_back(*checked);
       }
     }

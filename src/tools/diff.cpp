@@ -67,7 +67,7 @@ class RowWriter {
   // them printable.
   void add(std::string key, std::string label, std::string a, std::string b,
            std::optional<double> va, std::optional<double> vb, std::string delta, Better better) {
-    DiffRow r{section_, std::move(key), std::move(label), printable(a), printable(b), va,
+    DiffRow r{section_, std::move(key),  std::move(label), printable(a), printable(b), va,
               vb,       std::move(delta)};
     const bool same = va && vb ? *va == *vb : r.old_text == r.new_text;
     if (same) {

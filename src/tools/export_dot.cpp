@@ -5,9 +5,9 @@
 
 #include <fmt/format.h>
 
-#include "pulse/tools/export.hpp"
 #include "pulse/base/text.hpp"
 #include "pulse/base/units.hpp"
+#include "pulse/tools/export.hpp"
 
 namespace pulse {
 
@@ -86,10 +86,10 @@ Status check_dot_model(const Plan& plan, const ModelProfile& model) {
     }
   }
   if (listed != model.layers.size()) {
-    return input_error(fmt::format("{}: the plan's stages list {} layers; model {} (--model {}) "
-                                   "has {}",
-                                   plan.file, listed, model.name, model.file.path,
-                                   model.layers.size()));
+    return input_error(
+        fmt::format("{}: the plan's stages list {} layers; model {} (--model {}) "
+                    "has {}",
+                    plan.file, listed, model.name, model.file.path, model.layers.size()));
   }
   return Ok{};
 }

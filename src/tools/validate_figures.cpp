@@ -25,8 +25,8 @@ bool same_rate(double a, double b) {
 // The figures the plan predicts, recomputed and compared: its schedule replayed, as
 // `simulate --cluster` replays it, with the stage and transfer times checked above and the
 // cluster's links and all-reduce, then `comm` and `predicted` compared key by key
-// (compare_figures, plan_codec.hpp), and the solver's makespan, bound, peak and memory curve. A plan
-// whose iteration time, throughput, bubble or peaks were edited is caught here. Only a plan
+// (compare_figures, plan_codec.hpp), and the solver's makespan, bound, peak and memory curve. A
+// plan whose iteration time, throughput, bubble or peaks were edited is caught here. Only a plan
 // without other violations is replayed: the figures of a broken one differ as an echo of what
 // is already listed.
 void Validator::check_predicted_figures() {
@@ -44,8 +44,8 @@ void Validator::check_predicted_figures() {
   }
   const std::vector<FigureDifference> differences = compare_figures(plan_, replay->figures);
   for (const FigureDifference& d : differences) {
-    fail("predicted", fmt::format("{} is {}; replayed on the profiles it is {}", d.path, d.plan,
-                                  d.replay));
+    fail("predicted",
+         fmt::format("{} is {}; replayed on the profiles it is {}", d.path, d.plan, d.replay));
   }
   predicted_right_ = differences.empty();
   if (plan_.solver) check_solver(*plan_.solver, replay->timeline);
@@ -110,7 +110,8 @@ void Validator::check_summary() {
   const PlanGivenOptions& o = plan_.options;
   const PlanParallelism& x = plan_.parallelism;
   for (const auto& [name, given, planned] :
-       {std::tuple{"pp", o.pp, x.pp}, {"dp", o.dp, x.dp},
+       {std::tuple{"pp", o.pp, x.pp},
+        {"dp", o.dp, x.dp},
         {"microbatch_size", o.microbatch_size, x.microbatch_size},
         {"global_batch", o.global_batch, x.global_batch}}) {
     if (given && *given != planned) {
@@ -144,9 +145,8 @@ void Validator::check_chosen_family() {
     fail("summary", fmt::format("the chosen family \"{}\" says {:.9f} s, {} samples/s and {} "
                                 "bytes; the plan predicts {:.9f} s, {} samples/s and {} bytes",
                                 f.family, f.iteration_s.value_or(0), f.samples_per_s.value_or(0),
-                                f.p2p_bytes_per_iteration.value_or(0),
-                                plan_.predicted.iteration_s, plan_.predicted.samples_per_s,
-                                plan_.comm.p2p_bytes_per_iteration));
+                                f.p2p_bytes_per_iteration.value_or(0), plan_.predicted.iteration_s,
+                                plan_.predicted.samples_per_s, plan_.comm.p2p_bytes_per_iteration));
   }
 }
 

@@ -13,9 +13,9 @@
 #include <fmt/format.h>
 
 #include "pulse/base/text.hpp"
-#include "pulse/plan/strategy.hpp"
 #include "pulse/cost/cost_model.hpp"
 #include "pulse/graph/layer_graph.hpp"
+#include "pulse/plan/strategy.hpp"
 #include "pulse/simulate/schedule_check.hpp"
 #include "pulse/tools/validate.hpp"
 

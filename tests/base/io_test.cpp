@@ -198,8 +198,8 @@ TEST_F(Io, ALinkIsWrittenThroughNotReplaced) {
   EXPECT_TRUE(fs::is_symlink(path("dangling.json")));
   EXPECT_EQ(get("real/plan.json"), "new");
   EXPECT_EQ(get("real/new.json"), "made");
-  EXPECT_EQ(entries(), (std::vector<std::string>{"dangling.json", "link.json", "link2.json",
-                                                 "real"}));
+  EXPECT_EQ(entries(),
+            (std::vector<std::string>{"dangling.json", "link.json", "link2.json", "real"}));
 }
 
 TEST_F(Io, ALoopOfLinksIsRefused) {
@@ -223,8 +223,8 @@ TEST_F(Io, AReplacedFileKeepsItsMode) {
 // them: /dev/stdout is never replaced (as root, a rename over it used to put a regular file
 // in /dev), and two outputs on one descriptor are refused.
 TEST_F(Io, DescriptorsAreStreams) {
-  for (const char* p : {"/dev/stdout", "/dev/stderr", "/dev/fd/1", "/proc/self/fd/2",
-                        "/dev/./stdout"}) {
+  for (const char* p :
+       {"/dev/stdout", "/dev/stderr", "/dev/fd/1", "/proc/self/fd/2", "/dev/./stdout"}) {
     EXPECT_TRUE(is_special_file(p)) << p;
   }
   EXPECT_FALSE(is_special_file(path("plan.json")));
@@ -288,9 +288,9 @@ TEST_F(Io, PipesAreWrittenInPlaceSocketsRefused) {
 TEST_F(Io, ADirectoryThatTakesNoFileIsRefusedBeforeTheWork) {
   if (!fs::is_directory("/proc/self")) GTEST_SKIP() << "no /proc";
   const std::string message = usage({}, {{"-o", "/proc/pulse-out.json"}});
-  EXPECT_EQ(message.rfind("cmd: -o /proc/pulse-out.json: cannot create files in directory /proc: ",
-                          0),
-            0u)
+  EXPECT_EQ(
+      message.rfind("cmd: -o /proc/pulse-out.json: cannot create files in directory /proc: ", 0),
+      0u)
       << message;
   EXPECT_FALSE(fs::exists("/proc/pulse-out.json"));
 }

@@ -74,15 +74,14 @@ TEST(ParseJson, LimitsAreCheckedWhileParsing) {
             "f.json: $.a[0][0]: more than 3 arrays and objects inside one another (test limits)");
   EXPECT_EQ(parse_json(R"({"a": [1, 2, 3, 4, 5]})", "f.json", limits).error().message,
             "f.json: $.a[4]: more than 4 elements in one array (test limits)");
-  EXPECT_EQ(parse_json(R"({"a": 1, "b": 2, "c": 3, "d": 4, "e": 5})", "f.json", limits)
-                .error()
-                .message,
-            "f.json: $.e: more than 4 keys in one object (test limits)");
-  EXPECT_EQ(parse_json(R"([[1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4]])", "f.json",
-                       limits)
-                .error()
-                .message,
-            "f.json: $[3][2]: more than 20 values in the document (test limits)");
+  EXPECT_EQ(
+      parse_json(R"({"a": 1, "b": 2, "c": 3, "d": 4, "e": 5})", "f.json", limits).error().message,
+      "f.json: $.e: more than 4 keys in one object (test limits)");
+  EXPECT_EQ(
+      parse_json(R"([[1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4]])", "f.json", limits)
+          .error()
+          .message,
+      "f.json: $[3][2]: more than 20 values in the document (test limits)");
 }
 
 // The parse builds the same document nlohmann's own parser does, and the errors keep their

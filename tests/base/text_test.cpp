@@ -30,8 +30,12 @@ TEST(Printable, SpellsOutControlBytes) {
 // C1 controls (U+009B is a one-character CSI for some terminals) and the invisible
 // characters that reorder text (U+202E, the right-to-left override) as \u{XXXX}.
 TEST(Printable, SpellsOutC1AndBidiControls) {
-  EXPECT_EQ(printable("a\xc2\x9b" "31mb"), "a\\u{009b}31mb");
-  EXPECT_EQ(printable("abc\xe2\x80\xae" "fdp.exe"), "abc\\u{202e}fdp.exe");
+  EXPECT_EQ(printable("a\xc2\x9b"
+                      "31mb"),
+            "a\\u{009b}31mb");
+  EXPECT_EQ(printable("abc\xe2\x80\xae"
+                      "fdp.exe"),
+            "abc\\u{202e}fdp.exe");
   EXPECT_EQ(printable("\xef\xbb\xbfname"), "\\u{feff}name");
   EXPECT_EQ(printable("zero\xe2\x80\x8bwidth"), "zero\\u{200b}width");
   // U+00A0 (no-break space) and U+2030 (per mille) are printable: the ranges end exactly.
@@ -43,9 +47,9 @@ TEST(Printable, SpellsOutC1AndBidiControls) {
 TEST(Printable, SpellsOutBytesThatAreNotUtf8) {
   EXPECT_EQ(printable("\xff.json"), "\\xff.json");
   EXPECT_EQ(printable("a\x80z"), "a\\x80z");
-  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");          // overlong '/'
-  EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // the surrogate U+D800
-  EXPECT_EQ(printable("\xe2\x82"), "\\xe2\\x82");          // cut short at the end
+  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");                    // overlong '/'
+  EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");           // the surrogate U+D800
+  EXPECT_EQ(printable("\xe2\x82"), "\\xe2\\x82");                    // cut short at the end
   EXPECT_EQ(printable("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80");  // U+110000
   EXPECT_EQ(printable("\xf0\x9f\x98\x80"), "\xf0\x9f\x98\x80");      // U+1F600 is fine
 }

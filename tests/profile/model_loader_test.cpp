@@ -11,8 +11,8 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "pulse/base/io.hpp"
@@ -713,7 +713,8 @@ TEST(ModelLoader, ManyDeviceTypes) {
     for (json& l : j["layers"]) {
       for (const char* key : {"forward_s", "backward_s"}) {
         json times = json::object();
-        for (int t = 0; t < 400; ++t) times[fmt::format("TYPE-{:03}", t)] = {0.001 * (t + 1), 0.002};
+        for (int t = 0; t < 400; ++t)
+          times[fmt::format("TYPE-{:03}", t)] = {0.001 * (t + 1), 0.002};
         l[key] = times;
       }
     }

@@ -479,8 +479,8 @@ TEST(ExportDot, ControlBytesInNamesAreSpelledOut) {
   EXPECT_NE(dot.find("\"em\\\\x00b\\\\x1b[31m\\\\xff\" [label="), std::string::npos) << dot;
   EXPECT_NE(dot.find("digraph \"t\\\\x07iny\""), std::string::npos);
   const std::string html = export_html({&p, {}});
-  for (const std::string& raw : {std::string(1, '\0'), std::string("\x1b"), std::string("\x07"),
-                                 std::string("\xff")}) {
+  for (const std::string& raw :
+       {std::string(1, '\0'), std::string("\x1b"), std::string("\x07"), std::string("\xff")}) {
     EXPECT_EQ(html.find(raw), std::string::npos) << "raw byte " << int(raw[0]);
     EXPECT_EQ(dot.find(raw), std::string::npos) << "raw byte " << int(raw[0]);
   }

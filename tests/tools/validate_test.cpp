@@ -402,8 +402,9 @@ TEST_F(Corrupted, PredictedFiguresThatLie) {
   const std::vector<std::string> slow = lines(validate(v_, in_));
   ASSERT_EQ(slow.size(), 1u) << slow.front();
   EXPECT_EQ(slow[0].rfind("predicted: $.predicted.iteration_s is ", 0), 0u) << slow[0];
-  EXPECT_NE(slow[0].find(fmt::format("; replayed on the profiles it is {}", json(iteration).dump())),
-            std::string::npos)
+  EXPECT_NE(
+      slow[0].find(fmt::format("; replayed on the profiles it is {}", json(iteration).dump())),
+      std::string::npos)
       << slow[0];
 
   json peaks = plan_doc(in_, pp(2));
@@ -425,9 +426,9 @@ TEST_F(Corrupted, PredictedFiguresThatLie) {
   json solver = plan_doc(in_, pp(2));
   solver["solver"]["makespan_s"] = 0.001;
   ASSERT_EQ(lines(validate(solver, in_)).size(), 1u);
-  EXPECT_EQ(lines(validate(solver, in_))[0].rfind("predicted: $.solver.makespan_s is 0.001000000 s",
-                                                  0),
-            0u);
+  EXPECT_EQ(
+      lines(validate(solver, in_))[0].rfind("predicted: $.solver.makespan_s is 0.001000000 s", 0),
+      0u);
 }
 
 // A plan with other violations is not replayed: its figures would differ as an echo.
@@ -453,8 +454,9 @@ TEST_F(Corrupted, SummariesThatLie) {
             fmt::format("summary: partition.objective_s is 1.000000000 s; the largest device "
                         "load_s is {:.9f} s",
                         std::max(load, v_["devices"][1]["load_s"].get<double>())));
-  EXPECT_EQ(one([](json& d) { d["partition"]["lower_bound_s"] = 5.0; }).rfind(
-                "summary: partition.lower_bound_s is 5.000000000 s, above the objective", 0),
+  EXPECT_EQ(one([](json& d) {
+              d["partition"]["lower_bound_s"] = 5.0;
+            }).rfind("summary: partition.lower_bound_s is 5.000000000 s, above the objective", 0),
             0u);
   EXPECT_EQ(one([](json& d) { d["options"]["global_batch"] = 999; }),
             "summary: options.global_batch is 999, but the plan's parallelism.global_batch is 64");
@@ -468,11 +470,12 @@ TEST_F(Corrupted, SummariesThatLie) {
               }
             }).rfind("summary: the chosen family \"v\" says 9.000000000 s", 0),
             0u);
-  EXPECT_EQ(one([](json& d) { d["solver"]["peak_activation_bytes"] = 1; }).rfind(
-                "predicted: $.solver.peak_activation_bytes is 1; replayed, the fullest device "
-                "holds ",
-                0),
-            0u);
+  EXPECT_EQ(
+      one([](json& d) { d["solver"]["peak_activation_bytes"] = 1; })
+          .rfind("predicted: $.solver.peak_activation_bytes is 1; replayed, the fullest device "
+                 "holds ",
+                 0),
+      0u);
 }
 
 // What the plan says of the cluster: its link classes, in-flight limits and cost model.
