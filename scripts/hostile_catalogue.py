@@ -23,8 +23,10 @@ error, a signal it sends); a run over 300 s (or the case's own limit); nan/inf i
 or a null where a figure belongs; a file created, changed or removed after a non-zero exit; an
 input changed; an exit code wrong for the input (an unexpected success); an error message
 that names neither the file, the JSON path nor the option; and whatever a case's own check
-adds (raw control bytes in an output, a plan that validate refuses, ...). Runs one case at a
-time under `nice -n 10 timeout 300`. Exit status 1 when any case fails.
+adds (raw control bytes in an output, a plan that validate refuses, ...); /dev/stdout,
+/dev/stderr or /dev/stdin no longer a link after the case (a binary that renames over them
+as root breaks every later run on the machine: the catalogue puts the link back at once).
+Runs one case at a time under `nice -n 10 timeout 300`. Exit status 1 when any case fails.
 
 The parts, in scripts/hostile/: common.py (paths, the case list, input helpers), profiles.py,
 extremes.py, options.py, plans.py, outputs.py, extras.py (the first catalogue), round2.py

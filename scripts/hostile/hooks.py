@@ -251,9 +251,8 @@ def link_kept(link, target, contains):
 
 
 def dev_links_kept(d, r, fails, quest):
-    for dev in ('/dev/stdout', '/dev/stderr', '/dev/stdin'):
-        if os.path.lexists(dev) and not os.path.islink(dev):
-            fails.append('%s is no longer a link (replaced by a regular file?)' % dev)
+    """The runner checks (and restores) /dev/stdout, /dev/stderr and /dev/stdin after every
+    case (runner.judge_dev_links); cases that write through them name this as their check."""
 
 
 def file_holds(name, contains, then=None):

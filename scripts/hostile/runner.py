@@ -166,6 +166,24 @@ def judge_outputs(c, d, r, written, shared_before, fails):
     scan_text('stdout', r.stdout, fails, skip_naninf=skip)
 
 
+DEV_LINKS = {'/dev/stdin': '/proc/self/fd/0', '/dev/stdout': '/proc/self/fd/1',
+             '/dev/stderr': '/proc/self/fd/2'}
+
+
+def judge_dev_links(fails):
+    """A binary that renames over /dev/stdout (as root) breaks every later run on the machine:
+    the case fails, and the link is put back at once."""
+    for dev, target in DEV_LINKS.items():
+        if os.path.lexists(dev) and not os.path.islink(dev):
+            fails.append('%s was replaced by a regular file (restored as a link to %s)'
+                         % (dev, target))
+            try:
+                os.unlink(dev)
+                os.symlink(target, dev)
+            except OSError as e:
+                fails.append('cannot restore %s: %s' % (dev, e))
+
+
 def judge_expectations(c, rc, err, out, fails, quest):
     if rc in (0, 1, 2, 4) and rc not in c['expect']:
         if rc == 0:
@@ -205,6 +223,7 @@ def run_case(i, c, binpath, timing=False):
     new, changed = judge_files(c, rc, before, after, fails, quest)
     judge_outputs(c, d, r, set(new) | set(changed), shared_before, fails)
     judge_expectations(c, rc, err, out, fails, quest)
+    judge_dev_links(fails)
     if c['post']:
         c['post'](d, r, fails, quest)
     res = dict(name=name, cls=c['cls'], rc=rc, seconds=round(el, 2), expect=c['expect'],
