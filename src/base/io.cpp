@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include <filesystem>
+#include <optional>
 #include <system_error>
 
 #include <fcntl.h>
@@ -15,9 +16,15 @@
 #include <fmt/format.h>
 #include <openssl/evp.h>
 
+#include "io_internal.hpp"
+#include "pulse/base/process.hpp"
+
 namespace pulse {
 
 namespace fs = std::filesystem;
+
+// The kernel follows at most 40 symbolic links in one path (path_resolution(7)).
+constexpr int kMaxLinks = 40;
 
 std::string base_name(const std::string& path) {
   const auto slash = path.find_last_of('/');
@@ -37,7 +44,95 @@ std::string sha256_hex(std::string_view bytes) {
   return hex;
 }
 
+namespace detail {
+
 namespace {
+
+// A path that names a descriptor of this process, as the kernel's /proc and /dev links do:
+// /dev/stdout, /dev/stderr, /dev/stdin, /dev/fd/N, /proc/self/fd/N, /proc/PID/fd/N for this
+// PID. Checked on the path as written and at every link on the way, before the kernel's own
+// "magic" link at /proc/self/fd/N (which leads to whatever the descriptor has open, such as
+// the file the shell redirected stdout to) is followed.
+std::optional<int> descriptor_of(const std::string& path) {
+  std::error_code ec;
+  const fs::path absolute = fs::absolute(path, ec);
+  if (ec) return std::nullopt;
+  const std::string p = absolute.lexically_normal().string();
+  if (p == "/dev/stdin") return 0;
+  if (p == "/dev/stdout") return 1;
+  if (p == "/dev/stderr") return 2;
+  for (const std::string& dir :
+       {std::string("/dev/fd/"), std::string("/proc/self/fd/"),
+        std::string("/proc/thread-self/fd/"), fmt::format("/proc/{}/fd/", ::getpid())}) {
+    if (p.size() <= dir.size() || p.compare(0, dir.size(), dir) != 0) continue;
+    const std::string number = p.substr(dir.size());
+    if (number.size() > 9 || number.find_first_not_of("0123456789") != std::string::npos) {
+      return std::nullopt;
+    }
+    return std::stoi(number);
+  }
+  return std::nullopt;
+}
+
+// The next path after the symbolic link `link`, whose content is `target`.
+std::string follow(const std::string& link, const std::string& target) {
+  if (!target.empty() && target.front() == '/') return target;
+  const auto slash = link.find_last_of('/');
+  return slash == std::string::npos ? target : link.substr(0, slash + 1) + target;
+}
+
+}  // namespace
+
+std::string descriptor_name(int fd) {
+  return fd == 1 ? "stdout" : fd == 2 ? "stderr" : fmt::format("descriptor {}", fd);
+}
+
+Result<Destination> resolve_output(const std::string& path, const std::string& shown) {
+  if (path == "-") return Destination{Destination::Kind::descriptor, 1, "", false, 0};
+  std::string current = path;
+  for (int hops = 0; hops <= kMaxLinks; ++hops) {
+    if (const auto fd = descriptor_of(current)) {
+      if (*fd == 0) {
+        return usage_error(
+            fmt::format("{} is the standard input; give a file name or - for "
+                        "stdout",
+                        shown));
+      }
+      return Destination{Destination::Kind::descriptor, *fd, "", false, 0};
+    }
+    struct stat st;
+    if (::lstat(current.c_str(), &st) != 0) {
+      // Nothing there yet (or a directory on the way is missing: the checks say which).
+      return Destination{Destination::Kind::file, -1, current, false, 0};
+    }
+    if (S_ISLNK(st.st_mode)) {
+      std::string target(PATH_MAX, '\0');
+      const ssize_t n = ::readlink(current.c_str(), target.data(), target.size());
+      if (n < 0) return Destination{Destination::Kind::file, -1, current, false, 0};
+      target.resize(static_cast<std::size_t>(n));
+      current = follow(current, target);
+      continue;
+    }
+    if (S_ISREG(st.st_mode)) {
+      return Destination{Destination::Kind::file, -1, current, true, st.st_mode & 0777};
+    }
+    if (S_ISDIR(st.st_mode))
+      return Destination{Destination::Kind::directory, -1, current, false, 0};
+    if (S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode)) {
+      return usage_error(fmt::format("{} is a {}; give a file name", shown,
+                                     S_ISBLK(st.st_mode) ? "block device (a disk)" : "socket"));
+    }
+    return Destination{Destination::Kind::in_place, -1, current, false, 0};
+  }
+  return usage_error(
+      fmt::format("{}: more than {} symbolic links in a row (a loop?)", shown, kMaxLinks));
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::Destination;
 
 // Writes all of `content` to `fd`, retrying short writes; false (errno set) on failure.
 bool write_all(int fd, std::string_view content) {
@@ -53,112 +148,126 @@ bool write_all(int fd, std::string_view content) {
   return true;
 }
 
-// Writes `content` to a hidden temporary file beside `path` (same file system, so the rename
-// that follows is atomic): "dir/.plan.json.tmp-XXXXXX". Returns the temporary's name.
-Result<std::string> write_temporary(const std::string& path, std::string_view content) {
+// A temporary that cannot be created is a place the user chose badly (a read-only or
+// pseudo file system, a directory without write permission): exit 2. A full disk or
+// quota, or no descriptors left, is the environment's: exit 3, as any write error.
+Error creation_error(const std::string& shown, const std::string& dir, int error) {
+  const std::string message = fmt::format("{}: cannot create a file in directory {}: {}", shown,
+                                          dir.empty() ? "." : dir, std::strerror(error));
+  const bool environment = error == ENOSPC || error == EDQUOT || error == EIO || error == EMFILE ||
+                           error == ENFILE || error == ENOMEM;
+  return environment ? internal_error(message) : usage_error(message);
+}
+
+// Writes `content` to a hidden temporary file beside `dest.path` (same file system, so the
+// rename that follows is atomic): "dir/.plan.json.tmp-XXXXXX", with the mode of the file it
+// replaces (or what an ordinary open() would give). Returns the temporary's name.
+Result<std::string> write_temporary(const std::string& shown, const Destination& dest,
+                                    std::string_view content) {
+  const std::string& path = dest.path;
   const auto slash = path.find_last_of('/');
   const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
   // At most 200 bytes of the name: with ".tmp-XXXXXX" and the backup's ".old" (commit), a
   // name of 255 bytes, the most most file systems allow, still has room for both.
   std::string temp = dir + "." + name.substr(0, 200) + ".tmp-XXXXXX";
-  const int fd = mkstemp(temp.data());
-  if (fd < 0) {
-    return internal_error(fmt::format("{}: cannot create a temporary file beside it: {}", path,
-                                      std::strerror(errno)));
+  const int fd = temporaries::create(temp);
+  if (fd < 0) return creation_error(shown, dir, errno);
+  mode_t mode = dest.mode;
+  if (!dest.exists) {
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    mode = 0666 & ~mask;
   }
-  if (!write_all(fd, content)) {
+  if (!write_all(fd, content) || ::fchmod(fd, mode) != 0 || ::fsync(fd) != 0) {
     const std::string reason = std::strerror(errno);
     ::close(fd);
-    ::unlink(temp.c_str());
-    return internal_error(fmt::format("{}: write failed: {}", path, reason));
+    temporaries::remove(temp);
+    return internal_error(fmt::format("{}: write failed: {}", shown, reason));
   }
-  // mkstemp creates 0600; give the file the mode an ordinary open() would.
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  ::fchmod(fd, 0666 & ~mask);
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+  if (::close(fd) != 0) {
     const std::string reason = std::strerror(errno);
-    ::unlink(temp.c_str());
-    return internal_error(fmt::format("{}: write failed: {}", path, reason));
+    temporaries::remove(temp);
+    return internal_error(fmt::format("{}: write failed: {}", shown, reason));
   }
   return temp;
 }
 
-Status write_in_place(const std::string& path, std::string_view content) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+Status write_in_place(const std::string& shown, const Destination& dest, std::string_view content) {
+  if (dest.kind == Destination::Kind::descriptor) {
+    const bool ok = dest.fd == 1 ? write_to_stdout(content) : write_all(dest.fd, content);
+    if (ok) return Ok{};
+    return internal_error(
+        fmt::format("{}: write failed: {}", shown == "-" ? "stdout" : shown, std::strerror(errno)));
+  }
+  const int fd = ::open(dest.path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
   if (fd < 0 || !write_all(fd, content)) {
     const std::string reason = std::strerror(errno);
     if (fd >= 0) ::close(fd);
-    return internal_error(fmt::format("{}: write failed: {}", path, reason));
+    return internal_error(fmt::format("{}: write failed: {}", shown, reason));
   }
   ::close(fd);
   return Ok{};
 }
 
-Status write_stdout(std::string_view content) {
-  std::fwrite(content.data(), 1, content.size(), stdout);
-  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-    return internal_error(fmt::format("stdout: write failed: {}", std::strerror(errno)));
-  }
-  return Ok{};
-}
-
 // A temporary waiting to be renamed over its target, and what the rename replaced.
 struct Pending {
-  std::string target;
+  std::string shown;   ///< The output as the user named it, for messages.
+  std::string target;  ///< The file at the end of its links.
   std::string temp;
   std::string backup;    ///< A hard link to the file the rename replaced; empty if none.
   bool existed = false;  ///< A file was there (if there is no backup, it cannot be put back).
 };
 
-// Renames every temporary into place. When one rename fails, the ones before it are undone:
-// each replaced file is put back from its hard link, each new file removed.
+// Renames every temporary into place, with the ending signals held off so that the outputs
+// appear all together or (a rename failing) not at all: the renames before a failed one are
+// undone, each replaced file put back from its hard link, each new file removed.
 Status commit(std::vector<Pending>& pending) {
+  HeldSignals held;
   auto undo = [&](std::size_t failed) {
     for (std::size_t j = 0; j < pending.size(); ++j) {
       const Pending& p = pending[j];
       if (j < failed) {
         if (!p.backup.empty()) {
-          std::rename(p.backup.c_str(), p.target.c_str());
+          temporaries::rename(p.backup, p.target);
         } else if (!p.existed) {
           ::unlink(p.target.c_str());
         }
       } else {
-        ::unlink(p.temp.c_str());
-        if (!p.backup.empty()) ::unlink(p.backup.c_str());
+        temporaries::remove(p.temp);
+        if (!p.backup.empty()) temporaries::remove(p.backup);
       }
     }
   };
   for (std::size_t i = 0; i < pending.size(); ++i) {
     Pending& p = pending[i];
     p.backup = p.temp + ".old";
-    if (::link(p.target.c_str(), p.backup.c_str()) != 0) {
+    if (temporaries::link(p.target, p.backup) != 0) {
       // No file there (ENOENT), or a file system without hard links: nothing to put back.
       p.existed = errno != ENOENT;
       p.backup.clear();
     } else {
       p.existed = true;
     }
-    if (std::rename(p.temp.c_str(), p.target.c_str()) != 0) {
+    if (temporaries::rename(p.temp, p.target) != 0) {
       const std::string reason = std::strerror(errno);
       undo(i);
       return internal_error(
-          fmt::format("{}: cannot rename the temporary file into place: {}", p.target, reason));
+          fmt::format("{}: cannot rename the temporary file into place: {}", p.shown, reason));
     }
   }
   for (const Pending& p : pending) {
-    if (!p.backup.empty()) ::unlink(p.backup.c_str());
+    if (!p.backup.empty()) temporaries::remove(p.backup);
   }
   return Ok{};
 }
 
 }  // namespace
 
-// A rename would put a regular file in place of a special one, so it is written in place.
 bool is_special_file(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+  const auto dest = detail::resolve_output(path, path);
+  return dest &&
+         (dest->kind == Destination::Kind::descriptor || dest->kind == Destination::Kind::in_place);
 }
 
 Status write_file_atomically(const std::string& path, std::string_view content) {
@@ -170,137 +279,37 @@ Status write_output(const std::string& path, std::string_view content) {
 }
 
 Status write_outputs(const std::vector<Output>& outputs) {
-  std::vector<bool> stream;  // written in place: stdout or a special file
-  for (const Output& o : outputs) stream.push_back(o.path == "-" || is_special_file(o.path));
+  std::vector<Destination> dests;
+  for (const Output& o : outputs) {
+    auto dest = detail::resolve_output(o.path, o.path);
+    if (!dest) return dest.error();
+    // check_output_paths refused a directory before any work; one made since is left to
+    // the rename, which fails and undoes the others.
+    if (dest->kind == Destination::Kind::directory) dest->kind = Destination::Kind::file;
+    dests.push_back(std::move(*dest));
+  }
   std::vector<Pending> pending;
   auto discard = [&] {
-    for (const Pending& p : pending) ::unlink(p.temp.c_str());
+    for (const Pending& p : pending) temporaries::remove(p.temp);
   };
   for (std::size_t i = 0; i < outputs.size(); ++i) {
-    if (stream[i]) continue;
-    auto temp = write_temporary(outputs[i].path, outputs[i].content);
+    if (dests[i].kind != Destination::Kind::file) continue;
+    auto temp = write_temporary(outputs[i].path, dests[i], outputs[i].content);
     if (!temp) {
       discard();
       return temp.error();
     }
-    pending.push_back({outputs[i].path, std::move(*temp), "", false});
+    pending.push_back({outputs[i].path, dests[i].path, std::move(*temp), "", false});
   }
+  // Streams after every temporary is complete, so a failure here still changes no file.
   for (std::size_t i = 0; i < outputs.size(); ++i) {
-    if (!stream[i]) continue;
-    const Output& o = outputs[i];
-    if (auto s = o.path == "-" ? write_stdout(o.content) : write_in_place(o.path, o.content); !s) {
+    if (dests[i].kind == Destination::Kind::file) continue;
+    if (auto s = write_in_place(outputs[i].path, dests[i], outputs[i].content); !s) {
       discard();
       return s;
     }
   }
   return commit(pending);
-}
-
-// --- Checking outputs before the work ----------------------------------------------------
-
-namespace {
-
-// Whether two paths name one file: the same file (equivalent: same device and inode, through
-// any link), or, where either does not exist yet, the same absolute path once symbolic
-// links, "." and ".." are resolved (weakly_canonical leaves a relative path relative when no
-// part of it exists, so "a.json" and "./a.json" are made absolute first).
-bool same_file(const std::string& a, const std::string& b) {
-  std::error_code ec;
-  const bool equivalent = fs::equivalent(a, b, ec);
-  if (!ec) return equivalent;
-  auto resolved = [](const std::string& p, std::error_code& e) {
-    const fs::path absolute = fs::absolute(p, e);
-    return e ? fs::path() : fs::weakly_canonical(absolute, e);
-  };
-  std::error_code ea, eb;
-  const fs::path ca = resolved(a, ea), cb = resolved(b, eb);
-  return !ea && !eb && ca == cb;
-}
-
-std::string described(const NamedPath& p) {
-  return p.option.empty() ? "the output without -o" : p.option + " " + p.path;
-}
-
-// Why one output cannot be written, or "" when it can.
-std::string unwritable(const NamedPath& out) {
-  if (out.path.empty()) return fmt::format("{} needs a file name", out.option);
-  std::error_code ec;
-  const fs::path path(out.path);
-  if (fs::is_directory(path, ec)) {
-    return fmt::format("{} is a directory; give a file name", described(out));
-  }
-  if (is_special_file(out.path)) {  // written in place: no temporary beside it
-    if (::access(out.path.c_str(), W_OK) != 0) {
-      return fmt::format("{}: cannot write it: {}", described(out), std::strerror(errno));
-    }
-    return "";
-  }
-  const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
-  if (out.path.size() >= PATH_MAX) {
-    return fmt::format("{}...: the path has {} bytes; the system allows {}",
-                       described(out).substr(0, 80), out.path.size(), PATH_MAX - 1);
-  }
-  const long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
-  const std::string name = path.filename().native();
-  if (name_max > 0 && name.size() > static_cast<std::size_t>(name_max)) {
-    return fmt::format("{}: the file name has {} bytes; the file system allows {}", described(out),
-                       name.size(), name_max);
-  }
-  const fs::file_status status = fs::status(dir, ec);
-  if (!fs::exists(status)) {
-    return fmt::format("{}: directory {} does not exist", described(out), dir.native());
-  }
-  if (!fs::is_directory(status)) {
-    return fmt::format("{}: {} is not a directory", described(out), dir.native());
-  }
-  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
-    return fmt::format("{}: cannot create files in directory {}: {}", described(out), dir.native(),
-                       std::strerror(errno));
-  }
-  return "";
-}
-
-}  // namespace
-
-Status check_output_paths(std::string_view command, const std::vector<NamedPath>& inputs,
-                          const std::vector<NamedPath>& outputs) {
-  for (const NamedPath& in : inputs) {
-    if (in.path.empty()) {
-      return usage_error(fmt::format("{}: {} needs a file name, got an empty one", command,
-                                     in.option.empty() ? "the input" : in.option));
-    }
-  }
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    const NamedPath& out = outputs[i];
-    for (std::size_t j = 0; j < i; ++j) {
-      const NamedPath& earlier = outputs[j];
-      if (out.path == "-" && earlier.path == "-") {
-        return usage_error(
-            fmt::format("{}: {} and {} both write to stdout; give one of them a "
-                        "file name",
-                        command, described(earlier), described(out)));
-      }
-      if (out.path != "-" && earlier.path != "-" && same_file(out.path, earlier.path)) {
-        return usage_error(
-            fmt::format("{}: {} and {} name the same file; give each output its "
-                        "own name",
-                        command, described(earlier), described(out)));
-      }
-    }
-    if (out.path == "-") continue;
-    for (const NamedPath& in : inputs) {
-      if (in.path != "-" && same_file(out.path, in.path)) {
-        return usage_error(
-            fmt::format("{}: {} is the same file as {} {}: writing it would "
-                        "destroy an input; give another name",
-                        command, described(out), in.option, in.path));
-      }
-    }
-    if (const std::string why = unwritable(out); !why.empty()) {
-      return usage_error(fmt::format("{}: {}", command, why));
-    }
-  }
-  return Ok{};
 }
 
 }  // namespace pulse

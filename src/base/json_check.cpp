@@ -6,13 +6,13 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
-#include <functional>
 #include <optional>
-#include <set>
 #include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "pulse/base/text.hpp"
 
 namespace pulse {
 
@@ -41,7 +41,7 @@ std::string format_bound(double minimum, bool exclusive) {
 
 JsonPath JsonPath::key(std::string_view k) const {
   JsonPath p = *this;
-  p.text += is_identifier(k) ? fmt::format(".{}", k) : fmt::format("[\"{}\"]", k);
+  p.text += is_identifier(k) ? fmt::format(".{}", k) : fmt::format("[\"{}\"]", printable(k));
   return p;
 }
 
@@ -53,7 +53,7 @@ JsonPath JsonPath::at(std::size_t index) const {
 
 JsonPath JsonPath::noted(std::string n) const {
   JsonPath p = *this;
-  p.note = std::move(n);
+  p.note = printable(n);
   return p;
 }
 
@@ -84,131 +84,18 @@ Result<std::string> read_text_file(const std::string& path, std::int64_t max_byt
   return text;
 }
 
-namespace {
-
-// 1-based line and column of byte offset `offset` (0-based) in `text`.
-std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t offset) {
-  std::size_t line = 1, column = 1;
-  for (std::size_t i = 0; i < std::min(offset, text.size()); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-  return {line, column};
-}
-
-}  // namespace
-
-namespace {
-
-// The parser's events, followed to the first key an object has twice. JSON leaves it to the
-// reader which of the two counts (nlohmann keeps the last); a profile or plan with two
-// values for one key is ambiguous, so it is refused with the key's path.
-class DuplicateKeys {
- public:
-  bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-        frames_.push_back({true, {}, "", 0});
-        break;
-      case json::parse_event_t::array_start:
-        frames_.push_back({false, {}, "", 0});
-        break;
-      case json::parse_event_t::key: {
-        Frame& top = frames_.back();
-        top.key = parsed.get<std::string>();
-        if (!top.keys.insert(top.key).second && !first_) first_ = path();
-        break;
-      }
-      case json::parse_event_t::value:
-        next_element();
-        break;
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        frames_.pop_back();
-        next_element();
-        break;
-    }
-    return true;
-  }
-
-  const std::optional<JsonPath>& first() const { return first_; }
-
- private:
-  struct Frame {
-    bool object;
-    std::set<std::string> keys;
-    std::string key;    // object: the key being read
-    std::size_t index;  // array: the element being read
-  };
-
-  void next_element() {
-    if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
-  }
-
-  JsonPath path() const {
-    JsonPath p;
-    for (const Frame& f : frames_) p = f.object ? p.key(f.key) : p.at(f.index);
-    return p;
-  }
-
-  std::vector<Frame> frames_;
-  std::optional<JsonPath> first_;
-};
-
-}  // namespace
-
-Result<json> parse_json(std::string_view text, const std::string& file) {
-  try {
-    DuplicateKeys duplicates;
-    json doc = json::parse(text.begin(), text.end(), std::ref(duplicates));
-    if (const auto& at = duplicates.first()) {
-      return input_error(fmt::format("{}: {}: this key appears twice in one object; which value "
-                                     "counts would be a guess",
-                                     file, at->str()));
-    }
-    return doc;
-  } catch (const json::parse_error& e) {
-    // e.byte is 1-based: the position of the last character read. nlohmann's message is
-    // "[json.exception.parse_error.101] parse error at line L, column C: what"; keep what
-    // follows the location so the location is ours, in the usual FILE:LINE:COL form.
-    const auto [line, column] = line_column(text, e.byte > 0 ? e.byte - 1 : 0);
-    std::string what = e.what();
-    const auto at = what.find(", column ");
-    const auto cut = at == std::string::npos ? std::string::npos : what.find(": ", at);
-    if (cut != std::string::npos) what = what.substr(cut + 2);
-    return input_error(fmt::format("{}:{}:{}: malformed JSON: {}", file, line, column, what));
-  } catch (const json::out_of_range& e) {
-    // A number too large for a double (1e999): nlohmann names the token, not its place.
-    std::string what = e.what();
-    const auto quote = what.find('\'');
-    std::string token = quote == std::string::npos ? "" : what.substr(quote + 1);
-    if (!token.empty() && token.back() == '\'') token.pop_back();
-    const std::size_t offset = token.empty() ? std::string::npos : text.find(token);
-    if (offset == std::string::npos) {
-      return input_error(fmt::format("{}: malformed JSON: a number is out of range", file));
-    }
-    const auto [line, column] = line_column(text, offset);
-    return input_error(
-        fmt::format("{}:{}:{}: number {} is out of range for a double", file, line, column, token));
-  } catch (const json::exception& e) {
-    return input_error(fmt::format("{}: malformed JSON: {}", file, e.what()));
-  }
-}
-
+// Only the errors shown are kept: a file with a million bad cells costs a count, not a
+// million messages.
 void JsonChecker::fail(const JsonPath& path, std::string_view message) {
-  errors_.push_back(fmt::format("{}: {}: {}", file_, path.str(), message));
+  if (++count_ <= kMaxShown)
+    errors_.push_back(fmt::format("{}: {}: {}", file_, path.str(), message));
 }
 
 Error JsonChecker::error() const {
   std::string message;
-  const std::size_t shown = std::min(errors_.size(), kMaxShown);
-  for (std::size_t i = 0; i < shown; ++i) message += (i ? "\n" : "") + errors_[i];
-  if (errors_.size() > shown) {
-    message += fmt::format("\n{}: ... and {} more errors", file_, errors_.size() - shown);
+  for (std::size_t i = 0; i < errors_.size(); ++i) message += (i ? "\n" : "") + errors_[i];
+  if (count_ > errors_.size()) {
+    message += fmt::format("\n{}: ... and {} more errors", file_, count_ - errors_.size());
   }
   return input_error(std::move(message));
 }
@@ -222,7 +109,7 @@ bool JsonChecker::object(const json& value, const JsonPath& path,
   std::vector<std::string> allowed_strings(allowed.begin(), allowed.end());
   for (const auto& [k, v] : value.items()) {
     if (std::find(allowed.begin(), allowed.end(), k) != allowed.end()) continue;
-    const std::string guess = closest_match(k, allowed_strings);
+    const std::string guess = full() ? "" : closest_match(k, allowed_strings);
     fail(path.key(k), guess.empty()
                           ? fmt::format("unknown key (allowed here: {})", quoted_list(allowed))
                           : fmt::format("unknown key; did you mean \"{}\"?", guess));
@@ -335,8 +222,12 @@ std::string describe(const json& value) {
     case json::value_t::array:
       return fmt::format("an array of {}", value.size());
     case json::value_t::string: {
-      std::string s = value.get<std::string>();
-      if (s.size() > 40) s = s.substr(0, 37) + "...";
+      std::string s = printable(value.get<std::string>());
+      if (s.size() > 40) {
+        std::size_t cut = 37;  // not inside a UTF-8 sequence
+        while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xc0) == 0x80) --cut;
+        s = s.substr(0, cut) + "...";
+      }
       return fmt::format("a string \"{}\"", s);
     }
     case json::value_t::boolean:

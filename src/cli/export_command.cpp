@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <iostream>
 #include <optional>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -134,29 +133,6 @@ Status check_format_options(const po::variables_map& vm, const std::string& form
   return Ok{};
 }
 
-// --model annotates the plan's layers: it must be a model with exactly the plan's layers
-// (the plan's structure already has each in one stage).
-Status same_layers(const Plan& plan, const ModelProfile& model) {
-  std::set<std::string> names;
-  for (const Layer& l : model.layers) names.insert(l.name);
-  std::size_t listed = 0;
-  for (const PlanStage& s : plan.stages) {
-    for (std::size_t k = 0; k < s.layers.size(); ++k, ++listed) {
-      if (names.count(s.layers[k])) continue;
-      return input_error(fmt::format(
-          "{}: $.stages[{}].layers[{}]: layer \"{}\" is not a layer of model {} (--model {})",
-          plan.file, s.id, k, s.layers[k], model.name, model.file.path));
-    }
-  }
-  if (listed != model.layers.size()) {
-    return input_error(fmt::format("{}: the plan's stages list {} layers; model {} (--model {}) "
-                                   "has {}",
-                                   plan.file, listed, model.name, model.file.path,
-                                   model.layers.size()));
-  }
-  return Ok{};
-}
-
 Status run_export(const po::variables_map& vm, const std::string& format, const std::string& path,
                   const std::vector<NamedPath>& outputs) {
   auto plan = load_plan(path);
@@ -168,7 +144,7 @@ Status run_export(const po::variables_map& vm, const std::string& format, const 
       auto m = load_model_profile(vm["model"].as<std::string>());
       if (!m) return m.error();
       model = std::move(*m);
-      if (auto same = same_layers(*plan, *model); !same) return same.error();
+      if (auto same = check_dot_model(*plan, *model); !same) return same.error();
     }
     const std::string text = export_dot(*plan, {model ? &*model : nullptr});
     return write_outputs({{outputs[0].path, text}});

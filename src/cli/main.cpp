@@ -4,14 +4,16 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "pulse/base/process.hpp"
 
 int main(int argc, char** argv) {
+  pulse::install_process_guards();  // signals clean up, stdout errors count, stderr escaped
   // Errors cross the library as values (Result); an exception reaching this point is a bug
   // (a broken invariant, an allocation failure) and is reported as an internal error. This
   // is the program's one catch outside the JSON and option parsers; anything else thrown
   // (not a std::exception) is caught too, so no exception ends the process with a signal.
   try {
-    return pulse::cli::run(argc, argv);
+    return pulse::finish_stdout(pulse::cli::run(argc, argv));
   } catch (const std::exception& e) {
     return pulse::cli::report(pulse::internal_error(std::string("internal error: ") + e.what()));
   } catch (...) {

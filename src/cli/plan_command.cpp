@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "pulse/base/process.hpp"
 #include "pulse/base/units.hpp"
 #include "pulse/compile/plan_job.hpp"
 #include "pulse/compile/plan_options.hpp"
@@ -113,8 +114,8 @@ int plan_command(const std::vector<std::string>& args) {
   const bool quiet = vm->count("quiet") > 0;
   if (stderr_is_terminal() && !quiet) {
     job->options.progress = [](int done, int total) {
-      std::cerr << fmt::format("\rpulse-plan: tuning, {}/{} configurations", done, total)
-                << (done == total ? "\r\033[K" : "") << std::flush;
+      terminal_stderr() << fmt::format("\rpulse-plan: tuning, {}/{} configurations", done, total)
+                        << (done == total ? "\r\033[K" : "") << std::flush;
     };
   }
   const PlanRun run = run_plan_job(*job);

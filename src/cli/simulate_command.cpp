@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "pulse/base/text.hpp"
 #include "pulse/base/io.hpp"
 #include "pulse/base/json_check.hpp"
 #include "pulse/base/units.hpp"
@@ -148,7 +149,7 @@ std::string text_report(const std::string& name, const Plan& plan, const Replay&
       line(fmt::format("    {}: {} -> {}", d.path, d.plan, d.replay));
     }
   }
-  return out;
+  return printable(out, LineBreaks::keep);  // names from the plan, shown on a terminal
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "pulse/base/text.hpp"
 #include "pulse/plan/plan.hpp"
 #include "pulse/plan/plan_codec.hpp"
 #include "pulse/tools/validate.hpp"
@@ -50,7 +51,7 @@ and cluster profiles it claims to come from, independently of the planner: the s
 layout and the pipeline model are rebuilt from the plan's own layer lists, and every
 claim is compared with them.
 
-  inputs     the profiles' sha256 against inputs.*.sha256, the device type
+  inputs     the profiles' sha256 against inputs.*.sha256, the device type, cost_model
   degrees    pp x dp within the cluster, global_batch = dp x microbatch_size x microbatches
   layers     every model layer in exactly one stage, in execution order
   placement  stage -> device is the V (2P stages) or the chain (P stages) claimed
@@ -63,6 +64,9 @@ claim is compared with them.
   memory     weights, gradients, optimizer state and microbatches in flight within the
              usable memory; predicted peaks
   rank_map   ranks, nodes, local devices and groups consistent with the cluster
+  predicted  the plan replayed on the profiles: its comm and predicted figures, the
+             solver's makespan, peak and memory curve (a plan with no other violation)
+  summary    partition objective, the chosen family and configuration, options given
 
 Each violation is one line on stdout, "PLAN: CHECK: what is wrong"; a valid plan gets
 one line "PLAN: valid (...)".
@@ -132,12 +136,12 @@ int validate_command(const std::vector<std::string>& args) {
     return 2;
   }
   const ValidateResult result = validate_plan({&*plan, &*model, &*cluster});
-  const std::string& name = split.positional[0];
+  const std::string name = printable(split.positional[0]);
   for (const std::string& s : result.skipped) {
     std::cerr << fmt::format("pulse-plan: {}: not checked: {}\n", name, s);
   }
   if (result.ok()) {
-    std::cout << fmt::format("{}: valid ({})\n", name, summary(*plan, *model, *cluster));
+    std::cout << fmt::format("{}: valid ({})\n", name, printable(summary(*plan, *model, *cluster)));
     return 0;
   }
   for (const Violation& v : result.violations) {

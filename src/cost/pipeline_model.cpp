@@ -208,10 +208,17 @@ Bytes PipelineModel::bytes_per_microbatch() const {
 
 void round_to_quantum(PipelineModel& model) {
   const auto ns = [](double& t) { t = quantize_time(t); };
+  // Every op lasts at least one quantum: an op of no length has no place in a device's
+  // order (it would start inside its neighbour), and a stage of layers under half a
+  // nanosecond, or a weight share near 1 or 0 with a split backward, would round to one. So
+  // forward_s >= 1 ns, backward_s >= 2 ns, and the split's I (backward_s - backward_weight_s)
+  // and W (backward_weight_s) >= 1 ns each.
+  const double q = kTimeQuantum_s;
   for (StageCost& s : model.stages) {
-    ns(s.forward_s);
-    ns(s.backward_s);
-    ns(s.backward_weight_s);
+    s.forward_s = std::max(q, quantize_time(s.forward_s));
+    s.backward_s = std::max(2 * q, quantize_time(s.backward_s));
+    s.backward_weight_s =
+        std::clamp(quantize_time(s.backward_weight_s), q, quantize_time(s.backward_s - q));
   }
   for (Transfer& t : model.transfers) {
     ns(t.forward_s);

@@ -258,10 +258,18 @@ class ClaimsCheck {
     }
   }
 
+  // Transfers name the skips they carry, and runtimes cache skips by name: one name, one skip.
   void skips() {
+    std::map<std::string, std::size_t> named;
     for (std::size_t i = 0; i < plan_.skips.size(); ++i) {
       const PlanSkip& k = plan_.skips[i];
       const JsonPath at = JsonPath{}.key("skips").at(i);
+      if (const auto [first, fresh] = named.emplace(k.label(), i); !fresh) {
+        fail("skips", k.name ? at.key("name") : at,
+             fmt::format("skip name \"{}\" is already the name of $.skips[{}]; each skip needs "
+                         "its own",
+                         k.label(), first->second));
+      }
       const DeviceId from = plan_.stages[k.producer_stage].device;
       const DeviceId to = plan_.stages[k.consumer_stage].device;
       if (k.producer_device && *k.producer_device != from) {

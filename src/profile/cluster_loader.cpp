@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -68,23 +69,28 @@ bool read_link_classes(JsonChecker& check, const json& root, ClusterProfile& c) 
   return true;
 }
 
-int class_index(const ClusterProfile& c, const std::string& name) {
-  for (std::size_t i = 0; i < c.link_classes.size(); ++i) {
-    if (c.link_classes[i].name == name) return static_cast<int>(i);
-  }
-  return -1;
-}
-
-std::vector<std::string> class_names(const ClusterProfile& c) {
+// The link classes by name, built once: every cell of the intra_node matrix names one (a
+// node of 4096 devices has 16 million cells).
+struct ClassIndex {
+  std::unordered_map<std::string, int> index;
   std::vector<std::string> names;
-  for (const auto& l : c.link_classes) names.push_back(l.name);
-  return names;
+  bool valid = false;  ///< $.link_classes lists names at all (else references are not checked)
+};
+
+ClassIndex index_classes(const ClusterProfile& c, bool valid) {
+  ClassIndex out;
+  out.valid = valid;
+  for (std::size_t i = 0; i < c.link_classes.size(); ++i) {
+    out.index.emplace(c.link_classes[i].name, static_cast<int>(i));
+    out.names.push_back(c.link_classes[i].name);
+  }
+  return out;
 }
 
 // A link class reference; unknown names get a did-you-mean. With a broken link_classes
-// section (`classes_valid` false) unknown names are not reported again.
+// section unknown names are not reported again.
 int resolve_class(JsonChecker& check, const json& value, const JsonPath& path,
-                  const ClusterProfile& c, bool classes_valid) {
+                  const ClassIndex& classes) {
   if (value == kSelf) {
     check.fail(path, "\"X\" marks the diagonal only; expected a link class name");
     return -1;
@@ -93,10 +99,11 @@ int resolve_class(JsonChecker& check, const json& value, const JsonPath& path,
     check.fail(path, fmt::format("expected a link class name, got {}", describe(value)));
     return -1;
   }
-  const std::string name = value.get<std::string>();
-  const int index = class_index(c, name);
-  if (index >= 0 || !classes_valid) return index;
-  const std::string guess = closest_match(name, class_names(c));
+  const std::string& name = value.get_ref<const std::string&>();
+  const auto it = classes.index.find(name);
+  if (it != classes.index.end()) return it->second;
+  if (!classes.valid) return -1;
+  const std::string guess = check.full() ? "" : closest_match(name, classes.names);
   check.fail(path,
              guess.empty()
                  ? fmt::format("unknown link class \"{}\" (not in $.link_classes)", name)
@@ -104,7 +111,8 @@ int resolve_class(JsonChecker& check, const json& value, const JsonPath& path,
   return -1;
 }
 
-void read_intra_node(JsonChecker& check, const json& root, ClusterProfile& c, bool classes_valid) {
+void read_intra_node(JsonChecker& check, const json& root, ClusterProfile& c,
+                     const ClassIndex& classes) {
   const JsonPath path = JsonPath{}.key("intra_node");
   const json* matrix = check.array(root, JsonPath{}, "intra_node", true);
   if (!matrix) return;
@@ -122,14 +130,20 @@ void read_intra_node(JsonChecker& check, const json& root, ClusterProfile& c, bo
       continue;
     }
     for (std::size_t b = 0; b < n; ++b) {
-      const JsonPath cell = path.at(a).at(b);
       if (a == b) {
         if (row[b] != kSelf) {
-          check.fail(cell, fmt::format("expected \"X\" on the diagonal, got {}", describe(row[b])));
+          check.fail(path.at(a).at(b),
+                     fmt::format("expected \"X\" on the diagonal, got {}", describe(row[b])));
         }
         continue;
       }
-      c.intra_node[a][b] = resolve_class(check, row[b], cell, c, classes_valid);
+      // The path of a cell only for a message: most cells name a known class.
+      const auto known = row[b].is_string()
+                             ? classes.index.find(row[b].get_ref<const std::string&>())
+                             : classes.index.end();
+      c.intra_node[a][b] = known != classes.index.end()
+                               ? known->second
+                               : resolve_class(check, row[b], path.at(a).at(b), classes);
     }
   }
   for (std::size_t a = 0; a < n; ++a) {
@@ -148,7 +162,7 @@ void read_intra_node(JsonChecker& check, const json& root, ClusterProfile& c, bo
 }  // namespace
 
 Result<ClusterProfile> parse_cluster_profile(std::string_view text, const std::string& file) {
-  auto root = parse_json(text, file);
+  auto root = parse_json(text, file, kProfileJsonLimits);
   if (!root) return root.error();
   JsonChecker check(file);
   ClusterProfile c;
@@ -182,10 +196,10 @@ Result<ClusterProfile> parse_cluster_profile(std::string_view text, const std::s
   }
   c.devices_per_node = static_cast<int>(std::clamp<std::int64_t>(per_node.value_or(0), 0, 4096));
   c.nodes = static_cast<int>(std::clamp<std::int64_t>(nodes.value_or(0), 0, 65536));
-  const bool classes_valid = read_link_classes(check, *root, c);
-  if (per_node && *per_node <= 4096) read_intra_node(check, *root, c, classes_valid);
+  const ClassIndex classes = index_classes(c, read_link_classes(check, *root, c));
+  if (per_node && *per_node <= 4096) read_intra_node(check, *root, c, classes);
   if (const json* inter = check.member(*root, JsonPath{}, "inter_node", false)) {
-    c.inter_node = resolve_class(check, *inter, JsonPath{}.key("inter_node"), c, classes_valid);
+    c.inter_node = resolve_class(check, *inter, JsonPath{}.key("inter_node"), classes);
   } else if (c.nodes > 1) {
     check.fail(JsonPath{}, fmt::format("missing key \"inter_node\", required because the cluster "
                                        "has {} nodes",

@@ -2,6 +2,8 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -52,20 +54,31 @@ void read_timing(JsonChecker& check, const json& root, ModelProfile& m) {
   if (timing->contains("device_types") && m.device_types.empty()) {
     check.fail(path.key("device_types"), "expected at least one device type");
   }
+  std::unordered_map<std::string, std::size_t> first;
   for (std::size_t i = 0; i < m.device_types.size(); ++i) {
-    for (std::size_t j = 0; j < i; ++j) {
-      if (m.device_types[i] == m.device_types[j]) {
-        check.fail(path.key("device_types").at(i),
-                   fmt::format("duplicate device type \"{}\"", m.device_types[i]));
-      }
+    if (!first.emplace(m.device_types[i], i).second) {
+      check.fail(path.key("device_types").at(i),
+                 fmt::format("duplicate device type \"{}\"", m.device_types[i]));
     }
   }
+}
+
+// Device type name -> index into ModelProfile::device_types, built once: every layer looks
+// up each of its keys (a profile may list hundreds of device types).
+using TypeIndex = std::unordered_map<std::string, int>;
+
+TypeIndex index_types(const ModelProfile& m) {
+  TypeIndex index;
+  for (std::size_t i = 0; i < m.device_types.size(); ++i) {
+    index.emplace(m.device_types[i], static_cast<int>(i));
+  }
+  return index;
 }
 
 // forward_s / backward_s: {device type: [seconds per microbatch, one per size]}.
 std::vector<std::vector<double>> read_times(JsonChecker& check, const json& layer,
                                             const JsonPath& path, std::string_view key,
-                                            const ModelProfile& m) {
+                                            const ModelProfile& m, const TypeIndex& types) {
   std::vector<std::vector<double>> times(m.device_types.size());
   const json* obj = check.member(layer, path, key, true);
   // Without a valid $.timing every entry would be reported again; that error suffices.
@@ -76,10 +89,12 @@ std::vector<std::vector<double>> read_times(JsonChecker& check, const json& laye
                fmt::format("expected an object of device type -> times, got {}", describe(*obj)));
     return times;
   }
+  std::unordered_set<std::string> suggested;  // device types a misspelt key was taken for
   for (const auto& [type, values] : obj->items()) {
-    const int d = m.device_type_index(type);
-    if (d < 0) {
-      const std::string guess = closest_match(type, m.device_types);
+    const auto known = types.find(type);
+    if (known == types.end()) {
+      const std::string guess = check.full() ? "" : closest_match(type, m.device_types);
+      if (!guess.empty()) suggested.insert(guess);
       check.fail(tp.key(type), guess.empty()
                                    ? std::string("device type not listed in $.timing.device_types")
                                    : fmt::format("device type not listed in $.timing.device_types; "
@@ -87,6 +102,7 @@ std::vector<std::vector<double>> read_times(JsonChecker& check, const json& laye
                                                  guess));
       continue;
     }
+    const int d = known->second;
     if (!values.is_array() || values.size() != m.microbatch_sizes.size()) {
       check.fail(tp.key(type),
                  fmt::format("expected an array of {} times, one per $.timing.microbatch_sizes "
@@ -95,27 +111,27 @@ std::vector<std::vector<double>> read_times(JsonChecker& check, const json& laye
       continue;
     }
     for (std::size_t i = 0; i < values.size(); ++i) {
-      if (auto t = check.number(values[i], tp.key(type).at(i), 0.0, true, kMaxLayerSeconds)) {
-        times[d].push_back(*t);
+      // The path only for a message: a profile of many device types has a million times.
+      const double t = values[i].is_number() ? values[i].get<double>() : -1;
+      if (t > 0 && t <= kMaxLayerSeconds) {
+        times[d].push_back(t);
+      } else if (auto checked =
+                     check.number(values[i], tp.key(type).at(i), 0.0, true, kMaxLayerSeconds)) {
+        times[d].push_back(*checked);
       }
     }
   }
-  for (std::size_t d = 0; d < m.device_types.size(); ++d) {
+  for (const std::string& type : m.device_types) {
     // A misspelt key was reported above with a suggestion; do not report it twice.
-    bool misspelt = false;
-    for (const auto& [type, values] : obj->items()) {
-      misspelt = misspelt || (m.device_type_index(type) < 0 &&
-                              closest_match(type, {m.device_types[d]}) == m.device_types[d]);
-    }
-    if (!misspelt && !obj->contains(m.device_types[d])) {
-      check.fail(tp, fmt::format("missing times for device type \"{}\"", m.device_types[d]));
+    if (!suggested.count(type) && !obj->contains(type)) {
+      check.fail(tp, fmt::format("missing times for device type \"{}\"", type));
     }
   }
   return times;
 }
 
 Layer read_layer(JsonChecker& check, const json& value, const JsonPath& raw_path,
-                 const ModelProfile& m) {
+                 const ModelProfile& m, const TypeIndex& types) {
   Layer layer;
   JsonPath path = raw_path;
   // Name the layer in every message about it, unknown keys included.
@@ -131,8 +147,8 @@ Layer read_layer(JsonChecker& check, const json& value, const JsonPath& raw_path
   if (auto name = check.string(value, path, "name")) layer.name = *name;
   if (value.contains("kind")) layer.kind = check.string(value, path, "kind").value_or("");
   layer.params = check.integer(value, path, "params", 0, true, kMaxLayerParams).value_or(0);
-  layer.forward_s = read_times(check, value, path, "forward_s", m);
-  layer.backward_s = read_times(check, value, path, "backward_s", m);
+  layer.forward_s = read_times(check, value, path, "forward_s", m, types);
+  layer.backward_s = read_times(check, value, path, "backward_s", m, types);
   if (const json* f = check.member(value, path, "backward_weight_fraction", false)) {
     const bool in_range = f->is_number() && f->get<double>() > 0 && f->get<double>() < 1;
     if (!in_range) {
@@ -170,6 +186,29 @@ std::optional<LayerId> resolve_layer(JsonChecker& check, const json& obj, const 
   return std::nullopt;
 }
 
+// Where a skip name was first used: the skip's path, and whether the name was given there
+// (else it is the default "producer->consumer").
+struct NameUse {
+  JsonPath at;
+  bool given = false;
+};
+
+// A plan names each skip (transfers list the skips they carry by name, trainers cache them by
+// name), so two skips may not share one: neither two given names nor a given name and the
+// default "producer->consumer" of another (a layer's name may hold "->" itself).
+bool unique_skip_name(JsonChecker& check, const JsonPath& path, bool given, const Skip& skip,
+                      std::map<std::string, NameUse>& used) {
+  const auto [it, fresh] = used.emplace(skip.name, NameUse{path, given});
+  if (fresh) return true;
+  const NameUse& first = it->second;
+  const auto how = [](bool g) { return g ? "given" : "its default name, producer->consumer"; };
+  check.fail(given ? path.key("name") : path,
+             fmt::format("skip name \"{}\" ({}) is already the name of {} ({}); every skip needs "
+                         "its own name: give one of them another \"name\"",
+                         skip.name, how(given), first.at.str(), how(first.given)));
+  return false;
+}
+
 void read_skips(JsonChecker& check, const json& root, const std::map<std::string, LayerId>& index,
                 const std::vector<std::string>& names, ModelProfile& m) {
   const json* skips = check.array(root, JsonPath{}, "skips", true);
@@ -181,6 +220,7 @@ void read_skips(JsonChecker& check, const json& root, const std::map<std::string
     return;
   }
   std::map<std::pair<LayerId, LayerId>, std::size_t> seen;
+  std::map<std::string, NameUse> used;
   for (std::size_t i = 0; i < skips->size(); ++i) {
     const json& s = (*skips)[i];
     const JsonPath path = JsonPath{}.key("skips").at(i);
@@ -208,6 +248,7 @@ void read_skips(JsonChecker& check, const json& root, const std::map<std::string
       continue;
     }
     if (skip.name.empty()) skip.name = names[skip.producer] + "->" + names[skip.consumer];
+    if (!unique_skip_name(check, path, s.contains("name"), skip, used)) continue;
     m.skips.push_back(std::move(skip));
   }
 }
@@ -256,9 +297,10 @@ bool read_layers(JsonChecker& check, const json& root, ModelProfile& m) {
     return false;
   }
   std::map<std::string, std::size_t> first_seen;
+  const TypeIndex types = index_types(m);
   for (std::size_t i = 0; i < layers->size(); ++i) {
     const JsonPath path = JsonPath{}.key("layers").at(i);
-    Layer layer = read_layer(check, (*layers)[i], path, m);
+    Layer layer = read_layer(check, (*layers)[i], path, m, types);
     if (!layer.name.empty()) {
       const auto [it, inserted] = first_seen.emplace(layer.name, i);
       if (!inserted) {
@@ -275,7 +317,7 @@ bool read_layers(JsonChecker& check, const json& root, ModelProfile& m) {
 }  // namespace
 
 Result<ModelProfile> parse_model_profile(std::string_view text, const std::string& file) {
-  auto root = parse_json(text, file);
+  auto root = parse_json(text, file, kProfileJsonLimits);
   if (!root) return root.error();
   JsonChecker check(file);
   ModelProfile m;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pulse/base/io.hpp"
+#include "pulse/base/text.hpp"
 #include "pulse/base/units.hpp"
 
 namespace pulse {
@@ -62,9 +63,11 @@ class RowWriter {
   }
 
  private:
+  // The texts carry names from the plans: every output of a diff (table, JSON, page) shows
+  // them printable.
   void add(std::string key, std::string label, std::string a, std::string b,
            std::optional<double> va, std::optional<double> vb, std::string delta, Better better) {
-    DiffRow r{section_, std::move(key),  std::move(label), std::move(a), std::move(b), va,
+    DiffRow r{section_, std::move(key),  std::move(label), printable(a), printable(b), va,
               vb,       std::move(delta)};
     const bool same = va && vb ? *va == *vb : r.old_text == r.new_text;
     if (same) {
@@ -230,6 +233,7 @@ std::vector<LayerMove> moved_layers(const Plan& a, const Plan& b) {
   for (const auto& [layer, s] : a.layer_stages()) {
     if (old_stage.count(layer)) out.push_back({layer, s, -1, a.stages[s].device, -1});
   }
+  for (LayerMove& m : out) m.layer = printable(m.layer);
   return out;
 }
 
@@ -371,8 +375,8 @@ PlanDiff diff_plans(const DiffRequest& r) {
   PlanDiff d;
   // Column titles: file names without directories, unless that makes them equal.
   const bool same_base = base_name(a.file) == base_name(b.file);
-  d.old_name = !r.old_name.empty() ? r.old_name : same_base ? a.file : base_name(a.file);
-  d.new_name = !r.new_name.empty() ? r.new_name : same_base ? b.file : base_name(b.file);
+  d.old_name = printable(!r.old_name.empty() ? r.old_name : same_base ? a.file : base_name(a.file));
+  d.new_name = printable(!r.new_name.empty() ? r.new_name : same_base ? b.file : base_name(b.file));
   d.num_layers = static_cast<int>(b.layer_stages().size());
   d.moved_layers = moved_layers(a, b);
   inputs_and_degrees(d, a, b);

@@ -5,8 +5,9 @@
 
 #include <fmt/format.h>
 
-#include "pulse/tools/export.hpp"
+#include "pulse/base/text.hpp"
 #include "pulse/base/units.hpp"
+#include "pulse/tools/export.hpp"
 
 namespace pulse {
 
@@ -16,7 +17,11 @@ namespace {
 constexpr const char* kDeviceFill[] = {"#a6cee3", "#b2df8a", "#fb9a99", "#fdbf6f",
                                        "#cab2d6", "#ffff99", "#8dd3c7", "#d9d9d9"};
 
-std::string quoted(const std::string& s) {
+// A dot string: the name's control bytes spelled out (a NUL would end it for Graphviz, bytes
+// that are not UTF-8 make it give up), then quotes and backslashes escaped; a line break, in
+// a label pulse-plan composes, is dot's own \n.
+std::string quoted(const std::string& text) {
+  const std::string s = printable(text, LineBreaks::keep);
   std::string out = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') out += '\\';
@@ -57,6 +62,37 @@ std::string stage_clusters(const Plan& p, const DotOptions& o) {
 }
 
 }  // namespace
+
+Status check_dot_model(const Plan& plan, const ModelProfile& model) {
+  std::map<std::string, std::size_t> order;
+  for (std::size_t i = 0; i < model.layers.size(); ++i) order.emplace(model.layers[i].name, i);
+  std::size_t listed = 0;
+  for (const PlanStage& s : plan.stages) {
+    for (std::size_t k = 0; k < s.layers.size(); ++k, ++listed) {
+      const auto it = order.find(s.layers[k]);
+      if (it == order.end()) {
+        return input_error(fmt::format(
+            "{}: $.stages[{}].layers[{}]: layer \"{}\" is not a layer of model {} (--model {})",
+            plan.file, s.id, k, s.layers[k], model.name, model.file.path));
+      }
+      if (it->second != listed) {
+        const std::string& expected =
+            listed < model.layers.size() ? model.layers[listed].name : s.layers[k];
+        return input_error(fmt::format(
+            "{}: $.stages[{}].layers[{}]: layer \"{}\" where model {} (--model {}) has \"{}\" "
+            "(layer {}): the stages must list the model's layers in its execution order",
+            plan.file, s.id, k, s.layers[k], model.name, model.file.path, expected, listed));
+      }
+    }
+  }
+  if (listed != model.layers.size()) {
+    return input_error(
+        fmt::format("{}: the plan's stages list {} layers; model {} (--model {}) "
+                    "has {}",
+                    plan.file, listed, model.name, model.file.path, model.layers.size()));
+  }
+  return Ok{};
+}
 
 std::string export_dot(const Plan& p, const DotOptions& o) {
   std::string out = fmt::format("digraph {} {{\n", quoted(p.inputs.model.name));

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "pulse/base/text.hpp"
 #include "pulse/base/units.hpp"
 
 namespace pulse::html {
@@ -93,27 +94,10 @@ std::string row_label(const std::string& label, double y, Frame f, double plot,
 
 }  // namespace
 
+// Names come from profiles and plans: their control bytes are spelled out (a NUL or an ESC
+// has no place in a page) before the characters HTML gives a meaning become entities.
 std::string esc(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
+  return html_text(s);
 }
 
 const char* style() {

@@ -14,7 +14,7 @@
 
 namespace pulse::html {
 
-/// Text for HTML content and attribute values.
+/// Text for HTML content and attribute values: html_text (pulse/base/text.hpp).
 std::string esc(const std::string& s);
 
 /// The style sheet every page starts with (the figures' classes, tables, legends).

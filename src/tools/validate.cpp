@@ -17,6 +17,7 @@ namespace pulse {
 namespace detail {
 ValidateResult Validator::run() {
   check_inputs();
+  check_cost_model();
   check_degrees();
   // The plan's structure (plan_check.hpp): every check after this one indexes the plan by
   // its own counts, so a plan that is not whole is only listed.
@@ -53,9 +54,13 @@ ValidateResult Validator::run() {
     check_transfers();
     check_schedule_order();
     check_schedule_and_memory();
+    check_inflight_limits();
   }
   check_predicted_memory();
   check_rank_map();
+  // Last: only a plan that passed every other check is replayed.
+  if (pm_.layout.num_stages() > 0) check_predicted_figures();
+  check_summary();
   finish();
   return std::move(out_);
 }
@@ -231,7 +236,7 @@ void Validator::check_rank_map() {
 ValidateResult validate_plan(const ValidateRequest& request) {
   const std::optional<PlanCostModel>& cost = request.plan->cost_model;
   if (!cost || (cost->compute_factor() == 1 && cost->link_factor() == 1)) {
-    return detail::Validator(request).run();
+    return detail::Validator(request, *request.cluster).run();
   }
   // A plan made with --compute-scale / --link-scale is checked against the profiles as it
   // was made from them: scaled the same way (their files, and so their hashes, unchanged).
@@ -241,7 +246,7 @@ ValidateResult validate_plan(const ValidateRequest& request) {
   ValidateRequest scaled = request;
   scaled.model = &model;
   scaled.cluster = &cluster;
-  return detail::Validator(scaled).run();
+  return detail::Validator(scaled, *request.cluster).run();
 }
 
 }  // namespace pulse

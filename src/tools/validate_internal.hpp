@@ -1,6 +1,7 @@
 // The plan validator's shared state, split over validate.cpp (inputs, degrees, layers,
-// placement, rank map) and validate_schedule.cpp (skips, transfers, schedule, timing,
-// memory). Private to the library.
+// placement, rank map), validate_schedule.cpp (skips, transfers, schedule, timing, memory)
+// and validate_figures.cpp (predicted figures, summaries, claims about the cluster).
+// Private to the library.
 #pragma once
 
 #include <cmath>
@@ -11,9 +12,10 @@
 
 #include <fmt/format.h>
 
-#include "pulse/plan/strategy.hpp"
+#include "pulse/base/text.hpp"
 #include "pulse/cost/cost_model.hpp"
 #include "pulse/graph/layer_graph.hpp"
+#include "pulse/plan/strategy.hpp"
 #include "pulse/simulate/schedule_check.hpp"
 #include "pulse/tools/validate.hpp"
 
@@ -47,16 +49,19 @@ inline bool close(double a, double b) {
 
 class Validator {
  public:
-  explicit Validator(const ValidateRequest& r)
-      : request_(r), plan_(*r.plan), model_(*r.model), cluster_(*r.cluster) {}
+  /// `unscaled`: the cluster as its file states it (the replay scales its links by the
+  /// plan's link_scale itself); r.cluster may be a scaled copy.
+  Validator(const ValidateRequest& r, const ClusterProfile& unscaled)
+      : request_(r), plan_(*r.plan), model_(*r.model), cluster_(*r.cluster), unscaled_(unscaled) {}
   ValidateResult run();
 
  private:
-  // Past the limit of a check, one placeholder stands for the rest ("... and N more").
-  void fail(const char* check, std::string message) {
+  // Past the limit of a check, one placeholder stands for the rest ("... and N more"). A
+  // message is one line whatever the names in it hold (printable, pulse/base/text.hpp).
+  void fail(const char* check, const std::string& message) {
     const std::size_t n = ++count_[check];
     if (n == request_.max_per_check + 1) overflow_[check] = out_.violations.size();
-    if (n <= request_.max_per_check + 1) out_.violations.push_back({check, std::move(message)});
+    if (n <= request_.max_per_check + 1) out_.violations.push_back({check, printable(message)});
   }
   void skip(std::string what) { out_.skipped.push_back(std::move(what)); }
 
@@ -74,6 +79,14 @@ class Validator {
   void check_schedule_and_memory();
   void check_timing(const Timeline& t);
   void check_predicted_memory();
+  void check_predicted_figures();
+  void check_solver(const PlanSolver& solver, const Timeline& replayed);
+  void check_summary();
+  void check_chosen_family();
+  void check_chosen_candidate();
+  void check_inflight_limits();
+  void check_transfer_links(const std::string& name, const Transfer& t, const PlanTransfer& c);
+  void check_cost_model();
   void check_rank_map();
   void finish();
 
@@ -81,10 +94,12 @@ class Validator {
   const Plan& plan_;
   const ModelProfile& model_;
   const ClusterProfile& cluster_;
+  const ClusterProfile& unscaled_;
   ValidateResult out_;
   std::map<std::string, std::size_t> count_;
   std::map<std::string, std::size_t> overflow_;  // check -> index of its placeholder
   int device_type_ = -1;
+  bool predicted_right_ = false;  ///< The predicted figures were replayed and agree.
   std::vector<LayerId> first_layer_;
   std::optional<LayerGraph> graph_;
   PipelineModel pm_;

@@ -106,6 +106,10 @@ void Validator::check_skips() {
     }
     const PlanSkip& c = plan_.skips[it->second];
     claimed.erase(it);
+    if (c.label() != k.name) {  // transfers and runtimes find a skip by its name
+      fail("skips", fmt::format("skip {} -> {} is named \"{}\"; model {} names it \"{}\"", a, b,
+                                c.label(), model_.name, k.name));
+    }
     const std::string where =
         fmt::format("stage {} (device {}) to stage {} (device {})", s.producer_stage,
                     dev[s.producer_stage], s.consumer_stage, dev[s.consumer_stage]);
@@ -187,6 +191,7 @@ void Validator::check_transfers() {
     }
     const PlanTransfer& c = *it->second;
     claimed.erase(it);
+    check_transfer_links(name, t, c);
     if (c.forward.total() != t.forward.total() || c.backward.total() != t.backward.total() ||
         !close(c.forward_s.value_or(0), t.forward_s) ||
         !close(c.backward_s.value_or(0), t.backward_s)) {

@@ -1,5 +1,9 @@
 #include "pulse/base/io.hpp"
 
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -177,6 +181,118 @@ TEST_F(Io, WritableOutputsAndStdoutPass) {
       check_output_paths("cmd", {{"--model", path("m.json")}},
                          {{"-o", path("old.json")}, {"--trace", path("t.json")}, {"--stages", "-"}})
           .ok());
+}
+
+// -o through a symbolic link writes the file at its end, atomically; the link stays a link.
+// A dangling link creates its target, as the shell's > does.
+TEST_F(Io, ALinkIsWrittenThroughNotReplaced) {
+  fs::create_directory(path("real"));
+  put("real/plan.json", "old");
+  fs::create_symlink("real/plan.json", path("link.json"));
+  fs::create_symlink("link.json", path("link2.json"));  // a chain
+  fs::create_symlink("real/new.json", path("dangling.json"));
+  ASSERT_TRUE(check_output_paths("cmd", {}, {{"-o", path("link2.json")}}).ok());
+  ASSERT_TRUE(write_outputs({{path("link2.json"), "new"}, {path("dangling.json"), "made"}}).ok());
+  EXPECT_TRUE(fs::is_symlink(path("link.json")));
+  EXPECT_TRUE(fs::is_symlink(path("link2.json")));
+  EXPECT_TRUE(fs::is_symlink(path("dangling.json")));
+  EXPECT_EQ(get("real/plan.json"), "new");
+  EXPECT_EQ(get("real/new.json"), "made");
+  EXPECT_EQ(entries(),
+            (std::vector<std::string>{"dangling.json", "link.json", "link2.json", "real"}));
+}
+
+TEST_F(Io, ALoopOfLinksIsRefused) {
+  fs::create_symlink("b.json", path("a.json"));
+  fs::create_symlink("a.json", path("b.json"));
+  EXPECT_EQ(usage({}, {{"-o", path("a.json")}}),
+            "cmd: -o " + path("a.json") + ": more than 40 symbolic links in a row (a loop?)");
+}
+
+// The mode of the file replaced is kept (a plan its owner made private stays private).
+TEST_F(Io, AReplacedFileKeepsItsMode) {
+  put("plan.json", "old");
+  fs::permissions(path("plan.json"), fs::perms::owner_read | fs::perms::owner_write);
+  ASSERT_TRUE(write_outputs({{path("plan.json"), "new"}}).ok());
+  EXPECT_EQ(fs::status(path("plan.json")).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(get("plan.json"), "new");
+}
+
+// The process's own descriptors are written directly, whatever file the shell opened for
+// them: /dev/stdout is never replaced (as root, a rename over it used to put a regular file
+// in /dev), and two outputs on one descriptor are refused.
+TEST_F(Io, DescriptorsAreStreams) {
+  for (const char* p :
+       {"/dev/stdout", "/dev/stderr", "/dev/fd/1", "/proc/self/fd/2", "/dev/./stdout"}) {
+    EXPECT_TRUE(is_special_file(p)) << p;
+  }
+  EXPECT_FALSE(is_special_file(path("plan.json")));
+  EXPECT_TRUE(check_output_paths("cmd", {}, {{"-o", "/dev/stderr"}}).ok());
+  EXPECT_EQ(usage({}, {{"-o", "/dev/stdout"}, {"--trace", "-"}}),
+            "cmd: -o /dev/stdout and --trace - both write to stdout; give one of them a file "
+            "name");
+  EXPECT_EQ(usage({}, {{"-o", "/dev/fd/2"}, {"--trace", "/dev/stderr"}}),
+            "cmd: -o /dev/fd/2 and --trace /dev/stderr both write to stderr; give one of them a "
+            "file name");
+  EXPECT_EQ(usage({}, {{"-o", "/dev/stdin"}}),
+            "cmd: -o /dev/stdin is the standard input; give a file name or - for stdout");
+  // A descriptor beyond stdout and stderr must be open for writing.
+  EXPECT_EQ(usage({}, {{"-o", "/dev/fd/977"}}), "cmd: -o /dev/fd/977: descriptor 977 is not open");
+  const int reading = ::open("/dev/null", O_RDONLY);
+  const std::string name = "/proc/self/fd/" + std::to_string(reading);
+  EXPECT_EQ(usage({}, {{"-o", name}}), "cmd: -o " + name + ": descriptor " +
+                                           std::to_string(reading) + " is open for reading only");
+  ::close(reading);
+  // A descriptor that has an input open (stdout appended onto the model: >> m.json).
+  put("m.json", "{}");
+  const int appending = ::open(path("m.json").c_str(), O_WRONLY | O_APPEND);
+  const std::string fd = "/dev/fd/" + std::to_string(appending);
+  EXPECT_EQ(usage({{"--model", path("m.json")}}, {{"-o", fd}}),
+            "cmd: -o " + fd + " is the same file as --model " + path("m.json") +
+                ": writing it would destroy an input; give another name");
+  ::close(appending);
+  // A link in the user's directory to /dev/stdout is stdout too.
+  fs::create_symlink("/dev/stdout", path("out"));
+  EXPECT_TRUE(is_special_file(path("out")));
+  EXPECT_TRUE(fs::is_symlink("/dev/stdout") || !fs::exists("/dev/stdout"));
+}
+
+// A named pipe is written in place (a reader gets the bytes); a socket file is refused.
+TEST_F(Io, PipesAreWrittenInPlaceSocketsRefused) {
+  ASSERT_EQ(::mkfifo(path("fifo").c_str(), 0600), 0);
+  const int reader = ::open(path("fifo").c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  ASSERT_TRUE(check_output_paths("cmd", {}, {{"-o", path("fifo")}}).ok());
+  ASSERT_TRUE(write_outputs({{path("fifo"), "through the pipe"}, {path("a.json"), "a"}}).ok());
+  char buffer[64] = {};
+  EXPECT_EQ(::read(reader, buffer, sizeof buffer), 16);
+  EXPECT_EQ(std::string(buffer), "through the pipe");
+  ::close(reader);
+  EXPECT_TRUE(fs::is_fifo(path("fifo")));
+
+  const int sock = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  const std::string name = path("sock");
+  if (name.size() >= sizeof address.sun_path) GTEST_SKIP() << "temporary path too long";
+  std::copy(name.begin(), name.end(), address.sun_path);
+  ASSERT_EQ(::bind(sock, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  EXPECT_EQ(usage({}, {{"-o", name}}), "cmd: -o " + name + " is a socket; give a file name");
+  ::close(sock);
+}
+
+// Whether a temporary can be made is tried, not guessed from permission bits: /proc takes
+// no file even from root, and that is the user's choice of place (exit 2), found before the
+// work.
+TEST_F(Io, ADirectoryThatTakesNoFileIsRefusedBeforeTheWork) {
+  if (!fs::is_directory("/proc/self")) GTEST_SKIP() << "no /proc";
+  const std::string message = usage({}, {{"-o", "/proc/pulse-out.json"}});
+  EXPECT_EQ(
+      message.rfind("cmd: -o /proc/pulse-out.json: cannot create files in directory /proc: ", 0),
+      0u)
+      << message;
+  EXPECT_FALSE(fs::exists("/proc/pulse-out.json"));
 }
 
 }  // namespace

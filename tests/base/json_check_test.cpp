@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -60,5 +61,66 @@ TEST(ParseJson, AKeyTwiceInOneObjectIsRefused) {
             "be a guess");
 }
 
+// The counts are checked as the values arrive: the first value past a limit ends the parse,
+// with its path and the limit named.
+TEST(ParseJson, LimitsAreCheckedWhileParsing) {
+  JsonLimits limits;
+  limits.max_depth = 3;
+  limits.max_members = 4;
+  limits.max_values = 20;
+  limits.why = "test limits";
+  EXPECT_TRUE(parse_json(R"({"a": [[1, 2, 3, 4]], "b": {"c": 1}})", "f.json", limits).ok());
+  EXPECT_EQ(parse_json(R"({"a": [[[1]]]})", "f.json", limits).error().message,
+            "f.json: $.a[0][0]: more than 3 arrays and objects inside one another (test limits)");
+  EXPECT_EQ(parse_json(R"({"a": [1, 2, 3, 4, 5]})", "f.json", limits).error().message,
+            "f.json: $.a[4]: more than 4 elements in one array (test limits)");
+  EXPECT_EQ(
+      parse_json(R"({"a": 1, "b": 2, "c": 3, "d": 4, "e": 5})", "f.json", limits).error().message,
+      "f.json: $.e: more than 4 keys in one object (test limits)");
+  EXPECT_EQ(
+      parse_json(R"([[1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4]])", "f.json", limits)
+          .error()
+          .message,
+      "f.json: $[3][2]: more than 20 values in the document (test limits)");
+}
+
+// The parse builds the same document nlohmann's own parser does, and the errors keep their
+// form: a syntax error after a duplicate key is the one reported; a number too large is
+// located at its first byte.
+TEST(ParseJson, BuildsWhatNlohmannBuilds) {
+  const std::string text =
+      R"({"s": "x\u00e9\n", "n": [0, -1, 18446744073709551615, 1.5e300, true, null],)"
+      R"( "o": {"b": {}, "a": []}})";
+  auto parsed = parse_json(text, "f.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ(*parsed, json::parse(text));
+  EXPECT_EQ(parse_json("{\"a\": 1, \"a\": 2,\n \"b\": }", "f.json").error().message,
+            "f.json:2:7: malformed JSON: syntax error while parsing value - unexpected '}'; "
+            "expected '[', '{', or a literal");
+  EXPECT_EQ(parse_json("{\"a\":\n  [1, 1e999]}", "f.json").error().message,
+            "f.json:2:7: number 1e999 is out of range for a double");
+}
+
+// Long arrays of small objects (the case that was quadratic) come back whole.
+TEST(ParseJson, LongArraysOfObjects) {
+  std::string text = "{\"junk\": [";
+  for (int i = 0; i < 200000; ++i) text += (i ? ",{\"a\":" : "{\"a\":") + std::to_string(i) + "}";
+  text += "]}";
+  auto parsed = parse_json(text, "f.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  ASSERT_EQ((*parsed)["junk"].size(), 200000u);
+  EXPECT_EQ((*parsed)["junk"][199999]["a"], 199999);
+}
+
+// A checker keeps the messages it shows and counts the rest.
+TEST(JsonChecker, KeepsTheShownErrorsAndCountsTheRest) {
+  JsonChecker check("f.json");
+  for (int i = 0; i < 1000; ++i) check.fail(JsonPath{}.at(i), "bad");
+  EXPECT_EQ(check.error_count(), 1000u);
+  EXPECT_TRUE(check.full());
+  const std::string message = check.error().message;
+  EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 25);
+  EXPECT_NE(message.find("f.json: ... and 975 more errors"), std::string::npos);
+}
 }  // namespace
 }  // namespace pulse

@@ -37,6 +37,11 @@ directive with no `|` lines means the empty text.
                           exit code, stdout and every `present:` file must be
                           byte-identical across runs (determinism). All other checks
                           apply to the first run.
+  link: NAME TARGET       Create the symbolic link NAME -> TARGET before the run (may repeat).
+  is-link: NAME TARGET    After the run NAME must still be a symbolic link to TARGET.
+  stdout-to: WHERE        Give the command this stdout instead of a pipe: a path such as
+                          /dev/full (opened for writing), or `closed` (descriptor 1 closed).
+                          The stdout checks then see nothing.
   xfail: REASON           A known product bug: the case is expected to fail. It is
                           reported but does not fail the run; if it PASSES, the run fails
                           so that the marker gets removed.
@@ -69,9 +74,9 @@ RUN_TIMEOUT_S = 120
 BLOCK_KEYS = {"stdout", "stderr", "file", "expect-file"}
 REPEATABLE = {
     "stdout-contains", "stderr-contains", "stdout-regex", "stderr-regex", "file",
-    "expect-file", "present", "absent", "json-has", "json",
+    "expect-file", "present", "absent", "json-has", "json", "link", "is-link",
 }
-KNOWN = BLOCK_KEYS | REPEATABLE | {"args", "exit", "repeat", "xfail"}
+KNOWN = BLOCK_KEYS | REPEATABLE | {"args", "exit", "repeat", "xfail", "stdout-to"}
 
 
 class CaseError(Exception):
@@ -195,11 +200,31 @@ def run_once(case: Case, binary: Path, root: Path, keep: list) -> Run:
         target = tmp / raw_bytes(name)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
+    for spec, _ in case.all("link"):
+        name, target = spec.split()
+        (tmp / raw_bytes(name)).symlink_to(substitute(raw_bytes(target), root, tmp))
     argv = [str(binary)] + shlex.split(substitute(case.args, root, tmp))
-    proc = subprocess.run(argv, cwd=tmp, capture_output=True, timeout=RUN_TIMEOUT_S)
+    where = case.all("stdout-to")
+    if where:
+        proc = run_with_stdout(argv, tmp, where[0][0])
+    else:
+        proc = subprocess.run(argv, cwd=tmp, capture_output=True, timeout=RUN_TIMEOUT_S)
     code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
     return Run(code, proc.stdout.decode("utf-8", "replace"),
                proc.stderr.decode("utf-8", "replace"), tmp)
+
+
+def run_with_stdout(argv, tmp: Path, where: str):
+    """Runs with stdout on a device or file (`where`), or closed; stdout reads as empty."""
+    if where == "closed":
+        proc = subprocess.run(argv, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              timeout=RUN_TIMEOUT_S, preexec_fn=lambda: os.close(1))
+    else:
+        with open(where, "wb") as out:
+            proc = subprocess.run(argv, cwd=tmp, stdout=out, stderr=subprocess.PIPE,
+                                  timeout=RUN_TIMEOUT_S)
+    proc.stdout = b""
+    return proc
 
 
 def json_at(value, dotted: str):
@@ -250,6 +275,11 @@ def check(case: Case, run: Run, root: Path) -> list:
         elif target.read_text(encoding="utf-8", errors="replace") != sub(text):
             actual = target.read_text(encoding="utf-8", errors="replace")
             failures.append(f"file {name} differs:\n{indent(diff(sub(text), actual, name))}")
+    for spec, _ in case.all("is-link"):
+        name, target = spec.split()
+        link = run.tmp / raw_bytes(name)
+        if not link.is_symlink() or os.readlink(link) != sub(raw_bytes(target)):
+            failures.append(f"{name} should still be a symbolic link to {target}")
     for name, _ in case.all("present"):
         if not (run.tmp / raw_bytes(name)).exists():
             failures.append(f"file {name} should exist but does not")
@@ -290,7 +320,7 @@ def check(case: Case, run: Run, root: Path) -> list:
             failures.append(f"{source} at {dotted!r}: expected {json.dumps(want)}, "
                             f"got {json.dumps(got)}")
     allowed = {n for n, _ in case.all("file")} | {n for n, _ in case.all("present")} | {
-        n for n, _ in case.all("expect-file")}
+        n for n, _ in case.all("expect-file")} | {s.split()[0] for s, _ in case.all("link")}
     extra = sorted(files_in(run.tmp) - {str(Path(raw_bytes(n))) for n in allowed})
     if extra:
         failures.append(f"unexpected files left in the working directory: {extra}")

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
@@ -649,5 +650,97 @@ TEST(Sha256, ProfileHashIsTheHexDigestOfTheFileBytes) {
   EXPECT_NE(changed->file.sha256, r->file.sha256);
 }
 
+// --- Skip names ------------------------------------------------------------------------
+
+// Plans name skips (transfers list the skips they carry by name): two skips may share no
+// name, given or default ("producer->consumer"), and the error says which came first.
+TEST(ModelLoader, SkipNamesAreUnique) {
+  const auto with_skips = [](json skips) {
+    return mutated_model_error([&](json& j) {
+      j["layers"].push_back(j["layers"][2]);
+      j["layers"][3]["name"] = "out";
+      j["skips"] = skips;
+    });
+  };
+  EXPECT_EQ(with_skips(json::parse(R"([
+      {"name": "s", "producer": "enc", "consumer": "dec", "bytes_per_sample": 1},
+      {"name": "s", "producer": "mid", "consumer": "out", "bytes_per_sample": 1}])")),
+            "m.json: $.skips[1].name: skip name \"s\" (given) is already the name of $.skips[0] "
+            "(given); every skip needs its own name: give one of them another \"name\"");
+  EXPECT_EQ(with_skips(json::parse(R"([
+      {"producer": "enc", "consumer": "dec", "bytes_per_sample": 1},
+      {"name": "enc->dec", "producer": "mid", "consumer": "out", "bytes_per_sample": 1}])")),
+            "m.json: $.skips[1].name: skip name \"enc->dec\" (given) is already the name of "
+            "$.skips[0] (its default name, producer->consumer); every skip needs its own name: "
+            "give one of them another \"name\"");
+  EXPECT_EQ(with_skips(json::parse(R"([
+      {"name": "mid->out", "producer": "enc", "consumer": "dec", "bytes_per_sample": 1},
+      {"producer": "mid", "consumer": "out", "bytes_per_sample": 1}])")),
+            "m.json: $.skips[1]: skip name \"mid->out\" (its default name, producer->consumer) "
+            "is already the name of $.skips[0] (given); every skip needs its own name: give one "
+            "of them another \"name\"");
+}
+
+// Default names collide when layer names hold "->": "a->b" + "c" and "a" + "b->c".
+TEST(ModelLoader, DefaultSkipNamesThatCollide) {
+  const std::string error = mutated_model_error([](json& j) {
+    json layers = json::array();
+    for (const char* name : {"a", "a->b", "b->c", "c"}) {
+      json l = j["layers"][0];
+      l["name"] = name;
+      layers.push_back(l);
+    }
+    j["layers"] = layers;
+    j["skips"] = json::parse(R"([
+        {"producer": "a->b", "consumer": "c", "bytes_per_sample": 1},
+        {"producer": "a", "consumer": "b->c", "bytes_per_sample": 1}])");
+  });
+  EXPECT_EQ(error,
+            "m.json: $.skips[1]: skip name \"a->b->c\" (its default name, producer->consumer) is "
+            "already the name of $.skips[0] (its default name, producer->consumer); every skip "
+            "needs its own name: give one of them another \"name\"");
+}
+
+// --- Device types -----------------------------------------------------------------------
+
+// Hundreds of device types are looked up through one index: every layer's times land under
+// the right type, and a misspelt key still gets its suggestion (and no second error).
+TEST(ModelLoader, ManyDeviceTypes) {
+  const std::string text = model_with([](json& j) {
+    json types = json::array();
+    for (int t = 0; t < 400; ++t) types.push_back(fmt::format("TYPE-{:03}", t));
+    j["timing"]["device_types"] = types;
+    for (json& l : j["layers"]) {
+      for (const char* key : {"forward_s", "backward_s"}) {
+        json times = json::object();
+        for (int t = 0; t < 400; ++t)
+          times[fmt::format("TYPE-{:03}", t)] = {0.001 * (t + 1), 0.002};
+        l[key] = times;
+      }
+    }
+  });
+  auto m = parse_model_profile(text, "m.json");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  ASSERT_EQ(m->device_types.size(), 400u);
+  EXPECT_EQ(m->device_type_index("TYPE-123"), 123);
+  EXPECT_DOUBLE_EQ(m->layers[1].forward_s[123][0], 0.124);
+  EXPECT_DOUBLE_EQ(m->layers[2].backward_s[399][0], 0.4);
+  json j = json::parse(text);
+  j["layers"][0]["forward_s"]["TYPE_123"] = j["layers"][0]["forward_s"]["TYPE-123"];
+  j["layers"][0]["forward_s"].erase("TYPE-123");
+  EXPECT_EQ(model_error(j.dump()),
+            "m.json: $.layers[0].forward_s.TYPE_123 (layer \"enc\"): device type not listed "
+            "in $.timing.device_types; did you mean \"TYPE-123\"?");
+}
+
+// A name with control bytes is shown printable in messages (the JSON path's note).
+TEST(ModelLoader, NamesInMessagesArePrintable) {
+  EXPECT_EQ(mutated_model_error([](json& j) {
+              j["layers"][1]["name"] = std::string("m\x1b[2J\0id", 8);
+              j["layers"][1]["params"] = -1;
+            }),
+            "m.json: $.layers[1].params (layer \"m\\x1b[2J\\x00id\"): expected an integer >= 0, "
+            "got -1");
+}
 }  // namespace
 }  // namespace pulse

@@ -380,5 +380,37 @@ TEST(DiffInputs, DifferentProfilesAreSimplyDifferent) {
   EXPECT_TRUE(check_inputs_agree(a, b, false).ok());
 }
 
+// Names from the plans reach the table, the JSON and the page printable: no raw control byte.
+TEST(Diff, ControlBytesInNamesAreSpelledOut) {
+  json a = plan_doc("tiny-unet", "dgx1-v100-32gb-1n", 2);
+  json b = plan_doc("tiny-unet", "dgx1-v100-32gb-1n", 4);
+  for (json* doc : {&a, &b}) {
+    const char name[] = "em\0bed\x1b]0;x\x07";
+    (*doc)["stages"][0]["layers"][0] = std::string(name, sizeof name - 1);
+    (*doc)["inputs"]["model"]["name"] = std::string("tiny\x7f\0", 6);
+  }
+  const Plan pa = read(a, "a.json"), pb = read(b, "b\x1b.json");
+  const PlanDiff d = diff_plans({&pa, &pb});
+  const std::string table = format_diff_table(d, {true});
+  const std::string js = format_diff_json(d);
+  const std::string page = format_diff_html(d, pa, pb);
+  EXPECT_NE(table.find("em\\x00bed\\x1b]0;x\\x07"), std::string::npos) << table;
+  EXPECT_NE(table.find("b\\x1b.json"), std::string::npos);
+  EXPECT_NE(js.find("em\\\\x00bed\\\\x1b]0;x\\\\x07"), std::string::npos) << js;
+  for (const std::string* out : {&js, &page}) {
+    for (char c : *out) {
+      const unsigned char u = static_cast<unsigned char>(c);
+      EXPECT_FALSE((u < 0x20 && c != '\n') || u == 0x7f) << "raw byte " << int(u);
+    }
+  }
+  // The table's own colours are the only escapes in it.
+  std::string plain = table;
+  for (const char* sgr : {"\033[1m", "\033[0m", "\033[32m", "\033[31m", "\033[33m"}) {
+    for (auto at = plain.find(sgr); at != std::string::npos; at = plain.find(sgr)) {
+      plain.erase(at, std::string(sgr).size());
+    }
+  }
+  EXPECT_EQ(plain.find('\033'), std::string::npos);
+}
 }  // namespace
 }  // namespace pulse

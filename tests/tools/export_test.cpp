@@ -449,5 +449,42 @@ TEST(ExportHtml, AxisTicksAreBoundedWhateverTheTimes) {
   }
 }
 
+// --model must be the plan's model: its layers, each once, in execution order. A stage whose
+// layers were reversed is refused at its first misplaced layer.
+TEST(ExportDot, ModelLayersMustBeThePlansInOrder) {
+  auto model = load_model_profile(test::profile_path("models/tiny-unet.json"));
+  ASSERT_TRUE(model.ok());
+  json doc = plan_doc("tiny-unet", 2);
+  EXPECT_TRUE(check_dot_model(read(doc), *model).ok());
+  json& first = doc["stages"][0]["layers"];
+  ASSERT_EQ(first, json::parse(R"(["embed", "enc0", "enc1"])"));
+  std::reverse(first.begin(), first.end());
+  const Status s = check_dot_model(read(doc), *model);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message,
+            "p.json: $.stages[0].layers[0]: layer \"enc1\" where model tiny-unet (--model " +
+                model->file.path +
+                ") has \"embed\" (layer 0): the stages must list the model's layers in its "
+                "execution order");
+}
+
+// Names with control bytes, NUL included, are printable in dot (a NUL would end the string
+// for Graphviz) and in HTML.
+TEST(ExportDot, ControlBytesInNamesAreSpelledOut) {
+  Plan p = read(plan_doc("tiny-unet", 2));
+  const char name[] = "em\0b\x1b[31m\xff";  // \xff: not UTF-8, as a plan's reader may pass it
+  p.stages[0].layers[0] = std::string(name, sizeof name - 1);
+  p.inputs.model.name = "t\x07iny";
+  const std::string dot = export_dot(p, {});
+  EXPECT_NE(dot.find("\"em\\\\x00b\\\\x1b[31m\\\\xff\" [label="), std::string::npos) << dot;
+  EXPECT_NE(dot.find("digraph \"t\\\\x07iny\""), std::string::npos);
+  const std::string html = export_html({&p, {}});
+  for (const std::string& raw :
+       {std::string(1, '\0'), std::string("\x1b"), std::string("\x07"), std::string("\xff")}) {
+    EXPECT_EQ(html.find(raw), std::string::npos) << "raw byte " << int(raw[0]);
+    EXPECT_EQ(dot.find(raw), std::string::npos) << "raw byte " << int(raw[0]);
+  }
+  EXPECT_NE(html.find("em\\x00b\\x1b[31m\\xff"), std::string::npos);
+}
 }  // namespace
 }  // namespace pulse

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <set>
 
 #include <fmt/format.h>
@@ -28,12 +29,33 @@ json plan_doc(const Inputs& in, const PlanOptions& o) {
 }
 
 // The same plan with the backward split into I and W ops (zero-bubble style), scheduled by
-// the list scheduler and replayed by the simulator, as a split-backward planner would.
+// the list scheduler, replayed by the simulator and evaluated again (validate recomputes the
+// predicted figures), as a split-backward planner would.
 json split_doc(const Inputs& in, const PlanOptions& o) {
   CompiledPlan p = compile_ok(in, o);
   p.schedule = list_schedule(p.model, p.num_microbatches, p.inflight_limit, true);
   p.timeline = simulate(p.model, p.schedule, p.num_microbatches, p.static_bytes).value();
-  return json::parse(test::plan_text(p, in.model, in.cluster));
+  std::vector<double> allreduce_s;
+  for (const AllReduce& a : p.evaluation.allreduce) allreduce_s.push_back(a.seconds);
+  p.evaluation = evaluate(p.model, p.timeline, allreduce_s, p.global_batch, o.memory);
+  p.solver.makespan_s = p.timeline.makespan_s;
+  p.solver.lower_bound_s = std::min(p.solver.lower_bound_s, p.timeline.makespan_s);
+  p.solver.peak_activation_bytes = 0;
+  for (const DeviceTimeline& d : p.timeline.devices) {
+    p.solver.peak_activation_bytes = std::max(p.solver.peak_activation_bytes, d.resident_peak);
+  }
+  p.solver.memory_curve.clear();
+  json doc = json::parse(test::plan_text(p, in.model, in.cluster));
+  // The search's summaries of the chosen configuration, as the new schedule makes them.
+  for (json& f : doc["partition"]["families"]) {
+    if (!f["chosen"]) continue;
+    f["iteration_s"] = doc["predicted"]["iteration_s"];
+    f["samples_per_s"] = doc["predicted"]["samples_per_s"];
+  }
+  for (json& c : doc["search"]) {
+    if (c["chosen"]) c["iteration_s"] = doc["predicted"]["iteration_s"];
+  }
+  return doc;
 }
 
 // As `pulse-plan validate` reads a plan: structural problems are violations.
@@ -371,5 +393,108 @@ TEST(Validate, ListsAtMostTenViolationsOfACheck) {
   EXPECT_EQ(r.total, 4 * doc["parallelism"]["num_microbatches"].get<std::size_t>());
 }
 
+// The predicted figures are recomputed by replaying the plan on the profiles: an iteration
+// time x1.5 or peaks of 1 byte are caught (each figure named with both values), and so are
+// the figures derived from them.
+TEST_F(Corrupted, PredictedFiguresThatLie) {
+  const double iteration = v_["predicted"]["iteration_s"];
+  v_["predicted"]["iteration_s"] = iteration * 1.5;
+  const std::vector<std::string> slow = lines(validate(v_, in_));
+  ASSERT_EQ(slow.size(), 1u) << slow.front();
+  EXPECT_EQ(slow[0].rfind("predicted: $.predicted.iteration_s is ", 0), 0u) << slow[0];
+  EXPECT_NE(
+      slow[0].find(fmt::format("; replayed on the profiles it is {}", json(iteration).dump())),
+      std::string::npos)
+      << slow[0];
+
+  json peaks = plan_doc(in_, pp(2));
+  for (json& p : peaks["predicted"]["peak_memory_bytes"]) p = 1;
+  const ValidateResult low = validate(peaks, in_);
+  ASSERT_EQ(low.violations.size(), 2u) << lines(low).front();
+  for (const Violation& v : low.violations) {
+    EXPECT_EQ(v.check, "predicted");
+    EXPECT_EQ(v.message.rfind("$.predicted.peak_memory_bytes[", 0), 0u) << v.message;
+    EXPECT_NE(v.message.find(" is 1; replayed on the profiles it is "), std::string::npos);
+  }
+  for (const char* key : {"samples_per_s", "bubble_ratio"}) {
+    json edited = plan_doc(in_, pp(2));
+    edited["predicted"][key] = 0.5 * edited["predicted"][key].get<double>();
+    const std::vector<std::string> l = lines(validate(edited, in_));
+    ASSERT_EQ(l.size(), 1u) << key;
+    EXPECT_EQ(l[0].rfind(fmt::format("predicted: $.predicted.{} is ", key), 0), 0u) << l[0];
+  }
+  json solver = plan_doc(in_, pp(2));
+  solver["solver"]["makespan_s"] = 0.001;
+  ASSERT_EQ(lines(validate(solver, in_)).size(), 1u);
+  EXPECT_EQ(
+      lines(validate(solver, in_))[0].rfind("predicted: $.solver.makespan_s is 0.001000000 s", 0),
+      0u);
+}
+
+// A plan with other violations is not replayed: its figures would differ as an echo.
+TEST_F(Corrupted, PredictedFiguresAreNotReplayedForABrokenPlan) {
+  v_["predicted"]["iteration_s"] = 1.0;
+  v_["inputs"]["model"]["sha256"] = std::string(64, '0');
+  const ValidateResult r = validate(v_, in_);
+  ASSERT_EQ(lines(r).size(), 1u);
+  EXPECT_EQ(r.violations[0].check, "inputs");
+  EXPECT_EQ(r.skipped.back(),
+            "predicted figures: they would differ as an echo of the violations above");
+}
+// The summaries a plan gives of its own search and solve are held to what they summarise.
+TEST_F(Corrupted, SummariesThatLie) {
+  const auto one = [&](const std::function<void(json&)>& edit) {
+    json doc = plan_doc(in_, pp(2));
+    edit(doc);
+    const std::vector<std::string> l = lines(validate(doc, in_));
+    return l.size() == 1 ? l[0] : fmt::format("{} violations", l.size());
+  };
+  const double load = v_["devices"][0]["load_s"];
+  EXPECT_EQ(one([](json& d) { d["partition"]["objective_s"] = 1.0; }),
+            fmt::format("summary: partition.objective_s is 1.000000000 s; the largest device "
+                        "load_s is {:.9f} s",
+                        std::max(load, v_["devices"][1]["load_s"].get<double>())));
+  EXPECT_EQ(one([](json& d) {
+              d["partition"]["lower_bound_s"] = 5.0;
+            }).rfind("summary: partition.lower_bound_s is 5.000000000 s, above the objective", 0),
+            0u);
+  EXPECT_EQ(one([](json& d) { d["options"]["global_batch"] = 999; }),
+            "summary: options.global_batch is 999, but the plan's parallelism.global_batch is 64");
+  EXPECT_EQ(one([](json& d) {
+              for (json& c : d["search"]) c["chosen"] = false;
+            }),
+            "summary: search marks 0 configurations chosen; one was");
+  EXPECT_EQ(one([](json& d) {
+              for (json& f : d["partition"]["families"]) {
+                if (f["chosen"]) f["iteration_s"] = 9.0;
+              }
+            }).rfind("summary: the chosen family \"v\" says 9.000000000 s", 0),
+            0u);
+  EXPECT_EQ(
+      one([](json& d) { d["solver"]["peak_activation_bytes"] = 1; })
+          .rfind("predicted: $.solver.peak_activation_bytes is 1; replayed, the fullest device "
+                 "holds ",
+                 0),
+      0u);
+}
+
+// What the plan says of the cluster: its link classes, in-flight limits and cost model.
+TEST_F(Corrupted, ClaimsAboutTheCluster) {
+  v_["transfers"][0]["forward_link"] = "bogus";
+  v_["devices"][1]["inflight_limit"] = 1000;
+  v_["cost_model"]["allreduce"] = "hierarchical";
+  const std::vector<std::string> l = lines(validate(v_, in_));
+  ASSERT_EQ(l.size(), 3u);
+  EXPECT_EQ(l[0].rfind("inputs: cost_model says overlap_comm false and a hierarchical all-reduce; "
+                       "cluster dgx1-v100-32gb-1n has overlap_comm false and a ring all-reduce",
+                       0),
+            0u)
+      << l[0];
+  EXPECT_NE(l[1].find("transfers: stage 0 -> 1 (main) crosses link class \""), std::string::npos)
+      << l[1];
+  EXPECT_NE(l[1].find(" forward (device 0 -> 1); the plan says \"bogus\""), std::string::npos);
+  EXPECT_EQ(l[2].rfind("memory: device 1: inflight_limit is 1000; the memory rule gives ", 0), 0u)
+      << l[2];
+}
 }  // namespace
 }  // namespace pulse

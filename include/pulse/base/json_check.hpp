@@ -35,8 +35,28 @@ struct JsonPath {
 Result<std::string> read_text_file(const std::string& path, std::int64_t max_bytes,
                                    std::string_view limit);
 
-/// Parses JSON text; malformed text gives an input error with line and column.
-Result<json> parse_json(std::string_view text, const std::string& file);
+/// Counts a JSON document may hold, checked while it is parsed (json_parse.cpp), so that a
+/// file far beyond anything pulse-plan reads costs neither the time nor the memory of
+/// building it: a megabyte of `[{},{},...]` is millions of values.
+struct JsonLimits {
+  std::size_t max_depth = 64;                      ///< Arrays and objects inside one another.
+  std::size_t max_members = std::size_t{1} << 23;  ///< Elements of one array, keys of one object.
+  std::size_t max_values = std::size_t{1} << 26;   ///< Values in the whole document.
+  /// Why no document needs more, for the message.
+  std::string_view why = "a plan within pulse-plan's limits has far fewer";
+};
+
+/// What a profile within pulse-plan's limits (limits.hpp) can hold: 4096 layers, skips or
+/// devices per node, so arrays of 4096 (16x that allowed), a 4096 x 4096 intra_node matrix.
+inline constexpr JsonLimits kProfileJsonLimits{
+    32, std::size_t{1} << 16, std::size_t{1} << 25,
+    "a profile within pulse-plan's limits (docs/limits.md) has far fewer"};
+
+/// Parses JSON text in time linear in its length, building the document as it goes; malformed
+/// text gives an input error with line and column, a key twice in one object or a count
+/// beyond `limits` one with the JSON path.
+Result<json> parse_json(std::string_view text, const std::string& file,
+                        const JsonLimits& limits = {});
 
 /// Collects validation errors for one file.
 class JsonChecker {
@@ -44,8 +64,10 @@ class JsonChecker {
   explicit JsonChecker(std::string file) : file_(std::move(file)) {}
 
   void fail(const JsonPath& path, std::string_view message);
-  bool ok() const { return errors_.empty(); }
-  std::size_t error_count() const { return errors_.size(); }
+  bool ok() const { return count_ == 0; }
+  std::size_t error_count() const { return count_; }
+  /// Whether a further error would not be shown: the time a did-you-mean costs is saved.
+  bool full() const { return count_ >= kMaxShown; }
   /// All errors as one input Error (at most kMaxShown listed).
   Error error() const;
   const std::string& file() const { return file_; }
@@ -79,7 +101,8 @@ class JsonChecker {
 
  private:
   std::string file_;
-  std::vector<std::string> errors_;
+  std::vector<std::string> errors_;  ///< The first kMaxShown.
+  std::size_t count_ = 0;
 };
 
 /// A short rendering of a JSON value for messages: `a string "abc"`, `-5`, `an object`.

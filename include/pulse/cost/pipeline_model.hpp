@@ -121,7 +121,9 @@ PipelineModel build_pipeline_model(const LayerGraph& graph, const StageLayout& l
 void time_transfers(PipelineModel& model);
 
 /// Rounds every stage and transfer time to the time quantum (quantize_time): the plan
-/// states times at that resolution, so a plan read back replays to the same figures.
+/// states times at that resolution, so a plan read back replays to the same figures. No op
+/// rounds to nothing: forward_s is at least one quantum, backward_s two, and each part of a
+/// split backward (backward_s - backward_weight_s, backward_weight_s) one.
 void round_to_quantum(PipelineModel& model);
 
 /// Links among a pipeline's devices placed on the given cluster ranks.

@@ -61,6 +61,11 @@ struct DotOptions {
   const ModelProfile* model = nullptr;
 };
 
+/// Whether `model` is the plan's (for DotOptions::model): its layers, each once, listed by
+/// the stages in the model's execution order. An input error (exit 2) names the plan's JSON
+/// path of the first layer that is unknown or out of order, or the counts.
+Status check_dot_model(const Plan& plan, const ModelProfile& model);
+
 std::string export_dot(const Plan& plan, const DotOptions& options);
 
 struct HtmlRequest {

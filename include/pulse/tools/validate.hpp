@@ -22,9 +22,9 @@ struct ValidateRequest {
 /// One thing wrong with a plan.
 struct Violation {
   /// Which check: "inputs", "degrees", "layers", "placement", "stages", "skips",
-  /// "transfers", "schedule", "timing", "memory" or "rank_map".
+  /// "transfers", "schedule", "timing", "memory", "rank_map", "predicted" or "summary".
   std::string check;
-  std::string message;  ///< Names the stage, device, op or layer, and the numbers.
+  std::string message;  ///< Names the stage, device, op or layer, and the numbers; one line.
 };
 
 struct ValidateResult {
@@ -41,8 +41,8 @@ struct ValidateResult {
 /// from load_plan(..., PlanCheck::shape_only): its structural problems (plan_check.hpp:
 /// schedule, rank_map and memory counts) are violations, listed after inputs and degrees,
 /// and the checks after them are skipped. Checks, in order:
-///   inputs     sha256 of the model and cluster profiles against inputs.*.sha256, and the
-///              device type;
+///   inputs     sha256 of the model and cluster profiles against inputs.*.sha256, the
+///              device type, and cost_model's overlap_comm, allreduce and time quantum;
 ///   degrees    pp x dp within the cluster, global_batch = dp x microbatch_size x
 ///              num_microbatches, devices_used / devices_total;
 ///   (structure check_plan_structure, with each problem's JSON path;)
@@ -54,13 +54,21 @@ struct ValidateResult {
 ///              layer lists and the profiles;
 ///   skips      each skip's producer/consumer stage, devices, locality and route recomputed
 ///              from the layer lists; devices[].cached_skips;
-///   transfers  the plan's transfers against the rebuilt pipeline model (bytes, times);
+///   transfers  the plan's transfers against the rebuilt pipeline model (bytes, times, the
+///              link class each way);
 ///   schedule   every op once on its stage's device, one op at a time per device,
 ///              dependencies with their transfer times (check_schedule);
 ///   timing     op durations against the cost model, the claimed makespan;
-///   memory     static state plus microbatches in flight within the usable memory, and the
-///              predicted peaks;
-///   rank_map   every rank in the cluster, on the node and local device claimed.
+///   memory     static state plus microbatches in flight within the usable memory, each
+///              device's inflight_limit, and the predicted peaks;
+///   rank_map   every rank in the cluster, on the node and local device claimed;
+///   predicted  when every check above passed: `comm`, `predicted` (iteration, samples/s,
+///              bubble, makespan, all-reduce, peaks and the per-device breakdown) and the
+///              solver's makespan, peak activation bytes and memory curve, recomputed by
+///              replaying the plan on the cluster (tools/replay.hpp) and compared;
+///   summary    partition.objective_s (the largest device load) and lower_bound_s, the
+///              chosen family's and the chosen search candidate's degrees and figures, and
+///              the options given, against what they summarise.
 ValidateResult validate_plan(const ValidateRequest& request);
 
 }  // namespace pulse
