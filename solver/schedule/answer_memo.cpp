@@ -16,13 +16,13 @@ namespace pulse::detail {
 
 namespace {
 
-static_assert(sizeof(ScheduleRequest) == 120, "a new ScheduleRequest field: add it to image()");
-static_assert(sizeof(PipelineModel) == 160, "a new PipelineModel field: add it to image()");
-static_assert(sizeof(StageLayout) == 56, "a new StageLayout field: add it to image()");
-static_assert(sizeof(StageCost) == 40, "a new StageCost field: add it to image()");
-static_assert(sizeof(Transfer) == 112, "a new Transfer field: add it to image()");
-static_assert(sizeof(SkipPlacement) == 24, "a new SkipPlacement field: add it to image()");
-static_assert(sizeof(MemoryBreakdown) == 40, "a new MemoryBreakdown field: add it to image()");
+static_assert(sizeof(ScheduleRequest) == 120, "a new ScheduleRequest field: add it to request_image()");
+static_assert(sizeof(PipelineModel) == 160, "a new PipelineModel field: add it to request_image()");
+static_assert(sizeof(StageLayout) == 56, "a new StageLayout field: add it to request_image()");
+static_assert(sizeof(StageCost) == 40, "a new StageCost field: add it to request_image()");
+static_assert(sizeof(Transfer) == 112, "a new Transfer field: add it to request_image()");
+static_assert(sizeof(SkipPlacement) == 24, "a new SkipPlacement field: add it to request_image()");
+static_assert(sizeof(MemoryBreakdown) == 40, "a new MemoryBreakdown field: add it to request_image()");
 
 class Image {
  public:
@@ -75,7 +75,9 @@ class Image {
   std::string bytes_;
 };
 
-std::string image(const ScheduleRequest& r) {
+}  // namespace
+
+std::string request_image(const ScheduleRequest& r) {
   Image i;
   i << *r.model << r.family << r.num_microbatches << r.static_bytes << r.memory_capacity
     << r.activation_budget << r.memory_curve_points << r.allreduce_s << r.split_backward
@@ -83,6 +85,8 @@ std::string image(const ScheduleRequest& r) {
     << r.max_order_evaluations << r.seed;
   return i.take();
 }
+
+namespace {
 
 // A handful: the equal requests of one plan come close together.
 constexpr std::size_t kKept = 4;
@@ -100,7 +104,7 @@ std::deque<std::pair<std::string, ScheduleAnswer>>& kept() {
 
 std::optional<ScheduleAnswer> recall_answer(const ScheduleRequest& request) {
   if (request.model == nullptr) return std::nullopt;
-  const std::string key = image(request);
+  const std::string key = request_image(request);
   const std::lock_guard<std::mutex> hold(lock());
   for (const auto& [k, answer] : kept()) {
     if (k == key) return answer;
@@ -110,10 +114,35 @@ std::optional<ScheduleAnswer> recall_answer(const ScheduleRequest& request) {
 
 void remember_answer(const ScheduleRequest& request, const ScheduleAnswer& answer) {
   if (request.model == nullptr || answer.status == SolveStatus::time_limit) return;
-  std::string key = image(request);
+  std::string key = request_image(request);
   const std::lock_guard<std::mutex> hold(lock());
   kept().emplace_back(std::move(key), answer);
   if (kept().size() > kKept) kept().pop_front();
+}
+
+double recall_bound(const ScheduleRequest& request, const std::function<double()>& compute) {
+  // What the bound depends on: the model, M, the split, the memory (capacity, static state,
+  // budget); not the searches' limits.
+  ScheduleRequest same = request;
+  same.family = ScheduleFamily::synthesized;
+  same.memory_curve_points = same.max_nodes = same.exact_max_ops = same.seed = 0;
+  same.max_evaluations = same.max_order_evaluations = 0;
+  same.max_seconds = 0;
+  same.allreduce_s.clear();
+  const std::string key = request_image(same);
+  static std::mutex lock;
+  static std::deque<std::pair<std::string, double>> kept;
+  {
+    const std::lock_guard<std::mutex> hold(lock);
+    for (const auto& [k, bound] : kept) {
+      if (k == key) return bound;
+    }
+  }
+  const double bound = compute();
+  const std::lock_guard<std::mutex> hold(lock);
+  kept.emplace_back(key, bound);
+  if (kept.size() > kKept) kept.pop_front();
+  return bound;
 }
 
 }  // namespace pulse::detail

@@ -26,7 +26,7 @@ OrderTimer::OrderTimer(const PipelineModel& m, int M) : m_(m), M_(M), S_(m.layou
   }
 }
 
-double OrderTimer::makespan(const Schedule& s) {
+double OrderTimer::makespan(const Schedule& s, double beyond) {
   const std::size_t n = static_cast<std::size_t>(S_) * M_;
   f_end_.assign(n, kUnknown);
   g_end_.assign(n, kUnknown);
@@ -43,6 +43,7 @@ double OrderTimer::makespan(const Schedule& s) {
     for (int d = 0; d < P; ++d) {
       const auto& ops = s.device_ops[d];
       for (; next[d] < ops.size() && run(ops[next[d]]); ++next[d], --left) moved = true;
+      if (free_[d] >= beyond) return std::numeric_limits<double>::infinity();
     }
   }
   if (left > 0) return std::numeric_limits<double>::infinity();
@@ -138,11 +139,13 @@ void Staircase::add(Schedule s, const std::string& method) {
     if (peaks[d] > room_[d]) return;
   }
   const std::int64_t peak = *std::max_element(peaks.begin(), peaks.end());
-  const double t = timer_.makespan(s);
-  if (!std::isfinite(t)) return;
+  // Only a candidate shorter than every member holding no more can join.
+  double beyond = std::numeric_limits<double>::infinity();
   for (const StairMember& m : members_) {
-    if (m.peak <= peak && m.makespan_s <= t) return;  // as fast, holding no more
+    if (m.peak <= peak) beyond = std::min(beyond, m.makespan_s);
   }
+  const double t = timer_.makespan(s, beyond);
+  if (!std::isfinite(t) || t >= beyond) return;
   std::erase_if(members_, [&](const StairMember& m) { return m.peak >= peak && m.makespan_s >= t; });
   const auto at = std::find_if(members_.begin(), members_.end(),
                                [&](const StairMember& m) { return m.peak > peak; });

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -16,11 +17,13 @@ namespace pulse::detail {
 
 /// The makespan of an op order under the engine's rules (src/simulate/engine.cpp): every
 /// op at the latest of its device's free time and its inputs' arrivals, each send on its
-/// link after the link's previous one; infinity when the order deadlocks.
+/// link after the link's previous one; infinity when the order deadlocks, or as soon as a
+/// device is busy until `beyond` or later (the caller wants only shorter ones).
 class OrderTimer {
  public:
   OrderTimer(const PipelineModel& model, int num_microbatches);
-  double makespan(const Schedule& schedule);
+  double makespan(const Schedule& schedule,
+                  double beyond = std::numeric_limits<double>::infinity());
 
  private:
   double ready(const Op& op) const;

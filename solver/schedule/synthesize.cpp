@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <deque>
 #include <limits>
 #include <optional>
 
@@ -37,6 +38,10 @@ constexpr long kOrderOpReplays = 1'000'000;
 // list schedules: large instances get fewer, as in the order search.
 constexpr long kListOpReplays = 400'000;
 constexpr int kMinListEvaluations = 120;
+// The ladder's rungs share twice the op-replays of one policy search and of one order
+// search (each rung within the request's own limits: small instances get them whole).
+constexpr long kRungListOpReplays = 2 * kListOpReplays;
+constexpr long kRungOrderOpReplays = 2 * kOrderOpReplays;
 // ...but never more than this many op-replays in all, whatever the floor: the work limit
 // that keeps the largest instances (32 stages x 4096 microbatches: 262,144 ops a replay,
 // where 120 list schedules took 5-17 s) far from the wall-clock safety limit. It binds
@@ -244,7 +249,6 @@ struct Search {
   Best& best;
   ScheduleAnswer& a;
   bool out_of_time = false;
-  bool building_blocks = true;  // V-auto's search among the ladder's candidates (not in the curve's)
 
   bool at_bound() const { return best.timeline.makespan_s <= a.lower_bound_s * (1 + 1e-9); }
   bool go_on() const { return !out_of_time && !deadline.expired() && !at_bound(); }
@@ -291,7 +295,7 @@ struct Search {
   // search and the order search at the budget's room. (Screening gets it too: a plan keeps
   // the faster of a configuration's screen and its full synthesis.)
   bool ladder_applies() const { return r.split_backward && is_two_stage_v(r.model->layout); }
-  void ladder(const detail::OpGraph& graph) {
+  void ladder() {
     if (!go_on()) return;
     ScheduleRequest open = r;
     open.activation_budget = 0;
@@ -303,8 +307,29 @@ struct Search {
     in.wide_room = wide.room;
     in.room = mem.room;
     in.list = list_input(wide);
-    in.order_evaluations = std::max(0, order_budget(r, graph));
-    in.building_blocks = building_blocks;
+    // The rungs and the wide room's policy search where the order search runs (full
+    // effort): a screen or a memory trim takes the seeds and the heuristic alone.
+    std::deque<Memory> rooms;  // the rungs' rooms, alive while their inputs are
+    in.wide_list = r.max_order_evaluations > 0;
+    if (r.max_order_evaluations > 0) {
+      in.rung_list_op_replays = kRungListOpReplays;
+      in.rung_order_op_replays = kRungOrderOpReplays;
+      in.max_list_evaluations = in.list.max_evaluations;
+      in.max_order_evaluations = r.max_order_evaluations;
+      in.list_at = [&open, &rooms, this](std::int64_t budget) {
+        ScheduleRequest at = open;
+        at.activation_budget = budget;
+        rooms.push_back(memory_of(at));
+        return list_input(rooms.back());
+      };
+    }
+    open.memory_curve_points = 0;
+    open.max_order_evaluations = 0;
+    in.key = detail::request_image(open);
+    open.max_evaluations = open.exact_max_ops = open.max_nodes = open.seed = 0;
+    open.max_seconds = 0;
+    open.allreduce_s.clear();
+    in.pool_key = detail::request_image(open);
     in.stop = [this] { return !go_on(); };
     in.expired = [this] { return deadline.expired(); };
     in.offer = [this](Schedule s, const std::string& how) { best.offer(std::move(s), r, mem, how); };
@@ -439,13 +464,15 @@ Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound) {
   a.heuristic_makespan_s = best.timeline.makespan_s;
   const detail::OpGraph graph = detail::build_op_graph(*r.model, r.split_backward);
   if (with_bound) {
-    const auto relaxation = detail::memory_relaxation(graph, *r.model, mem.room);
-    a.lower_bound_s = detail::schedule_lower_bound(graph, r.num_microbatches, relaxation);
+    a.lower_bound_s = detail::recall_bound(r, [&] {
+      const auto relaxation = detail::memory_relaxation(graph, *r.model, mem.room);
+      return detail::schedule_lower_bound(graph, r.num_microbatches, relaxation);
+    });
   }
   if (r.family != ScheduleFamily::synthesized) return fixed_schedule(r, mem, best, a);
-  Search search{r, mem, deadline, best, a, r.max_seconds <= 0, with_bound};
+  Search search{r, mem, deadline, best, a, r.max_seconds <= 0};
   if (search.ladder_applies()) {
-    search.ladder(graph);
+    search.ladder();
   } else {
     if (!search.out_of_time) offer_families(r, mem, best);
     search.list_policies();

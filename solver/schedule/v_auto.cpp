@@ -285,9 +285,10 @@ void rebuild_warmup_row(std::string& row, int i, int P, int want_f, int want_ff)
   }
 }
 
-void rebuild_warmup(SlotRows& rows, int M) {
+// `held`: the rows' peak (known already: squeezing keeps each row's order, so its peak).
+void rebuild_warmup(SlotRows& rows, int M, int held) {
   const int P = static_cast<int>(rows.size());
-  const int peak = std::min(peak_of(rows), 2 * P);
+  const int peak = std::min(held, 2 * P);
   for (int i = 0; i < P; ++i) {
     const int ff = std::min({i + 1, peak / 2, M});
     rebuild_warmup_row(rows[i], i, P, std::min(peak - ff, M), ff);
@@ -358,10 +359,9 @@ void rebuild_cooldown_row(std::string& row, int i, int P, int peak, int max_b, i
 }
 
 // Step 5a, then the lifted W ops into the free slots after the row's last W (those of B
-// first), the rest appended; rows padded alike and squeezed.
-SlotRows rebuild_cooldown(SlotRows rows, int M) {
+// first), the rest appended; rows padded alike and squeezed. `peak`: the rows' peak.
+SlotRows rebuild_cooldown(SlotRows rows, int M, int peak) {
   const int P = static_cast<int>(rows.size());
-  const int peak = peak_of(rows);
   require(peak <= 2 * P);
   const int max_bb = std::min((peak + 1) / 2, M);
   const int max_b = std::min(peak - max_bb, M);
@@ -559,7 +559,7 @@ BlockResult schedule_block(const std::vector<Pattern>& block, int P, int M, int 
   int first_peak = peak_of(rows);
   if ((M == rm && first_peak > max_mem) || first_peak > 2 * P) return {std::nullopt, first_peak};
   rows = squeeze(rows, rm);
-  rebuild_warmup(rows, rm);
+  rebuild_warmup(rows, rm, first_peak);
   rows = squeeze(rows, rm);
   int peak = peak_of(rows);
   if (peak > first_peak) return {std::nullopt, first_peak};
@@ -570,7 +570,7 @@ BlockResult schedule_block(const std::vector<Pattern>& block, int P, int M, int 
     first_peak = peak = peak_of(rows);
     if (peak > max_mem) return {std::nullopt, peak};
   }
-  rows = rebuild_cooldown(std::move(rows), M);
+  rows = rebuild_cooldown(std::move(rows), M, peak);
   fill_free_cells(rows, M);
   relabel_w(rows, M);
   peak = peak_of(rows);

@@ -107,8 +107,9 @@ ScalarCosts authors_costs(const PipelineModel& m) {
   return {upper_median(f), upper_median(b), upper_median(w), upper_median(c)};
 }
 
-std::vector<StairMember> v_seeds(const VSeedRequest& r) {
-  if (r.model == nullptr || !is_two_stage_v(r.model->layout)) return {};
+namespace {
+
+std::vector<StairMember> pool_of(const VSeedRequest& r) {
   const PipelineModel& m = *r.model;
   const int P = m.num_devices(), M = r.num_microbatches;
   Staircase pool(m, M, r.room);
@@ -118,7 +119,7 @@ std::vector<StairMember> v_seeds(const VSeedRequest& r) {
   for (int budget = P; budget <= 3 * P; budget += step) {
     if (auto z = zbv_fill_pick({P, M, costs, budget})) pool.add(std::move(z->schedule), "zb-v");
   }
-  if (r.building_blocks && 1000L * P * 6 * (4L * P + M + 1) <= kVAutoBlockSlots) {
+  if (1000L * P * 6 * (4L * P + M + 1) <= kVAutoBlockSlots) {
     add_v_auto(pool, P, M, v_auto_budget(m, r.room, pool.holds().per_stage()));
   }
   for (VFamily f : {VFamily::v_half, VFamily::v_min}) {
@@ -126,6 +127,26 @@ std::vector<StairMember> v_seeds(const VSeedRequest& r) {
   }
   if (auto s = dualpipev_schedule(P, M)) pool.add(std::move(*s), "dualpipev");
   return pool.members();
+}
+
+}  // namespace
+
+std::vector<StairMember> v_seeds(const VSeedRequest& r) {
+  if (r.model == nullptr || !is_two_stage_v(r.model->layout)) return {};
+  static std::mutex lock;
+  static std::deque<std::pair<std::string, std::vector<StairMember>>> kept;
+  if (!r.key.empty()) {
+    const std::lock_guard<std::mutex> hold(lock);
+    for (const auto& [k, v] : kept) {
+      if (k == r.key) return v;
+    }
+  }
+  std::vector<StairMember> found = pool_of(r);
+  if (r.key.empty()) return found;
+  const std::lock_guard<std::mutex> hold(lock);
+  kept.emplace_back(r.key, found);
+  if (kept.size() > 4) kept.pop_front();
+  return found;
 }
 
 }  // namespace pulse::detail

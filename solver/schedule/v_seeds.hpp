@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "pulse/cost/pipeline_model.hpp"
@@ -21,8 +22,9 @@ struct VSeedRequest {
   int num_microbatches = 1;
   /// Per device: the bytes activations (and skip caches) may hold.
   std::vector<std::int64_t> room;
-  /// Whether V-auto's building-block search (hundreds of candidates) takes part.
-  bool building_blocks = true;
+  /// What the pool depends on (the model, M, the room), to find it again when a plan asks
+  /// once more (its screen, its full synthesis, its memory trims); empty: not kept.
+  std::string key;
 };
 
 /// The pool's staircase (empty off a two-stage V); methods "zb-v", "v-auto", "v-half",
