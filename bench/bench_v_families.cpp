@@ -19,7 +19,7 @@
 // `compile_plan` (plan --pp P --dp 1 --microbatch-size 1 --global-batch M --split-backward
 // --activation-budget LEVEL), in a child process of its own so every plan starts cold, as
 // `pulse-plan plan` does; its CPU time is measured in the child. Columns: the instance, the
-// level (in stage activations A where every stage holds the same, else MiB), pulse's
+// level (in stage activations A where every stage holds the same, else GiB), pulse's
 // makespan (ms), peak, lower bound, gap, the method that found it, the plan's CPU seconds,
 // the peers whose peak is this level (family@budget makespan), the best published
 // schedule of no more memory, the verdict: ok, or "behind" (slower than a peer at equal
@@ -155,10 +155,10 @@ std::vector<Peer> peers_of(const test::PeerInstance& in) {
   return out;
 }
 
-// The unit levels are printed in: A where every stage holds the same, else MiB.
+// The unit levels are printed in: A where every stage holds the same, else GiB.
 struct Unit {
-  double bytes = 1 << 20;
-  const char* name = "MiB";
+  double bytes = 1 << 30;
+  const char* name = "GiB";
 };
 
 Unit unit_of(const test::PeerInstance& in) {
@@ -175,7 +175,7 @@ struct FamilyTally {
 };
 
 struct Tally {
-  int instances = 0, levels = 0, behind_best = 0, slower_with_more = 0, errors = 0;
+  int instances = 0, levels = 0, behind_best = 0, slower_with_more = 0, errors = 0, proven = 0;
   std::map<std::string, FamilyTally> family;
   double worst_best = 0, worst_more = 0, slowest_cpu = 0, largest_gap_rich = 0;
   std::string worst_best_row, worst_more_row, slowest_row;
@@ -184,7 +184,8 @@ struct Tally {
 
 std::string level_text(std::int64_t level, const Unit& u) {
   if (level == 0) return "none";
-  return fmt::format("{:.4g} {}", static_cast<double>(level) / u.bytes, u.name);
+  const double x = static_cast<double>(level) / u.bytes;
+  return x == std::floor(x) ? fmt::format("{:.0f} {}", x, u.name) : fmt::format("{:.2f} {}", x, u.name);
 }
 
 // The verdict of one level; tallies what it finds.
@@ -253,6 +254,7 @@ void run_instance(const test::PeerInstance& in, int jobs, Tally& t) {
     previous = previous ? std::min(*previous, f.makespan_ms) : f.makespan_ms;
     if (f.cpu_s > t.slowest_cpu) t.slowest_cpu = f.cpu_s, t.slowest_row = row;
     const double gap = f.makespan_ms / f.bound_ms - 1;
+    if (gap <= 1e-9) ++t.proven;
     fmt::print("| {} | {} | {:.3f} | {} | {:.3f} | {:.2f}% | {} | {:.2f} | {}| {} | {} |\n", in.name,
                level_text(levels[k], unit), f.makespan_ms, level_text(f.peak_bytes, unit),
                f.bound_ms, 100 * gap, f.method, f.cpu_s, here,
@@ -276,6 +278,7 @@ void summary(const Tally& t) {
              t.behind_best, t.worst_best, t.worst_best_row);
   fmt::print("slower with more memory: {} levels; worst {:.4f} ({})\n", t.slower_with_more,
              t.worst_more, t.worst_more_row);
+  fmt::print("proven optimal (the makespan meets the lower bound): {} levels\n", t.proven);
   fmt::print("slowest plan: {:.2f} s of CPU ({})\n", t.slowest_cpu, t.slowest_row);
   fmt::print("the authors' own timing of their schedules equals the simulator's in {} of {} runs\n",
              t.own_same, t.own_same + t.own_other);
