@@ -35,13 +35,13 @@ namespace {
 
 constexpr int kSlots = 6;
 constexpr const char* kLetters = "FfBbWw";
-enum Letter : int { kF = 0, kFf = 1, kB = 2, kBb = 3, kW = 4, kWw = 5 };
+enum Letter : int { kCellF = 0, kCellFf = 1, kCellB = 2, kCellBb = 3, kCellW = 4, kCellWw = 5 };
 
 // The authors' code raises here.
-struct Raised {};
+struct SearchRaised {};
 
-void require(bool ok) {
-  if (!ok) throw Raised{};
+void check_or_raise(bool ok) {
+  if (!ok) throw SearchRaised{};
 }
 
 // Letter index (0..5) of a cell, -1 for a free one; a lookup table, as the loops below
@@ -65,7 +65,7 @@ int held_by(char c) { return (c == 'F' || c == 'f') - (c == 'W' || c == 'w'); }
 // Python's list indexing: negative counts from the end, out of range raises.
 char& at(std::string& row, long j) {
   if (j < 0) j += static_cast<long>(row.size());
-  require(j >= 0 && j < static_cast<long>(row.size()));
+  check_or_raise(j >= 0 && j < static_cast<long>(row.size()));
   return row[static_cast<std::size_t>(j)];
 }
 
@@ -77,8 +77,8 @@ Pattern fill_w(Pattern p) {
   for (int v : p) {
     if (v >= 0) used[v] = true;
   }
-  require(p[kB] >= 0 && p[kBb] >= 0);
-  for (auto [from, to] : {std::pair{kB, kW}, std::pair{kBb, kWw}}) {
+  check_or_raise(p[kCellB] >= 0 && p[kCellBb] >= 0);
+  for (auto [from, to] : {std::pair{kCellB, kCellW}, std::pair{kCellBb, kCellWw}}) {
     for (int j = 0; j < kSlots; ++j) {
       const int pos = (p[from] + j) % kSlots;
       if (!used[pos]) {
@@ -132,7 +132,7 @@ int peak_of(const SlotRows& rows) {
 std::size_t common_length(const SlotRows& rows) {
   std::size_t len = 0;
   for (const std::string& row : rows) {
-    require(len == 0 || len == row.size());
+    check_or_raise(len == 0 || len == row.size());
     len = std::max(len, row.size());
   }
   return len;
@@ -206,16 +206,16 @@ SlotRows squeeze(const SlotRows& rows, int M) {
     const char id = rows[i][j];
     const int v = letter_of(id);
     const int cnt = count[i * kSlots + v];
-    require(cnt < M);
+    check_or_raise(cnt < M);
     int index = next[i];
-    if (v == kW || v == kWw || (i == 0 && (v == kF || v == kB)) ||
-        (i == P - 1 && (v == kFf || v == kBb))) {
-      if (i == 0 && v == kB) require(slot(cnt, i, kFf) >= 0);
-      if (i == P - 1 && v == kFf) require(slot(cnt, i, kF) >= 0);
-      if (i == P - 1 && v == kBb) require(slot(cnt, i, kB) >= 0);
+    if (v == kCellW || v == kCellWw || (i == 0 && (v == kCellF || v == kCellB)) ||
+        (i == P - 1 && (v == kCellFf || v == kCellBb))) {
+      if (i == 0 && v == kCellB) check_or_raise(slot(cnt, i, kCellFf) >= 0);
+      if (i == P - 1 && v == kCellFf) check_or_raise(slot(cnt, i, kCellF) >= 0);
+      if (i == P - 1 && v == kCellBb) check_or_raise(slot(cnt, i, kCellB) >= 0);
     } else {
       const int input = slot(cnt, upper(id) ? i - 1 : i + 1, v);
-      require(input >= 0);
+      check_or_raise(input >= 0);
       index = std::max(input + 1, next[i]);
     }
     at(out[i], index) = id;
@@ -256,7 +256,7 @@ void rebuild_warmup_row(std::string& row, int i, int P, int want_f, int want_ff)
     else if (ch == 'f') ++c.ff;
     else if (ch == 'B') ++c.b;
     else if (ch == 'W') ++c.w;
-    else require(ch == ' ');
+    else check_or_raise(ch == ' ');
     row[j] = ' ';
   }
   WarmupCounts u;
@@ -276,7 +276,7 @@ void rebuild_warmup_row(std::string& row, int i, int P, int want_f, int want_ff)
     if (u.w < c.w) at(row, j) = 'W', ++u.w;
     ++j;
     if (u.ff < c.ff) {
-      require(u.ff < u.f);
+      check_or_raise(u.ff < u.f);
       at(row, j) = 'f', ++u.ff;
     } else if (u.f < c.f) {
       at(row, j) = 'F', ++u.f;
@@ -352,7 +352,7 @@ void rebuild_cooldown_row(std::string& row, int i, int P, int peak, int max_b, i
   if (i == 0) start = last_ff;
   for (int k = 0; k < c.bb; ++k) {
     char& cell = at(row, start - i + 2 * P - 2 * k);
-    require(cell == ' ');
+    check_or_raise(cell == ' ');
     cell = 'b';
   }
   for (int k = 0; k < c.b; ++k) at(row, start + 1 + i - 2 * k) = 'B';
@@ -362,7 +362,7 @@ void rebuild_cooldown_row(std::string& row, int i, int P, int peak, int max_b, i
 // first), the rest appended; rows padded alike and squeezed. `peak`: the rows' peak.
 SlotRows rebuild_cooldown(SlotRows rows, int M, int peak) {
   const int P = static_cast<int>(rows.size());
-  require(peak <= 2 * P);
+  check_or_raise(peak <= 2 * P);
   const int max_bb = std::min((peak + 1) / 2, M);
   const int max_b = std::min(peak - max_bb, M);
   long start = -1;
@@ -406,7 +406,7 @@ struct Progress {
         placed(static_cast<std::size_t>(p) * m * kSlots, -1), held(p, 0) {}
   int& column(int mb, int row, int v) {
     const std::size_t k = (static_cast<std::size_t>(mb) * P + row) * kSlots + v;
-    require(k < placed.size());
+    check_or_raise(k < placed.size());
     return placed[k];
   }
   int passed(int row, int v) const { return count[row * kSlots + v]; }
@@ -421,21 +421,21 @@ struct Progress {
 // column (or, on the end rows, its own row's predecessor has passed).
 bool may_move(int v, int i, long j, Progress& g) {
   const int cnt = g.passed(i, v);
-  if (v == kF || v == kB) {
+  if (v == kCellF || v == kCellB) {
     if (i > 0) {
       const int x = g.column(cnt, i - 1, v);
       return x > -1 && x < j;
     }
-    return v != kB || g.passed(i, kFf) > cnt;
+    return v != kCellB || g.passed(i, kCellFf) > cnt;
   }
-  if (v == kFf || v == kBb) {
+  if (v == kCellFf || v == kCellBb) {
     if (i + 1 < g.P) {
       const int x = g.column(cnt, i + 1, v);
       return x > -1 && x < j;
     }
-    return g.passed(i, v == kFf ? kF : kB) > cnt;
+    return g.passed(i, v == kCellFf ? kCellF : kCellB) > cnt;
   }
-  return g.passed(i, v == kW ? kB : kBb) > cnt;
+  return g.passed(i, v == kCellW ? kCellB : kCellBb) > cnt;
 }
 
 // Step 5b for the free cell (i, j): the first later op of the row (of each kind, only the
@@ -455,7 +455,7 @@ void fill_cell(std::string& row, int i, long j, long len, const std::array<long,
     if (v < 0 || !open[v]) continue;
     open[v] = false;
     --left;
-    if ((v == kF || v == kFf) && g.held[i] + before >= peak) continue;
+    if ((v == kCellF || v == kCellFf) && g.held[i] + before >= peak) continue;
     if (!may_move(v, i, j, g)) continue;
     row[j] = id;
     row[k] = ' ';
@@ -494,18 +494,18 @@ void relabel_w(SlotRows& rows, int M) {
     for (char c : row) {
       if (c != ' ') ++count[letter_of(c)];
     }
-    for (int n : count) require(n == M);
+    for (int n : count) check_or_raise(n == M);
     std::deque<char> queue;
     for (char& c : row) {
       if (c == 'B') queue.push_back('W');
       if (c == 'b') queue.push_back('w');
       if (c == 'W' || c == 'w') {
-        require(!queue.empty());
+        check_or_raise(!queue.empty());
         c = queue.front();
         queue.pop_front();
       }
     }
-    require(queue.empty());
+    check_or_raise(queue.empty());
   }
 }
 
@@ -519,7 +519,7 @@ bool correct(const SlotRows& rows, int M) {
     for (long j = 0; j < static_cast<long>(rows[i].size()); ++j) {
       if (rows[i][j] == ' ') continue;
       const int v = letter_of(rows[i][j]);
-      require(count[v] < M);
+      check_or_raise(count[v] < M);
       col[static_cast<std::size_t>(count[v]++) * P + i][v] = j;
     }
     for (int n : count) {
@@ -529,16 +529,16 @@ bool correct(const SlotRows& rows, int M) {
   for (int i = 0; i < P; ++i) {
     for (int m = 0; m < M; ++m) {
       const auto& c = col[static_cast<std::size_t>(m) * P + i];
-      if (c[kB] >= c[kW] || c[kBb] >= c[kWw]) return false;
+      if (c[kCellB] >= c[kCellW] || c[kCellBb] >= c[kCellWw]) return false;
       // As the authors check: the end rows' inputs from their neighbours are not ordered.
       if (i == 0) {
-        if (c[kFf] >= c[kB]) return false;
+        if (c[kCellFf] >= c[kCellB]) return false;
       } else if (i == P - 1) {
-        if (c[kF] >= c[kFf] || c[kB] >= c[kBb]) return false;
+        if (c[kCellF] >= c[kCellFf] || c[kCellB] >= c[kCellBb]) return false;
       } else {
         const auto& up = col[static_cast<std::size_t>(m) * P + i - 1];
         const auto& down = col[static_cast<std::size_t>(m) * P + i + 1];
-        if (up[kF] >= c[kF] || up[kB] >= c[kB] || down[kFf] >= c[kFf] || down[kBb] >= c[kBb]) {
+        if (up[kCellF] >= c[kCellF] || up[kCellB] >= c[kCellB] || down[kCellFf] >= c[kCellFf] || down[kCellBb] >= c[kCellBb]) {
           return false;
         }
       }
@@ -630,7 +630,7 @@ VAutoSearch search(int P, int M, int max_mem, bool breaks) {
         }
       }
     }
-  } catch (const Raised&) {
+  } catch (const SearchRaised&) {
     out.raised = true;
   }
   return out;
@@ -676,9 +676,9 @@ std::optional<double> v_auto_span(const SlotRows& rows, const ScalarCosts& k) {
   double span = 0;
   for (int i = 0; i < P; ++i) {
     if (next[i] != rows[i].size()) return std::nullopt;  // a cycle: their recursion raises
-    const double first = end[i][kF].front();
-    span = std::max(end[i][kW].back() - first + k.f, span);
-    span = std::max(end[i][kWw].back() - first + k.f, span);
+    const double first = end[i][kCellF].front();
+    span = std::max(end[i][kCellW].back() - first + k.f, span);
+    span = std::max(end[i][kCellWw].back() - first + k.f, span);
   }
   return span;
 }
@@ -710,7 +710,7 @@ Schedule slot_rows_schedule(const SlotRows& rows) {
       static constexpr OpKind kind[6] = {OpKind::forward, OpKind::forward,
                                          OpKind::backward_input, OpKind::backward_input,
                                          OpKind::backward_weight, OpKind::backward_weight};
-      const bool on_up = v == kFf || v == kB || v == kW;
+      const bool on_up = v == kCellFf || v == kCellB || v == kCellW;
       ops.push_back(Op{kind[v], on_up ? up : down, count[v]++});
     }
     s.device_ops.push_back(std::move(ops));

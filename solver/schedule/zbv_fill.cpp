@@ -27,13 +27,13 @@ namespace pulse::detail {
 
 namespace {
 
-struct Raised {};
+struct FillRaised {};
 
-void require(bool ok) {
-  if (!ok) throw Raised{};
+void fill_check(bool ok) {
+  if (!ok) throw FillRaised{};
 }
 
-enum Cat : int { kF = 0, kB = 1, kW = 2 };
+enum Cat : int { kCatF = 0, kCatB = 1, kCatW = 2 };
 
 struct Variant {
   bool fill_f = true, fill_b = true;
@@ -44,9 +44,9 @@ class Filler {
   Filler(const ZbvFillRequest& r, Variant v, std::vector<double> approved)
       : S_(r.num_devices), M_(r.num_microbatches), c_(r.costs.c), max_mem_(r.max_mem),
         v_(v), approved_(std::move(approved)) {
-    cost_[kF] = r.costs.f;
-    cost_[kB] = r.costs.b;
-    cost_[kW] = r.costs.w;
+    cost_[kCatF] = r.costs.f;
+    cost_[kCatB] = r.costs.b;
+    cost_[kCatW] = r.costs.w;
     count_.assign(S_, std::array<int, 6>{});
     end_.assign(static_cast<std::size_t>(6) * S_ * M_, -1.0);
     cur_.assign(S_, 0.0);
@@ -92,14 +92,14 @@ class Filler {
 
   void put(int cat, int chunk, int stage);
   void put_w(int stage) {
-    require(!pending_[stage].empty());
+    fill_check(!pending_[stage].empty());
     const int chunk = pending_[stage].front();
     pending_[stage].pop_front();
-    put(kW, chunk, stage);
+    put(kCatW, chunk, stage);
   }
   // W ops into the wait for the input `node` (-1: none), and one more past the share.
   void fill(int stage, long node, bool one_more_allowed) {
-    while (!pending_[stage].empty() && node >= 0 && end_at(node) + c_ >= cur_[stage] + cost_[kW]) {
+    while (!pending_[stage].empty() && node >= 0 && end_at(node) + c_ >= cur_[stage] + cost_[kCatW]) {
       put_w(stage);
     }
     if (!pending_[stage].empty() &&
@@ -132,15 +132,15 @@ void Filler::put(int cat, int chunk, int stage) {
   const double no_bubble = cur_[stage] + cost_[cat];
   double end = no_bubble;
   const int n = count_[stage][cat * 2 + chunk];
-  require(n < M_);
-  require(mem_[stage] + kMem[cat] <= max_mem_);
+  fill_check(n < M_);
+  fill_check(mem_[stage] + kMem[cat] <= max_mem_);
   if (cat > 0 || chunk > 0) {
     const int last = cat * 2 + chunk - 1;
-    require(end_at(cat < 2 ? id(last / 2, last % 2, stage, n) : id(kB, chunk, stage, n)) >= 0);
+    fill_check(end_at(cat < 2 ? id(last / 2, last % 2, stage, n) : id(kCatB, chunk, stage, n)) >= 0);
   }
   if (cat < 2 && ((chunk == 1 && stage < S_ - 1) || (chunk == 0 && stage > 0))) {
     const long input = id(cat, chunk, chunk == 1 ? stage + 1 : stage - 1, n);
-    require(end_at(input) >= 0);
+    fill_check(end_at(input) >= 0);
     end = std::max(end, end_at(input) + c_ + cost_[cat]);
   }
   if (count_[stage][0] > 0) bubble_[stage] += end - no_bubble;
@@ -148,23 +148,23 @@ void Filler::put(int cat, int chunk, int stage) {
   cur_[stage] = end;
   mem_[stage] += kMem[cat];
   order_[stage].push_back({cat, chunk, n});
-  if (cat == kB) pending_[stage].push_back(chunk);
+  if (cat == kCatB) pending_[stage].push_back(chunk);
   ++count_[stage][cat * 2 + chunk];
 }
 
 void Filler::warm_up() {
-  for (int i = 0; i < S_; ++i) put(kF, 0, i);
+  for (int i = 0; i < S_; ++i) put(kCatF, 0, i);
   for (int i = S_ - 1; i >= 0; --i) {
     if (i == S_ - 1) {
-      put(kF, 1, i);
+      put(kCatF, 1, i);
       continue;
     }
-    const double arrival = end_at(id(kF, 1, i + 1, 0)) + c_;
-    while (mem_[i] + kMem[kF] * (2 + i * 2) <= max_mem_ && cur_[i] + cost_[kF] <= arrival &&
+    const double arrival = end_at(id(kCatF, 1, i + 1, 0)) + c_;
+    while (mem_[i] + kMem[kCatF] * (2 + i * 2) <= max_mem_ && cur_[i] + cost_[kCatF] <= arrival &&
            count_[i][0] < M_) {
-      for (int j = 0; j <= i; ++j) put(kF, 0, j);
+      for (int j = 0; j <= i; ++j) put(kCatF, 0, j);
     }
-    put(kF, 1, i);
+    put(kCatF, 1, i);
   }
   int chunk = 0;
   for (int i = 1; i < S_; ++i) {
@@ -174,7 +174,7 @@ void Filler::warm_up() {
     };
     while (behind()) {
       for (int j = S_ - 1; j >= i; --j) {
-        if (count_[j][chunk] < M_) put(kF, chunk, j);
+        if (count_[j][chunk] < M_) put(kCatF, chunk, j);
       }
       chunk = 1 - chunk;
     }
@@ -183,13 +183,13 @@ void Filler::warm_up() {
 
 void Filler::backwards() {
   for (int i = 0; i < S_; ++i) {
-    while (mem_[i] + kMem[kB] > max_mem_) put_w(i);
+    while (mem_[i] + kMem[kCatB] > max_mem_) put_w(i);
   }
   std::vector<int> chunk0, chunk1;
   for (int i = 0; i < S_; ++i) {
     if (count_[i][3] >= count_[i][2]) {
       chunk0.push_back(i);
-    } else if (i == S_ - 1 || end_at(id(kB, 1, i + 1, count_[i][3])) >= 0 || count_[i][2] >= M_) {
+    } else if (i == S_ - 1 || end_at(id(kCatB, 1, i + 1, count_[i][3])) >= 0 || count_[i][2] >= M_) {
       chunk1.push_back(i);
     } else {
       chunk0.push_back(i);
@@ -200,10 +200,10 @@ void Filler::backwards() {
   for (int i : chunk0) turns.push_back({i, 0});
   for (const auto& [i, chunk] : turns) {
     long input = -1;
-    if (chunk == 1 && i < S_ - 1) input = id(kB, 1, i + 1, count_[i][3]);
-    if (chunk == 0 && i > 0) input = id(kB, 0, i - 1, count_[i][2]);
+    if (chunk == 1 && i < S_ - 1) input = id(kCatB, 1, i + 1, count_[i][3]);
+    if (chunk == 0 && i > 0) input = id(kCatB, 0, i - 1, count_[i][2]);
     fill(i, input, chunk == 1 || v_.fill_b);
-    put(kB, chunk, i);
+    put(kCatB, chunk, i);
   }
 }
 
@@ -215,18 +215,18 @@ void Filler::forwards() {
       chunk = 0;
     } else if (i == S_ - 1) {
       chunk = 1;
-    } else if (end_at(id(kF, 1, i + 1, count_[i][1])) >= 0) {
+    } else if (end_at(id(kCatF, 1, i + 1, count_[i][1])) >= 0) {
       chunk = 1;
-    } else if (count_[i][0] < M_ && (i == 0 || end_at(id(kF, 0, i - 1, count_[i][0])) >= 0)) {
+    } else if (count_[i][0] < M_ && (i == 0 || end_at(id(kCatF, 0, i - 1, count_[i][0])) >= 0)) {
       chunk = 0;
     }
     if (chunk < 0) continue;
-    while (mem_[i] + kMem[kF] > max_mem_) put_w(i);
+    while (mem_[i] + kMem[kCatF] > max_mem_) put_w(i);
     long input = -1;
-    if (chunk == 0 && i > 0) input = id(kF, 0, i - 1, count_[i][0]);
-    if (chunk == 1 && i < S_ - 1) input = id(kF, 1, i + 1, count_[i][1]);
+    if (chunk == 0 && i > 0) input = id(kCatF, 0, i - 1, count_[i][0]);
+    if (chunk == 1 && i < S_ - 1) input = id(kCatF, 1, i + 1, count_[i][1]);
     fill(i, input, v_.fill_f);
-    put(kF, chunk, i);
+    put(kCatF, chunk, i);
   }
 }
 
@@ -238,9 +238,9 @@ ZbvFill Filler::result() const {
     for (const auto& [cat, chunk, mb] : order_[i]) {
       // As the authors map chunks to stages: a forward of chunk 1 and a backward of chunk
       // 0 are stage 2P-1-i's (the way up), the others stage i's.
-      const bool up = cat == kF ? chunk == 1 : chunk == 0;
-      const OpKind kind = cat == kF   ? OpKind::forward
-                          : cat == kB ? OpKind::backward_input
+      const bool up = cat == kCatF ? chunk == 1 : chunk == 0;
+      const OpKind kind = cat == kCatF   ? OpKind::forward
+                          : cat == kCatB ? OpKind::backward_input
                                       : OpKind::backward_weight;
       ops.push_back(Op{kind, up ? 2 * S_ - 1 - i : i, mb});
     }
@@ -273,7 +273,7 @@ std::vector<ZbvFill> zbv_fill_variants(const ZbvFillRequest& r) {
     for (bool fill_f : {true, false}) {
       try {
         out.push_back(refine(r, Variant{fill_f, fill_b}, {}));
-      } catch (const Raised&) {
+      } catch (const FillRaised&) {
       }
     }
   }
