@@ -1,245 +1,319 @@
-// Schedules at every memory budget against the published V families.
+// pulse-plan against the published V schedules, at their own memory.
 //
-//   build/bench_v_families [--only-p P] [--only-m M] [--only COST] [--only-mem UNITS]
-//                          [--only-delay MS]       (UNITS 0: no budget)
+//   build/bench_v_families [--group G] [--only TEXT] [--jobs N]
 //
-// Synthetic V pipelines, one layer per stage (2P layers), microbatch size 1, one pipeline,
-// a split backward; every stage holds one "stage activation" (A = 100 MB) per microbatch.
-// For P in {4, 8}, M in {8, 16, 32, 64}, four cost settings (F, I, W per stage, in ms):
-//   uniform     1, 1, 1
-//   fbw         1, 1.2, 0.8
-//   unet-ramp   g, g, g with g = 2 at the outer devices down to 1 at the bottom of the V
-//               (device d: g = 2 - d / (P - 1)): the busiest device does twice the least's
-//   v-ramp      g, g, g with g rising along the V (stage s: g = 1 + s / (2P - 1)): every
-//               device does the same, but its two stages differ
-// an activation budget of P, 3P/2, 2P stage activations per device or none, and links of
-// no delay or 0.1 ms of latency (sends overlap compute, so a delay is only a delay):
-// `pulse-plan plan` (compile_plan with --pp P --dp 1 --microbatch-size 1 --global-batch M
-// --split-backward --activation-budget) beside our ZB-V (at its own 2P), V-Half and V-Min
-// on the same pipeline model, each replayed by the simulator.
+// The peers are the zero-bubble authors' own generators (ZB-V, V-Half, V-Min and V-auto,
+// sail-sg/zero-bubble-pipeline-parallelism), run once offline on every instance: their
+// op orders replayed by pulse-plan's simulator, with the peak memory under pulse-plan's
+// memory rule, are recorded in tests/schedule/fixtures/zero_bubble_peers.json (its
+// "source" block says how), and DeepSeek's DualPipeV order (restated in
+// solver/schedule/dualpipev.cpp) is replayed here. An instance is a V of 2P one-layer
+// stages with given F, I, W times and activation bytes, links of one latency (sends overlap
+// compute), M microbatches of size 1, a split backward. Groups: "synthetic" (P 4 and 8,
+// M 8 to 64, uniform, F/I/W = 1/1.2/0.8, a UNet-like ramp over the devices, a ramp along
+// the V; delays 0 and 0.1 ms), "p16" (P 16), "delay" (delays of half and one forward time)
+// and "real" (the stages of pulse-plan's SD2, SDXL, U-ViT and Hunyuan-DiT plans at pp 4
+// and 8). The peers ran at budgets from P to 3P stage activations (ZB-V, V-auto).
 //
-// Columns: pulse's makespan (ms), peak (largest device's activations, in A), lower bound,
-// gap = makespan / bound - 1, the method that found it, list / order evaluations (the
-// deterministic work counts), the plan's wall time in seconds (noisy: compare within one
-// run); each family's makespan and peak; "best fam." the shortest family holding no more
-// than pulse's peak; the verdict: ok, or what fails (slower than that family; a family as
-// fast holding less; gap over 3% with at least 2P of memory). Summary lines follow.
+// Each memory level of an instance (every peer schedule's peak, then no budget) is one
+// `compile_plan` (plan --pp P --dp 1 --microbatch-size 1 --global-batch M --split-backward
+// --activation-budget LEVEL), in a child process of its own so every plan starts cold, as
+// `pulse-plan plan` does; its CPU time is measured in the child. Columns: the instance, the
+// level (in stage activations A where every stage holds the same, else GiB), pulse's
+// makespan (ms), peak, lower bound, gap, the method that found it, the plan's CPU seconds,
+// the peers whose peak is this level (family@budget makespan), the best published
+// schedule of no more memory, the verdict: ok, or "behind" (slower than a peer at equal
+// memory or than the best published of no more memory) or "slower with more memory".
 
-#include <chrono>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include <fmt/format.h>
+
+#include "dualpipev.hpp"
 #include "pulse/compile/compile.hpp"
-#include "pulse/schedule/v_families.hpp"
+#include "pulse/simulate/simulate.hpp"
+#include "support/v_peers.hpp"
 
 using namespace pulse;
 
 namespace {
 
-constexpr std::int64_t kStageActivation = 100'000'000;
 constexpr double kMs = 1e-3;
 
-struct Setting {
-  const char* name;
-  double f, i, w;  // relative op times
-  int ramp;        // 0 none, 1 unet-like (by device), 2 along the V (by stage)
-};
-
-double ramp_factor(const Setting& c, int P, int stage) {
-  const int device = std::min(stage, 2 * P - 1 - stage);
-  if (c.ramp == 1) return P > 1 ? 2.0 - static_cast<double>(device) / (P - 1) : 1.0;
-  if (c.ramp == 2) return 1.0 + static_cast<double>(stage) / (2 * P - 1);
-  return 1.0;
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + t.tv_nsec * 1e-9;
 }
 
-ModelProfile v_model(const Setting& c, int P) {
-  ModelProfile m;
-  m.name = std::string("v-") + c.name;
-  m.microbatch_sizes = {1};
-  m.device_types = {"T"};
-  for (int s = 0; s < 2 * P; ++s) {
-    const double g = ramp_factor(c, P, s) * kMs;
-    Layer l;
-    l.name = "stage" + std::to_string(s);
-    l.params = 1000;
-    l.forward_s = {{c.f * g}};
-    l.backward_s = {{(c.i + c.w) * g}};
-    l.backward_weight_fraction = c.w / (c.i + c.w);
-    l.activation_bytes_per_sample = kStageActivation;
-    l.output_bytes_per_sample = 1000;
-    m.layers.push_back(l);
-  }
-  return m;
-}
-
-ClusterProfile cluster(int devices, double delay_s) {
-  ClusterProfile c;
-  c.name = std::string("synthetic");
-  c.device_type = std::string("T");
-  c.memory_bytes = std::int64_t{1} << 40;
-  c.devices_per_node = devices;
-  c.link_classes = {LinkClass{"L", 1e18, delay_s}};
-  c.intra_node.assign(devices, std::vector<int>(devices, 0));
-  for (int i = 0; i < devices; ++i) c.intra_node[i][i] = -1;
-  c.overlap_comm = true;
-  return c;
-}
-
-struct Figures {
+// What a child sends back about its plan (plain data through a pipe).
+struct PlanFigures {
   bool ok = false;
-  double makespan = 0;
-  double peak = 0;  // in stage activations
+  double makespan_ms = 0, bound_ms = 0, cpu_s = 0;
+  std::int64_t peak_bytes = 0;
+  char method[24] = {};
+  char error[160] = {};
 };
 
-Figures family(const CompiledPlan& plan, VFamily f) {
-  const auto s = v_family_schedule({&plan.model, plan.num_microbatches, f, {}});
-  if (!s) return {};
-  const auto t = simulate(plan.model, *s, plan.num_microbatches, plan.static_bytes);
-  if (!t) return {};
-  std::int64_t peak = 0;
-  for (const DeviceTimeline& d : t->devices) peak = std::max(peak, d.resident_peak);
-  return {true, t->makespan_s / kMs, static_cast<double>(peak) / kStageActivation};
-}
-
-struct Tally {
-  int rows = 0, slower = 0, memory = 0, gap = 0;
-  double worst_gap_rich = 0, worst_ratio = 0, slowest_plan_s = 0;
-  std::string worst_gap_row, worst_ratio_row;
-};
-
-std::string verdict(const Figures& pulse, double bound, int units, int P,
-                    const std::vector<Figures>& fams, Tally& tally, const std::string& row) {
-  std::string out;
-  std::optional<double> best;
-  for (const Figures& f : fams) {
-    if (!f.ok) continue;
-    if (f.peak <= pulse.peak + 1e-9 && (!best || f.makespan < *best)) best = f.makespan;
-    if (f.makespan <= pulse.makespan * (1 + 1e-9) && f.peak < pulse.peak - 1e-9) {
-      out += "family as fast with less memory; ";
-      ++tally.memory;
-    }
-  }
-  if (best && pulse.makespan > *best * (1 + 1e-9)) {
-    out += "slower than a family; ";
-    ++tally.slower;
-  }
-  if (best && pulse.makespan / *best > tally.worst_ratio) {
-    tally.worst_ratio = pulse.makespan / *best;
-    tally.worst_ratio_row = row;
-  }
-  const double gap = pulse.makespan / bound - 1;
-  if (units == 0 || units >= 2 * P) {
-    if (gap > 0.03) {
-      out += "gap over 3%; ";
-      ++tally.gap;
-    }
-    if (gap > tally.worst_gap_rich) {
-      tally.worst_gap_rich = gap;
-      tally.worst_gap_row = row;
-    }
-  }
-  return out.empty() ? "ok" : out;
-}
-
-std::string fam_cell(const Figures& f) {
-  char buf[32];
-  if (!f.ok) return "      -       ";
-  std::snprintf(buf, sizeof buf, "%8.2f %5.1f", f.makespan, f.peak);
-  return buf;
-}
-
-void run_row(const Setting& c, int P, int M, int units, double delay_s, Tally& tally) {
-  const ModelProfile model = v_model(c, P);
-  const ClusterProfile cl = cluster(P, delay_s);
+PlanFigures plan_here(const test::PeerInstance& in, std::int64_t budget) {
   PlanOptions o;
-  o.pp = P;
+  o.pp = in.num_devices;
   o.dp = 1;
   o.microbatch_size = 1;
-  o.global_batch = M;
+  o.global_batch = in.num_microbatches;
   o.split_backward = true;
-  if (units > 0) o.activation_budget_bytes = units * kStageActivation;
-  const auto t0 = std::chrono::steady_clock::now();
-  auto plan = compile_plan(model, cl, o);
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const std::string mem = units > 0 ? std::to_string(units) : "inf";
-  char row[96];
-  std::snprintf(row, sizeof row, "P %d M %d %s mem %s delay %.1f", P, M, c.name, mem.c_str(),
-                delay_s / kMs);
+  if (budget > 0) o.activation_budget_bytes = budget;
+  const ModelProfile model = test::peer_model_profile(in);
+  const ClusterProfile cluster = test::peer_cluster(in);
+  PlanFigures f;
+  const double t0 = cpu_seconds();
+  auto plan = compile_plan(model, cluster, o);
+  f.cpu_s = cpu_seconds() - t0;
   if (!plan) {
-    std::printf("| %d | %2d | %-9s | %3s | %.1f | error: %s |\n", P, M, c.name, mem.c_str(),
-                delay_s / kMs, plan.error().message.c_str());
-    return;
+    std::snprintf(f.error, sizeof f.error, "%s", plan.error().message.c_str());
+    return f;
   }
-  const ScheduleAnswer& a = plan->solver;
-  const Figures pulse{true, a.makespan_s / kMs,
-                      static_cast<double>(a.peak_activation_bytes) / kStageActivation};
-  const std::vector<Figures> fams{family(*plan, VFamily::zb_v), family(*plan, VFamily::v_half),
-                                  family(*plan, VFamily::v_min)};
-  std::optional<double> best;
-  for (const Figures& f : fams) {
-    if (f.ok && f.peak <= pulse.peak + 1e-9 && (!best || f.makespan < *best)) best = f.makespan;
+  f.ok = true;
+  f.makespan_ms = plan->solver.makespan_s / kMs;
+  f.bound_ms = plan->solver.lower_bound_s / kMs;
+  f.peak_bytes = plan->solver.peak_activation_bytes;
+  std::snprintf(f.method, sizeof f.method, "%s", plan->solver.method.c_str());
+  return f;
+}
+
+// Plans every budget, `jobs` children at a time; each child plans one budget.
+std::vector<PlanFigures> plan_all(const test::PeerInstance& in,
+                                  const std::vector<std::int64_t>& budgets, int jobs) {
+  std::vector<PlanFigures> out(budgets.size());
+  std::map<pid_t, std::pair<std::size_t, int>> running;  // pid -> (budget index, read end)
+  auto collect = [&] {
+    int status = 0;
+    const pid_t pid = wait(&status);
+    const auto [k, fd] = running.at(pid);
+    PlanFigures f;
+    if (read(fd, &f, sizeof f) != static_cast<ssize_t>(sizeof f)) {
+      std::snprintf(f.error, sizeof f.error, "the planning process died (status %d)", status);
+    }
+    close(fd);
+    out[k] = f;
+    running.erase(pid);
+  };
+  for (std::size_t k = 0; k < budgets.size(); ++k) {
+    if (static_cast<int>(running.size()) >= jobs) collect();
+    int fds[2];
+    if (pipe(fds) != 0) std::abort();
+    const pid_t pid = fork();
+    if (pid == 0) {
+      close(fds[0]);
+      const PlanFigures f = plan_here(in, budgets[k]);
+      const ssize_t n = write(fds[1], &f, sizeof f);
+      _exit(n == static_cast<ssize_t>(sizeof f) ? 0 : 1);
+    }
+    close(fds[1]);
+    running[pid] = {k, fds[0]};
   }
-  ++tally.rows;
-  tally.slowest_plan_s = std::max(tally.slowest_plan_s, wall);
-  const std::string v = verdict(pulse, a.lower_bound_s / kMs, units, P, fams, tally, row);
-  std::printf(
-      "| %d | %2d | %-9s | %3s | %.1f | %8.2f | %5.1f | %8.2f | %5.2f%% | %-12s | %3d | %4d | "
-      "%5.2f | %s | %s | %s | %8s | %s |\n",
-      P, M, c.name, mem.c_str(), delay_s / kMs, pulse.makespan, pulse.peak, a.lower_bound_s / kMs,
-      100 * a.gap, a.method.c_str(), a.list_evaluations, a.order_evaluations, wall,
-      fam_cell(fams[0]).c_str(), fam_cell(fams[1]).c_str(), fam_cell(fams[2]).c_str(),
-      best ? std::to_string(*best).substr(0, 8).c_str() : "-", v.c_str());
+  while (!running.empty()) collect();
+  return out;
+}
+
+// A peer schedule at one memory level.
+struct Peer {
+  std::string label;   // "zb-v@16", "v-half", "dualpipev"
+  std::string family;  // "zb-v", "v-half", "v-min", "v-auto", "dualpipev"
+  double makespan_ms = 0;
+  std::int64_t peak_bytes = 0;
+};
+
+std::vector<Peer> peers_of(const test::PeerInstance& in) {
+  std::vector<Peer> out;
+  for (const test::PeerRun& r : in.runs) {
+    if (!r.ok) continue;
+    const std::string label = r.max_mem > 0 ? fmt::format("{}@{}", r.family, r.max_mem) : r.family;
+    out.push_back({label, r.family, r.makespan_ms, r.peak_bytes});
+  }
+  // DualPipeV, restated, replayed on the same pipeline model.
+  if (auto s = detail::dualpipev_schedule(in.num_devices, in.num_microbatches)) {
+    const PipelineModel pm = test::peer_pipeline_model(in);
+    const std::vector<MemoryBreakdown> none(in.num_devices);
+    if (auto t = simulate(pm, *s, in.num_microbatches, none)) {
+      std::int64_t peak = 0;
+      for (const DeviceTimeline& d : t->devices) peak = std::max(peak, d.resident_peak);
+      out.push_back({"dualpipev", "dualpipev", t->makespan_s / kMs, peak});
+    }
+  }
+  return out;
+}
+
+// The unit levels are printed in: A where every stage holds the same, else GiB.
+struct Unit {
+  double bytes = 1 << 30;
+  const char* name = "GiB";
+};
+
+Unit unit_of(const test::PeerInstance& in) {
+  for (const test::PeerStage& s : in.stages) {
+    if (s.activation_bytes != in.stages[0].activation_bytes) return {};
+  }
+  return {static_cast<double>(in.stages[0].activation_bytes), "A"};
+}
+
+struct FamilyTally {
+  int rows = 0, behind = 0;
+  double worst = 0;
+  std::string worst_row;
+};
+
+struct Tally {
+  int instances = 0, levels = 0, behind_best = 0, slower_with_more = 0, errors = 0, proven = 0;
+  std::map<std::string, FamilyTally> family;
+  double worst_best = 0, worst_more = 0, slowest_cpu = 0, largest_gap_rich = 0;
+  std::string worst_best_row, worst_more_row, slowest_row;
+  int own_same = 0, own_other = 0;
+};
+
+std::string level_text(std::int64_t level, const Unit& u) {
+  if (level == 0) return "none";
+  const double x = static_cast<double>(level) / u.bytes;
+  return x == std::floor(x) ? fmt::format("{:.0f} {}", x, u.name) : fmt::format("{:.2f} {}", x, u.name);
+}
+
+// The verdict of one level; tallies what it finds.
+std::string judge(const std::string& row, const PlanFigures& f, std::int64_t level,
+                  const std::vector<Peer>& peers, std::optional<double> best, Tally& t) {
+  std::string out;
+  for (const Peer& p : peers) {
+    if (p.peak_bytes != level) continue;
+    FamilyTally& ft = t.family[p.family];
+    ++ft.rows;
+    const double ratio = f.makespan_ms / p.makespan_ms;
+    if (ratio > 1 + 1e-9) {
+      ++ft.behind;
+      out += fmt::format("behind {}; ", p.label);
+    }
+    if (ratio > ft.worst) ft.worst = ratio, ft.worst_row = row;
+  }
+  if (best && f.makespan_ms > *best * (1 + 1e-9)) {
+    ++t.behind_best;
+    if (out.empty()) out += "behind the best of no more memory; ";
+  }
+  if (best && f.makespan_ms / *best > t.worst_best) {
+    t.worst_best = f.makespan_ms / *best;
+    t.worst_best_row = row;
+  }
+  return out;
+}
+
+void run_instance(const test::PeerInstance& in, int jobs, Tally& t) {
+  const std::vector<Peer> peers = peers_of(in);
+  std::vector<std::int64_t> levels;
+  for (const Peer& p : peers) levels.push_back(p.peak_bytes);
+  std::sort(levels.begin(), levels.end());
+  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+  levels.push_back(0);  // no budget
+  const std::vector<PlanFigures> plans = plan_all(in, levels, jobs);
+  const Unit unit = unit_of(in);
+  ++t.instances;
+  std::optional<double> previous;
+  for (std::size_t k = 0; k < levels.size(); ++k) {
+    const PlanFigures& f = plans[k];
+    const std::string row = fmt::format("{} at {}", in.name, level_text(levels[k], unit));
+    ++t.levels;
+    if (!f.ok) {
+      ++t.errors;
+      fmt::print("| {} | {} | error: {} |\n", in.name, level_text(levels[k], unit), f.error);
+      continue;
+    }
+    std::string here;
+    std::optional<double> best;
+    for (const Peer& p : peers) {
+      if (p.peak_bytes == levels[k]) here += fmt::format("{} {:.2f}, ", p.label, p.makespan_ms);
+      if ((levels[k] == 0 || p.peak_bytes <= levels[k]) && (!best || p.makespan_ms < *best)) {
+        best = p.makespan_ms;
+      }
+    }
+    std::string verdict = judge(row, f, levels[k], peers, best, t);
+    if (previous && f.makespan_ms > *previous * (1 + 1e-9)) {
+      ++t.slower_with_more;
+      verdict += "slower with more memory; ";
+      if (f.makespan_ms / *previous > t.worst_more) {
+        t.worst_more = f.makespan_ms / *previous;
+        t.worst_more_row = row;
+      }
+    }
+    previous = previous ? std::min(*previous, f.makespan_ms) : f.makespan_ms;
+    if (f.cpu_s > t.slowest_cpu) t.slowest_cpu = f.cpu_s, t.slowest_row = row;
+    const double gap = f.makespan_ms / f.bound_ms - 1;
+    if (gap <= 1e-9) ++t.proven;
+    fmt::print("| {} | {} | {:.3f} | {} | {:.3f} | {:.2f}% | {} | {:.2f} | {}| {} | {} |\n", in.name,
+               level_text(levels[k], unit), f.makespan_ms, level_text(f.peak_bytes, unit),
+               f.bound_ms, 100 * gap, f.method, f.cpu_s, here,
+               best ? fmt::format("{:.3f}", *best) : "-", verdict.empty() ? "ok" : verdict);
+  }
+  for (const test::PeerRun& r : in.runs) {
+    if (!r.ok) continue;
+    (std::abs(r.own_ms - r.makespan_ms) <= 1e-9 * r.makespan_ms ? t.own_same : t.own_other)++;
+  }
+  std::fflush(stdout);
+}
+
+void summary(const Tally& t) {
+  fmt::print("\n{} instances, {} memory levels planned ({} errors).\n", t.instances, t.levels,
+             t.errors);
+  for (const auto& [name, ft] : t.family) {
+    fmt::print("{}: {} rows at equal memory, {} behind; worst pulse / peer {:.4f} ({})\n", name,
+               ft.rows, ft.behind, ft.worst, ft.worst_row);
+  }
+  fmt::print("behind the best published schedule of no more memory: {} levels; worst {:.4f} ({})\n",
+             t.behind_best, t.worst_best, t.worst_best_row);
+  fmt::print("slower with more memory: {} levels; worst {:.4f} ({})\n", t.slower_with_more,
+             t.worst_more, t.worst_more_row);
+  fmt::print("proven optimal (the makespan meets the lower bound): {} levels\n", t.proven);
+  fmt::print("slowest plan: {:.2f} s of CPU ({})\n", t.slowest_cpu, t.slowest_row);
+  fmt::print("the authors' own timing of their schedules equals the simulator's in {} of {} runs\n",
+             t.own_same, t.own_same + t.own_other);
+}
+
+std::string source_dir() {
+  if (const char* env = std::getenv("PULSE_SOURCE_DIR")) return env;
+  return PULSE_SOURCE_DIR;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int only_p = 0, only_m = 0, only_mem = -1;
-  double only_delay = -1;
-  std::string only;
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (!std::strcmp(argv[i], "--only-p")) only_p = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--only-m")) only_m = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--only")) only = argv[i + 1];
-    if (!std::strcmp(argv[i], "--only-mem")) only_mem = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--only-delay")) only_delay = std::atof(argv[i + 1]) * kMs;
+  std::string group, only;
+  int jobs = 1;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--group")) group = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--only")) only = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--jobs")) jobs = std::max(1, std::atoi(argv[i + 1]));
   }
-  const Setting settings[] = {{"uniform", 1, 1, 1, 0},
-                              {"fbw", 1, 1.2, 0.8, 0},
-                              {"unet-ramp", 1, 1, 1, 1},
-                              {"v-ramp", 1, 1, 1, 2}};
-  std::printf(
-      "| P | M | cost | mem | delay | pulse | peak | bound | gap | method | list | order | s | "
-      "ZB-V ms, peak | V-Half ms, peak | V-Min ms, peak | best fam. | verdict |\n");
-  std::printf("|--:|--:|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|---|\n");
-  Tally tally;
-  for (int P : {4, 8}) {
-    for (int M : {8, 16, 32, 64}) {
-      for (const Setting& c : settings) {
-        for (int units : {P, 3 * P / 2, 2 * P, 0}) {
-          for (double delay : {0.0, 0.1 * kMs}) {
-            if ((only_p && P != only_p) || (only_m && M != only_m) ||
-                (!only.empty() && only != c.name) || (only_mem >= 0 && only_mem != units) ||
-                (only_delay >= 0 && std::abs(only_delay - delay) > 1e-12)) {
-              continue;
-            }
-            run_row(c, P, M, units, delay, tally);
-          }
-        }
-      }
+  auto fixture = test::load_peer_fixture(source_dir());
+  if (!fixture) {
+    std::fprintf(stderr, "bench_v_families: %s\n", fixture.error().message.c_str());
+    return 2;
+  }
+  fmt::print("| instance | level | pulse ms | peak | bound | gap | method | CPU s | peers at this level | best of no more memory | verdict |\n");
+  fmt::print("|---|--:|--:|--:|--:|--:|---|--:|---|--:|---|\n");
+  Tally t;
+  for (const test::PeerInstance& in : *fixture) {
+    if ((!group.empty() && in.group != group) ||
+        (!only.empty() && in.name.find(only) == std::string::npos)) {
+      continue;
     }
+    run_instance(in, jobs, t);
   }
-  std::printf(
-      "\n%d rows: %d slower than the best family of no more memory, %d where a family is as "
-      "fast with less memory, %d over 3%% from the bound with at least 2P of memory.\n",
-      tally.rows, tally.slower, tally.memory, tally.gap);
-  std::printf("worst makespan / best family: %.4f (%s)\n", tally.worst_ratio,
-              tally.worst_ratio_row.c_str());
-  std::printf("worst gap with at least 2P of memory: %.2f%% (%s)\n", 100 * tally.worst_gap_rich,
-              tally.worst_gap_row.c_str());
-  std::printf("slowest plan: %.2f s\n", tally.slowest_plan_s);
+  summary(t);
   return 0;
 }

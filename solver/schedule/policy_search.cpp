@@ -95,6 +95,7 @@ class Search {
     Schedule s =
         list_schedule(model_, in_.num_microbatches, limits, in_.split_backward, policy, &makespan);
     ++best_.evaluations;
+    if (in_.seen) in_.seen(s);
     if (best_.found && makespan >= best_.makespan_s * (1 - 1e-12)) return false;
     bool safe = true;
     for (std::size_t d = 0; d < limits.size(); ++d) safe = safe && limits[d] <= in_.safe_cap[d];

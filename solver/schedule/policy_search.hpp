@@ -23,6 +23,8 @@ struct SearchInput {
   std::function<bool()> expired;  ///< Wall-clock safety limit.
   /// Checks the memory rule by replay; asked only when a limit exceeds `safe_cap`.
   std::function<bool(const Schedule&)> fits;
+  /// Optional: shown every list schedule scored, kept or not.
+  std::function<void(const Schedule&)> seen;
 };
 
 struct SearchResult {

@@ -8,16 +8,19 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <deque>
 #include <limits>
 #include <optional>
 
 #include <fmt/format.h>
 
+#include "answer_memo.hpp"
 #include "exact_ilp.hpp"
 #include "lower_bound.hpp"
 #include "op_graph.hpp"
 #include "order_search.hpp"
 #include "policy_search.hpp"
+#include "ladder_search.hpp"
 #include "pulse/base/units.hpp"
 #include "pulse/cost/memory.hpp"
 #include "pulse/schedule/list_schedule.hpp"
@@ -35,6 +38,10 @@ constexpr long kOrderOpReplays = 1'000'000;
 // list schedules: large instances get fewer, as in the order search.
 constexpr long kListOpReplays = 400'000;
 constexpr int kMinListEvaluations = 120;
+// The ladder's rungs share twice the op-replays of one policy search and of one order
+// search (each rung within the request's own limits: small instances get them whole).
+constexpr long kRungListOpReplays = 2 * kListOpReplays;
+constexpr long kRungOrderOpReplays = 2 * kOrderOpReplays;
 // ...but never more than this many op-replays in all, whatever the floor: the work limit
 // that keeps the largest instances (32 stages x 4096 microbatches: 262,144 ops a replay,
 // where 120 list schedules took 5-17 s) far from the wall-clock safety limit. It binds
@@ -228,6 +235,13 @@ void offer_families(const ScheduleRequest& r, const Memory& mem, Best& best) {
   }
 }
 
+// The order search's replays: large instances get fewer (replays cost in proportion to
+// the ops).
+int order_budget(const ScheduleRequest& r, const detail::OpGraph& graph) {
+  const long ops = static_cast<long>(graph.ops.size()) * r.num_microbatches;
+  return static_cast<int>(std::min<long>(r.max_order_evaluations, kOrderOpReplays / ops));
+}
+
 struct Search {
   const ScheduleRequest& r;
   const Memory& mem;
@@ -239,31 +253,34 @@ struct Search {
   bool at_bound() const { return best.timeline.makespan_s <= a.lower_bound_s * (1 + 1e-9); }
   bool go_on() const { return !out_of_time && !deadline.expired() && !at_bound(); }
 
-  void list_policies() {
-    if (!go_on()) return;
-    std::vector<std::int64_t> free_bytes = mem.room;
+  // The policy search's input at `room`: its work limit in list schedules, large instances
+  // getting fewer, but never fewer than kMinListEvaluations.
+  detail::SearchInput list_input(const Memory& room) const {
     const long ops = r.model->layout.num_stages() * (r.split_backward ? 3L : 2L) * r.num_microbatches;
     const int budget = static_cast<int>(std::min<long>(
         {static_cast<long>(r.max_evaluations),
          std::max<long>(kMinListEvaluations, kListOpReplays / ops), kMaxListOpReplays / ops}));
-    detail::SearchInput in{r.num_microbatches, mem.reach_cap, mem.safe_cap, free_bytes,
-                           r.split_backward,   budget, 3,
-                           [&] { return deadline.expired(); },
-                           [&](const Schedule& s) {
-                             auto t = simulate(*r.model, s, r.num_microbatches, r.static_bytes, Peaks::rule_only);
-                             return t && mem.fits(*t);
-                           }};
-    const detail::SearchResult found = detail::search_list_schedules(*r.model, in);
+    return detail::SearchInput{r.num_microbatches, room.reach_cap, room.safe_cap, room.room,
+                               r.split_backward,   budget, 3,
+                               [this] { return deadline.expired(); },
+                               [this, &room](const Schedule& s) {
+                                 auto t = simulate(*r.model, s, r.num_microbatches, r.static_bytes,
+                                                   Peaks::rule_only);
+                                 return t && room.fits(*t);
+                               },
+                               {}};
+  }
+
+  void list_policies() {
+    if (!go_on()) return;
+    const detail::SearchResult found = detail::search_list_schedules(*r.model, list_input(mem));
     a.list_evaluations = found.evaluations;
     if (found.found) best.offer(found.schedule, r, mem, "list-search");
   }
 
-  // Local search over explicit op orders, from the best so far. Replays cost in proportion
-  // to the ops, so large instances get fewer of them.
+  // Local search over explicit op orders, from the best so far.
   void orders(const detail::OpGraph& graph) {
-    const long ops = static_cast<long>(graph.ops.size()) * r.num_microbatches;
-    const int budget =
-        static_cast<int>(std::min<long>(r.max_order_evaluations, kOrderOpReplays / ops));
+    const int budget = order_budget(r, graph);
     if (!go_on() || budget <= 0) return;
     detail::OrderSearchInput in{r.num_microbatches, r.static_bytes,
                                 [&](const Timeline& t) { return mem.fits(t); }, budget,
@@ -271,6 +288,54 @@ struct Search {
     detail::OrderSearchResult found = detail::search_orders(*r.model, in, best.schedule);
     a.order_evaluations = found.evaluations;
     if (found.improved) best.offer(std::move(found.schedule), r, mem, "order-search");
+  }
+
+  // On a two-stage V with a split backward: the ladder (ladder_search.hpp), whose
+  // candidates the activation budget does not shape, in place of the families, the policy
+  // search and the order search at the budget's room. (Screening gets it too: a plan keeps
+  // the faster of a configuration's screen and its full synthesis.)
+  bool ladder_applies() const { return r.split_backward && is_two_stage_v(r.model->layout); }
+  void ladder() {
+    if (!go_on()) return;
+    ScheduleRequest open = r;
+    open.activation_budget = 0;
+    const Memory wide = memory_of(open);
+    detail::LadderInput in;
+    in.model = r.model;
+    in.num_microbatches = r.num_microbatches;
+    in.static_bytes = r.static_bytes;
+    in.wide_room = wide.room;
+    in.room = mem.room;
+    in.list = list_input(wide);
+    // The rungs and the wide room's policy search where the order search runs (full
+    // effort): a screen or a memory trim takes the seeds and the heuristic alone.
+    std::deque<Memory> rooms;  // the rungs' rooms, alive while their inputs are
+    in.wide_list = r.max_order_evaluations > 0;
+    if (r.max_order_evaluations > 0) {
+      in.rung_list_op_replays = kRungListOpReplays;
+      in.rung_order_op_replays = kRungOrderOpReplays;
+      in.max_list_evaluations = in.list.max_evaluations;
+      in.max_order_evaluations = r.max_order_evaluations;
+      in.list_at = [&open, &rooms, this](std::int64_t budget) {
+        ScheduleRequest at = open;
+        at.activation_budget = budget;
+        rooms.push_back(memory_of(at));
+        return list_input(rooms.back());
+      };
+    }
+    open.memory_curve_points = 0;
+    open.max_order_evaluations = 0;
+    in.key = detail::request_image(open);
+    open.max_evaluations = open.exact_max_ops = open.max_nodes = open.seed = 0;
+    open.max_seconds = 0;
+    open.allreduce_s.clear();
+    in.pool_key = detail::request_image(open);
+    in.stop = [this] { return !go_on(); };
+    in.expired = [this] { return deadline.expired(); };
+    in.offer = [this](Schedule s, const std::string& how) { best.offer(std::move(s), r, mem, how); };
+    const detail::LadderResult found = detail::ladder_search(in);
+    a.list_evaluations = found.list_evaluations;
+    a.order_evaluations = found.order_evaluations;
   }
 
   // The exact integer program, when the instance is small enough to prove optimality; its
@@ -399,14 +464,20 @@ Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound) {
   a.heuristic_makespan_s = best.timeline.makespan_s;
   const detail::OpGraph graph = detail::build_op_graph(*r.model, r.split_backward);
   if (with_bound) {
-    const auto relaxation = detail::memory_relaxation(graph, *r.model, mem.room);
-    a.lower_bound_s = detail::schedule_lower_bound(graph, r.num_microbatches, relaxation);
+    a.lower_bound_s = detail::recall_bound(r, [&] {
+      const auto relaxation = detail::memory_relaxation(graph, *r.model, mem.room);
+      return detail::schedule_lower_bound(graph, r.num_microbatches, relaxation);
+    });
   }
   if (r.family != ScheduleFamily::synthesized) return fixed_schedule(r, mem, best, a);
   Search search{r, mem, deadline, best, a, r.max_seconds <= 0};
-  if (!search.out_of_time) offer_families(r, mem, best);
-  search.list_policies();
-  search.orders(graph);
+  if (search.ladder_applies()) {
+    search.ladder();
+  } else {
+    if (!search.out_of_time) offer_families(r, mem, best);
+    search.list_policies();
+    search.orders(graph);
+  }
   search.exact(graph);
   search.finish();
   trim_and_curve(r, deadline, a, false);
@@ -425,9 +496,11 @@ Status hold_peaks(const ScheduleRequest& r, ScheduleAnswer& a) {
 }  // namespace
 
 Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& r) {
+  if (auto kept = detail::recall_answer(r)) return std::move(*kept);
   auto a = synthesize(r, true);
   if (!a) return a;
   if (auto held = hold_peaks(r, *a); !held) return held.error();
+  detail::remember_answer(r, *a);
   return a;
 }
 

@@ -235,7 +235,8 @@ struct MemoryCurvePoint {
 /// How a schedule was found: what the synthesizer answers (ScheduleAnswer,
 /// schedule/synthesize.hpp) and the plan's `solver` section states.
 struct ScheduleSearch {
-  /// "list", "list-search", "zb-v", "v-half", "v-min", "order-search" or "exact-ilp".
+  /// "list", "list-search", "zb-v", "v-half", "v-min", "v-auto", "dualpipev",
+  /// "order-search" or "exact-ilp".
   std::string method;
   std::string stopped_by;  ///< What ended the last integer program: "optimal", "node limit", ...
   double makespan_s = 0;

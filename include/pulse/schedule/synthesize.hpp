@@ -5,9 +5,11 @@
 //   list-search   a search over list-schedule policies (per-device preferences among op
 //                 types, per-device in-flight limits), each candidate scored by replay
 //                 (policy_search.cpp)
-//   zb-v, v-half, v-min
-//                 the published V families (v_families.hpp), on two-stage V layouts with a
-//                 split backward: seeds beside the list schedules
+//   zb-v, v-half, v-min, v-auto, dualpipev
+//                 the published V schedules, on two-stage V layouts with a split backward:
+//                 there the ladder (solver/schedule/ladder_search.hpp) takes the place of the
+//                 families, the policy and the order search, with candidates the activation
+//                 budget does not shape, so more memory never makes the answer slower
 //   order-search  moves of single ops within each device's order (order_search.cpp)
 //   exact-ilp     one disjunctive ILP on CBC over every operation, warm-started from the best
 //                 known order; run when the instance is small, and then provably optimal

@@ -1,0 +1,40 @@
+// The published V schedules as seeds of the synthesizer (internal): on a two-stage V with
+// a split backward, every schedule the authors' own rules produce at any budget (ZB-V's
+// fill loop at every budget from P to 3P stage activations, every candidate of V-auto's
+// building-block search, V-Half, V-Min) and DeepSeek's DualPipeV, timed on the pipeline's
+// real stage and link times: the staircase of those that fit the room (staircase.hpp).
+// Nothing in it depends on an activation budget, so a synthesis that takes the members
+// fitting its budget never gets slower with more memory. See v_seeds.cpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pulse/cost/pipeline_model.hpp"
+#include "staircase.hpp"
+#include "v_auto.hpp"
+
+namespace pulse::detail {
+
+struct VSeedRequest {
+  const PipelineModel* model = nullptr;
+  int num_microbatches = 1;
+  /// Per device: the bytes activations (and skip caches) may hold.
+  std::vector<std::int64_t> room;
+  /// What the pool depends on (the model, M, the room), to find it again when a plan asks
+  /// once more (its screen, its full synthesis, its memory trims); empty: not kept.
+  std::string key;
+};
+
+/// The pool's staircase (empty off a two-stage V); methods "zb-v", "v-auto", "v-half",
+/// "v-min" or "dualpipev".
+std::vector<StairMember> v_seeds(const VSeedRequest& request);
+
+/// The scalar F, B, W and link time, in milliseconds to the nanosecond, the authors'
+/// runtime gives their generators for this pipeline (zerobubble/runtime.py, avg_then_mid:
+/// per device the average of its stages, then the upper median over devices, here without
+/// its floor of 1; the link time likewise over the main-path transfers).
+ScalarCosts authors_costs(const PipelineModel& model);
+
+}  // namespace pulse::detail
