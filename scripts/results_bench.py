@@ -4,8 +4,9 @@ docs/results.md.
 
     /usr/bin/python3 scripts/results_bench.py [--binary build/pulse-plan] [--out docs/results.md]
 
-For each model (SD2 UNet at 512 and 768 px, U-ViT-H/2, Hunyuan-DiT at 1024 px) and cluster
-(8 and 32 V100s, 8 and 32 Ascend 910As) it plans every strategy (pulse, v-naive, 1f1b,
+For each model (SD2 UNet at 512 and 768 px, U-ViT-H/2, Hunyuan-DiT at 1024 px, SVD-XT, SDXL,
+Flux.1-dev) and cluster (8 and 32 V100s, 8 and 32 Ascend 910As; 8 H100s, H200s, A100s and
+Ascend 910Bs, 32 H100s and 910Bs) it plans every strategy (pulse, v-naive, 1f1b,
 1f1b-direct, gpipe) with the same global batch (8 samples per device), twice:
 
   tuned     each strategy with its own best pipeline degree, data-parallel degree and
@@ -48,6 +49,12 @@ CLUSTERS = [
     ("dgx1-v100-32gb-4n", "32 x V100 (four DGX-1)", 8),
     ("atlas800-910a-1n", "8 x Ascend 910A (one Atlas 800)", 4),
     ("atlas800-910a-4n", "32 x Ascend 910A (four Atlas 800)", 8),
+    ("dgx-h100-1n", "8 x H100 (one DGX H100)", 4),
+    ("dgx-h100-4n", "32 x H100 (four DGX H100)", 8),
+    ("dgx-h200-1n", "8 x H200 (one DGX H200)", 4),
+    ("dgx-a100-1n", "8 x A100 (one DGX A100)", 4),
+    ("atlas800t-a2-910b-1n", "8 x Ascend 910B (one Atlas 800T A2)", 4),
+    ("atlas800t-a2-910b-4n", "32 x Ascend 910B (four Atlas 800T A2)", 8),
 ]
 STRATEGIES = ["pulse", "v-naive", "1f1b", "1f1b-direct", "gpipe"]
 BASELINES = STRATEGIES[1:]
@@ -358,8 +365,12 @@ def page(results, command, sens=None):
         "vendor link figures with stated achieved-bandwidth factors; nothing here was "
         "measured by us on V100 or 910A hardware, and every profile states the range its "
         "times may be off by (the sensitivity section shows what the 910A range does). "
-        "docs/fidelity.md checks the simulator against real runs over emulated links on "
-        "CPUs.",
+        "On H100, H200 and A100 the times describe pure bf16 in eager PyTorch under a "
+        "host/launch floor fitted to our H200 and H100 measurements of the SD2 UNet (small "
+        "microbatches cost what launching their kernels costs), on the 910B MindSpore graph "
+        "mode fitted to the mindone 910B figures (docs/profiles.md, The 2026 devices); the "
+        "links are NCCL/HCCL-measured bandwidths. docs/fidelity.md checks the simulator "
+        "against real runs over emulated links on CPUs.",
         "",
     ]
     for mode, title in (("fixed", "Fixed pipeline degree"), ("tuned", "Tuned configurations")):

@@ -391,15 +391,20 @@ def point_lines() -> List[str]:
         lines.append(f"Whole step {w.device} {w.model} microbatch {w.microbatch}: {span} "
                      f"({w.source}); the model gives {got:.1f} ms.")
     for a in measurements.PUBLIC:
-        dev = devices()[a.device]
-        t = derive(a, dev.device.achieved_bw)
+        t, got = public_figure(a)
         lo, mid, hi = (1e3 * x for x in t.target)
         what = "forward + backward" if a.kind == "train" else "forward"
         use = "fitted" if a.fitted else "not fitted"
         lines.append(f"Anchor {a.key} ({a.device}, {use}): {a.conditions}. UNet-only {what} "
                      f"per sample at microbatch {a.microbatch}: {mid:.1f} ms (range "
-                     f"{lo:.1f}-{hi:.1f}); the model gives {1e3 * per_sample_s(dev, a):.1f} ms.")
+                     f"{lo:.1f}-{hi:.1f}); the model gives {1e3 * got:.1f} ms.")
     return lines
+
+
+def public_figure(a: measurements.Public) -> Tuple[Target, float]:
+    """A public figure's target and the fitted model's seconds per sample for it."""
+    dev = devices()[a.device]
+    return derive(a, dev.device.achieved_bw), per_sample_s(dev, a)
 
 
 HARDWARE_REFERENCES = [

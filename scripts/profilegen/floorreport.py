@@ -102,10 +102,9 @@ def public_table() -> List[str]:
     lines = ["| device | figure | microbatch | measured ms/sample (step) | UNet-only target ms "
              "(range) | model ms | model / target |", "|---|---|---:|---:|---:|---:|---:|"]
     for a in measurements.PUBLIC:
-        dev = calibrate.devices()[a.device]
-        t = calibrate.derive(a, dev.device.achieved_bw)
+        t, got = calibrate.public_figure(a)
         lo, mid, hi = (1e3 * x for x in t.target)
-        got = 1e3 * calibrate.per_sample_s(dev, a)
+        got *= 1e3
         what = "fwd+bwd" if a.kind == "train" else "fwd"
         used = "" if a.fitted else ", not fitted"
         lines.append(f"| {a.device} | {a.key} ({what}{used}) | {a.microbatch} "
