@@ -39,7 +39,9 @@ def without_hashes(value):
     return value
 
 
-def outcome(binary, args, ignore_hashes=False):
+def outcome(binary, args, ignore_hashes=False, profiles=None):
+    """(exit code, plan digest, stderr); `profiles`: a profiles directory whose name in
+    stderr reads as this checkout's."""
     with tempfile.TemporaryDirectory() as work:
         out = pathlib.Path(work) / "plan.json"
         proc = subprocess.run([binary, "plan", "-q", "-o", str(out)] + args, capture_output=True)
@@ -48,6 +50,8 @@ def outcome(binary, args, ignore_hashes=False):
             body = json.dumps(without_hashes(json.loads(body)), sort_keys=True).encode()
         # stderr names the output file: the temporary directory differs between the runs.
         err = proc.stderr.replace(work.encode(), b"DIR")
+        if profiles:
+            err = err.replace(str(profiles).encode(), str(ROOT / "profiles").encode())
         return proc.returncode, hashlib.sha256(body).hexdigest(), err
 
 
@@ -85,7 +89,7 @@ def main():
         if before is None:
             skipped += 1
             continue
-        old = outcome(a.old, before, a.ignore_hashes)
+        old = outcome(a.old, before, a.ignore_hashes, a.old_profiles)
         new = outcome(a.new, args, a.ignore_hashes)
         if old != new:
             differ += 1
