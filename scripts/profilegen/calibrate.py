@@ -40,10 +40,12 @@ def r3(x: float) -> float:
     return float(f"{x:.3g}")
 
 
+SD2_LATENT_SIDE = {"sd2-unet-512": 64, "sd2-unet-768": 96}
+
+
 @functools.lru_cache(maxsize=None)
 def sd2_layers(model: str) -> Tuple[Layer, ...]:
-    side = {"sd2-unet-512": 64, "sd2-unet-768": 96}[model]
-    return tuple(build_unet(SD2_UNET, side).layers)
+    return tuple(build_unet(SD2_UNET, SD2_LATENT_SIDE[model]).layers)
 
 
 def spec(name: str) -> hostfloor.FloorDevice:
@@ -219,9 +221,10 @@ def derive(a: measurements.Public, achieved_bw: float) -> Target:
                  f"per UNet sample (forward); range x{anchors.V100_FORWARD_BOUNDS[0]:g} to "
                  f"x{anchors.V100_FORWARD_BOUNDS[2]:g}"]
         return Target(a, step, (lo, mid, hi), lines)
-    side = {"sd2-unet-512": 64, "sd2-unet-768": 96}[a.model]
+    side = SD2_LATENT_SIDE[a.model]
     step = 1.0 / a.per_second
-    optimizer = anchors.OPTIMIZER_BYTES_PER_PARAM * anchors.unet_params() / achieved_bw / a.microbatch
+    optimizer = (anchors.OPTIMIZER_BYTES_PER_PARAM * anchors.unet_params() / achieved_bw
+                 / a.microbatch)
     naive = 0.0 if a.flash else (anchors.NAIVE_ATTENTION_BYTES_PER_SCORE
                                  * anchors.sd2_attention_scores(side) / achieved_bw)
     unet = 3 * anchors.unet_forward_flops(side)
