@@ -63,7 +63,7 @@ GIB = 1024.0 ** 3
 
 # The sensitivity study: these models on these clusters, tuned.
 SENS_MODELS = MODELS[:4]
-SENS_CLUSTERS = [c for c in CLUSTERS if c[0].startswith("atlas800")]
+SENS_CLUSTERS = [c for c in CLUSTERS if c[0].startswith("atlas800-910a")]
 SENS_DEVICE = "Ascend-910A"
 LINK_SCALES = [1 / 16, 1 / 8, 0.25, 0.5, 2.0]
 SENS_MODES = [("fixed", "fixed pp"), ("tuned", "tuned")]
@@ -339,6 +339,31 @@ def sensitivity_section(sens):
     return lines
 
 
+NEW_CLUSTERS = [c for c in CLUSTERS if not c[0].startswith(("dgx1-", "atlas800-910a"))]
+
+
+def new_clusters_section(results):
+    """What the 2026 clusters change, read from the plans: where pulse chose no pipeline,
+    and the largest speedup and traffic cut on them."""
+    names = dict(MODELS)
+    lines = ["## The 2026 clusters", "",
+             "H100, H200 and A100 run eager bf16 under a host/launch floor: below about "
+             "microbatch 8 a stage costs what launching its kernels costs, so splitting a model "
+             "into pipeline stages with small microbatches saves little time (docs/profiles.md, "
+             "Host floor). The 910B runs in graph mode, where the floor is small.", ""]
+    for cluster, cluster_name, _ in NEW_CLUSTERS:
+        flat = [names[m] for m, _ in MODELS
+                if results[(m, cluster, "tuned")]["pulse"].get("pp") == 1]
+        lines.append(f"- {cluster_name}, tuned: pulse plans no pipeline (pp 1, data "
+                     f"parallel only) for {'; '.join(flat) if flat else 'no model'}.")
+    for mode, title in (("fixed", "fixed pp"), ("tuned", "tuned")):
+        sub = {k: v for k, v in results.items() if k[1] in {c for c, _, _ in NEW_CLUSTERS}}
+        (cut, cm, cc, cs), (up, um, uc, us) = headline(sub, mode)
+        lines.append(f"- Largest on these clusters, {title}: traffic cut {traffic(cut)} ({cm} on "
+                     f"{cc}, against {cs}); speedup {times(up)} ({um} on {uc}, against {us}).")
+    return lines + [""]
+
+
 def page(results, command, sens=None):
     lines = [
         "# Results: pulse against the baselines",
@@ -388,6 +413,7 @@ def page(results, command, sens=None):
             for cluster, cluster_name, _ in CLUSTERS:
                 lines += [f"### {model_name} on {cluster_name} ({title})", ""]
                 lines += strategy_table(results[(model, cluster, mode)]) + [""]
+    lines += new_clusters_section(results)
     if sens is not None:
         lines += sensitivity_section(sens)
     with open(os.path.join(ROOT, "docs", "results_notes.md")) as f:
