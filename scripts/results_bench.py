@@ -4,8 +4,9 @@ docs/results.md.
 
     /usr/bin/python3 scripts/results_bench.py [--binary build/pulse-plan] [--out docs/results.md]
 
-For each model (SD2 UNet at 512 and 768 px, U-ViT-H/2, Hunyuan-DiT at 1024 px) and cluster
-(8 and 32 V100s, 8 and 32 Ascend 910As) it plans every strategy (pulse, v-naive, 1f1b,
+For each model (SD2 UNet at 512 and 768 px, U-ViT-H/2, Hunyuan-DiT at 1024 px, SVD-XT, SDXL,
+Flux.1-dev) and cluster (8 and 32 V100s, 8 and 32 Ascend 910As; 8 H100s, H200s, A100s and
+Ascend 910Bs, 32 H100s and 910Bs) it plans every strategy (pulse, v-naive, 1f1b,
 1f1b-direct, gpipe) with the same global batch (8 samples per device), twice:
 
   tuned     each strategy with its own best pipeline degree, data-parallel degree and
@@ -48,6 +49,12 @@ CLUSTERS = [
     ("dgx1-v100-32gb-4n", "32 x V100 (four DGX-1)", 8),
     ("atlas800-910a-1n", "8 x Ascend 910A (one Atlas 800)", 4),
     ("atlas800-910a-4n", "32 x Ascend 910A (four Atlas 800)", 8),
+    ("dgx-h100-1n", "8 x H100 (one DGX H100)", 4),
+    ("dgx-h100-4n", "32 x H100 (four DGX H100)", 8),
+    ("dgx-h200-1n", "8 x H200 (one DGX H200)", 4),
+    ("dgx-a100-1n", "8 x A100 (one DGX A100)", 4),
+    ("atlas800t-a2-910b-1n", "8 x Ascend 910B (one Atlas 800T A2)", 4),
+    ("atlas800t-a2-910b-4n", "32 x Ascend 910B (four Atlas 800T A2)", 8),
 ]
 STRATEGIES = ["pulse", "v-naive", "1f1b", "1f1b-direct", "gpipe"]
 BASELINES = STRATEGIES[1:]
@@ -56,7 +63,7 @@ GIB = 1024.0 ** 3
 
 # The sensitivity study: these models on these clusters, tuned.
 SENS_MODELS = MODELS[:4]
-SENS_CLUSTERS = [c for c in CLUSTERS if c[0].startswith("atlas800")]
+SENS_CLUSTERS = [c for c in CLUSTERS if c[0].startswith("atlas800-910a")]
 SENS_DEVICE = "Ascend-910A"
 LINK_SCALES = [1 / 16, 1 / 8, 0.25, 0.5, 2.0]
 SENS_MODES = [("fixed", "fixed pp"), ("tuned", "tuned")]
@@ -332,6 +339,31 @@ def sensitivity_section(sens):
     return lines
 
 
+NEW_CLUSTERS = [c for c in CLUSTERS if not c[0].startswith(("dgx1-", "atlas800-910a"))]
+
+
+def new_clusters_section(results):
+    """What the 2026 clusters change, read from the plans: where pulse chose no pipeline,
+    and the largest speedup and traffic cut on them."""
+    names = dict(MODELS)
+    lines = ["## The 2026 clusters", "",
+             "H100, H200 and A100 run eager bf16 under a host/launch floor: below about "
+             "microbatch 8 a stage costs what launching its kernels costs, so splitting a model "
+             "into pipeline stages with small microbatches saves little time (docs/profiles.md, "
+             "Host floor). The 910B runs in graph mode, where the floor is small.", ""]
+    for cluster, cluster_name, _ in NEW_CLUSTERS:
+        flat = [names[m] for m, _ in MODELS
+                if results[(m, cluster, "tuned")]["pulse"].get("pp") == 1]
+        lines.append(f"- {cluster_name}, tuned: pulse plans no pipeline (pp 1, data "
+                     f"parallel only) for {'; '.join(flat) if flat else 'no model'}.")
+    for mode, title in (("fixed", "fixed pp"), ("tuned", "tuned")):
+        sub = {k: v for k, v in results.items() if k[1] in {c for c, _, _ in NEW_CLUSTERS}}
+        (cut, cm, cc, cs), (up, um, uc, us) = headline(sub, mode)
+        lines.append(f"- Largest on these clusters, {title}: traffic cut {traffic(cut)} ({cm} on "
+                     f"{cc}, against {cs}); speedup {times(up)} ({um} on {uc}, against {us}).")
+    return lines + [""]
+
+
 def page(results, command, sens=None):
     lines = [
         "# Results: pulse against the baselines",
@@ -358,8 +390,12 @@ def page(results, command, sens=None):
         "vendor link figures with stated achieved-bandwidth factors; nothing here was "
         "measured by us on V100 or 910A hardware, and every profile states the range its "
         "times may be off by (the sensitivity section shows what the 910A range does). "
-        "docs/fidelity.md checks the simulator against real runs over emulated links on "
-        "CPUs.",
+        "On H100, H200 and A100 the times describe pure bf16 in eager PyTorch under a "
+        "host/launch floor fitted to our H200 and H100 measurements of the SD2 UNet (small "
+        "microbatches cost what launching their kernels costs), on the 910B MindSpore graph "
+        "mode fitted to the mindone 910B figures (docs/profiles.md, The 2026 devices); the "
+        "links are NCCL/HCCL-measured bandwidths. docs/fidelity.md checks the simulator "
+        "against real runs over emulated links on CPUs.",
         "",
     ]
     for mode, title in (("fixed", "Fixed pipeline degree"), ("tuned", "Tuned configurations")):
@@ -377,6 +413,7 @@ def page(results, command, sens=None):
             for cluster, cluster_name, _ in CLUSTERS:
                 lines += [f"### {model_name} on {cluster_name} ({title})", ""]
                 lines += strategy_table(results[(model, cluster, mode)]) + [""]
+    lines += new_clusters_section(results)
     if sens is not None:
         lines += sensitivity_section(sens)
     with open(os.path.join(ROOT, "docs", "results_notes.md")) as f:

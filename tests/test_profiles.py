@@ -22,9 +22,12 @@ SCHEMAS = REPO / "schema"
 MODEL_NAMES = ["sd2-unet-512", "sd2-unet-768", "sdxl-unet-1024", "uvit-h2-256", "uvit-l2-256",
                "hunyuan-dit-g2-1024", "hunyuan-dit-g2-512", "flux1-dev-1024",
                "svd-xt-unet-576x1024"]
-CLUSTER_NAMES = [f"{prefix}-{n}n" for prefix in ("dgx1-v100-16gb", "dgx1-v100-32gb",
-                                                 "atlas800-910a") for n in (1, 2, 4, 8)]
-DEVICE_TYPES = ["V100-SXM2", "Ascend-910A"]
+CLUSTER_NAMES = ([f"{prefix}-{n}n" for prefix in ("dgx1-v100-16gb", "dgx1-v100-32gb",
+                                                  "atlas800-910a") for n in (1, 2, 4, 8)]
+                 + [f"{prefix}-{n}n" for prefix in ("dgx-h100", "dgx-h200", "dgx-a100",
+                                                    "atlas800t-a2-910b")
+                    for n in (1, 2, 4, 8, 16)])
+DEVICE_TYPES = ["V100-SXM2", "Ascend-910A", "H100-SXM", "H200-SXM", "A100-SXM", "Ascend-910B"]
 
 
 def load(path: Path):
@@ -429,6 +432,84 @@ class CalibrationTest(unittest.TestCase):
         self.assertIsNone(anchors.parse_range("Activations are fp16."))
         self.assertEqual(anchors.parse_range("time-range V100-SXM2: x0.84 to x1.07 (why)"),
                          ("V100-SXM2", 0.84, 1.07))
+
+
+from profilegen import calibrate, floorreport, hostfloor, measurements  # noqa: E402
+from profilegen.unet import SD2_UNET, build_unet  # noqa: E402
+
+
+def shipped_step_ms(name, device, b):
+    """Forward + backward of one microbatch of b through every layer of the shipped profile,
+    as a one-stage plan predicts it (interpolated as the planner does)."""
+    return 1e3 * b * per_sample(model(name), device, ["forward_s", "backward_s"], b)
+
+
+class HostFloorTest(unittest.TestCase):
+    def test_every_whole_step_within_its_tolerance(self):
+        # The lead's bar: the one-stage step within 15% of the measured range where the
+        # device is the bottleneck, 30% where the host is; read from the shipped JSON.
+        for w in measurements.WHOLE_STEPS:
+            got = calibrate.step_ms(calibrate.devices()[w.device], w.model, w.microbatch)
+            got["time"] = shipped_step_ms(w.model, w.device, w.microbatch)
+            off, tol, ok = floorreport.within(w, got)
+            with self.subTest(device=w.device, microbatch=w.microbatch, low=w.low_ms):
+                self.assertTrue(ok, f"{got['time']:.1f} ms is {100 * off:+.1f}% off")
+
+    def test_without_the_floor_the_small_microbatches_fail(self):
+        # Negative control: the same fitted device with no host cost makes a microbatch of 1
+        # take its device time alone (13 ms), far below the measured 80-100 ms.
+        dev = calibrate.devices()["H200-SXM"]
+        bare = hostfloor.with_constants(dev, dev.device.efficiency, 0.0, dev.elementwise)
+        w = measurements.WHOLE_STEPS[0]
+        self.assertEqual((w.device, w.microbatch), ("H200-SXM", 1))
+        self.assertFalse(floorreport.within(w, calibrate.step_ms(bare, w.model, 1))[2])
+        self.assertTrue(floorreport.within(w, calibrate.step_ms(dev, w.model, 1))[2])
+
+    def test_small_microbatches_cost_the_same_on_hopper(self):
+        # The measured flat region: microbatch 1 to 4 within 2% of each other at 512 px.
+        for device in ("H100-SXM", "H200-SXM"):
+            times = [shipped_step_ms("sd2-unet-512", device, b) for b in (1, 2, 4)]
+            with self.subTest(device=device):
+                self.assertLess(max(times) / min(times), 1.02, times)
+
+    def test_kernel_counts_by_hand(self):
+        layers = {x.name: x for x in build_unet(SD2_UNET, 64).layers}
+        # down1.resnet0 (320 -> 640): GroupNorm 3 + conv 2 + temb linear 1 + GroupNorm 3 +
+        # conv 2 + shortcut conv 2 + 6 pointwise (3 SiLU, temb add, residual add, scale) = 19.
+        self.assertEqual(layers["down1.resnet0"].kernels, 19)
+        # up0.resnet0: the same 19 with a shortcut, + the skip concatenation = 20.
+        self.assertEqual(layers["up0.resnet0"].kernels, 20)
+        # A Transformer2DModel: GroupNorm 3, layout copy 1, proj_in 1; the block: 3
+        # LayerNorms, 10 linears, 2 flash calls x 2, 7 pointwise; proj_out 1, copy + add 2.
+        attn = layers["down0.attn0"]
+        self.assertEqual(attn.kernels, 3 + 1 + 1 + 3 + 10 + 4 + 7 + 1 + 2)
+        self.assertEqual(attn.host_ops, 2 * 9)
+        self.assertEqual(sum(x.kernels for x in layers.values()), 968)
+
+    def test_regime_line_per_device(self):
+        for name in MODEL_NAMES:
+            lines = [a for a in model(name)["provenance"]["assumptions"]
+                     if a.startswith(calibrate.REGIME_PREFIX)]
+            with self.subTest(profile=name):
+                self.assertEqual([a.split(":")[0].split()[1] for a in lines], DEVICE_TYPES)
+
+    def test_the_fit_is_deterministic_and_rounded(self):
+        fit = calibrate.hopper_fit()
+        for value in list(fit.efficiency.values())[:4] + list(fit.elementwise) + [fit.op_s]:
+            self.assertEqual(value, calibrate.r3(value))
+
+    def test_new_clusters_are_switched_fabrics(self):
+        # DGX H100/H200/A100: NVSwitch; Atlas 800T A2: a full HCCS mesh. Every pair of a node
+        # is one link class, and the inter-node class is each device's own NIC.
+        for name in CLUSTER_NAMES:
+            c = load(CLUSTERS / f"{name}.json")
+            if c["device"]["type"] in ("V100-SXM2", "Ascend-910A"):
+                continue
+            cells = {cell for row in c["intra_node"] for cell in row} - {"X"}
+            with self.subTest(cluster=name):
+                self.assertEqual(len(cells), 1)
+                self.assertEqual(c["nodes"] * c["devices_per_node"],
+                                 8 * int(name.rsplit("-", 1)[1].rstrip("n")))
 
 
 class DocsTest(unittest.TestCase):

@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 from typing import Callable, Dict, List
 
-from . import anchors, timing
+from . import anchors, calibrate, hostfloor, timing
 from .flux import FLUX1_DEV, build_flux
 from .hunyuan import HUNYUAN_DIT_G2, build_hunyuan
 from .layers import Architecture
@@ -212,8 +212,22 @@ def model_specs() -> List[ModelSpec]:
     ]
 
 
-def _layer_json(layer, sizes: List[int]) -> Dict:
+def device_types() -> List[str]:
+    """V100 and 910A (timing.py) first, then the host-floor devices (hostfloor.py)."""
+    return [d.name for d in timing.DEVICES] + list(calibrate.devices())
+
+
+def _times(layer, sizes: List[int]) -> Dict[str, Dict[str, List[float]]]:
     times = timing.profile_times(layer, sizes)
+    for name, dev in calibrate.devices().items():
+        pairs = [hostfloor.layer_times(layer, dev, b) for b in sizes]
+        times["forward_s"][name] = [f for f, _ in pairs]
+        times["backward_s"][name] = [g for _, g in pairs]
+    return times
+
+
+def _layer_json(layer, sizes: List[int]) -> Dict:
+    times = _times(layer, sizes)
     return {
         "name": layer.name,
         "kind": layer.kind,
@@ -237,19 +251,24 @@ def model_profile(spec: ModelSpec) -> Dict:
         "description": spec.description,
         "provenance": {
             "method": "analytic",
-            "source": ("Analytic, anchored to public measurements: parameter counts, forward "
-                       "FLOPs and activation bytes computed by formula from the published "
-                       "configuration; times from each device's peak FLOPS and HBM bandwidth "
-                       "times efficiencies fitted to published Stable Diffusion UNet "
-                       "throughput (calibration and time-range lines below)."),
+            "source": ("Analytic, anchored to measurements: parameter counts, forward FLOPs, "
+                       "activation bytes and kernel counts computed by formula from the "
+                       "published configuration; times from each device's peak FLOPS and HBM "
+                       "bandwidth times efficiencies fitted to Stable Diffusion UNet "
+                       "measurements (public throughput; on H100/H200 our own bf16 eager "
+                       "measurements), under a host/launch floor on H100, H200, A100 and "
+                       "910B (regime, calibration and time-range lines below)."),
             "generator": GENERATOR,
-            "references": spec.references + DEVICE_REFERENCES + anchors.references(),
-            "assumptions": (spec.assumptions + timing.assumptions()
-                            + anchors.calibration_lines() + anchors.range_lines(spec.anchored)),
+            "references": (spec.references + DEVICE_REFERENCES + anchors.references()
+                           + calibrate.references()),
+            "assumptions": (spec.assumptions + calibrate.regime_lines() + timing.assumptions()
+                            + anchors.calibration_lines() + calibrate.constants_lines()
+                            + calibrate.point_lines() + anchors.range_lines(spec.anchored)
+                            + calibrate.range_lines(spec.anchored)),
         },
         "dtype": "fp16",
         "timing": {"microbatch_sizes": list(spec.microbatch_sizes),
-                   "device_types": [d.name for d in timing.DEVICES]},
+                   "device_types": device_types()},
         "layers": [_layer_json(layer, spec.microbatch_sizes) for layer in arch.layers],
         "skips": [{"producer": s.producer, "consumer": s.consumer,
                    "bytes_per_sample": s.bytes_per_sample} for s in skips],

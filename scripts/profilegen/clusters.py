@@ -1,12 +1,13 @@
-"""Cluster profiles (pulse.cluster/v1): DGX-1 V100 and Atlas 800 (Ascend 910A) servers.
+"""Cluster profiles (pulse.cluster/v1): DGX-1 V100 and Atlas 800 (Ascend 910A) servers, and
+the 2026 servers: DGX H100, DGX H200, DGX A100, Atlas 800T A2 (Ascend 910B).
 
 Bandwidths are achieved bytes per second per direction, latencies per message; every
-figure comes from models_hw.md section 6 and is repeated, with its source, in each
-profile's provenance.
+figure comes from models_hw.md section 6 or the sources cited below, and is repeated, with
+its source, in each profile's provenance.
 """
 
 from dataclasses import dataclass
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 from .catalog import GENERATOR, r6
 from .timing import ASCEND_910A, V100
@@ -90,6 +91,8 @@ class ServerSpec:
     inter_node: str
     references: List[str]
     assumptions: List[str]
+    source: str = ("Vendor topology and link figures with stated achieved-bandwidth factors "
+                   "(models_hw.md section 6); nothing measured.")
 
 
 COMMON_CLUSTER_ASSUMPTIONS = [
@@ -169,6 +172,150 @@ def server_specs() -> List[ServerSpec]:
     return [_v100_server(16), _v100_server(32), _atlas_server()]
 
 
+# --- the 2026 servers ----------------------------------------------------------------------
+
+NEW_NODE_COUNTS = (1, 2, 4, 8, 16)
+MLPERF_SYSTEMS = ("mlcommons/training_results_v4.0 @ 62f111b, NVIDIA/systems/"
+                  "eos_n8_ngc24.04_nemo.json (DGX H100) and h200_ngc24.04_nemo.json (DGX H200): "
+                  "8 GPUs, 'NVLINK Gen4 900 GB/s + NVSWITCH Gen3', 'Compute: 8x ConnectX-7 IB "
+                  "NDR 400Gb/s', memory 81559 MiB (H100-SXM5-80GB) and 143771 MiB "
+                  "(H200-SXM5-141GB)")
+NCCL_H100 = ("NVIDIA/nccl-tests issue #212 (sjeaugey, 2024-05-06): H100 NVLink line rate 450 "
+             "GB/s per direction, NCCL's effective bandwidth 370 GB/s")
+NCCL_NDR = ("NVIDIA/nccl-tests issue #290 (AddyLaddy, 2025-03-03): 'For NDR @ 400Gbps you "
+            "should see 46-48GB/s per NIC'")
+NCCL_A100 = ("NVIDIA/nccl-tests issue #149 (sjeaugey, 2023-07-05): A100 12 NVLinks of 25 GB/s "
+             "per direction, about 20 GB/s effective each, 'limits it to ~230GB/s'")
+NCCL_HDR = ("NVIDIA/nccl-tests issue #100 (2022-01-17): two HGX A100 with four ConnectX-6 HDR "
+            "200 Gb/s reach 91 GB/s bus bandwidth, 22.75 GB/s per NIC")
+ASCEND_910B_SERVER = ("ArthurChiao/arthurchiao.github.io _posts/2023-09-16-gpu-advanced-notes-"
+                      "2-zh.md @ 1127364: an 8 x 910B1 server, npu-smi -t topo HCCS between every "
+                      "pair, 65536 MB HBM per NPU, 8 x 200G RoCE NICs (hccn_tool: Speed "
+                      "200000Mb/s); 910B HCCS 56 GB/s per pair (both directions), 392 GB/s per "
+                      "NPU in all (its _posts/2023-10-25 GPU data sheet table)")
+HIXL_A2 = ("xiaojia151/Hixl benchmarks/A2_benchmark_performance.md @ 875da07: one NPU pair on "
+           "an Ascend A2 server, 8 MB transfers: HCCS D2D write 19.4 GB/s, read 25.7 GB/s; "
+           "RDMA (RoCE) D2D 22.6 GB/s")
+A100_MEMORY = "nvidia-smi of an A100-SXM4-80GB quoted in public code: 81920MiB"
+
+
+def _switched(cls: str, n: int = 8) -> List[List[str]]:
+    """Every pair of the node on one switched fabric (NVSwitch, or HCCS full mesh)."""
+    return [["X" if a == b else cls for b in range(n)] for a in range(n)]
+
+
+def _dgx_hopper(gpu: str, mib: int, model: str) -> ServerSpec:
+    capacity = mib << 20
+    return ServerSpec(
+        prefix=f"dgx-{gpu.lower()}",
+        description=(f"NVIDIA DGX {gpu} with 8 {model} (NVLink 4 through NVSwitch, every GPU "
+                     "pair at full bandwidth); nodes joined by NDR InfiniBand, one 400 Gb/s "
+                     "ConnectX-7 per GPU."),
+        device={"type": f"{gpu}-SXM", "memory_bytes": capacity,
+                "reserved_bytes": reserved_bytes(capacity), "peak_fp16_flops": 989.4e12},
+        links={
+            "NVL": _link(370e9, 8e-6, "NVLink 4 through NVSwitch: 450 GB/s per direction "
+                         "line rate, 370 GB/s NCCL effective"),
+            "IB": _link(46e9, 15e-6, "one NDR InfiniBand port per GPU (400 Gb/s = 50 GB/s), "
+                        "46 GB/s achieved"),
+        },
+        topology=_switched("NVL"),
+        inter_node="IB",
+        references=[MLPERF_SYSTEMS, NCCL_H100, NCCL_NDR,
+                    f"NVIDIA {gpu} SXM datasheet: 989.4 TFLOPS bf16 dense",
+                    "models_hw.md section 6 (pulse-plan shared reference): per-message alpha"],
+        assumptions=[
+            "NVL = 370 GB/s per direction for every GPU pair (NCCL's measured effective "
+            "NVLink 4 bandwidth; the NVSwitch gives each pair the full 18 links); latency "
+            "8 us (5-10 us intra-node per-message alpha).",
+            "IB = 46 GB/s, the low end of the 46-48 GB/s NCCL reaches per NDR NIC; every GPU "
+            "has its own NIC (rail-optimized), so a pair across nodes gets a whole port; "
+            "latency 15 us (10-20 us NCCL small-message).",
+            f"memory_bytes = {mib} MiB, what the GPU reports (MLPerf system description).",
+        ] + COMMON_CLUSTER_ASSUMPTIONS,
+        source=("Vendor topology and NCCL-measured link bandwidths (sources below); "
+                "nothing measured by us."),
+    )
+
+
+def _dgx_a100() -> ServerSpec:
+    capacity = 81920 << 20
+    return ServerSpec(
+        prefix="dgx-a100",
+        description=("NVIDIA DGX A100 with 8 A100 SXM4 80 GB (NVLink 3 through NVSwitch, every "
+                     "GPU pair at full bandwidth); nodes joined by HDR InfiniBand, one 200 Gb/s "
+                     "ConnectX-6 per GPU."),
+        device={"type": "A100-SXM", "memory_bytes": capacity,
+                "reserved_bytes": reserved_bytes(capacity), "peak_fp16_flops": 312e12},
+        links={
+            "NVL": _link(230e9, 8e-6, "NVLink 3 through NVSwitch: 12 x 25 GB/s per direction "
+                         "line rate, about 230 GB/s NCCL effective"),
+            "IB": _link(22.5e9, 15e-6, "one HDR InfiniBand port per GPU (200 Gb/s = 25 GB/s) "
+                        "at 0.9"),
+        },
+        topology=_switched("NVL"),
+        inter_node="IB",
+        references=[NCCL_A100, NCCL_HDR, A100_MEMORY,
+                    "NVIDIA DGX A100 system architecture: 8 A100 SXM4, 6 NVSwitch, 8 x "
+                    "ConnectX-6 HDR 200 Gb/s for the compute fabric",
+                    "NVIDIA A100 SXM4 datasheet: 312 TFLOPS bf16 dense, 2.039 TB/s HBM2e",
+                    "models_hw.md section 6 (pulse-plan shared reference): per-message alpha"],
+        assumptions=[
+            "NVL = 230 GB/s per direction for every GPU pair (NCCL's measured ceiling on "
+            "A100); latency 8 us.",
+            "IB = 0.9 x 25 GB/s = 22.5 GB/s per GPU's own HDR port (NCCL measured 22.75 per "
+            "NIC); latency 15 us.",
+            "memory_bytes = 81920 MiB (80 GiB), what an A100-SXM4-80GB reports.",
+        ] + COMMON_CLUSTER_ASSUMPTIONS,
+        source=("Vendor topology and NCCL-measured link bandwidths (sources below); "
+                "nothing measured by us."),
+    )
+
+
+def _atlas_a2() -> ServerSpec:
+    capacity = 65536 << 20
+    return ServerSpec(
+        prefix="atlas800t-a2-910b",
+        description=("Huawei Atlas 800T A2 training server with 8 Ascend 910B: a full HCCS "
+                     "mesh (every NPU pair linked directly); 200GE RoCE v2 per NPU between "
+                     "nodes."),
+        device={"type": "Ascend-910B", "memory_bytes": capacity,
+                "reserved_bytes": reserved_bytes(capacity), "peak_fp16_flops": 354e12},
+        links={
+            "HCCS": _link(22.4e9, 10e-6, "one HCCS link per NPU pair (56 GB/s both "
+                          "directions, 28 per direction) at 0.8"),
+            "ROCE": _link(22.5e9, 20e-6, "the NPU's own 200GE RoCE v2 port (25 GB/s) at 0.9"),
+        },
+        topology=_switched("HCCS"),
+        inter_node="ROCE",
+        references=[ASCEND_910B_SERVER, HIXL_A2,
+                    "Huawei Ascend 910, Hot Chips 31 (2019): 4096 fp16 MAC per cube per cycle",
+                    "models_hw.md section 6 (pulse-plan shared reference)"],
+        assumptions=[
+            "HCCS = 0.8 x 28 GB/s = 22.4 GB/s per direction per NPU pair (HIXL measured "
+            "19.4 GB/s writing and 25.7 GB/s reading one pair); latency 10 us.",
+            "ROCE = 0.9 x 25 GB/s = 22.5 GB/s per NPU's own 200GE port (HIXL measured 22.6 "
+            "GB/s RDMA between two NPUs); latency 20 us (RoCE at the high end of 10-20 us).",
+            "memory_bytes = 64 GiB (65536 MB, npu-smi); peak_fp16_flops = 24 AI cores x "
+            "1.8 GHz x 4096 MAC x 2 = 354 TFLOPS (public figures for 910B SKUs range 280-414; "
+            "only peak x the fitted efficiency is anchored).",
+        ] + COMMON_CLUSTER_ASSUMPTIONS,
+        source=("Topology read by npu-smi on an 8 x 910B server, link figures from measured "
+                "HCCS/RDMA transfers (sources below); nothing measured by us."),
+    )
+
+
+def new_server_specs() -> List[ServerSpec]:
+    return [_dgx_hopper("H100", 81559, "H100 SXM5 80 GB"),
+            _dgx_hopper("H200", 143771, "H200 SXM 141 GB"), _dgx_a100(), _atlas_a2()]
+
+
+def all_servers() -> List[Tuple[ServerSpec, Tuple[int, ...]]]:
+    """Every server with the node counts shipped for it."""
+    return ([(s, NODE_COUNTS) for s in server_specs()]
+            + [(s, NEW_NODE_COUNTS) for s in new_server_specs()])
+
+
 def cluster_profile(server: ServerSpec, nodes: int) -> Dict:
     return {
         "schema": "pulse.cluster/v1",
@@ -176,8 +323,7 @@ def cluster_profile(server: ServerSpec, nodes: int) -> Dict:
         "description": f"{nodes} node{'s' if nodes > 1 else ''}. {server.description}",
         "provenance": {
             "method": "analytic",
-            "source": ("Vendor topology and link figures with stated achieved-bandwidth "
-                       "factors (models_hw.md section 6); nothing measured."),
+            "source": server.source,
             "generator": GENERATOR,
             "references": server.references,
             "assumptions": server.assumptions,
@@ -193,4 +339,4 @@ def cluster_profile(server: ServerSpec, nodes: int) -> Dict:
 
 
 def cluster_profiles() -> List[Dict]:
-    return [cluster_profile(s, n) for s in server_specs() for n in NODE_COUNTS]
+    return [cluster_profile(s, n) for s, counts in all_servers() for n in counts]

@@ -13,6 +13,7 @@ them, so they are not carried.
 """
 
 from .layers import (EMBEDDING, Acc, Architecture, Carried, Layer, fp16_bytes)
+from .unet import SINUSOID_KERNELS
 
 # diffusers FluxTransformer2DModel defaults = black-forest-labs/FLUX.1-dev
 # transformer/config.json (models_hw.md section 5).
@@ -42,6 +43,9 @@ def time_text_embed(cfg, latent_side: int) -> Layer:
         acc.linear(d_in, d, 1, cls=EMBEDDING)
         acc.linear(d, d, 1, cls=EMBEDDING)
         acc.save(d_in + 2 * d)
+        acc.pointwise(1, "SiLU")
+    # Sinusoids of the timestep and the guidance, their casts, the two sums.
+    acc.pointwise(2 * (SINUSOID_KERNELS + 1) + 2, "sinusoids, casts, sums")
     # The next layers need the packed latent and the raw T5 states.
     return acc.done(fp16_bytes(_image_tokens(latent_side), cfg["in_channels"])
                     + fp16_bytes(cfg["text_tokens"], cfg["joint_attention_dim"]))
@@ -67,6 +71,11 @@ def x_embedder(cfg, latent_side: int) -> Layer:
 def _stream(acc: Acc, d: int, hidden: int, head_dim: int, tokens: int) -> None:
     """One stream of a double block: AdaLN-Zero, QKV (+RMS qk-norm), out, GELU MLP."""
     acc.linear(d, 6 * d, 1, cls=EMBEDDING)  # norm1(_context).linear on SiLU(temb)
+    acc.norm(d, affine=False)  # norm1 and norm2 LayerNorms (no affine)
+    acc.norm(d, affine=False)
+    # SiLU(temb); x * (1 + scale) + shift twice (3 each); gate and residual add twice;
+    # GELU.
+    acc.pointwise(1 + 6 + 4 + 1, "modulation, gates, residuals, GELU")
     for _ in range(3):  # to_q/k/v or add_q/k/v_proj
         acc.linear(d, d, tokens)
     acc.rms_norm(head_dim)  # norm_q / norm_added_q
@@ -87,6 +96,8 @@ def double_block(name: str, cfg, latent_side: int) -> Layer:
     _stream(acc, d, hidden, cfg["attention_head_dim"], n_img)
     _stream(acc, d, hidden, cfg["attention_head_dim"], n_txt)
     acc.attention(n_img + n_txt, n_img + n_txt, d)  # joint attention over both streams
+    # q, k, v of the two streams concatenated; RoPE on q and k (6 each); the output split.
+    acc.pointwise(3 + 12 + 2, "joint concatenation, RoPE, split")
     return acc.done(fp16_bytes(n_img + n_txt, d))
 
 
@@ -104,6 +115,9 @@ def single_block(name: str, cfg, latent_side: int) -> Layer:
     acc.rms_norm(head_dim)
     acc.attention(tokens, tokens, d)
     acc.linear(d + hidden, d, tokens)  # proj_out
+    acc.norm(d, affine=False)
+    # SiLU(temb), modulate (3), GELU, RoPE on q and k (12), cat, gate, residual add.
+    acc.pointwise(1 + 3 + 1 + 12 + 1 + 1 + 1, "modulation, RoPE, cat, gate, residual")
     # norm input, modulated (QKV and MLP input), q and k before RMSNorm, q, k, v,
     # attention output, GELU input, the concatenation (proj_out input), gated output.
     acc.save((1 + 1 + 2 + 3 + 1 + hidden // d + (d + hidden) // d + 1) * d * tokens)
@@ -117,6 +131,8 @@ def norm_out(cfg, latent_side: int) -> Layer:
     out = cfg["patch_size"] ** 2 * cfg["in_channels"]
     acc.linear(d, 2 * d, 1, cls=EMBEDDING)
     acc.linear(d, out, n_img, cls=EMBEDDING)
+    acc.norm(d, affine=False)
+    acc.pointwise(1 + 2 + 1, "SiLU, modulate, image-token slice copy")
     acc.save(2 * d * n_img)  # norm input, proj_out input
     return acc.done(fp16_bytes(n_img, out))
 

@@ -11,6 +11,7 @@ j = depth//2 + 1 .. depth-1, and the two middle blocks neither push nor pop.
 """
 
 from .layers import (EMBEDDING, Acc, Architecture, Carried, Layer, Skip, fp16_bytes)
+from .unet import SINUSOID_KERNELS
 
 # HUNYUAN_DIT_CONFIG['DiT-g/2'] plus the text and condition settings of hydit/config.py.
 HUNYUAN_DIT_G2 = {
@@ -49,6 +50,10 @@ def cond_embedding(cfg, latent_side: int) -> Layer:
     extra_in = out + cfg["size_cond_dim"] + d
     acc.linear(extra_in, 4 * d, 1, cls=EMBEDDING)  # extra_embedder
     acc.linear(4 * d, d, 1, cls=EMBEDDING)
+    # Sinusoids of t and of the six size ids, SiLU in three MLPs, the pooler's mean,
+    # cat, pos-embed add and head copies, the style lookup, the condition concatenation
+    # and the final sum.
+    acc.pointwise(2 * SINUSOID_KERNELS + 3 + 4 + 1 + 2, "conditions")
     # Pooler: its (n+1) x e input and k, v; the MLP inputs are per-sample vectors.
     acc.save(3 * (n_t5 + 1) * e + f + 2 * d + extra_in + 8 * d)
     # The layers after this one still need the latent and both raw text-state tensors.
@@ -64,6 +69,7 @@ def text_embedding(cfg, latent_side: int) -> Layer:
     acc.linear(e, 4 * e, n_t5)
     acc.linear(4 * e, t, n_t5)
     acc.param(_text_tokens(cfg) * t)
+    acc.pointwise(4, "SiLU, cat with CLIP, padding mask where")
     acc.save(n_t5 * (e + 2 * 4 * e))  # fc1 input, SiLU input, fc2 input
     # The text states leave as a carried tensor; the main path is the latent.
     return acc.done(fp16_bytes(cfg["in_channels"], latent_side, latent_side))
@@ -74,6 +80,7 @@ def x_embedder(cfg, latent_side: int) -> Layer:
     d, p, c = cfg["hidden_size"], cfg["patch_size"], cfg["in_channels"]
     tokens = (latent_side // p) ** 2
     acc.conv(c, d, p, tokens, cls=EMBEDDING)
+    acc.pointwise(1, "flatten + transpose copy")
     acc.save(c * latent_side * latent_side)
     return acc.done(fp16_bytes(tokens, d))
 
@@ -85,6 +92,7 @@ def block(name: str, cfg, tokens: int, skip: bool) -> Layer:
     head_dim = d // cfg["num_heads"]
     n_txt, t = _text_tokens(cfg), cfg["text_states_dim"]
     if skip:
+        acc.pointwise(1, "torch.cat([x, skip])")
         acc.norm(2 * d)                 # skip_norm
         acc.linear(2 * d, d, tokens)    # skip_linear
         acc.save(4 * d * tokens)        # skip_norm input (the cat) and output
@@ -105,6 +113,10 @@ def block(name: str, cfg, tokens: int, skip: bool) -> Layer:
     acc.norm(d)                                 # norm2
     acc.linear(d, h, tokens)                    # mlp fc1
     acc.linear(h, d, tokens)                    # mlp fc2
+    # FP32_Layernorm casts in and out (3 norms); SiLU(c) and the shift add; RoPE on q and
+    # k of the self-attention and on q of the cross-attention (float cast, two products,
+    # rotate, sum, cast: 6 each); three residual adds; GELU.
+    acc.pointwise(6 + 2 + 3 * 6 + 3 + 1, "casts, modulation, RoPE, residuals, GELU")
     # Self-attention: norm1 input, Wqkv input, q and k before qk-norm, q, k, v, output: 8.
     # Cross-attention: norm3 input, q_proj input, q before norm, q, output: 5 (+ k, v and
     # k before norm on the text tokens). FFN: norm2 input, fc1 input, GELU in, fc2 in.
@@ -120,6 +132,8 @@ def final_layer(cfg, latent_side: int) -> Layer:
     tokens = (latent_side // p) ** 2
     acc.linear(d, 2 * d, 1, cls=EMBEDDING)      # adaLN_modulation
     acc.linear(d, p * p * out_c, tokens, cls=EMBEDDING)
+    acc.norm(d, affine=False)
+    acc.pointwise(1 + 3 + 1, "SiLU, modulate, unpatchify copy")
     acc.save(2 * d * tokens)  # norm input, modulated (linear) input
     return acc.done(fp16_bytes(out_c, latent_side, latent_side))
 

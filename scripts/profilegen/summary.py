@@ -3,7 +3,7 @@ against it by tests/test_profiles.py so the document cannot go stale)."""
 
 from typing import Dict, List
 
-from . import anchors
+from . import anchors, floorreport, hostfloor
 from .timing import DEVICES
 
 MIB = float(1 << 20)
@@ -19,7 +19,8 @@ def _train_ms_per_sample(profile: Dict, device: str, index: int) -> float:
 
 def _mfu(profile: Dict, device: str, index: int) -> float:
     """Model FLOPs utilisation of fwd+bwd: 3 x forward FLOPs / (time x peak)."""
-    peak = next(d.peak_flops for d in DEVICES if d.name == device)
+    peak = next(d.peak_flops for d in list(DEVICES) + [s.device for s in hostfloor.SPECS]
+                if d.name == device)
     flops = sum(x["forward_flops_per_sample"] for x in profile["layers"])
     return 3 * flops / (_train_ms_per_sample(profile, device, index) / 1e3 * peak)
 
@@ -34,8 +35,8 @@ def model_table(profiles: List[Dict]) -> List[str]:
         layers = p["layers"]
         sizes = p["timing"]["microbatch_sizes"]
         index = max(i for i, b in enumerate(sizes) if b <= 8)
-        v100, ascend = (_train_ms_per_sample(p, d, index) for d in p["timing"]["device_types"])
-        mfu = " / ".join(f"{_mfu(p, d, index):.2f}" for d in p["timing"]["device_types"])
+        v100, ascend = (_train_ms_per_sample(p, d.name, index) for d in DEVICES)
+        mfu = " / ".join(f"{_mfu(p, d.name, index):.2f}" for d in DEVICES)
         lines.append(
             f"| {p['name']} | {len(layers)} | {len(p['skips'])} "
             f"| {sum(x['params'] for x in layers):,} "
@@ -43,6 +44,22 @@ def model_table(profiles: List[Dict]) -> List[str]:
             f"| {sum(s['bytes_per_sample'] for s in p['skips']) / MIB:,.2f} "
             f"| {sum(x['activation_bytes_per_sample'] for x in layers) / MIB:,.0f} "
             f"| {v100:,.1f} / {ascend:,.1f} ({sizes[index]}) | {mfu} |")
+    return lines
+
+
+def model_table_2026(profiles: List[Dict]) -> List[str]:
+    """Forward + backward per sample on the host-floor devices, at microbatch 1 and at the
+    largest profiled size up to 32."""
+    names = [d.name for d in hostfloor.SPECS]
+    lines = ["| profile | b | " + " | ".join(f"ms/sample {n}" for n in names)
+             + " | MFU " + " / ".join(names) + " |", "|---|---|" + "---:|" * (len(names) + 1)]
+    for p in profiles:
+        sizes = p["timing"]["microbatch_sizes"]
+        for index in sorted({0, max(i for i, b in enumerate(sizes) if b <= 32)}):
+            cells = [f"{_train_ms_per_sample(p, n, index):,.1f}" for n in names]
+            mfu = " / ".join(f"{_mfu(p, n, index):.2f}" for n in names)
+            lines.append(f"| {p['name']} | {sizes[index]} | " + " | ".join(cells)
+                         + f" | {mfu} |")
     return lines
 
 
@@ -64,7 +81,7 @@ def cluster_table(profiles: List[Dict]) -> List[str]:
         dev = p["device"]
         lines.append(
             f"| {p['name']} | {p['nodes']} x {p['devices_per_node']} | {dev['type']} "
-            f"| {dev['memory_bytes'] / GIB:g} ({dev['reserved_bytes'] / GIB:.2f}) "
+            f"| {dev['memory_bytes'] / GIB:.4g} ({dev['reserved_bytes'] / GIB:.2f}) "
             f"| {_links(p)} | {p['inter_node']} |")
     return lines
 
@@ -85,5 +102,6 @@ def calibration(models: List[Dict]) -> List[str]:
 
 
 def summary(models: List[Dict], clusters: List[Dict]) -> str:
-    return "\n".join(model_table(models) + [""] + cluster_table(clusters) + [""]
-                     + calibration(models)) + "\n"
+    return "\n".join(model_table(models) + [""] + model_table_2026(models) + [""]
+                     + cluster_table(clusters) + [""] + calibration(models) + [""]
+                     + floorreport.report(models)) + "\n"

@@ -20,9 +20,9 @@ transformers/transformer_temporal.py (TransformerSpatioTemporalModel) and attent
   per clip; diffusers repeats the result for every frame.
 """
 
-from .layers import (CONV, EMBEDDING, SMALL_SPATIAL, SMALL_SPATIAL_MAX_POSITIONS, Acc,
-                     Architecture, Carried, Layer, fp16_bytes)
-from .unet import UNetBuilder
+from .layers import (CONV, EMBEDDING, KERNELS, SMALL_SPATIAL, SMALL_SPATIAL_MAX_POSITIONS,
+                     Acc, Architecture, Carried, Layer, fp16_bytes)
+from .unet import RESNET_POINTWISE, SINUSOID_KERNELS, UNetBuilder
 
 # HF stabilityai/stable-video-diffusion-img2vid-xt unet/config.json (equal to the
 # defaults of diffusers' UNetSpatioTemporalConditionModel): 25 frames; sample_size 96 is
@@ -54,6 +54,7 @@ def _geglu_ff(acc: Acc, c_in: int, c_out: int, tokens: int) -> None:
     """diffusers FeedForward with GEGLU: proj to 2 x 4c (value and gate), out 4c -> c_out."""
     acc.linear(c_in, 8 * c_in, tokens)
     acc.linear(4 * c_in, c_out, tokens)
+    acc.pointwise(2, "GEGLU's GELU and gate")
 
 
 def _attention(acc: Acc, c: int, tokens: int, ctx_dim: int, ctx_rows: int,
@@ -64,8 +65,8 @@ def _attention(acc: Acc, c: int, tokens: int, ctx_dim: int, ctx_rows: int,
     acc.linear(ctx_dim, c, ctx_rows, bias=False)
     acc.linear(ctx_dim, c, ctx_rows, bias=False)
     acc.linear(c, c, tokens)
-    acc.layer.flops["attention"] = (acc.layer.flops.get("attention", 0)
-                                    + core_groups * 4 * core_q * core_k * c)
+    acc.attention(core_q, core_k, c, groups=core_groups)
+    acc.pointwise(2, "rescale div, residual add")
 
 
 class SVDBlocks:
@@ -81,6 +82,8 @@ class SVDBlocks:
             acc.linear(d_in, temb, 1, cls=EMBEDDING)
             acc.linear(temb, temb, 1, cls=EMBEDDING)
             acc.save(d_in + 2 * temb)
+            acc.pointwise(SINUSOID_KERNELS + 2, "sinusoids, cast, SiLU")
+        acc.pointwise(2, "sum of the two embeddings, repeat per frame")
         # The clip's latents (noisy and conditioning frame) pass by this layer.
         return acc.done(fp16_bytes(cfg["in_channels"], *grid, self.frames))
 
@@ -95,7 +98,8 @@ class SVDBlocks:
     def conv_out(self, cfg, grid) -> Layer:
         acc = Acc("conv_out", "head")
         c0, hw, f = cfg["block_out_channels"][0], grid[0] * grid[1], self.frames
-        acc.norm(c0)
+        acc.group_norm(c0)
+        acc.pointwise(1, "SiLU")
         acc.conv(c0, cfg["out_channels"], 3, hw * f, cls=_conv_class(hw))
         acc.save(3 * c0 * hw * f)
         return acc.done(fp16_bytes(cfg["out_channels"], hw, f))
@@ -106,21 +110,26 @@ class SVDBlocks:
         hw, f = grid[0] * grid[1], self.frames
         cls = _conv_class(hw)
         # spatial: GN, SiLU, conv3x3, +time_emb_proj (per frame), GN, SiLU, conv3x3, shortcut
-        acc.norm(c_in)
+        acc.group_norm(c_in)
         acc.conv(c_in, c_out, 3, hw * f, cls=cls)
         acc.linear(temb, c_out, f, cls=EMBEDDING)
-        acc.norm(c_out)
+        acc.group_norm(c_out)
         acc.conv(c_out, c_out, 3, hw * f, cls=cls)
         if c_in != c_out:
             acc.conv(c_in, c_out, 1, hw * f, cls=cls)
+        acc.pointwise(RESNET_POINTWISE, "3 SiLU, temb add, residual add, output scale")
         # temporal: GN, Conv3d (3,1,1), +time_emb_proj, GN, Conv3d (3,1,1); a (3,1,1)
         # kernel is three taps over frames, a third of a 3x3's work per position.
         for _ in range(2):
-            acc.norm(c_out)
+            acc.group_norm(c_out)
         acc.layer.params += 2 * (3 * c_out * c_out + c_out)
         acc.flop(cls, 2 * 2 * 3 * c_out * c_out * hw * f)
+        acc.pointwise(2 * (KERNELS["conv"] + KERNELS["conv_bias"]), "the two Conv3d")
         acc.linear(temb, c_out, f, cls=EMBEDDING)
         acc.param(1)  # AlphaBlender mix_factor
+        # Temporal: 3 SiLU, temb add, residual add; two (B F) <-> (B C F) layout copies;
+        # the blend: sigmoid, 1 - alpha, two products and their sum.
+        acc.pointwise(5 + 2 + 5, "temporal pointwise, layout copies, blend")
         # models_hw.md 0: a ResnetBlock keeps ~3*(Cin+Cout)*HW; the temporal one
         # 3*(2*Cout)*HW; the blend keeps both of its inputs.
         acc.save((3 * (c_in + c_out) + 6 * c_out + 2 * c_out) * hw * f)
@@ -131,7 +140,8 @@ class SVDBlocks:
         acc = Acc(name, "transformer")
         hw, f = grid[0] * grid[1], self.frames
         tokens, ctx_dim, ctx = hw * f, cfg["cross_attention_dim"], cfg["context_tokens"]
-        acc.norm(c)
+        acc.group_norm(c)
+        acc.pointwise(1, "NCHW -> (B, HW, C) copy")
         acc.linear(c, c, tokens)                          # proj_in
         for _ in range(depth):
             # BasicTransformerBlock on each frame: norm1-3, self-attention over the frame's
@@ -141,6 +151,7 @@ class SVDBlocks:
             _attention(acc, c, tokens, c, tokens, hw, hw, f)
             _attention(acc, c, tokens, ctx_dim, ctx * f, hw, ctx, f)
             _geglu_ff(acc, c, c, tokens)
+            acc.pointwise(1, "ff residual add")
             # TemporalBasicTransformerBlock on each position: norm_in + GEGLU ff_in,
             # norm1-3, self-attention over the F frames, cross-attention to the first
             # frame's image token (broadcast: k and v computed for every position), ff.
@@ -150,14 +161,17 @@ class SVDBlocks:
             _attention(acc, c, tokens, c, tokens, f, f, hw)
             _attention(acc, c, tokens, ctx_dim, ctx * hw, f, ctx, hw)
             _geglu_ff(acc, c, c, tokens)
+            acc.pointwise(4, "ff_in and ff residual adds, frames <-> positions copies")
             # models_hw.md 0: BasicTransformerBlock ~ 28*C*L + 2*C*ctx; the temporal block
             # adds ff_in (14*C per token: norm, proj, GEGLU halves, out) and its ctx k, v.
             acc.save(28 * c * tokens + 2 * c * ctx * f + 42 * c * tokens + 2 * c * ctx * hw)
         # time_pos_embed: TimestepEmbedding(C -> 4C -> C) on the F frame indices.
         acc.linear(c, 4 * c, f, cls=EMBEDDING)
         acc.linear(4 * c, c, f, cls=EMBEDDING)
+        acc.pointwise(SINUSOID_KERNELS + 3, "frame sinusoids, cast, SiLU, add to tokens")
         acc.param(1)                                      # AlphaBlender mix_factor
         acc.linear(c, c, tokens)                          # proj_out
+        acc.pointwise(5 + 2, "blend; (B, HW, C) -> NCHW copy, residual add")
         acc.save((3 + 2) * c * tokens)  # GroupNorm, proj_in, proj_out inputs; blend inputs
         return acc.done(fp16_bytes(c, hw, f))
 
@@ -173,6 +187,7 @@ class SVDBlocks:
         acc = Acc(name, "upsample")
         hw_in, f = grid[0] * grid[1], self.frames
         hw = 4 * hw_in
+        acc.pointwise(3, "cast, interpolate, cast")
         acc.conv(c, c, 3, hw * f, cls=_conv_class(hw))
         acc.save((c * hw_in + c * hw) * f)
         return acc.done(fp16_bytes(c, hw, f))

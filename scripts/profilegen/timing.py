@@ -127,11 +127,14 @@ def _class_times(layer: Layer, dev: Device, b: int) -> Dict[str, float]:
     return times
 
 
-def layer_times(layer: Layer, dev: Device, b: int) -> Tuple[float, float, float]:
-    """(forward seconds, backward seconds, weight-gradient share of backward) at b."""
+def layer_times(layer: Layer, dev: Device, b: int,
+                elementwise: float = ELEMENTWISE_TRAFFIC) -> Tuple[float, float, float]:
+    """(forward seconds, backward seconds, weight-gradient share of backward) at b;
+    `elementwise`: the elementwise traffic in saved-activation bytes (hostfloor.py fits
+    its own)."""
     cls_t = _class_times(layer, dev, b)
     t_weights = FP16_BYTES * layer.params / dev.achieved_bw
-    t_elem = b * ELEMENTWISE_TRAFFIC * FP16_BYTES * layer.saved_elems / dev.achieved_bw
+    t_elem = b * elementwise * FP16_BYTES * layer.saved_elems / dev.achieved_bw
     fwd = max(sum(cls_t.values()), t_weights) + t_elem + dev.launch_s
     bwd_compute = sum(BACKWARD_MULTIPLIER[c] * t for c, t in cls_t.items())
     bwd = max(bwd_compute, 2 * t_weights) + 2 * t_elem + 2 * dev.launch_s

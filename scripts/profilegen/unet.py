@@ -42,6 +42,12 @@ SDXL_UNET = {
 }
 
 
+# Pointwise kernels of eager forwards (diffusers blocks in bf16), counted op by op.
+SINUSOID_KERNELS = 8       # get_timestep_embedding: arange, exp, scale, mul, sin, cos, 2 cat
+RESNET_POINTWISE = 6       # ResnetBlock2D: 3 SiLU, temb add, residual add, output scale
+BASIC_BLOCK_POINTWISE = 7  # BasicTransformerBlock: 2 rescale divs, 3 adds, GELU, gate mul
+
+
 def _temb_dim(cfg) -> int:
     # diffusers: time_embed_dim = block_out_channels[0] * 4
     return cfg["block_out_channels"][0] * 4
@@ -58,6 +64,9 @@ def time_embedding(cfg, side: int) -> Layer:
         acc.linear(d_in, temb, 1, cls=EMBEDDING)
         acc.linear(temb, temb, 1, cls=EMBEDDING)
         acc.save(d_in + 2 * temb)  # linear_1 input, SiLU input, linear_2 input
+        # get_timestep_embedding, the cast to the model dtype, the SiLU between the two
+        # linears, the timestep expand.
+        acc.pointwise(SINUSOID_KERNELS + 3, "sinusoid, cast, SiLU, expand")
     # The noisy latent passes by this layer: it is what a stage cut here would send.
     return acc.done(fp16_bytes(cfg["in_channels"], side, side))
 
@@ -66,13 +75,14 @@ def resnet(name: str, c_in: int, c_out: int, side: int, temb: int) -> Layer:
     """ResnetBlock2D: GN, SiLU, conv3x3, +time_emb_proj, GN, SiLU, conv3x3, shortcut."""
     acc = Acc(name, "resnet")
     hw = side * side
-    acc.norm(c_in)
+    acc.group_norm(c_in)
     acc.conv(c_in, c_out, 3, hw)
     acc.linear(temb, c_out, 1, cls=EMBEDDING)
-    acc.norm(c_out)
+    acc.group_norm(c_out)
     acc.conv(c_out, c_out, 3, hw)
     if c_in != c_out:
         acc.conv(c_in, c_out, 1, hw)  # conv_shortcut
+    acc.pointwise(RESNET_POINTWISE, "3 SiLU, temb add, residual add, output scale")
     acc.save(3 * (c_in + c_out) * hw)  # models_hw.md 0: ResnetBlock ~ 3*(Cin+Cout)*HW
     return acc.done(fp16_bytes(c_out, side, side))
 
@@ -82,7 +92,8 @@ def transformer2d(name: str, c: int, side: int, depth: int, cfg) -> Layer:
     BasicTransformerBlock (self-attn, cross-attn, GEGLU FFN), proj_out."""
     acc = Acc(name, "transformer")
     tokens, ctx_dim, ctx_len = side * side, cfg["cross_attention_dim"], cfg["text_tokens"]
-    acc.norm(c)
+    acc.group_norm(c)
+    acc.pointwise(1, "NCHW -> (B, HW, C) copy")
     acc.linear(c, c, tokens)  # proj_in
     for _ in range(depth):
         for _ in range(3):  # norm1, norm2, norm3
@@ -98,9 +109,11 @@ def transformer2d(name: str, c: int, side: int, depth: int, cfg) -> Layer:
         acc.attention(tokens, ctx_len, c)
         acc.linear(c, 8 * c, tokens)  # GEGLU proj (value and gate, 4c each)
         acc.linear(4 * c, c, tokens)  # ff out
+        acc.pointwise(BASIC_BLOCK_POINTWISE, "2 rescale divs, 3 residual adds, GELU, gate")
         # models_hw.md 0: BasicTransformerBlock ~ 28*C*L + 2*C*77 (k, v of the context)
         acc.save(28 * c * tokens + 2 * c * ctx_len)
     acc.linear(c, c, tokens)  # proj_out
+    acc.pointwise(2, "(B, HW, C) -> NCHW copy, residual add")
     acc.save(3 * c * tokens)  # GroupNorm, proj_in and proj_out inputs
     return acc.done(fp16_bytes(c, side, side))
 
@@ -118,6 +131,8 @@ def upsample(name: str, c: int, side_in: int) -> Layer:
     """Upsample2D: nearest x2, then conv3x3 at the output resolution."""
     acc = Acc(name, "upsample")
     side = 2 * side_in
+    # diffusers Upsample2D casts bf16 to fp32 for the nearest interpolation and back.
+    acc.pointwise(3, "cast, interpolate, cast")
     acc.conv(c, c, 3, side * side)
     acc.save(c * side_in * side_in + c * side * side)  # input and interpolated map
     return acc.done(fp16_bytes(c, side, side))
@@ -135,7 +150,8 @@ def conv_out(cfg, side: int) -> Layer:
     """conv_norm_out (GroupNorm) + SiLU + conv_out, one layer."""
     acc = Acc("conv_out", "head")
     c0, c_out = cfg["block_out_channels"][0], cfg["out_channels"]
-    acc.norm(c0)
+    acc.group_norm(c0)
+    acc.pointwise(1, "SiLU")
     acc.conv(c0, c_out, 3, side * side)
     acc.save(3 * c0 * side * side)  # GN input, SiLU input, conv input
     return acc.done(fp16_bytes(c_out, side, side))
@@ -241,7 +257,9 @@ class UNetBuilder:
             assert skip_c == (c_in if j == n - 1 else c_out) and skip_grid == self.grid, name
             self.skips.append(Skip(producer, name, b.skip_bytes(skip_c, skip_grid)))
             main_c = c_prev if j == 0 else c_out
-            self.add(b.resnet(name, main_c + skip_c, c_out, self.grid, self.temb))
+            res = b.resnet(name, main_c + skip_c, c_out, self.grid, self.temb)
+            res.kernels += 1  # torch.cat([hidden, skip], dim=1) before the resnet
+            self.add(res)
             if has_attn:
                 self.add(b.transformer(f"up{i}.attn{j}", c_out, self.grid, depth, cfg))
         if i < len(rev) - 1:

@@ -7,6 +7,7 @@ in_blocks[n-1-i]. Time and class travel inside the token sequence: nothing is ca
 """
 
 from .layers import (EMBEDDING, Acc, Architecture, Layer, Skip, fp16_bytes)
+from .unet import SINUSOID_KERNELS
 
 # configs/imagenet256_uvit.py (U-ViT-L/2) and configs/imagenet256_uvit_huge.py (U-ViT-H/2),
 # models_hw.md section 4. z_shape (4, 32, 32): 256 px images through the SD VAE.
@@ -35,6 +36,9 @@ def embed(cfg) -> Layer:
         acc.param(cfg["num_classes"] * d)
     acc.param(_tokens(cfg) * d)  # pos_embed
     acc.save(c * cfg["img_size"] ** 2)  # patch conv input
+    # timestep_embedding (8) and its cast, the label lookup, flatten + transpose copy of
+    # the patches, the token concatenation, the pos_embed add.
+    acc.pointwise(SINUSOID_KERNELS + 1 + 1 + 1 + 1 + 1, "time and label tokens, layout")
     return acc.done(fp16_bytes(_tokens(cfg), d))
 
 
@@ -44,6 +48,7 @@ def block(name: str, cfg, skip: bool) -> Layer:
     d, tokens = cfg["embed_dim"], _tokens(cfg)
     hidden = int(d * cfg["mlp_ratio"])
     if skip:
+        acc.pointwise(1, "torch.cat([x, skip])")
         acc.linear(2 * d, d, tokens)
         acc.save(2 * d * tokens)  # the concatenation, skip_linear's input
     acc.norm(d)
@@ -53,6 +58,7 @@ def block(name: str, cfg, skip: bool) -> Layer:
     acc.norm(d)
     acc.linear(d, hidden, tokens)  # fc1
     acc.linear(hidden, d, tokens)  # fc2
+    acc.pointwise(3, "GELU, two residual adds")
     # Self-attention: norm1 input, qkv input, q, k, v, attention output (= proj input): 6.
     # MLP: norm2 input, fc1 input, GELU input, fc2 input: 2 + 2 * hidden / d.
     acc.save(6 * d * tokens + 2 * d * tokens + 2 * hidden * tokens)
@@ -66,6 +72,7 @@ def head(cfg) -> Layer:
     tokens = _tokens(cfg)
     acc.norm(d)
     acc.linear(d, p * p * c, tokens, cls=EMBEDDING)
+    acc.pointwise(2, "drop the extra tokens, unpatchify copy")
     acc.save(2 * d * tokens)  # norm input, decoder_pred input
     if cfg["conv"]:
         acc.conv(c, c, 3, side * side, cls=EMBEDDING)
