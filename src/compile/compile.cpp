@@ -43,9 +43,16 @@ Result<CompiledPlan> compile_checked(const ModelProfile& model, const ClusterPro
     }
   }
   Result<CompiledPlan> plan = tune(in, clock);  // level 1
-  if (options.strategy == Strategy::pulse) plan = against_baselines(in, std::move(plan), clock);
+  if (options.strategy == Strategy::pulse) {
+    plan = against_baselines(in, std::move(plan), clock);
+    plan = against_sharded(in, std::move(plan), clock);
+  }
   if (!plan) return plan;
-  if (auto kept = memory_curve_pass(in, *plan, clock); !kept) return kept.error();
+  // The plan kept may be a sharded one (against_sharded): its curve under its own options.
+  const PlanOptions kept_options = plan->options;
+  CompileInputs kept = in;
+  kept.options = &kept_options;
+  if (auto curved = memory_curve_pass(kept, *plan, clock); !curved) return curved.error();
   plan->pass_times = clock.times();
   plan->safety_limit_hits = cache.safety_limit_hits;
   return plan;

@@ -129,4 +129,11 @@ bool faster_plan(const CompiledPlan& a, const CompiledPlan& b);
 Result<CompiledPlan> against_baselines(const CompileInputs& in, Result<CompiledPlan> own,
                                        PassClock& clock);
 
+/// For pulse on two devices or more: sharded data parallelism alone (`--pp 1 --zero 2`
+/// and `--zero 3` for the same options), planned by the same passes; the faster replaces
+/// `own` when the options leave pp open (or set it to 1) and no family. Records the answers
+/// and the verdict, against the runner-up, in the winner's `pipeline_or_not` (sharded.cpp).
+Result<CompiledPlan> against_sharded(const CompileInputs& in, Result<CompiledPlan> own,
+                                     PassClock& clock);
+
 }  // namespace pulse::detail

@@ -5,6 +5,7 @@
 #include "pulse/base/version.hpp"
 #include "pulse/cost/cost_model.hpp"
 #include "pulse/plan/figures.hpp"
+#include "pulse/profile/recompute.hpp"
 
 namespace pulse {
 
@@ -33,6 +34,7 @@ PlanGivenOptions given_options(const PlanOptions& o) {
   if (scales.links != 1) g.link_scale = scales.links;
   g.activation_budget_bytes = o.activation_budget_bytes;
   g.activation_budget_fraction = o.activation_budget_fraction;
+  g.recompute = o.recompute;
   g.memory = o.memory;
   return g;
 }
@@ -111,6 +113,15 @@ std::vector<PlanStage> stages(const CompiledPlan& p, const ModelProfile& model) 
     x.backward_weight_s = c.backward_weight_s;
     x.params = c.params;
     x.activation_bytes_per_microbatch = c.activation_bytes;
+    if (p.options.recompute != "none") {
+      int recomputed = 0;
+      for (LayerId l = layout.first_layer[s]; l < layout.first_layer[s + 1]; ++l) {
+        recomputed += recomputes(p.options.recompute, model, l) ? 1 : 0;
+      }
+      x.recomputed_layers = recomputed;
+      x.recompute_workspace_bytes_per_microbatch = c.recompute_workspace_bytes;
+    }
+    if (p.options.memory.zero_stage >= 3) x.largest_layer_params = c.largest_layer_params;
     out.push_back(std::move(x));
   }
   return out;
@@ -275,6 +286,8 @@ Plan build_plan(const CompiledPlan& p, const ModelProfile& model, const ClusterP
   plan.predicted = predicted_figures(p.timeline, p.evaluation, cluster.usable_memory());
   plan.rank_map = rank_map(p, cluster);
   plan.search = p.candidates;
+  plan.pipeline_or_not = p.pipeline_or_not;
+  plan.warnings = plan_warnings(plan);
   return plan;
 }
 

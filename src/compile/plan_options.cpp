@@ -11,6 +11,7 @@
 
 #include "pulse/base/defaults.hpp"
 #include "pulse/base/limits.hpp"
+#include "pulse/profile/recompute.hpp"
 #include "pulse/profile/scaling.hpp"
 
 namespace pulse {
@@ -164,8 +165,27 @@ Status check_link_scale(const OptionRecord&, const PlanOptions& o) {
 
 Status check_zero(const OptionRecord&, const PlanOptions& o) {
   const int zero = o.memory.zero_stage;
-  if (zero == 0 || zero == 1) return Ok{};
-  return usage_error(fmt::format("plan: --zero must be 0 or 1, got {}", zero));
+  if (zero >= 0 && zero <= 3) return Ok{};
+  return usage_error(fmt::format("plan: --zero must be 0, 1, 2 or 3, got {}", zero));
+}
+
+Status read_precision(const OptionValue& value, PlanJob& job) {
+  if (job.options.memory.set_precision(text_of(value))) return Ok{};
+  return usage_error(
+      fmt::format("plan: --precision must be mixed or bf16, got \"{}\"", text_of(value)));
+}
+
+// A library caller may set the bytes per parameter by hand; the name must still be one.
+Status check_precision(const OptionRecord&, const PlanOptions& o) {
+  if (MemoryModel{}.set_precision(o.memory.precision)) return Ok{};
+  return usage_error(
+      fmt::format("plan: --precision must be mixed or bf16, got \"{}\"", o.memory.precision));
+}
+
+Status check_recompute(const OptionRecord&, const PlanOptions& o) {
+  if (is_recompute_mode(o.recompute)) return Ok{};
+  return usage_error(fmt::format("plan: --recompute must be {}, got \"{}\"", recompute_modes(),
+                                 o.recompute));
 }
 
 Status read_zero(const OptionValue& value, PlanJob& job) {
@@ -236,10 +256,25 @@ std::vector<OptionRecord> make_table() {
                      store_option<&PlanOptions::global_batch, int>,
                      check_within<&PlanOptions::global_batch>),
               1, kMaxGlobalBatch, " samples"),
-      with_default(option("zero", "0|1", K::integer,
-                          "1: shard optimizer state over the data-parallel replicas (ZeRO-1)",
+      with_default(option("zero", "0-3", K::integer,
+                          "sharded data parallelism: 1 shards optimizer state over the "
+                          "data-parallel replicas (ZeRO-1), 2 gradients too (ZeRO-2), 3 "
+                          "weights too (ZeRO-3, FSDP full sharding); with --pp 1 the plan is "
+                          "sharded data parallelism alone",
                           read_zero, check_zero),
                    0),
+      with_default(option("precision", "NAME", K::text,
+                          "mixed: half-precision weights and gradients, fp32 master weights "
+                          "and Adam state (16 bytes per parameter); bf16: pure bf16, Adam "
+                          "state in bf16 (8 bytes per parameter)",
+                          read_precision, check_precision),
+                   std::string("mixed")),
+      with_default(option("recompute", "MODE", K::text,
+                          "activation recomputation: none, selective (attention blocks keep "
+                          "only their input and re-run their forward in backward) or full "
+                          "(every layer)",
+                          store_option<&PlanOptions::recompute, std::string>, check_recompute),
+                   std::string("none")),
       option("split-backward", "", K::flag,
              "backward as input-gradient (I) and weight-gradient (W) ops",
              store_option<&PlanOptions::split_backward, bool>),
@@ -273,6 +308,10 @@ std::vector<OptionRecord> make_table() {
              "give every configuration the full schedule synthesis (slow; for checking the "
              "tuner)",
              read_exhaustive),
+      option("fail-on-warning", "", K::flag,
+             "treat the plan's warnings (bubble above 50%, a device above 95% of its memory, "
+             "one microbatch in flight per device) as failures: exit 1, write nothing",
+             store<&PlanJob::fail_on_warning, bool>),
       option("output,o", "FILE", K::text,
              "write the plan here (atomically, with --trace: both or neither) instead of "
              "stdout; - is stdout",

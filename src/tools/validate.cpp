@@ -9,6 +9,7 @@
 
 #include "pulse/base/units.hpp"
 #include "pulse/plan/plan_check.hpp"
+#include "pulse/profile/recompute.hpp"
 #include "pulse/profile/scaling.hpp"
 #include "validate_internal.hpp"
 
@@ -235,14 +236,18 @@ void Validator::check_rank_map() {
 
 ValidateResult validate_plan(const ValidateRequest& request) {
   const std::optional<PlanCostModel>& cost = request.plan->cost_model;
-  if (!cost || (cost->compute_factor() == 1 && cost->link_factor() == 1)) {
+  const std::string recompute = request.plan->options.recompute.value_or("none");
+  const bool scaled_costs = cost && (cost->compute_factor() != 1 || cost->link_factor() != 1);
+  if (!scaled_costs && recompute == "none") {
     return detail::Validator(request, *request.cluster).run();
   }
-  // A plan made with --compute-scale / --link-scale is checked against the profiles as it
-  // was made from them: scaled the same way (their files, and so their hashes, unchanged).
+  // A plan made with --compute-scale / --link-scale / --recompute is checked against the
+  // profiles as it was made from them: transformed the same way (their files, and so their
+  // hashes, unchanged).
   ModelProfile model = *request.model;
   ClusterProfile cluster = *request.cluster;
-  apply_scales({cost->compute_factor(), cost->link_factor(), ""}, model, cluster);
+  if (scaled_costs) apply_scales({cost->compute_factor(), cost->link_factor(), ""}, model, cluster);
+  apply_recompute(recompute, model);
   ValidateRequest scaled = request;
   scaled.model = &model;
   scaled.cluster = &cluster;

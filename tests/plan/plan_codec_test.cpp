@@ -73,6 +73,19 @@ std::vector<std::string> planned() {
     o.scales.links = 0.5;
     out.push_back(test::plan_text(test::compile_ok(in, o), in.model, in.cluster));
   }
+  {  // Recomputation, ZeRO-3, a warning (bubble above 50%) and a sharded answer that cannot
+     // be (a global batch of 4 over 8 devices).
+    const test::Inputs in = test::shipped("sd2-unet-512", "dgx1-v100-32gb-1n");
+    PlanOptions o;
+    o.pp = 4;
+    o.dp = 1;
+    o.global_batch = 4;
+    o.recompute = "full";
+    o.memory.zero_stage = 3;
+    o.activation_budget_bytes = std::int64_t{48} << 20;
+    o.solver_max_seconds = 0.3;
+    out.push_back(test::plan_text(test::compile_ok(in, o), in.model, in.cluster));
+  }
   return out;
 }
 

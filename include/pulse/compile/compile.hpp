@@ -46,7 +46,9 @@ struct PlanOptions {
   std::optional<int> dp;  ///< Data-parallel degree; searched (devices / pp) when absent.
   std::optional<int> microbatch_size;  ///< Samples per microbatch; searched when absent.
   std::optional<int> global_batch;     ///< Default: kDefaultSamplesPerDevice per device.
-  MemoryModel memory;
+  MemoryModel memory;  ///< Precision and ZeRO stage (--precision, --zero).
+  /// Activation recomputation (profile/recompute.hpp): "none", "selective" or "full".
+  std::string recompute = "none";
   /// Backward as input-gradient (I) and weight-gradient (W) ops, zero-bubble style.
   bool split_backward = false;
   /// Cap on the bytes each device's activations (and skip caches) may hold, below what the
@@ -89,6 +91,8 @@ struct CompiledPlan : Degrees {
   ScheduleAnswer solver;  ///< How the schedule was found (its schedule/timeline moved out).
   Evaluation evaluation;  ///< Iteration, throughput, bubble, all-reduce (the evaluate pass).
   std::vector<Candidate> candidates;  ///< Configurations tried, best first (the plan's search).
+  /// Pulse only: the plan against sharded data parallelism alone (sharded.cpp).
+  std::optional<PipelineOrNot> pipeline_or_not;
   std::vector<PassTime> pass_times;
   /// Schedule syntheses of this compile (any configuration or family, not only the plan
   /// kept) that the wall-clock safety limit stopped before their work limits did: when

@@ -34,6 +34,8 @@ struct PlanJob {
   std::optional<std::string> trace_path;
   /// False: make the plan's text (PlanRun::text) and write nothing.
   bool write = true;
+  /// --fail-on-warning: a plan with warnings (its `warnings` list) is an error, not written.
+  bool fail_on_warning = false;
   PlanOptions options;
 };
 
