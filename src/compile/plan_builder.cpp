@@ -189,6 +189,10 @@ std::vector<PlanTransfer> transfers(const CompiledPlan& p, const ModelProfile& m
     x.forward_link = p.model.links[from][to].name;
     x.backward_link = p.model.links[to][from].name;
     for (int k : t.skips) x.skips.push_back(model.skips[k].name);
+    if (t.main_path && !model.carried.empty()) {
+      x.carried.emplace();
+      for (int k : t.carried) x.carried->push_back(model.carried[k].name);
+    }
     out.push_back(std::move(x));
   }
   return out;

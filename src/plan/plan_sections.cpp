@@ -222,6 +222,7 @@ void transfer_keys(IO& io, T& t) {
   io.field("forward_link", t.forward_link, text());
   io.field("backward_link", t.backward_link, text());
   io.list("skips", t.skips, text().defaulted());
+  io.list("carried", t.carried, text());
 }
 
 template <class IO, class T>

@@ -200,6 +200,9 @@ struct PlanTransfer {
   std::optional<std::string> forward_link;  ///< Link class name.
   std::optional<std::string> backward_link;
   std::vector<std::string> skips;  ///< Names of the skips whose bytes ride on it.
+  /// Main transfers of a model with carried tensors: the ones it moves forward, by name (its
+  /// backward moves those of them that need a gradient). Absent otherwise.
+  std::optional<std::vector<std::string>> carried;
 
   bool has_times() const { return forward_s && backward_s; }
 };
