@@ -48,6 +48,7 @@ Result<CompiledPlan> compile_checked(const ModelProfile& model, const ClusterPro
   if (auto kept = memory_curve_pass(in, *plan, clock); !kept) return kept.error();
   plan->pass_times = clock.times();
   plan->safety_limit_hits = cache.safety_limit_hits;
+  plan->derived_times = inputs.derived_times;
   return plan;
 }
 

@@ -82,7 +82,9 @@ PlanPartition partition(const CompiledPlan& p) {
   PlanPartition x;
   x.method = p.partition.method;
   x.objective_s = *std::max_element(load.begin(), load.end());
-  x.lower_bound_s = p.partition.lower_bound_s;
+  // The objective is the pipeline model's, whose stage times are whole nanoseconds; the
+  // partitioner's bound is of the raw layer times and may come out a few nanoseconds above.
+  x.lower_bound_s = std::min(p.partition.lower_bound_s, x.objective_s);
   x.exact = p.partition.exact;
   x.all_skips_local = p.partition.all_skips_local;
   x.skips_nested = p.skips_nested;
@@ -275,6 +277,9 @@ Plan build_plan(const CompiledPlan& p, const ModelProfile& model, const ClusterP
   const CostScales& scales = p.options.scales;
   if (scales.compute != 1) cost.compute_scale = scales.compute;
   if (scales.links != 1) cost.link_scale = scales.links;
+  if (const auto& d = p.derived_times) {
+    cost.derived_times = {{d->device_type, d->from_device_type, d->rule}};
+  }
   plan.comm = comm_figures(p.model, p.evaluation.allreduce, p.num_microbatches, p.dp);
   plan.predicted = predicted_figures(p.timeline, p.evaluation, cluster.usable_memory());
   plan.rank_map = rank_map(p, cluster);

@@ -20,6 +20,7 @@
 #include "pulse/base/limits.hpp"
 #include "pulse/base/units.hpp"
 #include "pulse/cost/cost_model.hpp"
+#include "pulse/profile/derive.hpp"
 #include "pulse/profile/scaling.hpp"
 
 namespace pulse::detail {
@@ -34,17 +35,6 @@ struct WorstCase {
   long double params = 0;
   long double seconds_per_sample = 0;
 };
-
-Status check_device_type(const ModelProfile& model, const ClusterProfile& cluster,
-                         int device_type) {
-  if (device_type >= 0) return Ok{};
-  std::string known;
-  for (const auto& t : model.device_types) known += (known.empty() ? "" : ", ") + t;
-  return input_error(
-      fmt::format("{}: model profile has times for device types [{}], but "
-                  "cluster profile {} has devices of type \"{}\"",
-                  model.file.path, known, cluster.file.path, cluster.device_type));
-}
 
 // Plans state times in whole nanoseconds. A layer's forward time at any microbatch size
 // is at least the smaller of its per-sample time at the smallest profiled size and its
@@ -141,14 +131,22 @@ Status scale_inputs(const ModelProfile& model, const ClusterProfile& cluster, Pl
                     PlannedInputs& out) {
   out.model = &model;
   out.cluster = &cluster;
+  if (model.device_type_index(cluster.device_type) < 0) {
+    ModelProfile& copy = out.scaled_model.emplace(model);
+    auto derived = derive_device_times(copy, cluster);
+    if (!derived) return derived.error();
+    out.derived_times = std::move(*derived);
+    out.model = &copy;
+  }
   CostScales& scales = options.scales;
-  if (auto resolved = resolve_compute_scale(scales, model, cluster.device_type); !resolved) {
+  if (auto resolved = resolve_compute_scale(scales, *out.model, cluster.device_type); !resolved) {
     return Error{resolved.error().kind, "plan: " + resolved.error().message};
   }
   if (auto s = check_scale_limit("plan", "--compute-scale", scales.compute); !s) return s.error();
   if (scales.identity()) return Ok{};
   // The plan is made from the scaled profiles and names the files as they are.
-  out.model = &out.scaled_model.emplace(model);
+  if (!out.scaled_model) out.scaled_model.emplace(model);
+  out.model = &*out.scaled_model;
   out.cluster = &out.scaled_cluster.emplace(cluster);
   apply_scales(scales, *out.scaled_model, *out.scaled_cluster);
   return Ok{};
@@ -156,8 +154,8 @@ Status scale_inputs(const ModelProfile& model, const ClusterProfile& cluster, Pl
 
 Result<int> check_request(const ModelProfile& model, const ClusterProfile& cluster,
                           const PlanOptions& options) {
+  // scale_inputs derived the cluster's device type when the model had none (or said why not).
   const int device_type = model.device_type_index(cluster.device_type);
-  if (auto known = check_device_type(model, cluster, device_type); !known) return known.error();
   if (options.dp && *options.dp > cluster.num_devices()) {
     return usage_error(fmt::format("--dp {} needs at least {} devices; cluster {} has {}",
                                    *options.dp, *options.dp, cluster.name, cluster.num_devices()));

@@ -273,6 +273,11 @@ void cost_model_keys(IO& io, T& x) {
   io.field("time_quantum_s", x.time_quantum_s, number(Format::raw, Range::positive));
   io.field("compute_scale", x.compute_scale, scale_factor());
   io.field("link_scale", x.link_scale, scale_factor());
+  io.objects("derived_times", x.derived_times, [](auto& sub, auto& d) {
+    sub.field("device_type", d.device_type, text());
+    sub.field("from_device_type", d.from_device_type, text());
+    sub.field("rule", d.rule, text());
+  });
 }
 
 template <class IO, class T>

@@ -9,6 +9,7 @@
 
 #include "pulse/base/units.hpp"
 #include "pulse/plan/plan_check.hpp"
+#include "pulse/profile/derive.hpp"
 #include "pulse/profile/scaling.hpp"
 #include "validate_internal.hpp"
 
@@ -235,14 +236,18 @@ void Validator::check_rank_map() {
 
 ValidateResult validate_plan(const ValidateRequest& request) {
   const std::optional<PlanCostModel>& cost = request.plan->cost_model;
-  if (!cost || (cost->compute_factor() == 1 && cost->link_factor() == 1)) {
+  const bool derived = cost && cost->derived_times;
+  if (!derived && (!cost || (cost->compute_factor() == 1 && cost->link_factor() == 1))) {
     return detail::Validator(request, *request.cluster).run();
   }
-  // A plan made with --compute-scale / --link-scale is checked against the profiles as it
-  // was made from them: scaled the same way (their files, and so their hashes, unchanged).
+  // A plan made with --compute-scale / --link-scale, or with times derived for the
+  // cluster's device type, is checked against the profiles as it was made from them:
+  // derived and scaled the same way (their files, and so their hashes, unchanged). A model
+  // from which nothing can be derived is left as it is: the inputs check says so.
   ModelProfile model = *request.model;
   ClusterProfile cluster = *request.cluster;
-  apply_scales({cost->compute_factor(), cost->link_factor(), ""}, model, cluster);
+  if (derived) (void)derive_device_times(model, cluster);
+  if (cost) apply_scales({cost->compute_factor(), cost->link_factor(), ""}, model, cluster);
   ValidateRequest scaled = request;
   scaled.model = &model;
   scaled.cluster = &cluster;

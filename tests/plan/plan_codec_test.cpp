@@ -52,6 +52,7 @@ std::vector<std::string> planned() {
       {"tiny-unet", "dgx1-v100-32gb-2n", Strategy::gpipe, std::nullopt, false},
       {"sd2-unet-512", "dgx1-v100-32gb-1n", Strategy::pulse, 8, false},  // w3 needs more layers
       {"tiny-unet", "dgx1-v100-32gb-1n", Strategy::pulse, 2, false, std::nullopt, "v"},
+      {"tiny-unet", "dgx-h100-1n", Strategy::pulse, 2, false},  // times derived from the V100
   };
   for (const Case& c : cases) {
     const test::Inputs in = test::shipped(c.model, c.cluster);

@@ -159,6 +159,22 @@ TEST(Validate, MainTransfersNameTheCarriedTensorsTheyMove) {
   for (const json& t : tiny["transfers"]) EXPECT_FALSE(t.contains("carried"));
 }
 
+TEST(Validate, ADerivedPlanIsCheckedAgainstTheTimesDerivedTheSameWay) {
+  // tiny-unet has no H100 times: the plan's come from its V100 times (profile/derive.hpp),
+  // and validate derives them again. Without derived_times in cost_model the plan claims
+  // times the model profile does not have for the H100, and nothing else can be checked.
+  const Inputs in = shipped("tiny-unet", "dgx-h100-1n");
+  const json doc = plan_doc(in, pp(2));
+  ASSERT_EQ(doc["cost_model"]["derived_times"][0]["from_device_type"], "V100-SXM2");
+  EXPECT_EQ(lines(validate(doc, in)), std::vector<std::string>{});
+  json bare = doc;
+  bare["cost_model"].erase("derived_times");
+  const ValidateResult r = validate(bare, in);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(lines(r).front().find("no times for device type \"H100-SXM\""), std::string::npos)
+      << lines(r).front();
+}
+
 class Corrupted : public ::testing::Test {
  protected:
   // tiny-unet at pp 2 (dp 4, 16 microbatches): stages [embed enc0 enc1] [enc2 mid0]

@@ -21,6 +21,7 @@
 #include "pulse/compile/pass_clock.hpp"
 #include "pulse/cost/memory.hpp"
 #include "pulse/cost/pipeline_model.hpp"
+#include "pulse/profile/derive.hpp"
 #include "pulse/partition/partition.hpp"
 #include "pulse/place/placement.hpp"
 #include "pulse/plan/plan.hpp"
@@ -94,6 +95,9 @@ struct CompiledPlan : Degrees {
   /// kept) that the wall-clock safety limit stopped before their work limits did: when
   /// non-zero, the plan may differ from run to run, and the command says so.
   int safety_limit_hits = 0;
+  /// Set when the model profile had no times for the cluster's device type and they were
+  /// derived from another device's (profile/derive.hpp).
+  std::optional<DerivedTimes> derived_times;
 };
 
 /// Compiles a plan. Usage errors for options out of bounds or inconsistent with the profiles,

@@ -268,6 +268,14 @@ struct PlanSolver : ScheduleSearch {
   std::optional<std::int64_t> activation_budget_bytes;
 };
 
+/// `cost_model.derived_times[]`: the model profile had no times for this device type; they
+/// were derived from another's (profile/derive.hpp), by the rule stated.
+struct PlanDerivedTimes {
+  std::string device_type;
+  std::string from_device_type;
+  std::string rule;
+};
+
 /// `cost_model`: the cluster settings the predicted figures assume.
 struct PlanCostModel {
   bool overlap_comm = false;
@@ -277,6 +285,8 @@ struct PlanCostModel {
   /// times as fast (profile/scaling.hpp); absent: 1. Replay and validate apply them.
   std::optional<double> compute_scale;
   std::optional<double> link_scale;
+  /// Absent when the model profile had times for the cluster's device type.
+  std::optional<std::vector<PlanDerivedTimes>> derived_times;
 
   double compute_factor() const { return compute_scale.value_or(1.0); }
   double link_factor() const { return link_scale.value_or(1.0); }
