@@ -62,6 +62,9 @@ class SequentialDynamicProgram {
 
   std::optional<Found> run(double bound);
 
+  /// The largest device load of the even split (stage s takes layers [s L / P, (s+1) L / P)).
+  double even_split_load() const;
+
  private:
   struct Cell {
     DpValue value;
@@ -131,6 +134,26 @@ DeviceCost SequentialDynamicProgram::cost(int s, int a, int b, std::int64_t insi
   return c;
 }
 
+double SequentialDynamicProgram::even_split_load() const {
+  double most = 0;
+  for (int s = 0; s < pp_; ++s) {
+    const int a = static_cast<int>(static_cast<std::int64_t>(s) * num_layers_ / pp_);
+    const int b = static_cast<int>(static_cast<std::int64_t>(s + 1) * num_layers_ / pp_) - 1;
+    std::int64_t inside = 0;
+    int inside_count = 0;
+    for (int x = a; x <= b; ++x) {
+      for (const auto& [consumer, bytes] : by_producer_[x]) {
+        if (consumer <= b) {
+          inside += bytes;
+          ++inside_count;
+        }
+      }
+    }
+    most = std::max(most, cost(s, a, b, inside, inside_count).load);
+  }
+  return most;
+}
+
 std::optional<SequentialDynamicProgram::Found> SequentialDynamicProgram::run(double bound) {
   const bool time = objective_ == Objective::time;
   // table[s][b]: best value with stages 0..s covering layers [0, b].
@@ -193,8 +216,16 @@ PartitionAnswer partition_sequential(const PartitionRequest& request) {
   const double lower_bound = prefix.load_lower_bound(request.pp);
 
   SequentialDynamicProgram time_dp(request, Objective::time);
-  if (auto found =
-          detail::solve_increasing(time_dp, lower_bound, detail::coarse_upper_bound_factors())) {
+  // Where sends outweigh compute (hundreds of stages relaying skips), every finite factor of
+  // the compute bound fails, and a run at an infinite bound costs O(P L^2) (pp 512 over 2048
+  // layers: minutes). The even split's load is also an upper bound on the optimum when a
+  // run under it finds a partition, and such a run finds the infinite run's partition (a
+  // device over the bound never belongs to an optimum, and each cell's best is kept in the
+  // same order), so it goes before infinity.
+  std::vector<double> factors = detail::coarse_upper_bound_factors();
+  const double even = time_dp.even_split_load() / lower_bound * (1 + 1e-9);
+  if (even > factors[factors.size() - 2]) factors.insert(factors.end() - 1, even);
+  if (auto found = detail::solve_increasing(time_dp, lower_bound, factors)) {
     PartitionResult& r = outcome.result;
     r.layout = sequential_layout(found->first_layer, request.pp);
     r.method = request.routing == SkipRouting::direct ? "sequential-dp-direct" : "sequential-dp";
