@@ -250,7 +250,8 @@ PartitionAnswer partition_sequential(const PartitionRequest& request) {
   const double lower_bound = prefix.load_lower_bound(request.pp);
 
   SequentialDynamicProgram time_dp(request, Objective::time);
-  if (auto found = detail::solve_increasing(time_dp, lower_bound, sequential_factors(time_dp, lower_bound))) {
+  if (auto found = detail::solve_increasing(time_dp, lower_bound,
+                                            sequential_factors(time_dp, lower_bound))) {
     PartitionResult& r = outcome.result;
     r.layout = sequential_layout(found->first_layer, request.pp);
     r.method = request.routing == SkipRouting::direct ? "sequential-dp-direct" : "sequential-dp";

@@ -39,9 +39,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <new>
-#include <limits>
 #include <optional>
 
 #include "partition_dp.hpp"
@@ -170,7 +170,8 @@ void VDynamicProgram::build_skip_grid() {
   grid_bytes_.assign(rows * cols, 0);
   grid_count_.assign(rows * cols, 0);
   for (const SkipPair& s : skips) {
-    const std::size_t cell = (producer_rank_[s.producer] + 1) * cols + consumer_rank_[s.consumer] + 1;
+    const std::size_t cell =
+        (producer_rank_[s.producer] + 1) * cols + consumer_rank_[s.consumer] + 1;
     grid_bytes_[cell] += s.bytes;
     grid_count_[cell] += 1;
   }
