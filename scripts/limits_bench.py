@@ -3,7 +3,7 @@
 peak memory of one plan per case, against the targets of issue 31 (docs/limits.md), and
 that one past each limit is refused (exit 2) at once. Prints a Markdown table.
 
-  scripts/limits_bench.py [--binary build/pulse-plan] [--only SUBSTR] [--repeat N]
+  scripts/limits_bench.py [--binary build/pulse-plan] [--only SUBSTR,...] [--repeat N]
                           [--tuned-sweep [--per-device 1,2,4,...,64]]
 
 Models are synthetic UNet-shaped chains with nested skips (unet() below), written to a
@@ -182,7 +182,8 @@ def repeat(binary, n):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--binary", default=str(ROOT / "build" / "pulse-plan"))
-    ap.add_argument("--only", default="", help="cases whose name contains this")
+    ap.add_argument("--only", default="",
+                    help="cases whose name contains one of these (comma-separated)")
     ap.add_argument("--repeat", type=int, default=0,
                     help="also plan the small fixed configuration this many times")
     ap.add_argument("--tuned-sweep", action="store_true",
@@ -200,7 +201,7 @@ def main():
         print("| case | exit | CPU s | wall s | peak memory | target | met | first stderr line |")
         print("|---|---:|---:|---:|---:|---|---|---|")
         for name, cpu_target, mib_target, args in todo:
-            if a.only in name:
+            if any(part in name for part in a.only.split(",")):
                 ok = row(a.binary, name, cpu_target, mib_target, args) and ok
     if a.repeat:
         ok = repeat(a.binary, a.repeat) and ok
