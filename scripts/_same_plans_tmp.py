@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Does a change leave every plan as it was? Plans each case of scripts/determinism.py (every
+shipped model x cluster, the 8-node clusters at global batch 8192, the exact-ILP path on one
+node) once with each of two binaries, and compares the plan's bytes, the exit code and stderr.
+
+  scripts/same_plans.py OLD_BINARY NEW_BINARY [--only SUBSTR]
+                        [--old-profiles DIR --ignore-hashes]
+
+Prints each case that differs and a count; exit status 1 when any differs. Use it with a
+build from before a change that should not move any plan (a refactor, a new check, a reader
+change): determinism.py says each binary is stable run to run, this says the two agree.
+
+For a profile change that should move no plan (new device types or provenance in the
+model files), --old-profiles plans the old binary on the profiles in DIR (a copy of an
+older profiles/ directory; cases whose files it lacks are skipped) and --ignore-hashes
+compares the plans with every "sha256" key removed (the inputs' hashes change with the
+files).
+"""
+
+import argparse
+import hashlib
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import determinism  # noqa: E402  (the case list)
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def without_hashes(value):
+    if isinstance(value, dict):
+        return {k: without_hashes(v) for k, v in value.items() if k not in ("sha256", "stages_sha256")}
+    if isinstance(value, list):
+        return [without_hashes(v) for v in value]
+    return value
+
+
+def outcome(binary, args, ignore_hashes=False, profiles=None):
+    """(exit code, plan digest, stderr); `profiles`: a profiles directory whose name in
+    stderr reads as this checkout's."""
+    with tempfile.TemporaryDirectory() as work:
+        out = pathlib.Path(work) / "plan.json"
+        proc = subprocess.run([binary, "plan", "-q", "-o", str(out)] + args, capture_output=True)
+        body = out.read_bytes() if out.exists() else b""
+        if ignore_hashes and body:
+            body = json.dumps(without_hashes(json.loads(body)), sort_keys=True).encode()
+        # stderr names the output file: the temporary directory differs between the runs.
+        err = proc.stderr.replace(work.encode(), b"DIR")
+        if profiles:
+            err = err.replace(str(profiles).encode(), str(ROOT / "profiles").encode())
+        return proc.returncode, hashlib.sha256(body).hexdigest(), err
+
+
+def old_args(args, old_profiles):
+    """The case's arguments with its profile paths moved to old_profiles; None when a file
+    is not there."""
+    out = []
+    for a in args:
+        path = pathlib.Path(a)
+        if path.is_absolute() and (ROOT / "profiles") in path.parents:
+            path = pathlib.Path(old_profiles) / path.relative_to(ROOT / "profiles")
+            if not path.exists():
+                return None
+            a = str(path)
+        out.append(a)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("old")
+    ap.add_argument("new")
+    ap.add_argument("--only", default="", help="cases whose name contains this")
+    ap.add_argument("--old-profiles", help="the profiles directory the old binary plans on")
+    ap.add_argument("--ignore-hashes", action="store_true",
+                    help="compare plans without their sha256 keys")
+    a = ap.parse_args()
+    models = sorted((ROOT / "profiles" / "models").glob("*.json"))
+    clusters = sorted((ROOT / "profiles" / "clusters").glob("*.json"))
+    todo = [c for c in determinism.cases(models, clusters) if a.only in c[0]]
+    differ = 0
+    skipped = 0
+    for name, args in todo:
+        before = old_args(args, a.old_profiles) if a.old_profiles else args
+        if before is None:
+            skipped += 1
+            continue
+        old = outcome(a.old, before, a.ignore_hashes, a.old_profiles)
+        new = outcome(a.new, args, a.ignore_hashes)
+        if old != new:
+            differ += 1
+            what = [w for w, x, y in zip(("exit code", "plan bytes", "stderr"), old, new) if x != y]
+            print(f"{name}: {', '.join(what)} differ (exit {old[0]} -> {new[0]})", flush=True)
+    compared = f"{len(todo) - skipped} cases" + (f" ({skipped} not in {a.old_profiles})"
+                                                 if skipped else "")
+    print(f"{compared}, {differ} differ between {a.old} and {a.new}")
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
