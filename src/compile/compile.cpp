@@ -64,6 +64,11 @@ const Result<CompiledPlan>& placed_family(const CompileInputs& in, const Config&
                                         f.name, f.num_stages(c.pp), f.num_stages(c.pp), c.pp,
                                         in.model->name, in.model->layers.size())));
   }
+  const int cut_stages = static_cast<int>(in.options->cuts.size()) + 1;
+  if (!in.options->cuts.empty() && f.num_stages(c.pp) != cut_stages) {
+    return keep(usage_error(fmt::format("the given cut has {} stages; {} at pp {} has {}",
+                                        cut_stages, f.name, c.pp, f.num_stages(c.pp))));
+  }
   CompiledPlan plan = start_plan(in, c, f);
   PassState st;
   st.family = &f;

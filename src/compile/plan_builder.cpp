@@ -20,6 +20,7 @@ PlanGivenOptions given_options(const PlanOptions& o) {
   PlanGivenOptions g;
   g.strategy = strategy_name(o.strategy);
   g.family = o.family;
+  if (!o.cuts.empty()) g.cuts = o.cuts;
   g.pp = o.pp;
   g.dp = o.dp;
   g.microbatch_size = o.microbatch_size;
@@ -260,6 +261,7 @@ Plan build_plan(const CompiledPlan& p, const ModelProfile& model, const ClusterP
   plan.parallelism = parallelism(p, model, cluster);
   plan.partition = partition(p);
   plan.stages = stages(p, model);
+  plan.partition.stages_sha256 = stages_digest(plan.stages);
   plan.devices = devices(p, model);
   plan.skips = skips(p, model);
   plan.carried = carried(model);

@@ -134,6 +134,40 @@ Status check_family(const OptionRecord&, const PlanOptions& o) {
   return Ok{};
 }
 
+// --cuts: layer names separated by commas, each starting a stage after the first.
+Status read_cuts(const OptionValue& value, PlanJob& job) {
+  const std::string& text = text_of(value);
+  std::vector<std::string> names;
+  for (std::size_t start = 0;;) {
+    const std::size_t comma = text.find(',', start);
+    names.push_back(text.substr(start, comma == std::string::npos ? comma : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  for (const std::string& n : names) {
+    if (n.empty()) {
+      return usage_error(fmt::format(
+          "plan: --cuts must be layer names separated by commas (the first layer of each stage "
+          "after the first), got \"{}\"",
+          text));
+    }
+  }
+  job.options.cuts = std::move(names);
+  return Ok{};
+}
+
+// The rules that need no model; check_request holds the names to the model's layers.
+Status check_cuts(const OptionRecord&, const PlanOptions& o) {
+  std::map<std::string, int> seen;
+  for (const std::string& n : o.cuts) {
+    if (n.empty()) return usage_error("plan: --cuts names an empty layer");
+    if (++seen[n] > 1) {
+      return usage_error(fmt::format("plan: --cuts names layer {} twice", n));
+    }
+  }
+  return Ok{};
+}
+
 Status read_compute_scale(const OptionValue& value, PlanJob& job) {
   auto parsed = parse_compute_scale(text_of(value));
   if (!parsed) return usage_error("plan: " + parsed.error().message);
@@ -220,10 +254,20 @@ std::vector<OptionRecord> make_table() {
              fmt::format("pulse only: plan this one family ({}) instead of searching them all",
                          family_names(Strategy::pulse)),
              store_option<&PlanOptions::family, std::string>, check_family),
-      bounded(option("pp", "N", K::integer, "pipeline degree (default: search)",
+      option("cuts", "L1,L2,...", K::text,
+             "plan this cut: the first layer of each stage after the first, in model order "
+             "(S - 1 names for S stages; pp follows from S), re-costed on the cluster; the "
+             "placement, degrees and schedule are still searched",
+             read_cuts, check_cuts),
+      option("partition-from", "PLAN", K::text,
+             "plan the cut of this plan's stages (a plan edited by hand, or made for another "
+             "cluster), as --cuts does",
+             store<&PlanJob::partition_from_path, std::string>),
+      bounded(option("pp", "N", K::integer,
+                     "pipeline degree (default: search); devices beyond pp x dp stay idle",
                      store_option<&PlanOptions::pp, int>, check_within<&PlanOptions::pp>),
               1, kMaxPipelineDegree),
-      bounded(option("dp", "N", K::integer, "data-parallel degree (default: devices / pp)",
+      bounded(option("dp", "N", K::integer, "data-parallel degree (default: devices / pp, rounded down)",
                      store_option<&PlanOptions::dp, int>, check_within<&PlanOptions::dp>),
               1, {}),
       bounded(option("microbatch-size", "B", K::integer, "samples per microbatch (default: search)",
@@ -231,7 +275,8 @@ std::vector<OptionRecord> make_table() {
                      check_within<&PlanOptions::microbatch_size>),
               1, {}),
       bounded(option("global-batch", "G", K::integer,
-                     fmt::format("samples per iteration (default: {} per device)",
+                     fmt::format("samples per iteration (default: {} per device of the "
+                                 "cluster, used or not)",
                                  kDefaultSamplesPerDevice),
                      store_option<&PlanOptions::global_batch, int>,
                      check_within<&PlanOptions::global_batch>),

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -152,9 +153,36 @@ Status scale_inputs(const ModelProfile& model, const ClusterProfile& cluster, Pl
   return Ok{};
 }
 
+// A given cut (--cuts, --partition-from) names layers of this model, each after the last.
+Status check_cut_layers(const ModelProfile& model, const PlanOptions& options) {
+  std::map<std::string, int> index;
+  for (std::size_t l = 0; l < model.layers.size(); ++l) {
+    index.emplace(model.layers[l].name, static_cast<int>(l));
+  }
+  int previous = 0;
+  for (const std::string& name : options.cuts) {
+    const auto it = index.find(name);
+    if (it == index.end()) {
+      return usage_error(fmt::format("plan: the cut names layer \"{}\", which model {} does not "
+                                     "have",
+                                     name, model.name));
+    }
+    if (it->second <= previous) {
+      return usage_error(fmt::format(
+          "plan: the cut's stage starting at layer {} (layer {} of model {}) does not come after "
+          "the previous stage's first layer (layer {}): a cut names each stage's first layer, "
+          "in model order",
+          name, it->second, model.name, previous));
+    }
+    previous = it->second;
+  }
+  return Ok{};
+}
+
 Result<int> check_request(const ModelProfile& model, const ClusterProfile& cluster,
                           const PlanOptions& options) {
   // scale_inputs derived the cluster's device type when the model had none (or said why not).
+  if (auto s = check_cut_layers(model, options); !s) return s.error();
   const int device_type = model.device_type_index(cluster.device_type);
   if (options.dp && *options.dp > cluster.num_devices()) {
     return usage_error(fmt::format("--dp {} needs at least {} devices; cluster {} has {}",

@@ -205,6 +205,7 @@ class PlanWriter {
     for (const T& v : values) array.push_back(scalar(v, spec));
     out_[std::string(key)] = array;
   }
+  /// An optional list: absent when unset (so plans without it stay byte-identical).
   template <class T>
   void list(std::string_view key, const std::optional<std::vector<T>>& values, const Spec& spec) {
     if (values) list(key, *values, spec);

@@ -59,6 +59,7 @@ template <class IO, class T>
 void options_keys(IO& io, T& o) {
   io.field("strategy", o.strategy, text());
   io.field("family", o.family, text());
+  io.list("cuts", o.cuts, text().nonempty("layer"));
   io.field("pp", o.pp, count(1).nullable_or_absent());
   io.field("dp", o.dp, count(1).nullable_or_absent());
   io.field("microbatch_size", o.microbatch_size, count(1).nullable_or_absent());
@@ -146,6 +147,7 @@ void partition_keys(IO& io, T& x) {
   io.field("states_explored", x.states_explored, count());
   io.field("family", x.family, text());
   io.field("waves", x.waves, count());
+  io.field("stages_sha256", x.stages_sha256, sha256());
   io.objects("families", x.families, [](auto& sub, auto& f) { family_outcome_keys(sub, f); },
              Need::defaulted);
   io.object("versus", x.versus, [](auto& sub, auto& v) { versus_keys(sub, v); });

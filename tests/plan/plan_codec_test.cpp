@@ -65,6 +65,13 @@ std::vector<std::string> planned() {
     o.solver_max_seconds = 0.3;
     out.push_back(test::plan_text(test::compile_ok(in, o), in.model, in.cluster));
   }
+  {  // --cuts: options.cuts.
+    const test::Inputs in = test::shipped("tiny-unet", "dgx1-v100-32gb-1n");
+    PlanOptions o;
+    o.cuts = {"enc1", "mid0", "dec2", "dec0"};
+    o.solver_max_seconds = 0.3;
+    out.push_back(test::plan_text(test::compile_ok(in, o), in.model, in.cluster));
+  }
   {  // --compute-scale range-high --link-scale 0.5: the scale keys of options and cost_model.
     const test::Inputs in = test::shipped("sd2-unet-512", "atlas800-910a-1n");
     PlanOptions o;

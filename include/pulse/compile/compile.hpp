@@ -43,10 +43,16 @@ struct PlanOptions {
   /// Pulse only: plan this one family (strategy.hpp) instead of searching them all; the
   /// baselines' answers are still computed, for the plan's comparison, but do not replace it.
   std::optional<std::string> family;
+  /// A given cut: the layer that starts each stage after the first, in model order (S - 1
+  /// names for S stages). The partition is then this one, re-costed on the cluster, and the
+  /// pipeline degree is what the families' stage counts make of S; the placement, degrees
+  /// and schedule are still searched. Empty: the partition is searched.
+  std::vector<std::string> cuts;
   std::optional<int> pp;  ///< Pipeline degree; searched when absent.
   std::optional<int> dp;  ///< Data-parallel degree; searched (devices / pp) when absent.
   std::optional<int> microbatch_size;  ///< Samples per microbatch; searched when absent.
-  std::optional<int> global_batch;     ///< Default: kDefaultSamplesPerDevice per device.
+  /// Default: kDefaultSamplesPerDevice per device of the cluster (used or not).
+  std::optional<int> global_batch;
   MemoryModel memory;
   /// Backward as input-gradient (I) and weight-gradient (W) ops, zero-bubble style.
   bool split_backward = false;

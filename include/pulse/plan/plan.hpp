@@ -49,6 +49,8 @@ struct PlanInputs {
 struct PlanGivenOptions {
   std::optional<std::string> strategy;  ///< Any name: strategies may be added within v1.
   std::optional<std::string> family;    ///< --family, when one was asked for.
+  /// --cuts or --partition-from: the layer that starts each stage after the first.
+  std::optional<std::vector<std::string>> cuts;
   std::optional<int> pp;
   std::optional<int> dp;
   std::optional<int> microbatch_size;
@@ -133,6 +135,10 @@ struct PlanPartition {
   /// The family of the plan (strategy.hpp): "v", "w2", "chain", "1f1b", ...
   std::optional<std::string> family;
   std::optional<int> waves;  ///< 0: a chain; k: 2kP stages in k waves.
+  /// stages_digest of the stages as planned: a plan whose stages were edited afterwards (a
+  /// layer moved to another stage, a time changed) no longer matches it, and simulate will
+  /// not replay the times it states as if they were its stages'.
+  std::optional<std::string> stages_sha256;
   std::vector<FamilyOutcome> families;
   std::optional<PlanVersus> versus;
 };
@@ -407,5 +413,10 @@ struct Plan {
   /// Total number of schedule operations.
   std::size_t num_ops() const;
 };
+
+/// SHA-256 of what the stages state: each stage's device, layer names and forward, backward
+/// and weight-gradient times (to the nanosecond). `partition.stages_sha256` holds it as
+/// planned.
+std::string stages_digest(const std::vector<PlanStage>& stages);
 
 }  // namespace pulse
