@@ -63,15 +63,22 @@ def relative_rule(profile):
                for line in profile["provenance"].get("assumptions", []))
 
 
+def totals(layer, device):
+    """A block's forward + backward time at each profiled size."""
+    return [f + b for f, b in zip(layer["forward_s"][device], layer["backward_s"][device])]
+
+
+def model_totals(profile, device):
+    """The sum over all blocks at each profiled size."""
+    return [sum(t) for t in zip(*(totals(l, device) for l in profile["layers"]))]
+
+
 def findings(profile, limit, relative=False):
     """(per-sample excesses, inversions) as (block, smaller size, larger size, ratio)."""
     sizes = profile["timing"]["microbatch_sizes"]
     per_sample, inversions = [], []
-
-    def totals(layer, device):
-        return [f + b for f, b in zip(layer["forward_s"][device], layer["backward_s"][device])]
     for device in profile["timing"]["device_types"]:
-        model = [sum(t) for t in zip(*(totals(l, device) for l in profile["layers"]))]
+        model = model_totals(profile, device)
         for layer in profile["layers"]:
             total = totals(layer, device)
             for k in range(len(sizes) - 1):
@@ -102,8 +109,7 @@ def step_inversions(profile, limit):
     sizes = profile["timing"]["microbatch_sizes"]
     out = []
     for device in profile["timing"]["device_types"]:
-        model = [sum(l["forward_s"][device][k] + l["backward_s"][device][k]
-                     for l in profile["layers"]) for k in range(len(sizes))]
+        model = model_totals(profile, device)
         out += [(sizes[k], sizes[k + 1], model[k] / model[k + 1])
                 for k in range(len(sizes) - 1) if model[k] > limit * model[k + 1]]
     return out

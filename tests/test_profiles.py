@@ -6,6 +6,7 @@ this file's location). Reference figures are from models_hw.md (the shared refer
 """
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -492,6 +493,20 @@ class HostFloorTest(unittest.TestCase):
                      if a.startswith(calibrate.REGIME_PREFIX)]
             with self.subTest(profile=name):
                 self.assertEqual([a.split(":")[0].split()[1] for a in lines], DEVICE_TYPES)
+
+    def test_the_planners_device_specs_follow_the_fit(self):
+        # src/profile/derive.cpp's host floors per layer are this fit's host cost per op x
+        # the SD2 UNet's dispatched ops over its layers; a refit must move them too.
+        text = (REPO / "src" / "profile" / "derive.cpp").read_text(encoding="utf-8")
+        layers = build_unet(SD2_UNET, 64).layers
+        ops, count = sum(x.dispatches for x in layers), len(layers)
+        for name, op_s in (("kEagerHopperLayerFloor_s", calibrate.hopper_fit().op_s),
+                           ("kAscend910bLayerFloor_s", calibrate.ASCEND_910B_OP_S)):
+            found = re.search(rf"{name} = ([0-9.e-]+) \* (\d+) / (\d+);", text)
+            with self.subTest(constant=name):
+                self.assertIsNotNone(found)
+                self.assertEqual((float(found[1]), int(found[2]), int(found[3])),
+                                 (op_s, ops, count))
 
     def test_the_fit_is_deterministic_and_rounded(self):
         fit = calibrate.hopper_fit()

@@ -166,7 +166,12 @@ class Plan:
     # --- messages ------------------------------------------------------------------------
 
     def _carried_spec(self, name: str) -> CarriedSpec:
-        return next(c for c in self.doc.carried if c.name == name)
+        spec = next((c for c in self.doc.carried if c.name == name), None)
+        if spec is None:
+            raise PlanError(f"{self.path}: transfers[].carried names {name!r}, which is not one "
+                            f"of the plan's carried tensors "
+                            f"{sorted(c.name for c in self.doc.carried)}")
+        return spec
 
     def carried_crossing(self, s: int) -> list[CarriedSpec]:
         """Carried tensors on the main transfer s -> s+1: the plan's list, or the rule."""

@@ -31,8 +31,12 @@ def whole_table() -> List[str]:
     for w in measurements.WHOLE_STEPS:
         got = calibrate.step_ms(calibrate.devices()[w.device], w.model, w.microbatch)
         off, tol, _ = within(w, got)
-        span = (f"{w.low_ms:.1f}-{w.high_ms:.1f}" if math.isfinite(w.high_ms)
-                else f">= {w.low_ms:.1f}")
+        if w.low_ms == w.high_ms:
+            span = f"{w.low_ms:.1f}"
+        elif math.isfinite(w.high_ms):
+            span = f"{w.low_ms:.1f}-{w.high_ms:.1f}"
+        else:
+            span = f">= {w.low_ms:.1f}"
         bound = "device" if got["device"] >= got["host"] else "host"
         lines.append(f"| {w.device} | {w.model} | {w.microbatch} | {span} | {got['time']:.1f} "
                      f"({got['device']:.1f} / {got['host']:.1f}) | {bound} | {100 * off:+.1f}% "

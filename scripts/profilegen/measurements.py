@@ -13,9 +13,11 @@ fit against every point. A point is a range [low_ms, high_ms] because some state
 ranges; a single figure has low_ms == high_ms.
 """
 
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import List
 
 REPO = Path(__file__).resolve().parent.parent.parent
 MEASURED_README = "profiles/measured/README.md (a copy of ../shared/measured/README.md)"
@@ -25,9 +27,6 @@ MEASURED_README = "profiles/measured/README.md (a copy of ../shared/measured/REA
 # profiles/models/sd2-unet-512.json.
 BLOCK_PROFILE = REPO / "profiles" / "measured" / "sd2-unet-512.h200-bf16.profile.json"
 BLOCK_PROFILE_DEVICE = ("NVIDIA H200", "H200-SXM")  # its device type, ours
-# Timed alone, each block's figure exceeds what it costs inside a step: the README says the
-# blocks' sum is 11-35% over the whole step. Used to bound the whole step below.
-BLOCK_SUM_EXCESS = (0.11, 0.35)
 
 
 @dataclass(frozen=True)
@@ -45,19 +44,6 @@ SEEN_FLAT = ("../shared/measured/README.md: 'The whole forward + backward step (
              "no per-block synchronisation) is nearly flat, about 80-100 ms, for microbatch "
              "1-8 at 512 px', seen on an H200 and on an H100 80GB HBM3 the same day")
 
-
-def _from_block_sum(block_sum_ms: float) -> tuple:
-    """The whole step implied by the block sum and the stated 11-35% excess."""
-    low, high = BLOCK_SUM_EXCESS
-    return block_sum_ms / (1 + high), block_sum_ms / (1 + low)
-
-
-# H200 block sums at microbatch 16 and 32 (profiles/measured, forward + backward of the 47
-# blocks): 183.04 ms and 274.06 ms.
-_MB16 = _from_block_sum(183.04)
-_MB32 = _from_block_sum(274.06)
-BLOCK_SUM_NOTE = ("derived: the H200 block sum ({:.1f} ms, profiles/measured) / 1.35 to "
-                  "/ 1.11 (the README's 11-35% excess of the block sum over the whole step)")
 
 # MLPerf Training's Stable Diffusion (SD v2, 512 px, precomputed latents) in NVIDIA's
 # optimized NeMo stack (fused kernels, CUDA graphs) is not the eager regime, but an eager
@@ -80,11 +66,40 @@ MLPERF_H200_MS = 1e3 * 49.868 / (51200 / 8)    # 7.79 ms per sample, 64 per GPU
 MLPERF_H100_MS = 1e3 * 14.480 / (102400 / 64)  # 9.05 ms per sample, 16 per GPU
 MLPERF_H100_V31_MS = 1e3 / (24160.0 / 512)     # 21.2 ms per sample, 4 per GPU
 
+# The GPU check's whole steps (scripts/gpu_check.sh; docs/fidelity.md "The GPU check"): one
+# H200, PyTorch 2.11.0+cu130, the SD2 UNet in pure bf16, eager, CUDA events around a plain
+# forward + loss + backward, the median of 5 timed steps after 2 warm-ups, at 512 and 768 px.
+# Read from the records as they were checked in; every size of both runs is a point.
+GPU_CHECK_RECORDS = [REPO / "docs" / "fidelity" / name for name in
+                     ("gpu-run-2026-11-26-h200.json", "gpu-run-2026-11-26-h200-run2.json")]
+GPU_CHECK_DEVICES = {"NVIDIA H200": "H200-SXM"}
+
+
+def gpu_check_steps(path: Path) -> List["Whole"]:
+    """Every whole step a GPU check record holds, as points (low == high)."""
+    with open(path, encoding="utf-8") as f:
+        record = json.load(f)
+    env = record["environment"]
+    device = GPU_CHECK_DEVICES[env["device"]]
+    out = []
+    for key, step in sorted(record["steps"].items()):
+        if not key.startswith("whole-") or "sizes" not in step:
+            continue
+        model = f"sd2-unet-{step['image_px']}"
+        for size in step["sizes"]:
+            if "step_s" not in size:
+                continue  # out of memory or left out for time: nothing measured
+            ms = 1e3 * size["step_s"]
+            out.append(Whole(device, model, size["microbatch"], ms, ms,
+                             f"measured: docs/fidelity/{path.name} steps.{key}, {env['device']}, "
+                             f"torch {env['torch']}, {env['date_utc'][:10]}, median of "
+                             f"{len(size['timed_steps'])} steps"))
+    return out
+
+
 WHOLE_STEPS = [
-    *[Whole(device, "sd2-unet-512", b, 80.0, 100.0, SEEN_FLAT)
-      for device in ("H200-SXM", "H100-SXM") for b in (1, 2, 4, 8)],
-    Whole("H200-SXM", "sd2-unet-512", 16, *_MB16, BLOCK_SUM_NOTE.format(183.04)),
-    Whole("H200-SXM", "sd2-unet-512", 32, *_MB32, BLOCK_SUM_NOTE.format(274.06)),
+    *[w for path in GPU_CHECK_RECORDS for w in gpu_check_steps(path)],
+    *[Whole("H100-SXM", "sd2-unet-512", b, 80.0, 100.0, SEEN_FLAT) for b in (1, 2, 4, 8)],
     Whole("H200-SXM", "sd2-unet-512", 32, _mlperf_bound(MLPERF_H200_MS, 32), math.inf,
           "bound: MLPerf Training v4.0 NVIDIA h200_ngc24.04_nemo stable_diffusion "
           "result_0.txt (" + MLPERF_V40 + "h200_ngc24.04_nemo/stable_diffusion/result_0.txt): "

@@ -62,6 +62,9 @@ class SequentialDynamicProgram {
 
   std::optional<Found> run(double bound);
 
+  /// The largest device load of the even split (stage s takes layers [s L / P, (s+1) L / P)).
+  double even_split_load() const;
+
  private:
   struct Cell {
     DpValue value;
@@ -69,6 +72,9 @@ class SequentialDynamicProgram {
     DeviceCost cost;
   };
 
+  /// Stage s's forward send at the cut after layer b (output, relayed skips, carried
+  /// tensors: one message each), whatever its first layer; 0 for the last stage.
+  double forward_send(int s, int b, std::int64_t* bytes = nullptr) const;
   /// `inside`: skips with both ends in [a, b] (bytes, count), cached on the device.
   DeviceCost cost(int s, int a, int b, std::int64_t inside, int inside_count) const;
   /// Direct routing: skips sent from [a, b] and gradients sent back into it.
@@ -103,6 +109,15 @@ double SequentialDynamicProgram::direct_sends(int a, int b, std::int64_t inside,
          transfer_time(slowest_, consumed_n - inside_count, consumed - inside);
 }
 
+double SequentialDynamicProgram::forward_send(int s, int b, std::int64_t* bytes) const {
+  if (s + 1 >= pp_) return 0.0;
+  const LayerPrefix& p = prefix_;
+  const std::int64_t sent = p.output[b] + live_bytes_[b] + p.carried_bytes_upto[b + 1];
+  if (bytes) *bytes = sent;
+  return transfer_time(request_.links[s][s + 1], 1 + live_count_[b] + p.carried_count_upto[b + 1],
+                       sent);
+}
+
 DeviceCost SequentialDynamicProgram::cost(int s, int a, int b, std::int64_t inside,
                                           int inside_count) const {
   const LayerPrefix& p = prefix_;
@@ -110,9 +125,8 @@ DeviceCost SequentialDynamicProgram::cost(int s, int a, int b, std::int64_t insi
   double sends = 0;
   std::int64_t relayed = 0;
   if (s + 1 < pp_) {
-    const std::int64_t bytes = p.output[b] + live_bytes_[b] + p.carried_bytes_upto[b + 1];
-    sends += transfer_time(request_.links[s][s + 1],
-                                  1 + live_count_[b] + p.carried_count_upto[b + 1], bytes);
+    std::int64_t bytes = 0;
+    sends += forward_send(s, b, &bytes);
     c.bytes += bytes;
     relayed += live_bytes_[b];
   }
@@ -131,6 +145,26 @@ DeviceCost SequentialDynamicProgram::cost(int s, int a, int b, std::int64_t insi
   return c;
 }
 
+double SequentialDynamicProgram::even_split_load() const {
+  double most = 0;
+  for (int s = 0; s < pp_; ++s) {
+    const int a = static_cast<int>(static_cast<std::int64_t>(s) * num_layers_ / pp_);
+    const int b = static_cast<int>(static_cast<std::int64_t>(s + 1) * num_layers_ / pp_) - 1;
+    std::int64_t inside = 0;
+    int inside_count = 0;
+    for (int x = a; x <= b; ++x) {
+      for (const auto& [consumer, bytes] : by_producer_[x]) {
+        if (consumer <= b) {
+          inside += bytes;
+          ++inside_count;
+        }
+      }
+    }
+    most = std::max(most, cost(s, a, b, inside, inside_count).load);
+  }
+  return most;
+}
+
 std::optional<SequentialDynamicProgram::Found> SequentialDynamicProgram::run(double bound) {
   const bool time = objective_ == Objective::time;
   // table[s][b]: best value with stages 0..s covering layers [0, b].
@@ -141,6 +175,9 @@ std::optional<SequentialDynamicProgram::Found> SequentialDynamicProgram::run(dou
     for (int b = s; b <= num_layers_ - pp_ + s; ++b) {
       if (s == pp_ - 1 && b != num_layers_ - 1) continue;
       Cell best;
+      // A stage ending at b pays at least its forward send there: with it, the time bound
+      // stops the walk where sends, not compute, fill the stage (load is monotone in both).
+      const double forward = time ? forward_send(s, b) : 0.0;
       std::int64_t inside = 0;
       int inside_count = 0;
       for (int a = b; a >= s; --a) {
@@ -150,7 +187,9 @@ std::optional<SequentialDynamicProgram::Found> SequentialDynamicProgram::run(dou
             ++inside_count;
           }
         }
-        if (time && prefix_.compute_in(a, b) > bound) break;
+        if (time && device_load(prefix_.compute_in(a, b), forward, request_.overlap_comm) > bound) {
+          break;
+        }
         const Cell* prev = s == 0 ? nullptr : &table[s - 1][a - 1];
         if (s == 0 && a != 0) continue;
         if (prev && prev->start < 0) continue;
@@ -184,6 +223,24 @@ std::optional<SequentialDynamicProgram::Found> SequentialDynamicProgram::run(dou
 
 }  // namespace
 
+// The bounds the time DP tries. Where sends outweigh compute (hundreds of stages relaying
+// skips), every coarse factor of the compute bound fails, and a run at an infinite bound
+// costs O(P L^2) (pp 512 over 2048 layers: minutes). So the ladder goes on by the same
+// steps (x1.6) up to the even split's load, then that load, then infinity. Any run that
+// finds a partition finds the infinite run's: a device over the bound never belongs to an
+// optimum, and each cell keeps its best in the same order. A run's cost grows with its
+// bound, so the steps cost at most a few times the one that succeeds.
+std::vector<double> sequential_factors(const SequentialDynamicProgram& dp, double lower_bound) {
+  std::vector<double> factors = detail::coarse_upper_bound_factors();
+  const double infinity = factors.back();
+  factors.pop_back();
+  const double even = dp.even_split_load() / lower_bound * (1 + 1e-9);
+  while (factors.back() * 1.6 < even) factors.push_back(factors.back() * 1.6);
+  if (even > factors.back()) factors.push_back(even);
+  factors.push_back(infinity);
+  return factors;
+}
+
 PartitionAnswer partition_sequential(const PartitionRequest& request) {
   PartitionAnswer outcome;
   const LayerGraph& graph = *request.graph;
@@ -193,8 +250,8 @@ PartitionAnswer partition_sequential(const PartitionRequest& request) {
   const double lower_bound = prefix.load_lower_bound(request.pp);
 
   SequentialDynamicProgram time_dp(request, Objective::time);
-  if (auto found =
-          detail::solve_increasing(time_dp, lower_bound, detail::coarse_upper_bound_factors())) {
+  if (auto found = detail::solve_increasing(time_dp, lower_bound,
+                                            sequential_factors(time_dp, lower_bound))) {
     PartitionResult& r = outcome.result;
     r.layout = sequential_layout(found->first_layer, request.pp);
     r.method = request.routing == SkipRouting::direct ? "sequential-dp-direct" : "sequential-dp";

@@ -38,7 +38,10 @@
 // and the result says so (PartitionResult::exact).
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
+#include <memory>
+#include <new>
 #include <optional>
 
 #include "partition_dp.hpp"
@@ -70,7 +73,11 @@ class VDynamicProgram {
         budget_(request.exact_transition_budget) {
     build_crossing_tables();
     if (!local_only_) build_skip_grid();
-    slot_.assign(static_cast<std::size_t>(num_layers_ + 1) * (num_layers_ + 1), -1);
+    // calloc: the pages of an index the band never reaches are never touched (at 4096
+    // layers the index is 64 MiB, and the tuner builds one per configuration).
+    const std::size_t cells = static_cast<std::size_t>(num_layers_ + 1) * (num_layers_ + 1);
+    slot_.reset(static_cast<int*>(std::calloc(cells, sizeof(int))));
+    if (!slot_) throw std::bad_alloc();
   }
 
   using Found = DpFound;
@@ -113,14 +120,22 @@ class VDynamicProgram {
   LinkClass slowest_;
   std::vector<int> min_consumer_crossing_;  // [i]: min c over skips p <= i < c; L if none
   std::vector<int> max_producer_crossing_;  // [j]: max p over skips p < j <= c; -1 if none
-  std::vector<std::int64_t> grid_bytes_;    // [(a)*(L+1)+b]: skips with p < a, c < b
+  // The skip grid over ranks: [x * grid_cols_ + y]: skips whose producer is among the x
+  // first producers and whose consumer among the y first consumers; producer_rank_[a]
+  // (consumer_rank_[b]): the producers (consumers) before layer a (b). So skips with p < a
+  // and c < b are at [producer_rank_[a] * grid_cols_ + consumer_rank_[b]], and the grid has
+  // (skips + 1)^2 cells at most, not (L + 1)^2 (8 skips of a 4096-layer model: 81).
+  std::vector<std::int64_t> grid_bytes_;
   std::vector<int> grid_count_;
+  std::vector<int> producer_rank_, consumer_rank_;
+  std::size_t grid_cols_ = 0;
   std::int64_t budget_;
   std::int64_t transitions_ = 0;  // in the current run
   bool over_budget_ = false;      // the current exact run gave up
   bool bounded_ = false;          // runs are bounded searches from now on
   std::vector<std::vector<State>> levels_;
-  std::vector<int> slot_;  // dense (i+1, j) -> index in the level being built
+  // Dense (i+1, j) -> 1 + index in the level being built; 0: not in it.
+  std::unique_ptr<int[], decltype(&std::free)> slot_{nullptr, &std::free};
   std::vector<std::size_t> touched_;
 };
 
@@ -138,26 +153,41 @@ void VDynamicProgram::build_crossing_tables() {
 }
 
 void VDynamicProgram::build_skip_grid() {
-  const std::size_t n = static_cast<std::size_t>(num_layers_ + 1);
-  grid_bytes_.assign(n * n, 0);
-  grid_count_.assign(n * n, 0);
-  for (const SkipPair& s : request_.graph->skip_pairs()) {
-    grid_bytes_[(s.producer + 1) * n + (s.consumer + 1)] += s.bytes;
-    grid_count_[(s.producer + 1) * n + (s.consumer + 1)] += 1;
+  const auto& skips = request_.graph->skip_pairs();
+  std::vector<char> produces(num_layers_, 0), consumes(num_layers_, 0);
+  for (const SkipPair& s : skips) {
+    produces[s.producer] = 1;
+    consumes[s.consumer] = 1;
   }
-  for (std::size_t a = 0; a < n; ++a) {
-    for (std::size_t b = 0; b < n; ++b) {
+  producer_rank_.assign(num_layers_ + 1, 0);
+  consumer_rank_.assign(num_layers_ + 1, 0);
+  for (int a = 1; a <= num_layers_; ++a) {
+    producer_rank_[a] = producer_rank_[a - 1] + produces[a - 1];
+    consumer_rank_[a] = consumer_rank_[a - 1] + consumes[a - 1];
+  }
+  const std::size_t rows = static_cast<std::size_t>(producer_rank_[num_layers_]) + 1;
+  const std::size_t cols = grid_cols_ = static_cast<std::size_t>(consumer_rank_[num_layers_]) + 1;
+  grid_bytes_.assign(rows * cols, 0);
+  grid_count_.assign(rows * cols, 0);
+  for (const SkipPair& s : skips) {
+    const std::size_t cell =
+        (producer_rank_[s.producer] + 1) * cols + consumer_rank_[s.consumer] + 1;
+    grid_bytes_[cell] += s.bytes;
+    grid_count_[cell] += 1;
+  }
+  for (std::size_t a = 0; a < rows; ++a) {
+    for (std::size_t b = 0; b < cols; ++b) {
       if (a > 0) {
-        grid_bytes_[a * n + b] += grid_bytes_[(a - 1) * n + b];
-        grid_count_[a * n + b] += grid_count_[(a - 1) * n + b];
+        grid_bytes_[a * cols + b] += grid_bytes_[(a - 1) * cols + b];
+        grid_count_[a * cols + b] += grid_count_[(a - 1) * cols + b];
       }
       if (b > 0) {
-        grid_bytes_[a * n + b] += grid_bytes_[a * n + b - 1];
-        grid_count_[a * n + b] += grid_count_[a * n + b - 1];
+        grid_bytes_[a * cols + b] += grid_bytes_[a * cols + b - 1];
+        grid_count_[a * cols + b] += grid_count_[a * cols + b - 1];
       }
       if (a > 0 && b > 0) {
-        grid_bytes_[a * n + b] -= grid_bytes_[(a - 1) * n + b - 1];
-        grid_count_[a * n + b] -= grid_count_[(a - 1) * n + b - 1];
+        grid_bytes_[a * cols + b] -= grid_bytes_[(a - 1) * cols + b - 1];
+        grid_count_[a * cols + b] -= grid_count_[(a - 1) * cols + b - 1];
       }
     }
   }
@@ -166,9 +196,9 @@ void VDynamicProgram::build_skip_grid() {
 // Skips with producer in [pa, pb] and consumer in [ca, cb]; empty ranges give 0.
 std::int64_t VDynamicProgram::grid_sum(int pa, int pb, int ca, int cb, bool count) const {
   if (pb < pa || cb < ca) return 0;
-  const std::size_t n = static_cast<std::size_t>(num_layers_ + 1);
   auto at = [&](int a, int b) -> std::int64_t {
-    return count ? grid_count_[a * n + b] : grid_bytes_[a * n + b];
+    const std::size_t cell = producer_rank_[a] * grid_cols_ + consumer_rank_[b];
+    return count ? grid_count_[cell] : grid_bytes_[cell];
   };
   return at(pb + 1, cb + 1) - at(pa, cb + 1) - at(pb + 1, ca) + at(pa, ca);
 }
@@ -282,12 +312,12 @@ void VDynamicProgram::relax(int level, int i, int j, const DpValue& v, int paren
                             const DeviceCost& cost) {
   const std::size_t key = static_cast<std::size_t>(i + 1) * (num_layers_ + 1) + j;
   std::vector<State>& states = levels_[level];
-  if (slot_[key] < 0) {
-    slot_[key] = static_cast<int>(states.size());
+  if (slot_[key] == 0) {
+    slot_[key] = static_cast<int>(states.size()) + 1;
     touched_.push_back(key);
     states.push_back(State{i, j, v, parent, cost});
-  } else if (detail::better(v, states[slot_[key]].value)) {
-    states[slot_[key]] = State{i, j, v, parent, cost};
+  } else if (detail::better(v, states[slot_[key] - 1].value)) {
+    states[slot_[key] - 1] = State{i, j, v, parent, cost};
   }
 }
 
@@ -430,7 +460,7 @@ std::optional<VDynamicProgram::Found> VDynamicProgram::run_once(double bound) {
   levels_[0].push_back(State{-1, num_layers_, DpValue{}, -1, DeviceCost{}});
   int states = 1;
   for (int d = 0; d + 1 < pp_; ++d) {
-    for (std::size_t k : touched_) slot_[k] = -1;
+    for (std::size_t k : touched_) slot_[k] = 0;
     touched_.clear();
     for (std::size_t s = 0; s < levels_[d].size() && !over_budget_; ++s) {
       expand(d, levels_[d][s], static_cast<int>(s), bound);

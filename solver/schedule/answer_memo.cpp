@@ -20,7 +20,7 @@ static_assert(sizeof(ScheduleRequest) == 128, "a new ScheduleRequest field: add 
 static_assert(sizeof(PipelineModel) == 160, "a new PipelineModel field: add it to request_image()");
 static_assert(sizeof(StageLayout) == 56, "a new StageLayout field: add it to request_image()");
 static_assert(sizeof(StageCost) == 56, "a new StageCost field: add it to request_image()");
-static_assert(sizeof(Transfer) == 112, "a new Transfer field: add it to request_image()");
+static_assert(sizeof(Transfer) == 136, "a new Transfer field: add it to request_image()");
 static_assert(sizeof(SkipPlacement) == 24, "a new SkipPlacement field: add it to request_image()");
 static_assert(sizeof(MemoryBreakdown) == 48, "a new MemoryBreakdown field: add it to request_image()");
 
@@ -53,7 +53,7 @@ class Image {
   Image& operator<<(const Transfer& t) {
     return *this << t.from << t.to << t.main_path << t.forward << t.backward
                  << t.forward_messages << t.backward_messages << t.forward_s << t.backward_s
-                 << t.skips;
+                 << t.skips << t.carried;
   }
   Image& operator<<(const SkipPlacement& k) {
     return *this << k.skip << k.producer_stage << k.consumer_stage << k.local << k.bytes;

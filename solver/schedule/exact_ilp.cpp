@@ -273,9 +273,14 @@ EngineOutput solve_exact(const OpGraph& g, const EngineInput& in, const Timeline
   ExactBuilder b{g, in, best_known.makespan_s, {}, {}, -1, &anc, {}};
   b.variables();
   b.rows();
-  b.warm_start(best_known);
   EngineOutput out;
-  out.milp = milp::solve(b.model, limits);
+  const int rows = out.rows = b.model.num_rows();
+  if (rows > kExactMaxRows) return out;
+  b.warm_start(best_known);
+  milp::Limits bounded = limits;
+  bounded.max_nodes = std::min(limits.max_nodes, std::max(1, kExactRowNodes / std::max(rows, 1)));
+  out.solved = true;
+  out.milp = milp::solve(b.model, bounded);
   if (out.milp.x.empty()) return out;
   std::vector<std::vector<std::pair<double, Op>>> order(g.by_device.size());
   for (std::size_t t = 0; t < g.ops.size(); ++t) {

@@ -342,6 +342,8 @@ struct Search {
   // memory rows count bytes, so its optimum is optimal under the memory rule. Where memory
   // binds (the rows are there), CBC takes about 20 ms a node on these models, so the
   // instance must be half as large for the node limit, not the clock, to end the solve.
+  // solve_exact also refuses a model of too many rows and caps the nodes by them
+  // (exact_ilp.hpp): nodes alone do not bound CBC's work.
   void exact(const detail::OpGraph& graph) {
     const std::vector<std::int64_t> most = bytes_per_microbatch_at_most(*r.model);
     bool binds = false;
@@ -351,6 +353,7 @@ struct Search {
     const detail::EngineInput in{r.model, r.num_microbatches, mem.reach_cap, r.split_backward,
                                  mem.room};
     const auto found = detail::solve_exact(graph, in, best.timeline, limits_for(r, deadline));
+    if (!found.solved) return;  // too many rows for its work to be bounded (exact_ilp.hpp)
     ++a.milp_solves;
     a.milp_nodes += found.milp.nodes;
     a.stopped_by = found.milp.stopped_by;

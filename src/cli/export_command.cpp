@@ -187,8 +187,14 @@ int export_command(const std::vector<std::string>& args) {
   const auto& formats = export_formats();
   if (std::none_of(formats.begin(), formats.end(),
                    [&](const ExportFormat& f) { return format == f.name; })) {
-    return report(usage_error(fmt::format("export: --format must be {}, got \"{}\"",
-                                          export_format_names(), format)));
+    // A timeline is the simulator's, not an export: point there rather than only refuse.
+    const std::string hint =
+        format == "trace" || format == "chrome-trace" || format == "perfetto"
+            ? "; the timeline as a Chrome trace is pulse-plan simulate PLAN --trace FILE (or "
+              "plan --trace FILE)"
+            : "";
+    return report(usage_error(fmt::format("export: --format must be {}, got \"{}\"{}",
+                                          export_format_names(), format, hint)));
   }
   if (auto s = check_format_options(*vm, format); !s) return report(s.error());
   const std::string& plan = split.positional[0];

@@ -40,7 +40,17 @@ Tuning: whatever of --pp, --dp and --microbatch-size is not given is searched. E
 pipeline degree that divides the cluster (or fits beside --dp), with the data-parallel
 degree filling the cluster, at every power-of-two microbatch size the profile covers, is
 planned with a cheap schedule; the best three get the full schedule synthesis and the
-fastest wins. Pipelines are placed on the fastest links (an NVLink-connected set on a
+fastest wins (--exhaustive gives every configuration the full synthesis: a check of that
+shortcut, which on the shipped models gives the same plan, only slower). Devices beyond pp x
+dp stay idle: --pp 3 on 8 devices plans dp 2 on 6 and lists the other 2 in
+rank_map.unused_ranks.
+
+A given cut: --cuts L1,L2,... names the first layer of each stage after the first (S - 1
+names for S stages), --partition-from PLAN takes them from a plan's stages (one edited by
+hand, or made for another cluster). The cut is kept and re-costed on this cluster; pp
+follows from S (2P stages for the V families, P for a chain); placement, dp, microbatch size
+and schedule are still searched. The plan records the cut (options.cuts) and says
+partition.method "given". Pipelines are placed on the fastest links (an NVLink-connected set on a
 DGX-1, an HCCS group on an Ascend 910A server), ordered so the boundaries that move the
 most bytes get the strongest links; replicas spread over nodes. The plan's "search" lists
 every configuration with its figures or the reason it lost; --explain prints them.

@@ -54,6 +54,7 @@ Result<CompiledPlan> baseline_answer(const CompileInputs& in, Strategy s, PassCl
   PlanOptions options = *in.options;
   options.strategy = s;
   options.family.reset();
+  options.cuts.clear();  // each baseline's own cut, to compare the given one with
   options.progress = nullptr;
   CompileInputs b = in;
   b.options = &options;
@@ -84,7 +85,8 @@ Result<CompiledPlan> against_baselines(const CompileInputs& in, Result<CompiledP
     answers.push_back(std::move(a));
   }
   if (!best) return own;
-  if (in.options->family && own) best = std::move(*own);  // the family the user asked for
+  // The family or the cut the user asked for, not a baseline's.
+  if ((in.options->family || !in.options->cuts.empty()) && own) best = std::move(*own);
   best->options = *in.options;  // a baseline's plan adopted by pulse is pulse's answer
   best->strategy = Strategy::pulse;
   best->baselines = std::move(answers);

@@ -55,6 +55,7 @@ Result<CompiledPlan> compile_checked(const ModelProfile& model, const ClusterPro
   if (auto curved = memory_curve_pass(kept, *plan, clock); !curved) return curved.error();
   plan->pass_times = clock.times();
   plan->safety_limit_hits = cache.safety_limit_hits;
+  plan->derived_times = inputs.derived_times;
   return plan;
 }
 
@@ -69,6 +70,11 @@ const Result<CompiledPlan>& placed_family(const CompileInputs& in, const Config&
     return keep(usage_error(fmt::format("{} needs {} layers ({} stages at pp {}); model {} has {}",
                                         f.name, f.num_stages(c.pp), f.num_stages(c.pp), c.pp,
                                         in.model->name, in.model->layers.size())));
+  }
+  const int cut_stages = static_cast<int>(in.options->cuts.size()) + 1;
+  if (!in.options->cuts.empty() && f.num_stages(c.pp) != cut_stages) {
+    return keep(usage_error(fmt::format("the given cut has {} stages; {} at pp {} has {}",
+                                        cut_stages, f.name, c.pp, f.num_stages(c.pp))));
   }
   CompiledPlan plan = start_plan(in, c, f);
   PassState st;

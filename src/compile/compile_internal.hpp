@@ -81,9 +81,13 @@ struct PlannedInputs {
   const ClusterProfile* cluster = nullptr;
   std::optional<ModelProfile> scaled_model;
   std::optional<ClusterProfile> scaled_cluster;
+  /// How the cluster's device type's times were derived, when the model had none.
+  std::optional<DerivedTimes> derived_times;
 };
 
-/// Reads a range word of --compute-scale from the model (an input error names the option, the
+/// Derives the cluster's device type's times into a copy of the model when the model lists
+/// no times for it (profile/derive.hpp; an input error when it cannot), then reads a range
+/// word of --compute-scale from the model (an input error names the option, the
 /// file and the line), holds the factor to its limit, and scales copies of the profiles when
 /// the scales are not the identity (request_limits.cpp).
 Status scale_inputs(const ModelProfile& model, const ClusterProfile& cluster, PlanOptions& options,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 
 #include <fmt/format.h>
@@ -94,10 +95,43 @@ PartitionAnswer partition_once(const Family& f, const PartitionRequest& request)
   return partition_v(request, SkipPolicy::allow_nonlocal);
 }
 
+// The cut the user gave (--cuts, --partition-from), costed as the partitioners cost theirs:
+// the objective is the largest device load; no search, so not exact, and its lower bound
+// the plainest one (the compute shared evenly over the devices).
+PartitionResult given_partition(const CompileInputs& in, const Config& c, const PassState& st,
+                                const PartitionRequest& request) {
+  std::map<std::string, LayerId> index;
+  for (std::size_t l = 0; l < in.model->layers.size(); ++l) {
+    index.emplace(in.model->layers[l].name, static_cast<LayerId>(l));
+  }
+  std::vector<LayerId> first = {0};
+  for (const std::string& name : in.options->cuts) first.push_back(index.at(name));
+  first.push_back(static_cast<LayerId>(in.model->layers.size()));
+  const Family& f = *st.family;
+  PartitionResult r;
+  r.layout = f.chain() ? sequential_layout(first, c.pp) : wave_layout(first, c.pp, f.waves);
+  const PipelineModel m = build_pipeline_model(*st.graph, r.layout, f.routing, request.links,
+                                               request.overlap_comm);
+  r.method = "given";
+  r.device_load_s = m.device_load();
+  r.objective_s = *std::max_element(r.device_load_s.begin(), r.device_load_s.end());
+  double compute = 0;
+  for (const StageCost& s : m.stages) compute += s.forward_s + s.backward_s;
+  r.lower_bound_s = compute / c.pp;
+  r.bytes_per_microbatch = m.bytes_per_microbatch().total();
+  r.all_skips_local = std::all_of(m.skips.begin(), m.skips.end(),
+                                  [](const SkipPlacement& s) { return s.local; });
+  return r;
+}
+
 // The cut on the links of the current placement (the partition pass, and again in re-place).
 Status cut(const CompileInputs& in, const Config& c, CompiledPlan& plan, PassState& st) {
   PartitionRequest request = st.request;
   request.links = pipeline_links(*in.cluster, plan.placement.ranks[0]);
+  if (!in.options->cuts.empty()) {
+    plan.partition = given_partition(in, c, st, request);
+    return Ok{};
+  }
   PartitionAnswer answer;
   for (const bool full : {true, false}) {
     request.inflight = full ? st.wanted : std::vector<int>(c.pp, 1);

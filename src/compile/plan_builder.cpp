@@ -21,6 +21,7 @@ PlanGivenOptions given_options(const PlanOptions& o) {
   PlanGivenOptions g;
   g.strategy = strategy_name(o.strategy);
   g.family = o.family;
+  if (!o.cuts.empty()) g.cuts = o.cuts;
   g.pp = o.pp;
   g.dp = o.dp;
   g.microbatch_size = o.microbatch_size;
@@ -84,7 +85,9 @@ PlanPartition partition(const CompiledPlan& p) {
   PlanPartition x;
   x.method = p.partition.method;
   x.objective_s = *std::max_element(load.begin(), load.end());
-  x.lower_bound_s = p.partition.lower_bound_s;
+  // The objective is the pipeline model's, whose stage times are whole nanoseconds; the
+  // partitioner's bound is of the raw layer times and may come out a few nanoseconds above.
+  x.lower_bound_s = std::min(p.partition.lower_bound_s, x.objective_s);
   x.exact = p.partition.exact;
   x.all_skips_local = p.partition.all_skips_local;
   x.skips_nested = p.skips_nested;
@@ -200,6 +203,10 @@ std::vector<PlanTransfer> transfers(const CompiledPlan& p, const ModelProfile& m
     x.forward_link = p.model.links[from][to].name;
     x.backward_link = p.model.links[to][from].name;
     for (int k : t.skips) x.skips.push_back(model.skips[k].name);
+    if (t.main_path && !model.carried.empty()) {
+      x.carried.emplace();
+      for (int k : t.carried) x.carried->push_back(model.carried[k].name);
+    }
     out.push_back(std::move(x));
   }
   return out;
@@ -265,6 +272,7 @@ Plan build_plan(const CompiledPlan& p, const ModelProfile& model, const ClusterP
   plan.parallelism = parallelism(p, model, cluster);
   plan.partition = partition(p);
   plan.stages = stages(p, model);
+  plan.partition.stages_sha256 = stages_digest(plan.stages);
   plan.devices = devices(p, model);
   plan.skips = skips(p, model);
   plan.carried = carried(model);
@@ -282,6 +290,9 @@ Plan build_plan(const CompiledPlan& p, const ModelProfile& model, const ClusterP
   const CostScales& scales = p.options.scales;
   if (scales.compute != 1) cost.compute_scale = scales.compute;
   if (scales.links != 1) cost.link_scale = scales.links;
+  if (const auto& d = p.derived_times) {
+    cost.derived_times = {{d->device_type, d->from_device_type, d->rule}};
+  }
   plan.comm = comm_figures(p.model, p.evaluation.allreduce, p.num_microbatches, p.dp);
   plan.predicted = predicted_figures(p.timeline, p.evaluation, cluster.usable_memory());
   plan.rank_map = rank_map(p, cluster);

@@ -72,6 +72,25 @@ Status write(const PlanJob& job, const Loaded& in, PlanRun& run, PassClock& cloc
   return write_outputs(files);
 }
 
+// --partition-from: the cut of a plan's stages, as --cuts would give it.
+Status cut_from_plan(const PlanJob& job, PlanOptions& options) {
+  if (!job.partition_from_path) return Ok{};
+  if (!options.cuts.empty()) {
+    return usage_error("plan: --cuts and --partition-from both give a cut; give one of them");
+  }
+  auto plan = load_plan(*job.partition_from_path, PlanCheck::shape_only);
+  if (!plan) return plan.error();
+  for (std::size_t s = 1; s < plan->stages.size(); ++s) {
+    options.cuts.push_back(plan->stages[s].layers.front());
+  }
+  if (options.cuts.empty()) {
+    return usage_error(fmt::format(
+        "plan: --partition-from {}: the plan has one stage, so no cut to take",
+        *job.partition_from_path));
+  }
+  return Ok{};
+}
+
 // The plan's own warnings, then the run's.
 std::vector<std::string> warnings(const Plan& plan, const CompiledPlan& p) {
   std::vector<std::string> out = plan.warnings;
@@ -109,17 +128,18 @@ PlanRun run_plan_job(const PlanJob& job) {
   PassClock clock;
   // Check: the options and the outputs, before anything is read.
   Status checked = check_plan_options(job.options);
-  if (checked) {
-    checked = check_output_paths(
-        "plan", {{"--model", job.model_path}, {"--cluster", job.cluster_path}}, output_paths(job));
-  }
+  std::vector<NamedPath> inputs = {{"--model", job.model_path}, {"--cluster", job.cluster_path}};
+  if (job.partition_from_path) inputs.push_back({"--partition-from", *job.partition_from_path});
+  if (checked) checked = check_output_paths("plan", inputs, output_paths(job));
+  PlanOptions options = job.options;
+  if (checked) checked = cut_from_plan(job, options);
   if (!checked) {
     run.errors.push_back(checked.error());
     return run;
   }
   const Loaded in = load(job, run, clock);
   if (!run.ok()) return run;
-  auto compiled = detail::compile_checked(*in.model, *in.cluster, job.options, clock);
+  auto compiled = detail::compile_checked(*in.model, *in.cluster, options, clock);
   if (!compiled) {
     run.errors.push_back(compiled.error());
     return run;

@@ -135,6 +135,40 @@ Status check_family(const OptionRecord&, const PlanOptions& o) {
   return Ok{};
 }
 
+// --cuts: layer names separated by commas, each starting a stage after the first.
+Status read_cuts(const OptionValue& value, PlanJob& job) {
+  const std::string& text = text_of(value);
+  std::vector<std::string> names;
+  for (std::size_t start = 0;;) {
+    const std::size_t comma = text.find(',', start);
+    names.push_back(text.substr(start, comma == std::string::npos ? comma : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  for (const std::string& n : names) {
+    if (n.empty()) {
+      return usage_error(fmt::format(
+          "plan: --cuts must be layer names separated by commas (the first layer of each stage "
+          "after the first), got \"{}\"",
+          text));
+    }
+  }
+  job.options.cuts = std::move(names);
+  return Ok{};
+}
+
+// The rules that need no model; check_request holds the names to the model's layers.
+Status check_cuts(const OptionRecord&, const PlanOptions& o) {
+  std::map<std::string, int> seen;
+  for (const std::string& n : o.cuts) {
+    if (n.empty()) return usage_error("plan: --cuts names an empty layer");
+    if (++seen[n] > 1) {
+      return usage_error(fmt::format("plan: --cuts names layer {} twice", n));
+    }
+  }
+  return Ok{};
+}
+
 Status read_compute_scale(const OptionValue& value, PlanJob& job) {
   auto parsed = parse_compute_scale(text_of(value));
   if (!parsed) return usage_error("plan: " + parsed.error().message);
@@ -226,9 +260,10 @@ OptionRecord bounded(OptionRecord r, std::optional<double> least, std::optional<
   return r;
 }
 
-std::vector<OptionRecord> make_table() {
+// What to plan: the inputs, the strategy, the cut and the degrees.
+std::vector<OptionRecord> what_to_plan() {
   using K = OptionKind;
-  const std::vector<OptionRecord> table = {
+  return {
       required(option("model", "FILE", K::text, "model profile (pulse.model/v1)",
                       store<&PlanJob::model_path, std::string>)),
       required(option("cluster", "FILE", K::text, "cluster profile (pulse.cluster/v1)",
@@ -240,10 +275,20 @@ std::vector<OptionRecord> make_table() {
              fmt::format("pulse only: plan this one family ({}) instead of searching them all",
                          family_names(Strategy::pulse)),
              store_option<&PlanOptions::family, std::string>, check_family),
-      bounded(option("pp", "N", K::integer, "pipeline degree (default: search)",
+      option("cuts", "L1,L2,...", K::text,
+             "plan this cut: the first layer of each stage after the first, in model order "
+             "(S - 1 names for S stages; pp follows from S), re-costed on the cluster; the "
+             "placement, degrees and schedule are still searched",
+             read_cuts, check_cuts),
+      option("partition-from", "PLAN", K::text,
+             "plan the cut of this plan's stages (a plan edited by hand, or made for another "
+             "cluster), as --cuts does",
+             store<&PlanJob::partition_from_path, std::string>),
+      bounded(option("pp", "N", K::integer,
+                     "pipeline degree (default: search); devices beyond pp x dp stay idle",
                      store_option<&PlanOptions::pp, int>, check_within<&PlanOptions::pp>),
               1, kMaxPipelineDegree),
-      bounded(option("dp", "N", K::integer, "data-parallel degree (default: devices / pp)",
+      bounded(option("dp", "N", K::integer, "data-parallel degree (default: devices / pp, rounded down)",
                      store_option<&PlanOptions::dp, int>, check_within<&PlanOptions::dp>),
               1, {}),
       bounded(option("microbatch-size", "B", K::integer, "samples per microbatch (default: search)",
@@ -251,11 +296,19 @@ std::vector<OptionRecord> make_table() {
                      check_within<&PlanOptions::microbatch_size>),
               1, {}),
       bounded(option("global-batch", "G", K::integer,
-                     fmt::format("samples per iteration (default: {} per device)",
+                     fmt::format("samples per iteration (default: {} per device of the "
+                                 "cluster, used or not)",
                                  kDefaultSamplesPerDevice),
                      store_option<&PlanOptions::global_batch, int>,
                      check_within<&PlanOptions::global_batch>),
               1, kMaxGlobalBatch, " samples"),
+  };
+}
+
+// How the job trains and is costed: sharding, precision, recomputation, the scales.
+std::vector<OptionRecord> how_it_trains() {
+  using K = OptionKind;
+  return {
       with_default(option("zero", "0-3", K::integer,
                           "sharded data parallelism: 1 shards optimizer state over the "
                           "data-parallel replicas (ZeRO-1), 2 gradients too (ZeRO-2), 3 "
@@ -290,6 +343,13 @@ std::vector<OptionRecord> make_table() {
              "fraction of the device's usable memory in (0, 1], written with a decimal point "
              "(0.5, 1.0; a bare 1 is one byte); default: what the device leaves",
              read_activation_budget, check_activation_budget),
+  };
+}
+
+// The search's limits and the outputs.
+std::vector<OptionRecord> search_and_outputs() {
+  using K = OptionKind;
+  return {
       bounded(with_default(option("solver-nodes", "N", K::integer,
                                   "branch-and-bound nodes per integer program (the deterministic "
                                   "work limit)",
@@ -320,6 +380,13 @@ std::vector<OptionRecord> make_table() {
              "also write the simulated timeline as a Chrome trace (chrome://tracing, Perfetto)",
              store<&PlanJob::trace_path, std::string>),
   };
+}
+
+std::vector<OptionRecord> make_table() {
+  std::vector<OptionRecord> table = what_to_plan();
+  for (auto part : {how_it_trains(), search_and_outputs()}) {
+    table.insert(table.end(), part.begin(), part.end());
+  }
   return table;
 }
 

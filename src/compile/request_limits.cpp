@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -21,6 +22,7 @@
 #include "pulse/base/units.hpp"
 #include "pulse/cost/cost_model.hpp"
 #include "pulse/profile/recompute.hpp"
+#include "pulse/profile/derive.hpp"
 #include "pulse/profile/scaling.hpp"
 
 namespace pulse::detail {
@@ -35,17 +37,6 @@ struct WorstCase {
   long double params = 0;
   long double seconds_per_sample = 0;
 };
-
-Status check_device_type(const ModelProfile& model, const ClusterProfile& cluster,
-                         int device_type) {
-  if (device_type >= 0) return Ok{};
-  std::string known;
-  for (const auto& t : model.device_types) known += (known.empty() ? "" : ", ") + t;
-  return input_error(
-      fmt::format("{}: model profile has times for device types [{}], but "
-                  "cluster profile {} has devices of type \"{}\"",
-                  model.file.path, known, cluster.file.path, cluster.device_type));
-}
 
 // Plans state times in whole nanoseconds. A layer's forward time at any microbatch size
 // is at least the smaller of its per-sample time at the smallest profiled size and its
@@ -142,25 +133,60 @@ Status scale_inputs(const ModelProfile& model, const ClusterProfile& cluster, Pl
                     PlannedInputs& out) {
   out.model = &model;
   out.cluster = &cluster;
+  if (model.device_type_index(cluster.device_type) < 0) {
+    ModelProfile& copy = out.scaled_model.emplace(model);
+    auto derived = derive_device_times(copy, cluster);
+    if (!derived) return derived.error();
+    out.derived_times = std::move(*derived);
+    out.model = &copy;
+  }
   CostScales& scales = options.scales;
-  if (auto resolved = resolve_compute_scale(scales, model, cluster.device_type); !resolved) {
+  if (auto resolved = resolve_compute_scale(scales, *out.model, cluster.device_type); !resolved) {
     return Error{resolved.error().kind, "plan: " + resolved.error().message};
   }
   if (auto s = check_scale_limit("plan", "--compute-scale", scales.compute); !s) return s.error();
   if (scales.identity() && options.recompute == "none") return Ok{};
   // The plan is made from the scaled (and recomputing) profiles and names the files as
   // they are.
-  out.model = &out.scaled_model.emplace(model);
+  if (!out.scaled_model) out.scaled_model.emplace(model);
+  out.model = &*out.scaled_model;
   out.cluster = &out.scaled_cluster.emplace(cluster);
   apply_scales(scales, *out.scaled_model, *out.scaled_cluster);
   apply_recompute(options.recompute, *out.scaled_model);
   return Ok{};
 }
 
+// A given cut (--cuts, --partition-from) names layers of this model, each after the last.
+Status check_cut_layers(const ModelProfile& model, const PlanOptions& options) {
+  std::map<std::string, int> index;
+  for (std::size_t l = 0; l < model.layers.size(); ++l) {
+    index.emplace(model.layers[l].name, static_cast<int>(l));
+  }
+  int previous = 0;
+  for (const std::string& name : options.cuts) {
+    const auto it = index.find(name);
+    if (it == index.end()) {
+      return usage_error(fmt::format("plan: the cut names layer \"{}\", which model {} does not "
+                                     "have",
+                                     name, model.name));
+    }
+    if (it->second <= previous) {
+      return usage_error(fmt::format(
+          "plan: the cut's stage starting at layer {} (layer {} of model {}) does not come after "
+          "the previous stage's first layer (layer {}): a cut names each stage's first layer, "
+          "in model order",
+          name, it->second, model.name, previous));
+    }
+    previous = it->second;
+  }
+  return Ok{};
+}
+
 Result<int> check_request(const ModelProfile& model, const ClusterProfile& cluster,
                           const PlanOptions& options) {
+  // scale_inputs derived the cluster's device type when the model had none (or said why not).
+  if (auto s = check_cut_layers(model, options); !s) return s.error();
   const int device_type = model.device_type_index(cluster.device_type);
-  if (auto known = check_device_type(model, cluster, device_type); !known) return known.error();
   if (options.dp && *options.dp > cluster.num_devices()) {
     return usage_error(fmt::format("--dp {} needs at least {} devices; cluster {} has {}",
                                    *options.dp, *options.dp, cluster.name, cluster.num_devices()));

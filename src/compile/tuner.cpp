@@ -74,6 +74,20 @@ std::vector<int> pipeline_degrees(const CompileInputs& in) {
   if (o.pp) return {*o.pp};
   const int n = cluster.num_devices(), layers = static_cast<int>(model.layers.size());
   std::vector<int> out;
+  if (!o.cuts.empty()) {
+    // A given cut of S stages: the degrees at which some family has S stages, whether or
+    // not they divide the cluster (the devices beyond pp x dp stay idle, as with --pp).
+    const int stages = static_cast<int>(o.cuts.size()) + 1;
+    for (int p = 1; p <= std::min(kMaxPipelineDegree, o.dp ? n / *o.dp : n); ++p) {
+      for (const Family* f : searched_families(o)) {
+        if (f->num_stages(p) == stages) {
+          out.push_back(p);
+          break;
+        }
+      }
+    }
+    return out;
+  }
   for (int p = 1; p <= std::min(kMaxPipelineDegree, o.dp ? n / *o.dp : n); ++p) {
     bool fits = false;  // deeper pipelines need more layers than any family has stages
     for (const Family* f : searched_families(o)) fits = fits || f->num_stages(p) <= layers;

@@ -92,10 +92,12 @@ void add_main_transfers(const LayerGraph& graph, PipelineModel& m) {
     const LayerId last = layout.last_layer(s);
     t.forward.activation = t.backward.activation = graph.layer(last).output_bytes;
     t.forward_messages = t.backward_messages = 1;
-    for (const CarriedTensor& c : graph.carried()) {
+    for (std::size_t k = 0; k < graph.carried().size(); ++k) {
+      const CarriedTensor& c = graph.carried()[k];
       if (c.producer > last || holds_carried(layout, layout.device[s + 1], s + 1, c.producer)) {
         continue;
       }
+      t.carried.push_back(static_cast<int>(k));
       t.forward.carried += c.bytes;
       t.forward_messages += 1;
       if (c.needs_gradient) {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "pulse/base/io.hpp"
+
 namespace pulse {
 
 bool Plan::split_backward() const {
@@ -48,6 +50,22 @@ std::size_t Plan::num_ops() const {
   std::size_t n = 0;
   for (const auto& ops : schedule) n += ops.size();
   return n;
+}
+
+std::string stages_digest(const std::vector<PlanStage>& stages) {
+  // One line per stage; names are joined by a byte no JSON string of a layer name needs
+  // (a name with a 0x1f in it still hashes unambiguously: the count leads).
+  std::string text;
+  const auto time = [](const std::optional<double>& t) {
+    return t ? fmt::format("{:.9f}", *t) : std::string("-");
+  };
+  for (const PlanStage& s : stages) {
+    text += fmt::format("{} {} {} {} {} {}", s.id, s.device, time(s.forward_s), time(s.backward_s),
+                        time(s.backward_weight_s), s.layers.size());
+    for (const std::string& l : s.layers) text += fmt::format("\x1f{}:{}", l.size(), l);
+    text += '\n';
+  }
+  return sha256_hex(text);
 }
 
 }  // namespace pulse

@@ -205,6 +205,11 @@ class PlanWriter {
     for (const T& v : values) array.push_back(scalar(v, spec));
     out_[std::string(key)] = array;
   }
+  /// An optional list: absent when unset (so plans without it stay byte-identical).
+  template <class T>
+  void list(std::string_view key, const std::optional<std::vector<T>>& values, const Spec& spec) {
+    if (values) list(key, *values, spec);
+  }
   void groups(std::string_view key, const std::vector<std::vector<RankId>>& groups);
   void byte_map(std::string_view key,
                 const std::optional<std::map<std::string, std::int64_t>>& values);
@@ -284,6 +289,13 @@ class PlanReader {
   void list(std::string_view key, std::vector<std::string>& values, const Spec& spec);
   void list(std::string_view key, std::vector<std::int64_t>& values, const Spec& spec);
   void list(std::string_view key, std::vector<int>& values, const Spec& spec);
+  /// An optional list: left empty when the key is absent.
+  template <class T>
+  void list(std::string_view key, std::optional<std::vector<T>>& values, const Spec& spec) {
+    if (!obj_.is_object() || !obj_.contains(key)) return;
+    values.emplace();
+    list(key, *values, spec);
+  }
   void groups(std::string_view key, std::vector<std::vector<RankId>>& groups);
   void byte_map(std::string_view key, std::optional<std::map<std::string, std::int64_t>>& values);
   void derived(std::string_view, std::int64_t) {}
@@ -435,6 +447,11 @@ class KeyLister {
   template <class T>
   void list(std::string_view key, const std::vector<T>&, const Spec& spec) {
     add(key, "array", need_of<std::vector<T>>(spec) == Need::required);
+    out_.push_back({path_ + "." + std::string(key) + "[]", type_of(spec), false});
+  }
+  template <class T>
+  void list(std::string_view key, const std::optional<std::vector<T>>&, const Spec& spec) {
+    add(key, "array", false);
     out_.push_back({path_ + "." + std::string(key) + "[]", type_of(spec), false});
   }
   void groups(std::string_view key, const std::vector<std::vector<RankId>>&);

@@ -60,6 +60,7 @@ template <class IO, class T>
 void options_keys(IO& io, T& o) {
   io.field("strategy", o.strategy, text());
   io.field("family", o.family, text());
+  io.list("cuts", o.cuts, text().nonempty("layer"));
   io.field("pp", o.pp, count(1).nullable_or_absent());
   io.field("dp", o.dp, count(1).nullable_or_absent());
   io.field("microbatch_size", o.microbatch_size, count(1).nullable_or_absent());
@@ -148,6 +149,7 @@ void partition_keys(IO& io, T& x) {
   io.field("states_explored", x.states_explored, count());
   io.field("family", x.family, text());
   io.field("waves", x.waves, count());
+  io.field("stages_sha256", x.stages_sha256, sha256());
   io.objects("families", x.families, [](auto& sub, auto& f) { family_outcome_keys(sub, f); },
              Need::defaulted);
   io.object("versus", x.versus, [](auto& sub, auto& v) { versus_keys(sub, v); });
@@ -228,6 +230,7 @@ void transfer_keys(IO& io, T& t) {
   io.field("forward_link", t.forward_link, text());
   io.field("backward_link", t.backward_link, text());
   io.list("skips", t.skips, text().defaulted());
+  io.list("carried", t.carried, text());
 }
 
 template <class IO, class T>
@@ -278,6 +281,11 @@ void cost_model_keys(IO& io, T& x) {
   io.field("time_quantum_s", x.time_quantum_s, number(Format::raw, Range::positive));
   io.field("compute_scale", x.compute_scale, scale_factor());
   io.field("link_scale", x.link_scale, scale_factor());
+  io.objects("derived_times", x.derived_times, [](auto& sub, auto& d) {
+    sub.field("device_type", d.device_type, text());
+    sub.field("from_device_type", d.from_device_type, text());
+    sub.field("rule", d.rule, text());
+  });
 }
 
 template <class IO, class T>

@@ -2,12 +2,19 @@
 // cluster_loader.cpp's.
 #include "pulse/profile/profile.hpp"
 
+#include "pulse/profile/derive.hpp"
+
 #include <algorithm>
 
 namespace pulse {
 
 int ModelProfile::device_type_index(std::string_view type) const {
-  const auto it = std::find(device_types.begin(), device_types.end(), type);
+  auto it = std::find(device_types.begin(), device_types.end(), type);
+  // Another name of the same device ("NVIDIA H200" for "H200-SXM"): derive.hpp's specs.
+  if (it == device_types.end()) {
+    it = std::find_if(device_types.begin(), device_types.end(),
+                      [&](const std::string& t) { return same_device(t, type); });
+  }
   return it == device_types.end() ? -1 : static_cast<int>(it - device_types.begin());
 }
 

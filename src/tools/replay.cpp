@@ -32,6 +32,7 @@ class Rebuild {
         cluster_(r.cluster),
         compute_scale_(r.compute_scale),
         link_scale_(r.link_scale),
+        trust_edited_stages_(r.trust_edited_stages),
         check_(plan_.file) {
     // A cluster's links as the plan's figures assume them, then the request's what-if.
     if (cluster_ && link_factor() != 1) {
@@ -62,6 +63,7 @@ class Rebuild {
   std::optional<ClusterProfile> scaled_cluster_;
   double compute_scale_;
   double link_scale_;
+  bool trust_edited_stages_;
   JsonChecker check_;
   Replay out_;
   PipelineModel& model_ = out_.model;
@@ -259,6 +261,16 @@ std::vector<double> Rebuild::allreduce() {
 }
 
 Result<Replay> Rebuild::run() {
+  const std::optional<std::string>& planned = plan_.partition.stages_sha256;
+  if (!trust_edited_stages_ && planned && *planned != stages_digest(plan_.stages)) {
+    return input_error(fmt::format(
+        "{}: $.partition.stages_sha256: the stages are not the ones planned (a layer moved to "
+        "another stage, or a stage's device or time changed), so the times the plan states are "
+        "not its stages' and a replay of them would not say what the edit does; re-cost the "
+        "edited cut with pulse-plan plan --partition-from {} (with the plan's --model and "
+        "--cluster), or list what differs with pulse-plan validate",
+        plan_.file, plan_.file));
+  }
   degrees();
   if (!check_.ok()) return check_.error();
   layout();

@@ -10,6 +10,7 @@
 #include "pulse/base/units.hpp"
 #include "pulse/plan/plan_check.hpp"
 #include "pulse/profile/recompute.hpp"
+#include "pulse/profile/derive.hpp"
 #include "pulse/profile/scaling.hpp"
 #include "validate_internal.hpp"
 
@@ -237,15 +238,19 @@ void Validator::check_rank_map() {
 ValidateResult validate_plan(const ValidateRequest& request) {
   const std::optional<PlanCostModel>& cost = request.plan->cost_model;
   const std::string recompute = request.plan->options.recompute.value_or("none");
+  const bool derived = cost && cost->derived_times;
   const bool scaled_costs = cost && (cost->compute_factor() != 1 || cost->link_factor() != 1);
-  if (!scaled_costs && recompute == "none") {
+  if (!derived && !scaled_costs && recompute == "none") {
     return detail::Validator(request, *request.cluster).run();
   }
-  // A plan made with --compute-scale / --link-scale / --recompute is checked against the
-  // profiles as it was made from them: transformed the same way (their files, and so their
-  // hashes, unchanged).
+  // A plan made with --compute-scale / --link-scale / --recompute, or with times derived for
+  // the cluster's device type, is checked against the profiles as it was made from them:
+  // derived, scaled and recomputing the same way (their files, and so their hashes,
+  // unchanged). A model from which nothing can be derived is left as it is: the inputs
+  // check says so.
   ModelProfile model = *request.model;
   ClusterProfile cluster = *request.cluster;
+  if (derived) (void)derive_device_times(model, cluster);
   if (scaled_costs) apply_scales({cost->compute_factor(), cost->link_factor(), ""}, model, cluster);
   apply_recompute(recompute, model);
   ValidateRequest scaled = request;

@@ -86,6 +86,7 @@ class Validator {
   void check_chosen_candidate();
   void check_inflight_limits();
   void check_transfer_links(const std::string& name, const Transfer& t, const PlanTransfer& c);
+  void check_transfer_carried(const std::string& name, const Transfer& t, const PlanTransfer& c);
   void check_cost_model();
   void check_rank_map();
   void finish();

@@ -192,6 +192,7 @@ void Validator::check_transfers() {
     const PlanTransfer& c = *it->second;
     claimed.erase(it);
     check_transfer_links(name, t, c);
+    check_transfer_carried(name, t, c);
     if (c.forward.total() != t.forward.total() || c.backward.total() != t.backward.total() ||
         !close(c.forward_s.value_or(0), t.forward_s) ||
         !close(c.backward_s.value_or(0), t.backward_s)) {
@@ -207,6 +208,19 @@ void Validator::check_transfers() {
   for (const auto& [key, t] : claimed) {
     fail("transfers", fmt::format("stage {} -> {} ({}) is not a transfer of this partition",
                                   std::get<0>(key), std::get<1>(key), std::get<2>(key)));
+  }
+}
+
+// A runtime sends the carried tensors a transfer names (plan_doc.py), so the names must be
+// the ones the partition moves, in the model's order.
+void Validator::check_transfer_carried(const std::string& name, const Transfer& t,
+                                       const PlanTransfer& c) {
+  if (!c.carried) return;
+  std::vector<std::string> moved;
+  for (int k : t.carried) moved.push_back(model_.carried[k].name);
+  if (*c.carried != moved) {
+    fail("transfers", fmt::format("{} moves the carried tensors [{}]; the plan names [{}]", name,
+                                  fmt::join(moved, ", "), fmt::join(*c.carried, ", ")));
   }
 }
 

@@ -15,37 +15,17 @@
 
 #include <gtest/gtest.h>
 
+#include "support/temp_dir.hpp"
+
 namespace pulse {
 namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh directory per test, removed afterwards.
-class Io : public ::testing::Test {
+class Io : public test::TempDirTest {
  protected:
-  void SetUp() override {
-    std::string name = (fs::temp_directory_path() / "pulse-io-test-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(name.data()), nullptr);
-    dir_ = name;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
   void put(const std::string& name, const std::string& text) const {
     std::ofstream(path(name)) << text;
-  }
-  std::string get(const std::string& name) const {
-    std::ifstream in(path(name));
-    std::ostringstream out;
-    out << in.rdbuf();
-    return out.str();
-  }
-  // Every entry of the directory, temporaries included.
-  std::vector<std::string> entries() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(dir_)) out.push_back(e.path().filename());
-    std::sort(out.begin(), out.end());
-    return out;
   }
   std::string usage(const std::vector<NamedPath>& inputs, const std::vector<NamedPath>& outputs) {
     const Status s = check_output_paths("cmd", inputs, outputs);
@@ -54,8 +34,6 @@ class Io : public ::testing::Test {
     EXPECT_EQ(s.error().kind, ErrorKind::usage);
     return s.error().message;
   }
-
-  fs::path dir_;
 };
 
 TEST_F(Io, OutputsAppearTogether) {

@@ -10,36 +10,14 @@
 #include <sstream>
 
 #include "pulse/simulate/trace.hpp"
+#include "support/temp_dir.hpp"
 #include "support/test_support.hpp"
 
 namespace pulse {
 namespace {
 
-namespace fs = std::filesystem;
-
-// A fresh directory per test, removed afterwards.
-class PlanJobTest : public ::testing::Test {
+class PlanJobTest : public test::TempDirTest {
  protected:
-  void SetUp() override {
-    std::string name = (fs::temp_directory_path() / "pulse-job-test-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(name.data()), nullptr);
-    dir_ = name;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  std::string get(const std::string& name) const {
-    std::ifstream in(path(name));
-    std::ostringstream out;
-    out << in.rdbuf();
-    return out.str();
-  }
-  std::vector<std::string> entries() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(dir_)) out.push_back(e.path().filename());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
   // tiny-unet on one DGX-1 at pp 2, written into the test's directory.
   PlanJob tiny_job() const {
     PlanJob job;
@@ -50,8 +28,6 @@ class PlanJobTest : public ::testing::Test {
     job.options.pp = 2;
     return job;
   }
-
-  fs::path dir_;
 };
 
 // The job is what a caller of the passes would do by hand: compile_plan, build_plan and

@@ -52,6 +52,7 @@ std::vector<std::string> planned() {
       {"tiny-unet", "dgx1-v100-32gb-2n", Strategy::gpipe, std::nullopt, false},
       {"sd2-unet-512", "dgx1-v100-32gb-1n", Strategy::pulse, 8, false},  // w3 needs more layers
       {"tiny-unet", "dgx1-v100-32gb-1n", Strategy::pulse, 2, false, std::nullopt, "v"},
+      {"tiny-unet", "dgx-h100-1n", Strategy::pulse, 2, false},  // times derived from the V100
   };
   for (const Case& c : cases) {
     const test::Inputs in = test::shipped(c.model, c.cluster);
@@ -61,6 +62,13 @@ std::vector<std::string> planned() {
     o.split_backward = c.split;
     o.dp = c.dp;
     o.family = c.family;
+    o.solver_max_seconds = 0.3;
+    out.push_back(test::plan_text(test::compile_ok(in, o), in.model, in.cluster));
+  }
+  {  // --cuts: options.cuts.
+    const test::Inputs in = test::shipped("tiny-unet", "dgx1-v100-32gb-1n");
+    PlanOptions o;
+    o.cuts = {"enc1", "mid0", "dec2", "dec0"};
     o.solver_max_seconds = 0.3;
     out.push_back(test::plan_text(test::compile_ok(in, o), in.model, in.cluster));
   }
@@ -85,6 +93,14 @@ std::vector<std::string> planned() {
     o.activation_budget_bytes = std::int64_t{48} << 20;
     o.solver_max_seconds = 0.3;
     out.push_back(test::plan_text(test::compile_ok(in, o), in.model, in.cluster));
+  }
+  {  // pp open where sharded data parallelism wins: search[].zero_stage.
+    const test::Inputs in = test::shipped("hunyuan-dit-g2-1024", "dgx-a100-1n");
+    PlanOptions o;
+    o.solver_max_seconds = 0.3;
+    const CompiledPlan p = test::compile_ok(in, o);
+    EXPECT_EQ(p.pipeline_or_not->verdict, "sharded data parallel");
+    out.push_back(test::plan_text(p, in.model, in.cluster));
   }
   return out;
 }

@@ -231,6 +231,94 @@ TEST(Diff, JsonForMachines) {
   EXPECT_NEAR(j["slowdown_pct"].get<double>(), d.slowdown_pct, 1e-9);
 }
 
+// Compute per sample from the stages alone: every op of a stage runs once per microbatch,
+// so a pipeline computes sum over stages of (forward + backward) per microbatch.
+double stage_compute_per_sample(const json& doc) {
+  double per_microbatch = 0;
+  for (const json& s : doc["stages"]) {
+    per_microbatch += s["forward_s"].get<double>() + s["backward_s"].get<double>();
+  }
+  return per_microbatch / doc["parallelism"]["microbatch_size"].get<double>();
+}
+
+TEST(Diff, PerSampleRowsSayWhyAcrossMicrobatchSizes) {
+  // SD2 at 512 on a V100 node (microbatch 4) and a 910A server (microbatch 2): per-stage
+  // times do not compare across microbatch sizes; device time per sample does.
+  const json v100 = plan_doc("sd2-unet-512", "dgx1-v100-32gb-1n");
+  const json a910 = plan_doc("sd2-unet-512", "atlas800-910a-1n");
+  ASSERT_NE(v100["parallelism"]["microbatch_size"], a910["parallelism"]["microbatch_size"]);
+  const Plan a = read(v100, "v100.json"), b = read(a910, "910a.json");
+  const PlanDiff d = diff_plans({&a, &b});
+  for (const auto& [doc, side] : {std::pair{&v100, 0}, std::pair{&a910, 1}}) {
+    const auto value = [&, side = side](const std::string& key) {
+      const DiffRow& r = row(d, key);
+      return side == 0 ? *r.old_value : *r.new_value;
+    };
+    const json& pl = (*doc)["parallelism"];
+    // Device time per sample is devices used over samples/s, and its parts add up to it.
+    EXPECT_NEAR(value("device_time_s"),
+                pl["pp"].get<double>() * pl["dp"].get<double>() /
+                    (*doc)["predicted"]["samples_per_s"].get<double>(),
+                1e-12);
+    EXPECT_NEAR(value("compute_s") + value("send_s") + value("idle_s") + value("allreduce_s"),
+                value("device_time_s"), 1e-6 * value("device_time_s"));
+    EXPECT_NEAR(value("compute_s"), stage_compute_per_sample(*doc), 1e-6 * value("compute_s"));
+  }
+  // The 910A plan is slower because its devices compute each sample more slowly.
+  EXPECT_GT(d.slowdown_pct, 0);
+  EXPECT_EQ(row(d, "compute_s").change, Change::worse);
+  EXPECT_EQ(d.headline.rfind("910a.json is " + fmt::format("{:.1f}", d.slowdown_pct) +
+                                 "% slower than v100.json (",
+                             0),
+            0u)
+      << d.headline;
+  EXPECT_NE(d.headline.find("device time per sample "), std::string::npos) << d.headline;
+  EXPECT_NE(d.headline.find(": compute +"), std::string::npos) << d.headline;  // largest first
+  // The link classes each plan sends over, at their bytes over their link time.
+  EXPECT_EQ(row(d, "link_bandwidth.NV2").new_text, "-");
+  EXPECT_EQ(row(d, "link_bandwidth.HCCS").old_text, "-");
+}
+
+TEST(Diff, JsonCountsAreIntegersAndDeltasNumbers) {
+  const Plan a = read(plan_doc("tiny-unet", "dgx1-v100-32gb-1n", 2), "a.json");
+  const Plan b = read(plan_doc("tiny-unet", "dgx1-v100-32gb-1n", 4), "b.json");
+  const json j = json::parse(format_diff_json(diff_plans({&a, &b})));
+  for (const json& r : j["rows"]) {
+    if (r["key"] == "pp") {
+      EXPECT_TRUE(r["old"].is_number_integer()) << r;
+      EXPECT_EQ(r["delta_value"], 2) << r;
+    }
+    if (r["key"] == "p2p_bytes") {
+      EXPECT_TRUE(r["new"].is_number_integer()) << r;
+    }
+    if (r["key"] == "iteration_s") {
+      const double x = r["old"], y = r["new"];
+      EXPECT_NEAR(r["delta_value"].get<double>(), 100 * (y - x) / x, 1e-9) << r;
+    }
+    if (r["change"] == "same") {
+      EXPECT_TRUE(r["delta_value"].is_null()) << r;
+    }
+  }
+}
+
+TEST(Diff, MarkdownEscapesNamesAndFoldsTheFullTable) {
+  json a = plan_doc("tiny-unet", "dgx1-v100-32gb-1n", 2);
+  json b = plan_doc("tiny-unet", "dgx1-v100-32gb-1n", 4);
+  b["stages"][0]["layers"][0] = "a|b_c*<x>";
+  const Plan pa = read(a, "a.json"), pb = read(b, "b.json");
+  const PlanDiff d = diff_plans({&pa, &pb});
+  const std::string md = format_diff_markdown(d);
+  EXPECT_EQ(md.rfind("**b.json is ", 0), 0u) << md;
+  EXPECT_NE(md.find("a\\|b\\_c\\*\\<x>"), std::string::npos) << md;
+  EXPECT_EQ(md.find("a|b"), std::string::npos) << md;
+  EXPECT_NE(md.find(fmt::format("<details><summary>All {} rows</summary>", d.rows.size())),
+            std::string::npos);
+  // The first table holds only the rows that changed.
+  const std::string changed = md.substr(0, md.find("<details>"));
+  EXPECT_EQ(changed.find("| model |"), std::string::npos);
+  EXPECT_NE(md.find("| model | tiny-unet | tiny-unet |  |"), std::string::npos);
+}
+
 // The SVG element with this id, start tag to end tag.
 std::string svg_with_id(const std::string& html, const std::string& id) {
   const auto start = html.find("<svg id=\"" + id + "\"");
@@ -331,26 +419,25 @@ TEST(DiffHtml, TwoPlansSideBySideOnOneScale) {
   EXPECT_NE(html.find("910a.json predicts "), std::string::npos);
 }
 
-TEST(DiffInputs, PlansOfOneProfileWithOtherContentsAreRefusedUnlessAllowed) {
+TEST(DiffInputs, PlansOfOneProfileWithOtherContentsAreShownAsRecalibrated) {
   const json doc = plan_doc("tiny-unet", "dgx1-v100-32gb-1n", 2);
   const Plan a = read(doc, "a.json");
   json changed = doc;
   changed["inputs"]["model"]["sha256"] = std::string(64, '0');
   const Plan b = read(changed, "b.json");
   const std::string hash = doc["inputs"]["model"]["sha256"].get<std::string>().substr(0, 12);
-  const Status refused = check_inputs_agree(a, b, false);
-  ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.error().kind, ErrorKind::input);
-  EXPECT_EQ(refused.error().message,
-            "diff: a.json and b.json were made from model profile tiny-unet (tiny-unet.json) "
-            "with different contents (sha256 " +
-                hash +
-                "... and 000000000000...): one of them is stale or edited; give "
-                "--allow-changed-inputs to compare them anyway");
-  EXPECT_TRUE(check_inputs_agree(a, b, true).ok());
-  // Allowed, the report shows the two hashes; plans of one profile show none.
-  EXPECT_EQ(row(diff_plans({&a, &b}), "model_sha256").new_text, "000000000000");
-  for (const DiffRow& r : diff_plans({&a, &a}).rows) EXPECT_NE(r.key, "model_sha256");
+  // A pull request that recalibrates a profile: not refused, shown.
+  EXPECT_TRUE(check_inputs_agree(a, b).ok());
+  const PlanDiff d = diff_plans({&a, &b});
+  EXPECT_EQ(row(d, "model_sha256").new_text, "000000000000");
+  EXPECT_NE(d.headline.find("; model profile tiny-unet recalibrated (sha256 " + hash +
+                            " -> 000000000000)"),
+            std::string::npos)
+      << d.headline;
+  // Plans of one profile show no hash rows and no recalibration.
+  const PlanDiff same = diff_plans({&a, &a});
+  for (const DiffRow& r : same.rows) EXPECT_NE(r.key, "model_sha256");
+  EXPECT_EQ(same.headline.find("recalibrated"), std::string::npos);
 }
 
 TEST(DiffInputs, TheSameBytesUnderTwoNamesAreRefusedAlways) {
@@ -359,7 +446,7 @@ TEST(DiffInputs, TheSameBytesUnderTwoNamesAreRefusedAlways) {
   json renamed = doc;
   renamed["inputs"]["cluster"]["name"] = "other";
   const Plan b = read(renamed, "b.json");
-  const Status refused = check_inputs_agree(a, b, true);
+  const Status refused = check_inputs_agree(a, b);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().message.rfind("diff: a.json and b.json give their cluster profiles "
                                           "the same sha256 (",
@@ -377,7 +464,7 @@ TEST(DiffInputs, DifferentProfilesAreSimplyDifferent) {
   // The typical diff: one model on two clusters.
   const Plan a = read(plan_doc("tiny-unet", "dgx1-v100-32gb-1n", 2), "a.json");
   const Plan b = read(plan_doc("tiny-unet", "atlas800-910a-1n", 2), "b.json");
-  EXPECT_TRUE(check_inputs_agree(a, b, false).ok());
+  EXPECT_TRUE(check_inputs_agree(a, b).ok());
 }
 
 // Names from the plans reach the table, the JSON and the page printable: no raw control byte.

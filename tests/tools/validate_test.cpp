@@ -133,6 +133,48 @@ TEST(Validate, AScaledPlanIsCheckedAgainstTheProfilesScaledAsItSays) {
   EXPECT_EQ(checks, (std::set<std::string>{"stages", "transfers", "timing"})) << lines(r).front();
 }
 
+TEST(Validate, MainTransfersNameTheCarriedTensorsTheyMove) {
+  // SD2 at pp 4: stages 0..7 on devices 0 1 2 3 3 2 1 0. temb (made by the first layer) and
+  // text_context (an input) go down the V's first side with the main activation; on the way
+  // back up every device already holds both, so those transfers carry none.
+  const Inputs in = shipped("sd2-unet-512", "atlas800-910a-1n");
+  json doc = plan_doc(in, pp(4));
+  std::vector<std::string> seen;
+  for (const json& t : doc["transfers"]) {
+    if (t["kind"] != "main") continue;
+    seen.push_back(fmt::format("{}->{} {}", t["from_stage"].get<int>(), t["to_stage"].get<int>(),
+                               t["carried"].dump()));
+  }
+  const std::string both = R"(["temb","text_context"])";
+  EXPECT_EQ(seen, (std::vector<std::string>{"0->1 " + both, "1->2 " + both, "2->3 " + both,
+                                            "4->5 []", "5->6 []", "6->7 []"}));
+  EXPECT_EQ(lines(validate(doc, in)), std::vector<std::string>{});
+  // A plan that names the wrong tensors is refused: runtimes send what it names.
+  doc["transfers"][3]["carried"] = json::array({"temb"});
+  EXPECT_EQ(lines(validate(doc, in)),
+            std::vector<std::string>{"transfers: stage 4 -> 5 (main) moves the carried tensors "
+                                     "[]; the plan names [temb]"});
+  // Plans of models without carried tensors leave the key out.
+  const json tiny = plan_doc(shipped("tiny-unet", "dgx1-v100-32gb-1n"), pp(2));
+  for (const json& t : tiny["transfers"]) EXPECT_FALSE(t.contains("carried"));
+}
+
+TEST(Validate, ADerivedPlanIsCheckedAgainstTheTimesDerivedTheSameWay) {
+  // tiny-unet has no H100 times: the plan's come from its V100 times (profile/derive.hpp),
+  // and validate derives them again. Without derived_times in cost_model the plan claims
+  // times the model profile does not have for the H100, and nothing else can be checked.
+  const Inputs in = shipped("tiny-unet", "dgx-h100-1n");
+  const json doc = plan_doc(in, pp(2));
+  ASSERT_EQ(doc["cost_model"]["derived_times"][0]["from_device_type"], "V100-SXM2");
+  EXPECT_EQ(lines(validate(doc, in)), std::vector<std::string>{});
+  json bare = doc;
+  bare["cost_model"].erase("derived_times");
+  const ValidateResult r = validate(bare, in);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(lines(r).front().find("no times for device type \"H100-SXM\""), std::string::npos)
+      << lines(r).front();
+}
+
 class Corrupted : public ::testing::Test {
  protected:
   // tiny-unet at pp 2 (dp 4, 16 microbatches): stages [embed enc0 enc1] [enc2 mid0]

@@ -125,6 +125,34 @@ class FullSize(unittest.TestCase):
         with self.assertRaisesRegex(plan.PlanError, "tensor sizes differ"):
             bf16_plan.check_bytes(comm.Shapes(fp32, 2, "meta"), "float32")
 
+    def test_the_runtime_moves_the_carried_tensors_the_plan_names(self):
+        """transfers[].carried is what the runtime sends; a plan without it gets the same
+        lists from the planner's rule, and a name the plan does not carry is refused."""
+        import subprocess
+        import tempfile
+        from pulse_runtime import plan
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "sd2-pp4.json")
+            subprocess.run([OPTS.binary, "plan", "--model", PROFILE, "--cluster",
+                            os.path.join(common.ROOT, "profiles", "clusters",
+                                         "atlas800-910a-1n.json"),
+                            "--pp", "4", "-q", "-o", path], check=True)
+            with open(path) as f:
+                doc = json.load(f)
+            main = [t for t in doc["transfers"] if t["kind"] == "main"]
+            listed = {t["from_stage"]: t["carried"] for t in main}
+            self.assertEqual(listed, {0: ["temb", "text_context"], 1: ["temb", "text_context"],
+                                      2: ["temb", "text_context"], 4: [], 5: [], 6: []})
+            p = load_plan(path, self.model)
+            for s in listed:
+                self.assertEqual([c.name for c in p.carried_crossing(s)], listed[s])
+                self.assertEqual([c.name for c in p._rule_carried(s)], listed[s])
+            main[0]["carried"] = ["temb", "no_such_tensor"]
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            with self.assertRaisesRegex(plan.PlanError, "no_such_tensor"):
+                load_plan(path, self.model).carried_crossing(0)
+
     @unittest.skipIf(mixed_precision() is None, "this pulse_runtime has no mixed precision")
     def test_the_bf16_plan_fits_a_mixed_precision_run(self):
         """What pulse-run --dtype bfloat16 checks before it trains (runner.prepare)."""

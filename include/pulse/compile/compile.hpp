@@ -21,6 +21,7 @@
 #include "pulse/compile/pass_clock.hpp"
 #include "pulse/cost/memory.hpp"
 #include "pulse/cost/pipeline_model.hpp"
+#include "pulse/profile/derive.hpp"
 #include "pulse/partition/partition.hpp"
 #include "pulse/place/placement.hpp"
 #include "pulse/plan/plan.hpp"
@@ -42,10 +43,16 @@ struct PlanOptions {
   /// Pulse only: plan this one family (strategy.hpp) instead of searching them all; the
   /// baselines' answers are still computed, for the plan's comparison, but do not replace it.
   std::optional<std::string> family;
+  /// A given cut: the layer that starts each stage after the first, in model order (S - 1
+  /// names for S stages). The partition is then this one, re-costed on the cluster, and the
+  /// pipeline degree is what the families' stage counts make of S; the placement, degrees
+  /// and schedule are still searched. Empty: the partition is searched.
+  std::vector<std::string> cuts;
   std::optional<int> pp;  ///< Pipeline degree; searched when absent.
   std::optional<int> dp;  ///< Data-parallel degree; searched (devices / pp) when absent.
   std::optional<int> microbatch_size;  ///< Samples per microbatch; searched when absent.
-  std::optional<int> global_batch;     ///< Default: kDefaultSamplesPerDevice per device.
+  /// Default: kDefaultSamplesPerDevice per device of the cluster (used or not).
+  std::optional<int> global_batch;
   MemoryModel memory;  ///< Precision and ZeRO stage (--precision, --zero).
   /// Activation recomputation (profile/recompute.hpp): "none", "selective" or "full".
   std::string recompute = "none";
@@ -98,6 +105,9 @@ struct CompiledPlan : Degrees {
   /// kept) that the wall-clock safety limit stopped before their work limits did: when
   /// non-zero, the plan may differ from run to run, and the command says so.
   int safety_limit_hits = 0;
+  /// Set when the model profile had no times for the cluster's device type and they were
+  /// derived from another device's (profile/derive.hpp).
+  std::optional<DerivedTimes> derived_times;
 };
 
 /// Compiles a plan. Usage errors for options out of bounds or inconsistent with the profiles,

@@ -32,6 +32,8 @@ struct PlanJob {
   std::optional<std::string> output_path;
   /// --trace: where the simulated timeline goes, as a Chrome trace.
   std::optional<std::string> trace_path;
+  /// --partition-from: a plan whose stages' layer lists give options.cuts.
+  std::optional<std::string> partition_from_path;
   /// False: make the plan's text (PlanRun::text) and write nothing.
   bool write = true;
   /// --fail-on-warning: a plan with warnings (its `warnings` list) is an error, not written.

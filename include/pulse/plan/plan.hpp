@@ -49,6 +49,8 @@ struct PlanInputs {
 struct PlanGivenOptions {
   std::optional<std::string> strategy;  ///< Any name: strategies may be added within v1.
   std::optional<std::string> family;    ///< --family, when one was asked for.
+  /// --cuts or --partition-from: the layer that starts each stage after the first.
+  std::optional<std::vector<std::string>> cuts;
   std::optional<int> pp;
   std::optional<int> dp;
   std::optional<int> microbatch_size;
@@ -135,6 +137,10 @@ struct PlanPartition {
   /// The family of the plan (strategy.hpp): "v", "w2", "chain", "1f1b", ...
   std::optional<std::string> family;
   std::optional<int> waves;  ///< 0: a chain; k: 2kP stages in k waves.
+  /// stages_digest of the stages as planned: a plan whose stages were edited afterwards (a
+  /// layer moved to another stage, a time changed) no longer matches it, and simulate will
+  /// not replay the times it states as if they were its stages'.
+  std::optional<std::string> stages_sha256;
   std::vector<FamilyOutcome> families;
   std::optional<PlanVersus> versus;
 };
@@ -208,6 +214,9 @@ struct PlanTransfer {
   std::optional<std::string> forward_link;  ///< Link class name.
   std::optional<std::string> backward_link;
   std::vector<std::string> skips;  ///< Names of the skips whose bytes ride on it.
+  /// Main transfers of a model with carried tensors: the ones it moves forward, by name (its
+  /// backward moves those of them that need a gradient). Absent otherwise.
+  std::optional<std::vector<std::string>> carried;
 
   bool has_times() const { return forward_s && backward_s; }
 };
@@ -273,6 +282,14 @@ struct PlanSolver : ScheduleSearch {
   std::optional<std::int64_t> activation_budget_bytes;
 };
 
+/// `cost_model.derived_times[]`: the model profile had no times for this device type; they
+/// were derived from another's (profile/derive.hpp), by the rule stated.
+struct PlanDerivedTimes {
+  std::string device_type;
+  std::string from_device_type;
+  std::string rule;
+};
+
 /// `cost_model`: the cluster settings the predicted figures assume.
 struct PlanCostModel {
   bool overlap_comm = false;
@@ -282,6 +299,8 @@ struct PlanCostModel {
   /// times as fast (profile/scaling.hpp); absent: 1. Replay and validate apply them.
   std::optional<double> compute_scale;
   std::optional<double> link_scale;
+  /// Absent when the model profile had times for the cluster's device type.
+  std::optional<std::vector<PlanDerivedTimes>> derived_times;
 
   double compute_factor() const { return compute_scale.value_or(1.0); }
   double link_factor() const { return link_scale.value_or(1.0); }
@@ -428,5 +447,10 @@ struct Plan {
   /// Total number of schedule operations.
   std::size_t num_ops() const;
 };
+
+/// SHA-256 of what the stages state: each stage's device, layer names and forward, backward
+/// and weight-gradient times (to the nanosecond). `partition.stages_sha256` holds it as
+/// planned.
+std::string stages_digest(const std::vector<PlanStage>& stages);
 
 }  // namespace pulse

@@ -79,7 +79,8 @@ struct ModelProfile {
   std::vector<Skip> skips;
   std::vector<Carried> carried;
 
-  /// Index into device_types, or -1.
+  /// Index into device_types of `type` or of another name of the same device
+  /// (profile/derive.hpp's aliases: "NVIDIA H200" is "H200-SXM"), or -1.
   int device_type_index(std::string_view type) const;
   std::int64_t total_params() const;
 };

@@ -25,6 +25,10 @@ struct DiffRow {
   std::optional<double> old_value;  ///< Raw number (seconds, bytes) when the row is numeric.
   std::optional<double> new_value;
   std::string delta;  ///< "+12.3%", "+4", "-1.5 pp", "changed" or "".
+  /// The delta as a number: percent for times, bytes and rates, percentage points for
+  /// ratios, new - old for counts; absent for text rows, unchanged rows and from zero.
+  std::optional<double> delta_value;
+  bool integral = false;  ///< Counts and bytes: the JSON writes old/new as integers.
   Change change = Change::same;
 };
 
@@ -56,6 +60,9 @@ struct PlanDiff {
   /// old plan moved none and the new one does).
   double traffic_increase_pct = 0;
   int num_layers = 0;  ///< Layers in the new plan.
+  /// One line for people: faster or slower by how much, and why (device time per sample
+  /// split into compute, blocked sends, idle and exposed all-reduce; a recalibrated profile).
+  std::string headline;
 };
 
 PlanDiff diff_plans(const DiffRequest& request);
@@ -66,10 +73,10 @@ PlanDiff diff_plans(const DiffRequest& request);
 ///   - the same sha256 with another profile name or provenance: the same bytes cannot have
 ///     two names, so one plan's inputs were edited: an input error, always;
 ///   - the same file and profile name with another sha256: the plans claim the same input,
-///     but it changed between them (edited, recalibrated): an input error, unless
-///     `allow_changed` (a CI diff across a profile change); the rows then show the hashes.
+///     but it changed between them (recalibrated, edited): not an error, as a pull request
+///     that recalibrates a profile is what CI diffs; the rows and the headline show it.
 /// Different names with different hashes are simply different inputs (two clusters).
-Status check_inputs_agree(const Plan& old_plan, const Plan& new_plan, bool allow_changed);
+Status check_inputs_agree(const Plan& old_plan, const Plan& new_plan);
 
 struct DiffTableOptions {
   bool color = false;  ///< ANSI colours: green better, red worse, yellow changed.
@@ -79,6 +86,9 @@ struct DiffTableOptions {
 std::string format_diff_table(const PlanDiff& diff, const DiffTableOptions& options);
 /// The same as JSON (schema "pulse.plan-diff/v1"), for machines.
 std::string format_diff_json(const PlanDiff& diff);
+/// GitHub-flavoured Markdown for a pull-request comment: the headline, a table of the rows
+/// that changed, every row and the moved layers in collapsed <details> blocks.
+std::string format_diff_markdown(const PlanDiff& diff);
 /// One self-contained HTML page (no script, nothing fetched): the two plans side by side
 /// (`old_plan` left, `new_plan` right, those `diff` was made from), each pair of figures on
 /// one scale: the schedules' timelines, the stage maps, memory per device against capacity,

@@ -31,6 +31,10 @@ struct ReplayRequest {
   /// / link_scale, each rounded to the time quantum. Positive and finite.
   double compute_scale = 1;
   double link_scale = 1;
+  /// A plan whose stages no longer match its partition.stages_sha256 (edited after
+  /// planning) is refused, as the times it states are not its stages': unless the caller
+  /// has checked the stages against the profiles itself (validate).
+  bool trust_edited_stages = false;
 };
 
 struct Replay {
@@ -49,7 +53,7 @@ struct Replay {
 
 /// Rebuilds and replays. Input errors (exit 2) name the plan file and JSON path of what is
 /// missing or inconsistent (no times, an unknown skip, a schedule that deadlocks, a cluster
-/// of another device type).
+/// of another device type, stages edited since they were planned).
 Result<Replay> replay_plan(const ReplayRequest& request);
 
 }  // namespace pulse

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""The README's example outputs, regenerated from the binary so that they cannot go stale,
+and its CI snippet, run.
+
+An example is a fenced block between two markers in README.md:
+
+    <!-- example: NAME -->
+    ```
+    ...what the command prints...
+    ```
+    <!-- /example -->
+
+NAME is one of EXAMPLES below: the commands it runs (in a scratch directory where
+`profiles` is the repository's) and which stream it shows. `--write` rewrites the blocks;
+`--check` (the test) exits 1 and shows the difference when any block is not byte-identical
+to what the binary prints now.
+
+The CI snippet is the ```sh block between <!-- ci-snippet --> and <!-- /ci-snippet -->.
+`--check` runs it with bash, `pulse-plan` on PATH, twice: with main.json the branch's own
+plan (it must exit 0 and write diff.md) and with main.json a plan 20% faster (it must exit 4,
+the gate, and still write diff.md).
+
+  scripts/readme_examples.py --binary build/pulse-plan --check
+  scripts/readme_examples.py --binary build/pulse-plan --write
+"""
+import argparse
+import difflib
+import atexit
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SD2 = ["--model", "profiles/models/sd2-unet-512.json"]
+V100 = ["--cluster", "profiles/clusters/dgx1-v100-32gb-1n.json"]
+A910 = ["--cluster", "profiles/clusters/atlas800-910a-1n.json"]
+
+# name -> (setup commands, the command shown, the stream it shows)
+EXAMPLES = {
+    "plan-summary": ([], ["plan", *SD2, *V100, "-o", "sd2.json"], "stderr"),
+    "simulate": ([["plan", *SD2, *V100, "-q", "-o", "sd2.json"]], ["simulate", "sd2.json"],
+                 "stdout"),
+    "diff": ([["plan", *SD2, *V100, "-q", "-o", "sd2-v100.json"],
+              ["plan", *SD2, *A910, "-q", "-o", "sd2-910a.json"]],
+             ["diff", "sd2-v100.json", "sd2-910a.json"], "stdout"),
+}
+
+BLOCK = re.compile(r"(<!-- example: (?P<name>[a-z0-9-]+) -->\n```\n)(?P<body>.*?)(```\n<!-- /example -->)",
+                   re.S)
+SNIPPET = re.compile(r"<!-- ci-snippet -->\n```sh\n(?P<body>.*?)```\n<!-- /ci-snippet -->", re.S)
+
+
+def scratch():
+    d = Path(tempfile.mkdtemp(prefix="pulse-readme-"))
+    atexit.register(shutil.rmtree, d, ignore_errors=True)
+    (d / "profiles").symlink_to(ROOT / "profiles")
+    return d
+
+
+def run(binary, args, cwd):
+    return subprocess.run([binary, *args], cwd=cwd, capture_output=True, text=True, check=False)
+
+
+def output_of(binary, name):
+    setup, shown, stream = EXAMPLES[name]
+    d = scratch()
+    for args in setup:
+        r = run(binary, args, d)
+        if r.returncode != 0:
+            sys.exit(f"readme_examples: {name}: {' '.join(args)} failed:\n{r.stderr}")
+    r = run(binary, shown, d)
+    if r.returncode != 0:
+        sys.exit(f"readme_examples: {name}: {' '.join(shown)} failed:\n{r.stderr}")
+    return getattr(r, stream)
+
+
+def regenerate(text, binary):
+    names = [m.group("name") for m in BLOCK.finditer(text)]
+    unknown = [n for n in names if n not in EXAMPLES]
+    if unknown:
+        sys.exit(f"readme_examples: README.md names unknown examples {unknown}")
+    missing = [n for n in EXAMPLES if n not in names]
+    if missing:
+        sys.exit(f"readme_examples: README.md has no block for {missing}")
+    outputs = {n: output_of(binary, n) for n in EXAMPLES}
+    return BLOCK.sub(lambda m: m.group(1) + outputs[m.group("name")] + m.group(4), text)
+
+
+def check_snippet(text, binary):
+    """Runs the CI snippet on a branch that changed nothing, then on one 20% slower."""
+    m = SNIPPET.search(text)
+    if not m:
+        return ["README.md has no <!-- ci-snippet --> block"]
+    problems = []
+    bindir = scratch()
+    (bindir / "pulse-plan").symlink_to(Path(binary).resolve())
+    env = dict(os.environ, PATH=f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}")
+    for label, extra, want in (("unchanged", [], 0), ("main 20% faster", ["--compute-scale", "0.8"], 4)):
+        d = scratch()
+        r = run(binary, ["plan", *SD2, *V100, "-q", "-o", "main.json", *extra], d)
+        if r.returncode != 0:
+            return [f"planning main.json failed: {r.stderr}"]
+        proc = subprocess.run(["bash", "-c", m.group("body")], cwd=d, env=env,
+                              capture_output=True, text=True, check=False)
+        if proc.returncode != want:
+            problems.append(f"CI snippet, {label}: exit {proc.returncode}, expected {want}\n"
+                            f"{proc.stderr}")
+        if not (d / "diff.md").is_file() or not (d / "diff.md").read_text().startswith("**"):
+            problems.append(f"CI snippet, {label}: no Markdown report in diff.md")
+    return problems
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--binary", default=str(ROOT / "build" / "pulse-plan"))
+    ap.add_argument("--readme", default=str(ROOT / "README.md"))
+    mode = ap.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--check", action="store_true")
+    mode.add_argument("--write", action="store_true")
+    args = ap.parse_args()
+    args.binary = str(Path(args.binary).resolve())
+    readme = Path(args.readme)
+    text = readme.read_text()
+    fresh = regenerate(text, args.binary)
+    if args.write:
+        readme.write_text(fresh)
+        return 0
+    problems = []
+    if fresh != text:
+        problems.append("README.md's examples differ from what the binary prints "
+                        "(scripts/readme_examples.py --write updates them):\n" +
+                        "".join(difflib.unified_diff(text.splitlines(True), fresh.splitlines(True),
+                                                     "README.md", "the binary's output")))
+    problems += check_snippet(text, args.binary)
+    for p in problems:
+        print(p, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
