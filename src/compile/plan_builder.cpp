@@ -117,11 +117,11 @@ std::vector<PlanStage> stages(const CompiledPlan& p, const ModelProfile& model) 
     x.params = c.params;
     x.activation_bytes_per_microbatch = c.activation_bytes;
     if (p.options.recompute != "none") {
-      int recomputed = 0;
+      std::vector<std::string>& names = x.recomputed.emplace();
       for (LayerId l = layout.first_layer[s]; l < layout.first_layer[s + 1]; ++l) {
-        recomputed += recomputes(p.options.recompute, model, l) ? 1 : 0;
+        if (recomputes(p.options.recompute, model, l)) names.push_back(model.layers[l].name);
       }
-      x.recomputed_layers = recomputed;
+      x.recomputed_layers = static_cast<int>(names.size());
       x.recompute_workspace_bytes_per_microbatch = c.recompute_workspace_bytes;
     }
     if (p.options.memory.zero_stage >= 3) x.largest_layer_params = c.largest_layer_params;

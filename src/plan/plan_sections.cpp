@@ -167,6 +167,7 @@ void stage_keys(IO& io, T& s) {
   io.field("params", s.params, bytes());
   io.field("activation_bytes_per_microbatch", s.activation_bytes_per_microbatch, bytes());
   io.field("recomputed_layers", s.recomputed_layers, count());
+  io.list("recomputed", s.recomputed, text());
   io.field("recompute_workspace_bytes_per_microbatch", s.recompute_workspace_bytes_per_microbatch,
            bytes());
   io.field("largest_layer_params", s.largest_layer_params, bytes());

@@ -241,7 +241,7 @@ ValidateResult validate_plan(const ValidateRequest& request) {
   const bool derived = cost && cost->derived_times;
   const bool scaled_costs = cost && (cost->compute_factor() != 1 || cost->link_factor() != 1);
   if (!derived && !scaled_costs && recompute == "none") {
-    return detail::Validator(request, *request.cluster).run();
+    return detail::Validator(request, *request.cluster, *request.model).run();
   }
   // A plan made with --compute-scale / --link-scale / --recompute, or with times derived for
   // the cluster's device type, is checked against the profiles as it was made from them:
@@ -256,7 +256,7 @@ ValidateResult validate_plan(const ValidateRequest& request) {
   ValidateRequest scaled = request;
   scaled.model = &model;
   scaled.cluster = &cluster;
-  return detail::Validator(scaled, *request.cluster).run();
+  return detail::Validator(scaled, *request.cluster, *request.model).run();
 }
 
 }  // namespace pulse

@@ -158,6 +158,8 @@ struct PlanStage {
   /// With recomputation: how many of its layers re-run their forward in backward, and the
   /// most one of them rebuilds (StageCost::recompute_workspace_bytes); absent: none.
   std::optional<int> recomputed_layers;
+  /// With recomputation: those layers by name, in model order (what a runtime checkpoints).
+  std::optional<std::vector<std::string>> recomputed;
   std::optional<std::int64_t> recompute_workspace_bytes_per_microbatch;
   /// Under ZeRO-3: the parameters of its largest layer (what is gathered at once).
   std::optional<std::int64_t> largest_layer_params;
