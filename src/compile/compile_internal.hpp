@@ -140,4 +140,11 @@ Result<CompiledPlan> against_baselines(const CompileInputs& in, Result<CompiledP
 Result<CompiledPlan> against_sharded(const CompileInputs& in, Result<CompiledPlan> own,
                                      PassClock& clock);
 
+/// --recompute auto: compile_checked under none, selective and full (a mode that selects
+/// no layer of the model is not planned); the fastest plan is kept, with every mode's
+/// answer and the verdict in its `recompute_search` (recompute_search.cpp).
+Result<CompiledPlan> compile_recompute_auto(const ModelProfile& model,
+                                            const ClusterProfile& cluster,
+                                            const PlanOptions& options, PassClock& clock);
+
 }  // namespace pulse::detail

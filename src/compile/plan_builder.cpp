@@ -298,6 +298,7 @@ Plan build_plan(const CompiledPlan& p, const ModelProfile& model, const ClusterP
   plan.rank_map = rank_map(p, cluster);
   plan.search = p.candidates;
   plan.pipeline_or_not = p.pipeline_or_not;
+  plan.recompute_search = p.recompute_search;
   plan.warnings = plan_warnings(plan);
   return plan;
 }

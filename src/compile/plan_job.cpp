@@ -114,6 +114,7 @@ std::string plan_summary(const CompiledPlan& p, const ModelProfile& m, const Clu
                          scales.compute_from.empty() ? "" : " (" + scales.compute_from + ")",
                          scales.links);
   }
+  if (p.options.recompute != "none") scaled += ", recompute " + p.options.recompute;
   return fmt::format(
       "{} on {} ({}): pp {} x dp {}, {} stages{}, microbatch {} x {}, {}/{} skips local, "
       "iteration {} ({:.1f} samples/s), bubble {:.1f}%{}",

@@ -217,8 +217,9 @@ Status check_precision(const OptionRecord&, const PlanOptions& o) {
 }
 
 Status check_recompute(const OptionRecord&, const PlanOptions& o) {
-  if (is_recompute_mode(o.recompute)) return Ok{};
-  return usage_error(fmt::format("plan: --recompute must be {}, got \"{}\"", recompute_modes(),
+  if (is_recompute_mode(o.recompute) || o.recompute == "auto") return Ok{};
+  return usage_error(fmt::format("plan: --recompute must be none, selective, full or auto, got "
+                                 "\"{}\"",
                                  o.recompute));
 }
 
@@ -324,8 +325,9 @@ std::vector<OptionRecord> how_it_trains() {
                    std::string("mixed")),
       with_default(option("recompute", "MODE", K::text,
                           "activation recomputation: none, selective (attention blocks keep "
-                          "only their input and re-run their forward in backward) or full "
-                          "(every layer)",
+                          "only their input and re-run their forward in backward), full "
+                          "(every layer) or auto (plan each, keep the fastest; 3x the "
+                          "planning time)",
                           store_option<&PlanOptions::recompute, std::string>, check_recompute),
                    std::string("none")),
       option("split-backward", "", K::flag,

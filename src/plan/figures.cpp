@@ -89,7 +89,7 @@ std::vector<std::string> plan_warnings(const Plan& plan) {
     out.push_back(fmt::format(
         "bubble {:.1f}%: the devices idle more than half of the pipeline's time ({} "
         "microbatches of {} over pp {}, at most {} in flight on a device); memory for more in "
-        "flight (--recompute, --zero), more microbatches per replica or a smaller pp would "
+        "flight (--recompute auto, --zero), more microbatches per replica or a smaller pp would "
         "fill it",
         100 * x.bubble_ratio, par.num_microbatches, par.microbatch_size, par.pp, inflight));
   }
@@ -108,7 +108,7 @@ std::vector<std::string> plan_warnings(const Plan& plan) {
   if (fullest) {
     out.push_back(fmt::format(
         "device(s) {} planned above {:.0f}% of usable memory, up to {:.1f}% ({} of {}): little "
-        "room for the allocator's fragmentation or a larger input; --recompute, --zero or "
+        "room for the allocator's fragmentation or a larger input; --recompute auto, --zero or "
         "--activation-budget leave more",
         full, 100 * kMemoryWarning, 100 * most, gib(*fullest->peak_memory_bytes),
         gib(*fullest->capacity_bytes)));

@@ -395,6 +395,26 @@ void pipeline_or_not_keys(IO& io, T& x) {
              Need::defaulted);
 }
 
+template <class IO, class T>
+void recompute_answer_keys(IO& io, T& a) {
+  io.field("mode", a.mode, choice({"none", "selective", "full"}));
+  io.field("layers", a.layers, count());
+  io.field("feasible", a.feasible, flag());
+  io.field("pp", a.pp, count(1));
+  io.field("microbatch_size", a.microbatch_size, count(1));
+  io.field("iteration_s", a.iteration_s, seconds());
+  io.field("samples_per_s", a.samples_per_s, number(Format::rate, Range::nonnegative));
+  io.field("peak_memory_bytes", a.peak_memory_bytes, bytes());
+  io.field("reason", a.reason, text());
+}
+
+template <class IO, class T>
+void recompute_search_keys(IO& io, T& x) {
+  io.field("chosen", x.chosen, choice({"none", "selective", "full"}));
+  io.field("note", x.note, note());
+  io.objects("modes", x.modes, [](auto& sub, auto& a) { recompute_answer_keys(sub, a); });
+}
+
 // The whole plan. `schema` is checked before anything else (plan_codec.cpp), so it is
 // written here and not read. The degrees come before every index they bound.
 template <class IO, class P>
@@ -422,6 +442,8 @@ void all_keys(IO& io, P& p) {
              Need::defaulted);
   io.object("pipeline_or_not", p.pipeline_or_not,
             [](auto& sub, auto& x) { pipeline_or_not_keys(sub, x); });
+  io.object("recompute_search", p.recompute_search,
+            [](auto& sub, auto& x) { recompute_search_keys(sub, x); });
   io.list("warnings", p.warnings, note().defaulted());
 }
 

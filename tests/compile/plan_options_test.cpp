@@ -95,7 +95,7 @@ TEST(PlanOptions, EachBoundAndCheckSaysWhatWasExpected) {
             "read: plan: --precision must be mixed or bf16, got \"fp8\"");
   EXPECT_EQ(message_of({{"precision", std::string("bf16")}}), "");
   EXPECT_EQ(message_of({{"recompute", std::string("some")}}),
-            "plan: --recompute must be none, selective or full, got \"some\"");
+            "plan: --recompute must be none, selective, full or auto, got \"some\"");
   EXPECT_EQ(message_of({{"recompute", std::string("selective")}}), "");
   EXPECT_EQ(message_of({{"solver-nodes", -1}}), "plan: --solver-nodes must be at least 0, got -1");
   EXPECT_EQ(message_of({{"solver-time-limit", 86400.5}}),

@@ -94,6 +94,18 @@ std::vector<std::string> planned() {
     o.solver_max_seconds = 0.3;
     out.push_back(test::plan_text(test::compile_ok(in, o), in.model, in.cluster));
   }
+  {  // --recompute auto: recompute_search, stages[].recomputed; a mode not planned (the
+     // model's attention renamed, so selective selects nothing): modes[].reason.
+    test::Inputs in = test::shipped("tiny-unet", "atlas800-910a-1n");
+    for (Layer& l : in.model.layers) {
+      if (l.kind == "attention") l.kind = "conv";
+    }
+    PlanOptions o;
+    o.pp = 2;
+    o.recompute = "auto";
+    o.solver_max_seconds = 0.3;
+    out.push_back(test::plan_text(test::compile_ok(in, o), in.model, in.cluster));
+  }
   {  // pp open where sharded data parallelism wins: search[].zero_stage.
     const test::Inputs in = test::shipped("hunyuan-dit-g2-1024", "dgx-a100-1n");
     PlanOptions o;

@@ -54,7 +54,8 @@ struct PlanOptions {
   /// Default: kDefaultSamplesPerDevice per device of the cluster (used or not).
   std::optional<int> global_batch;
   MemoryModel memory;  ///< Precision and ZeRO stage (--precision, --zero).
-  /// Activation recomputation (profile/recompute.hpp): "none", "selective" or "full".
+  /// Activation recomputation (profile/recompute.hpp): "none", "selective" or "full", or
+  /// "auto": each of them planned and the fastest kept (the plan states the mode chosen).
   std::string recompute = "none";
   /// Backward as input-gradient (I) and weight-gradient (W) ops, zero-bubble style.
   bool split_backward = false;
@@ -100,6 +101,8 @@ struct CompiledPlan : Degrees {
   std::vector<Candidate> candidates;  ///< Configurations tried, best first (the plan's search).
   /// Pulse only: the plan against sharded data parallelism alone (sharded.cpp).
   std::optional<PipelineOrNot> pipeline_or_not;
+  /// --recompute auto: every mode's answer (recompute_search.cpp).
+  std::optional<RecomputeSearch> recompute_search;
   std::vector<PassTime> pass_times;
   /// Schedule syntheses of this compile (any configuration or family, not only the plan
   /// kept) that the wall-clock safety limit stopped before their work limits did: when

@@ -408,6 +408,25 @@ struct PipelineOrNot {
   std::vector<ShardedAnswer> sharded;
 };
 
+/// `recompute_search.modes[]`: the plan under one recomputation mode (--recompute auto).
+struct RecomputeAnswer {
+  std::string mode;  ///< "none", "selective" or "full".
+  int layers = 0;    ///< Layers the mode recomputes in this model.
+  bool feasible = false;
+  std::optional<int> pp;
+  std::optional<int> microbatch_size;
+  std::optional<double> iteration_s;
+  std::optional<double> samples_per_s;
+  std::optional<std::int64_t> peak_memory_bytes;
+  std::optional<std::string> reason;  ///< Why not planned, or why it does not fit.
+};
+/// `recompute_search` (--recompute auto): every mode planned, the fastest kept.
+struct RecomputeSearch {
+  std::string chosen;  ///< The mode the plan uses (also options.recompute).
+  std::string note;    ///< In numbers: the chosen mode against the runner-up.
+  std::vector<RecomputeAnswer> modes;
+};
+
 struct Plan {
   std::string file;  ///< Where it was read from, for messages (not a JSON key).
   std::string schema = kPlanSchema;
@@ -430,6 +449,7 @@ struct Plan {
   PlanRankMap rank_map;
   std::vector<Candidate> search;
   std::optional<PipelineOrNot> pipeline_or_not;
+  std::optional<RecomputeSearch> recompute_search;
   /// What the plan should make its user look again at (bubble above 50%, a device above 95%
   /// of its usable memory, one microbatch in flight per device); empty: nothing.
   std::vector<std::string> warnings;
