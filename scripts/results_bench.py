@@ -101,6 +101,10 @@ def plan(binary, model, cluster, strategy, pp, scales=()):
         sys.exit(f"results_bench: {' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr}")
     p = json.loads(proc.stdout)
     par, pred, comm = p["parallelism"], p["predicted"], p["comm"]
+    # Pulse only: sharded data parallelism alone (pp 1, ZeRO-2 and ZeRO-3) and the verdict.
+    pon = p.get("pipeline_or_not") or {}
+    sharded = [a for a in pon.get("sharded", []) if a["feasible"]]
+    best_sharded = min(sharded, key=lambda a: (a["iteration_s"], a["zero_stage"]), default=None)
     return {
         "fits": True,
         "pp": par["pp"], "dp": par["dp"], "mb": par["microbatch_size"],
@@ -111,6 +115,9 @@ def plan(binary, model, cluster, strategy, pp, scales=()):
         "family": p["partition"].get("family", ""),
         "compute_scale": p["options"].get("compute_scale", 1.0),
         "link_scale": p["options"].get("link_scale", 1.0),
+        "zero": p["options"].get("memory", {}).get("zero_stage", 0),
+        "verdict": pon.get("verdict"),
+        "sharded": best_sharded,
     }
 
 
@@ -160,18 +167,30 @@ def strategy_table(rows):
     return out
 
 
+def sharded_cells(pulse):
+    """The sharded data-parallel column (pp 1 over every device, the faster of ZeRO-2 and
+    ZeRO-3 as pulse planned it) and the verdict: pulse's speedup over it, or what it is."""
+    a = pulse.get("sharded") if pulse["fits"] else None
+    if a is None:
+        return "does not fit", pulse.get("verdict") or "n/a"
+    cell = f"ZeRO-{a['zero_stage']}, mb {a['microbatch_size']}: {1000 * a['iteration_s']:.1f} ms"
+    return cell, f"{pulse['verdict']} ({a['iteration_s'] / pulse['iteration']:.2f}x)"
+
+
 def summary_table(results, mode):
     out = ["| model | cluster | pulse family | best baseline | traffic vs best "
            "| speedup vs best | traffic vs 1f1b | largest traffic cut (vs) "
-           "| largest speedup (vs) |",
-           "|---|---|---|---|---:|---:|---:|---:|---:|"]
+           "| largest speedup (vs) | sharded dp (pp 1) | pipeline or not (vs sharded) |",
+           "|---|---|---|---|---:|---:|---:|---:|---:|---|---|"]
     for model, model_name in MODELS:
         for cluster, cluster_name, _ in CLUSTERS:
             rows = results[(model, cluster, mode)]
             pulse, best = rows["pulse"], best_baseline(rows)
             if not pulse["fits"] or best is None:
                 family = pulse.get("family", "") if pulse["fits"] else ""
-                out.append(f"| {model_name} | {cluster_name} | {family} | n/a | | | | | |")
+                cell, verdict = sharded_cells(pulse)
+                out.append(f"| {model_name} | {cluster_name} | {family} | n/a | | | | | | "
+                           f"{cell} | {verdict} |")
                 continue
             cuts = [(reduction(pulse, rows[s]), s) for s in BASELINES
                     if reduction(pulse, rows[s]) is not None]
@@ -186,7 +205,7 @@ def summary_table(results, mode):
                 f"{times(speedup(pulse, rows[best]))} | "
                 f"{traffic(reduction(pulse, rows['1f1b']))} | "
                 f"{'n/a' if cut is None else traffic(cut) + ' (' + cut_vs + ')'} | "
-                f"{times(up)} ({up_vs}) |")
+                f"{times(up)} ({up_vs}) | {' | '.join(sharded_cells(pulse))} |")
     return out
 
 

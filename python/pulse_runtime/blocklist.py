@@ -12,9 +12,10 @@ from __future__ import annotations
 import importlib.util
 import os
 from types import ModuleType
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import torch
+from torch.utils.checkpoint import checkpoint
 
 
 def load_factory(spec: str) -> Callable[..., Any]:
@@ -71,10 +72,14 @@ class BlockRange:
     skip tensors consumed here but produced before ``first``. Outputs: the main-path tensor
     and a dict with the skip tensors produced here and consumed after ``last`` plus the
     carried tensors made here. Skips with both ends inside stay inside the autograd graph.
+    The blocks named in ``recomputed`` run under torch.utils.checkpoint: each keeps only its
+    inputs and runs its forward again in the backward (``plan --recompute``).
     """
 
-    def __init__(self, model: Any, first: int, last: int) -> None:
+    def __init__(self, model: Any, first: int, last: int,
+                 recomputed: Iterable[str] = ()) -> None:
         self.model, self.first, self.last = model, first, last
+        self.recomputed = frozenset(recomputed)
         idx = block_index(model)
         def inside(name: str) -> bool:
             return first <= idx[name] <= last
@@ -105,7 +110,12 @@ class BlockRange:
         outputs = {}
         for i in range(self.first, self.last + 1):
             name = self.model.block_names[i]
-            h, produced = self.model.blocks[i](h, env)
+            if name in self.recomputed:
+                # A copy: the recomputation must see env as this block saw it.
+                h, produced = checkpoint(self.model.blocks[i], h, dict(env),
+                                         use_reentrant=False)
+            else:
+                h, produced = self.model.blocks[i](h, env)
             env.update(produced)
             outputs.update((k, v) for k, v in produced.items() if k in self.carried_out)
             for skip in self._pushes.get(name, ()):

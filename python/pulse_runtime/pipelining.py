@@ -241,7 +241,8 @@ class StageModule(torch.nn.Module):
 
     def __init__(self, plan: Plan, layout: Layout, s: int, rank: RankContext) -> None:
         super().__init__()
-        self.stage = blocklist.BlockRange(plan.model, *plan.stage_range[s])
+        self.stage = blocklist.BlockRange(plan.model, *plan.stage_range[s],
+                                          recomputed=plan.stages[s].recomputed)
         self.blocks = torch.nn.ModuleList(plan.model.blocks[plan.stage_range[s][0]:
                                                             plan.stage_range[s][1] + 1])
         self.model, self.s, self.rank = plan.model, s, rank

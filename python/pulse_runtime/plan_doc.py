@@ -6,8 +6,8 @@ knows about a model: plan.py binds a PlanDoc to one (layer ranges, messages), an
 PyTorch-pipelining adapter (pipelining.py) reads the same records.
 
 Optional keys, read when present:
-- `stages[].recompute`: "none" (default), "selective" or "full" (issue 29's per-stage
-  activation recomputation; the runtimes honour "full" with torch.utils.checkpoint);
+- `stages[].recomputed`: the stage's layers that `plan --recompute` re-runs in backward, by
+  name (absent: none); the runtimes run each under torch.utils.checkpoint;
 - `transfers[].carried`: the carried tensors a main transfer moves, by name. Plans written
   before it existed leave it out, and plan.py derives the list with the planner's rule.
 """
@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
 SCHEMA = "pulse.plan/v1"
-RECOMPUTE = ("none", "selective", "full")
 OPS = ("F", "B", "I", "W")
 
 T = TypeVar("T")
@@ -49,7 +48,7 @@ class StageSpec:
     layers: tuple[str, ...]
     forward_s: float
     backward_s: float
-    recompute: str = "none"
+    recomputed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -231,17 +230,18 @@ def _parallelism(r: _Reader, node: dict, where: str) -> Parallelism:
 
 
 def _stage(r: _Reader, node: Any, where: str) -> StageSpec:
-    recompute = r.get(node, "recompute", str, where, "none")
-    if recompute not in RECOMPUTE:
-        raise PlanError(f"{r.path}: {where}.recompute: expected one of {list(RECOMPUTE)}, got "
-                        f"{recompute!r}")
     layers = r.get(node, "layers", list, where)
     if not layers or not all(isinstance(n, str) for n in layers):
         raise PlanError(f"{r.path}: {where}.layers: expected a non-empty array of layer names")
+    recomputed = r.get(node, "recomputed", list, where, [])
+    strays = [n for n in recomputed if not isinstance(n, str) or n not in layers]
+    if strays:
+        raise PlanError(f"{r.path}: {where}.recomputed: expected layers of the stage "
+                        f"({', '.join(layers)}), got {strays[0]!r}")
     return StageSpec(r.get(node, "id", int, where), r.get(node, "device", int, where),
                      r.get(node, "side", str, where, ""), tuple(layers),
                      r.get(node, "forward_s", float, where, 0.0),
-                     r.get(node, "backward_s", float, where, 0.0), recompute)
+                     r.get(node, "backward_s", float, where, 0.0), tuple(recomputed))
 
 
 def _skip(r: _Reader, node: Any, where: str) -> SkipSpec:

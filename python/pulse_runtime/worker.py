@@ -11,9 +11,9 @@ collects both gradients before it is sent back.
 Mixed precision (precision.py): each stage's forward runs under autocast, the values it hands
 on are cast to the communication dtype inside the autograd graph (so their gradients come
 back in that dtype and are cast back by autograd), and the loss is computed in float32 and
-multiplied by the loss scale for the backward. A stage whose plan entry says
-`"recompute": "full"` runs its forward under torch.utils.checkpoint: only its inputs are kept,
-and its activations are recomputed during its backward.
+multiplied by the loss scale for the backward. The layers a stage names as `recomputed`
+(`plan --recompute`) run under torch.utils.checkpoint (blocklist.BlockRange): each keeps
+only its inputs and runs its forward again during its backward.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from typing import Any, Callable
 
 import torch
 import torch.distributed as dist
-from torch.utils.checkpoint import checkpoint
 
 from . import blocklist, comm, optim
 from .plan import Plan, StoreKey
@@ -44,9 +43,9 @@ class Worker:
         self.precision = precision or make_precision(
             str(next(model.parameters()).dtype).replace("torch.", ""), torch_device.type)
         self.scaler = optim.LossScaler(self.precision.loss_scaling)
-        self.stages = {s: blocklist.BlockRange(model, *plan.stage_range[s])
+        self.stages = {s: blocklist.BlockRange(model, *plan.stage_range[s],
+                                               recomputed=plan.stages[s].recomputed)
                        for s in plan.stages_on(self.device)}
-        self.recompute = {s: plan.stages[s].recompute == "full" for s in self.stages}
         self.named = dict(kv for st in self.stages.values() for kv in st.named_parameters())
         self.params = list(self.named.values())
         self.dp_group, dp_size = self._make_dp_groups()
@@ -145,19 +144,9 @@ class Worker:
 
     def _run_stage(self, s: int, h: torch.Tensor, env: dict[str, Any]
                    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """The stage's blocks under autocast, recomputed in the backward when the plan says
-        `"recompute": "full"` for the stage."""
-        stage = self.stages[s]
-
-        def run(h_in: torch.Tensor, env_in: dict[str, Any]
-                ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-            with self.precision.autocast():
-                return stage.forward(h_in, env_in)
-
-        with torch.enable_grad():
-            if self.recompute[s]:
-                return checkpoint(run, h, env, use_reentrant=False)
-            return run(h, env)
+        """The stage's blocks under autocast (its recomputed layers under checkpoint)."""
+        with torch.enable_grad(), self.precision.autocast():
+            return self.stages[s].forward(h, env)
 
     def put(self, key: StoreKey, mb: int, tensor: torch.Tensor) -> None:
         """Store a value crossing a stage boundary as a detached leaf (see the module doc)."""

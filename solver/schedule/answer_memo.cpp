@@ -16,13 +16,13 @@ namespace pulse::detail {
 
 namespace {
 
-static_assert(sizeof(ScheduleRequest) == 120, "a new ScheduleRequest field: add it to request_image()");
+static_assert(sizeof(ScheduleRequest) == 128, "a new ScheduleRequest field: add it to request_image()");
 static_assert(sizeof(PipelineModel) == 160, "a new PipelineModel field: add it to request_image()");
 static_assert(sizeof(StageLayout) == 56, "a new StageLayout field: add it to request_image()");
-static_assert(sizeof(StageCost) == 40, "a new StageCost field: add it to request_image()");
+static_assert(sizeof(StageCost) == 56, "a new StageCost field: add it to request_image()");
 static_assert(sizeof(Transfer) == 136, "a new Transfer field: add it to request_image()");
 static_assert(sizeof(SkipPlacement) == 24, "a new SkipPlacement field: add it to request_image()");
-static_assert(sizeof(MemoryBreakdown) == 40, "a new MemoryBreakdown field: add it to request_image()");
+static_assert(sizeof(MemoryBreakdown) == 48, "a new MemoryBreakdown field: add it to request_image()");
 
 class Image {
  public:
@@ -47,7 +47,7 @@ class Image {
   }
   Image& operator<<(const StageCost& s) {
     return *this << s.forward_s << s.backward_s << s.backward_weight_s << s.params
-                 << s.activation_bytes;
+                 << s.activation_bytes << s.recompute_workspace_bytes << s.largest_layer_params;
   }
   Image& operator<<(const Bytes& b) { return *this << b.activation << b.skip << b.carried; }
   Image& operator<<(const Transfer& t) {
@@ -62,7 +62,8 @@ class Image {
     return *this << l.name << l.bandwidth_bytes_per_s << l.latency_s;
   }
   Image& operator<<(const MemoryBreakdown& m) {
-    return *this << m.weights << m.gradients << m.optimizer << m.activations << m.skip_cache;
+    return *this << m.weights << m.gradients << m.optimizer << m.activations << m.skip_cache
+                 << m.workspace;
   }
   Image& operator<<(const PipelineModel& m) {
     return *this << m.layout.first_layer << m.layout.device << m.layout.num_devices
@@ -82,7 +83,7 @@ std::string request_image(const ScheduleRequest& r) {
   i << *r.model << r.family << r.num_microbatches << r.static_bytes << r.memory_capacity
     << r.activation_budget << r.memory_curve_points << r.allreduce_s << r.split_backward
     << r.max_nodes << r.max_seconds << r.exact_max_ops << r.max_evaluations
-    << r.max_order_evaluations << r.seed;
+    << r.max_order_evaluations << r.seed << r.probe_smaller_budget;
   return i.take();
 }
 

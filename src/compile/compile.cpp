@@ -2,6 +2,7 @@
 //
 //   Level 0  compile_checked   the request against the profiles; the search; pulse against
 //                              each baseline's own answer; the memory curve of the plan kept
+//                              (--recompute auto: once per mode, recompute_search.cpp)
 //   Level 1  tune (tuner.cpp)  every configuration x family: placed, screened, finished
 //   Level 2  placed_family,    the passes of one configuration and family (passes.hpp), each
 //            compile_family    timed under the name --stats prints; answers cached by stage
@@ -29,6 +30,7 @@ namespace detail {
 
 Result<CompiledPlan> compile_checked(const ModelProfile& model, const ClusterProfile& cluster,
                                      const PlanOptions& given, PassClock& clock) {
+  if (given.recompute == "auto") return compile_recompute_auto(model, cluster, given, clock);
   PlanOptions options = given;
   PlannedInputs inputs;
   if (auto scaled = scale_inputs(model, cluster, options, inputs); !scaled) return scaled.error();
@@ -43,9 +45,16 @@ Result<CompiledPlan> compile_checked(const ModelProfile& model, const ClusterPro
     }
   }
   Result<CompiledPlan> plan = tune(in, clock);  // level 1
-  if (options.strategy == Strategy::pulse) plan = against_baselines(in, std::move(plan), clock);
+  if (options.strategy == Strategy::pulse) {
+    plan = against_baselines(in, std::move(plan), clock);
+    plan = against_sharded(in, std::move(plan), clock);
+  }
   if (!plan) return plan;
-  if (auto kept = memory_curve_pass(in, *plan, clock); !kept) return kept.error();
+  // The plan kept may be a sharded one (against_sharded): its curve under its own options.
+  const PlanOptions kept_options = plan->options;
+  CompileInputs kept = in;
+  kept.options = &kept_options;
+  if (auto curved = memory_curve_pass(kept, *plan, clock); !curved) return curved.error();
   plan->pass_times = clock.times();
   plan->safety_limit_hits = cache.safety_limit_hits;
   plan->derived_times = inputs.derived_times;

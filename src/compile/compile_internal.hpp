@@ -133,4 +133,18 @@ bool faster_plan(const CompiledPlan& a, const CompiledPlan& b);
 Result<CompiledPlan> against_baselines(const CompileInputs& in, Result<CompiledPlan> own,
                                        PassClock& clock);
 
+/// For pulse on two devices or more: sharded data parallelism alone (`--pp 1 --zero 2`
+/// and `--zero 3` for the same options), planned by the same passes; the faster replaces
+/// `own` when the options leave pp open (or set it to 1) and no family. Records the answers
+/// and the verdict, against the runner-up, in the winner's `pipeline_or_not` (sharded.cpp).
+Result<CompiledPlan> against_sharded(const CompileInputs& in, Result<CompiledPlan> own,
+                                     PassClock& clock);
+
+/// --recompute auto: compile_checked under none, selective and full (a mode that selects
+/// no layer of the model is not planned); the fastest plan is kept, with every mode's
+/// answer and the verdict in its `recompute_search` (recompute_search.cpp).
+Result<CompiledPlan> compile_recompute_auto(const ModelProfile& model,
+                                            const ClusterProfile& cluster,
+                                            const PlanOptions& options, PassClock& clock);
+
 }  // namespace pulse::detail

@@ -194,7 +194,8 @@ ScheduleRequest schedule_request(const CompileInputs& in, const CompiledPlan& pl
   request.split_backward = in.options->split_backward;
   request.family = plan.family->schedule;
   request.activation_budget = activation_budget(*in.options, *in.cluster);
-  request.allreduce_s = allreduce_times(plan.model, plan.ranks, in.options->memory, *in.cluster);
+  request.allreduce_s = allreduce_times(plan.model, plan.ranks, in.options->memory, *in.cluster,
+                                       plan.num_microbatches);
   request.max_nodes = in.options->solver_max_nodes;
   request.max_seconds = in.options->solver_max_seconds;
   // The memory curve is drawn once, for the plan kept (memory_curve_pass).
@@ -204,6 +205,7 @@ ScheduleRequest schedule_request(const CompileInputs& in, const CompiledPlan& pl
   // CBC nodes for a configuration that seldom wins. The rule depends on the options alone,
   // so pulse and the baselines it compares itself with are held to the same one.
   if (!in.options->pp || !in.options->microbatch_size) request.exact_max_ops = 0;
+  request.probe_smaller_budget = effort == Effort::full;
   if (effort == Effort::screen) {
     request.max_evaluations = kScreenEvaluations;
     request.max_order_evaluations = 0;
@@ -301,7 +303,8 @@ Status schedule_pass(const CompileInputs& in, CompiledPlan& plan, Effort effort,
 void evaluate_pass(const CompileInputs& in, CompiledPlan& plan, PassClock& clock) {
   PassClock::Run run(clock, "evaluate");
   const std::vector<double> allreduce_s =
-      allreduce_times(plan.model, plan.ranks, in.options->memory, *in.cluster);
+      allreduce_times(plan.model, plan.ranks, in.options->memory, *in.cluster,
+                      plan.num_microbatches);
   plan.evaluation =
       evaluate(plan.model, plan.timeline, allreduce_s, plan.global_batch, in.options->memory);
 }

@@ -5,6 +5,7 @@
 #include "pulse/base/version.hpp"
 #include "pulse/cost/cost_model.hpp"
 #include "pulse/plan/figures.hpp"
+#include "pulse/profile/recompute.hpp"
 
 namespace pulse {
 
@@ -34,6 +35,7 @@ PlanGivenOptions given_options(const PlanOptions& o) {
   if (scales.links != 1) g.link_scale = scales.links;
   g.activation_budget_bytes = o.activation_budget_bytes;
   g.activation_budget_fraction = o.activation_budget_fraction;
+  g.recompute = o.recompute;
   g.memory = o.memory;
   return g;
 }
@@ -114,6 +116,15 @@ std::vector<PlanStage> stages(const CompiledPlan& p, const ModelProfile& model) 
     x.backward_weight_s = c.backward_weight_s;
     x.params = c.params;
     x.activation_bytes_per_microbatch = c.activation_bytes;
+    if (p.options.recompute != "none") {
+      std::vector<std::string>& names = x.recomputed.emplace();
+      for (LayerId l = layout.first_layer[s]; l < layout.first_layer[s + 1]; ++l) {
+        if (recomputes(p.options.recompute, model, l)) names.push_back(model.layers[l].name);
+      }
+      x.recomputed_layers = static_cast<int>(names.size());
+      x.recompute_workspace_bytes_per_microbatch = c.recompute_workspace_bytes;
+    }
+    if (p.options.memory.zero_stage >= 3) x.largest_layer_params = c.largest_layer_params;
     out.push_back(std::move(x));
   }
   return out;
@@ -286,6 +297,9 @@ Plan build_plan(const CompiledPlan& p, const ModelProfile& model, const ClusterP
   plan.predicted = predicted_figures(p.timeline, p.evaluation, cluster.usable_memory());
   plan.rank_map = rank_map(p, cluster);
   plan.search = p.candidates;
+  plan.pipeline_or_not = p.pipeline_or_not;
+  plan.recompute_search = p.recompute_search;
+  plan.warnings = plan_warnings(plan);
   return plan;
 }
 

@@ -53,6 +53,13 @@ Status write(const PlanJob& job, const Loaded& in, PlanRun& run, PassClock& cloc
   const std::vector<NamedPath> outputs = output_paths(job);
   run.plan = build_plan(run.compiled, *in.model, *in.cluster);
   run.plan.file = outputs[0].path == "-" ? "stdout" : outputs[0].path;
+  if (job.fail_on_warning && !run.plan.warnings.empty()) {
+    std::string lines;
+    for (const std::string& w : run.plan.warnings) lines += "\n  " + w;
+    return infeasible_error(fmt::format(
+        "plan: {} warning(s) and --fail-on-warning, nothing written:{}",
+        run.plan.warnings.size(), lines));
+  }
   auto text = encode_plan(run.plan);
   if (!text) return text.error();
   run.text = std::move(*text);
@@ -84,12 +91,15 @@ Status cut_from_plan(const PlanJob& job, PlanOptions& options) {
   return Ok{};
 }
 
-std::vector<std::string> warnings(const CompiledPlan& p) {
-  if (p.safety_limit_hits == 0) return {};
-  return {fmt::format(
+// The plan's own warnings, then the run's.
+std::vector<std::string> warnings(const Plan& plan, const CompiledPlan& p) {
+  std::vector<std::string> out = plan.warnings;
+  if (p.safety_limit_hits == 0) return out;
+  out.push_back(fmt::format(
       "the wall-clock safety limit (--solver-time-limit {} s) stopped {} schedule search(es) "
       "before their work limits; this plan may differ from run to run (raise the limit)",
-      p.options.solver_max_seconds, p.safety_limit_hits)};
+      p.options.solver_max_seconds, p.safety_limit_hits));
+  return out;
 }
 
 }  // namespace
@@ -104,6 +114,7 @@ std::string plan_summary(const CompiledPlan& p, const ModelProfile& m, const Clu
                          scales.compute_from.empty() ? "" : " (" + scales.compute_from + ")",
                          scales.links);
   }
+  if (p.options.recompute != "none") scaled += ", recompute " + p.options.recompute;
   return fmt::format(
       "{} on {} ({}): pp {} x dp {}, {} stages{}, microbatch {} x {}, {}/{} skips local, "
       "iteration {} ({:.1f} samples/s), bubble {:.1f}%{}",
@@ -140,7 +151,7 @@ PlanRun run_plan_job(const PlanJob& job) {
     return run;
   }
   run.summary = plan_summary(run.compiled, *in.model, *in.cluster);
-  run.warnings = warnings(run.compiled);
+  run.warnings = warnings(run.plan, run.compiled);
   run.pass_times = clock.times();
   return run;
 }

@@ -11,6 +11,7 @@
 
 #include "pulse/base/defaults.hpp"
 #include "pulse/base/limits.hpp"
+#include "pulse/profile/recompute.hpp"
 #include "pulse/profile/scaling.hpp"
 
 namespace pulse {
@@ -198,8 +199,28 @@ Status check_link_scale(const OptionRecord&, const PlanOptions& o) {
 
 Status check_zero(const OptionRecord&, const PlanOptions& o) {
   const int zero = o.memory.zero_stage;
-  if (zero == 0 || zero == 1) return Ok{};
-  return usage_error(fmt::format("plan: --zero must be 0 or 1, got {}", zero));
+  if (zero >= 0 && zero <= 3) return Ok{};
+  return usage_error(fmt::format("plan: --zero must be 0, 1, 2 or 3, got {}", zero));
+}
+
+Status read_precision(const OptionValue& value, PlanJob& job) {
+  if (job.options.memory.set_precision(text_of(value))) return Ok{};
+  return usage_error(
+      fmt::format("plan: --precision must be mixed or bf16, got \"{}\"", text_of(value)));
+}
+
+// A library caller may set the bytes per parameter by hand; the name must still be one.
+Status check_precision(const OptionRecord&, const PlanOptions& o) {
+  if (MemoryModel{}.set_precision(o.memory.precision)) return Ok{};
+  return usage_error(
+      fmt::format("plan: --precision must be mixed or bf16, got \"{}\"", o.memory.precision));
+}
+
+Status check_recompute(const OptionRecord&, const PlanOptions& o) {
+  if (is_recompute_mode(o.recompute) || o.recompute == "auto") return Ok{};
+  return usage_error(fmt::format("plan: --recompute must be none, selective, full or auto, got "
+                                 "\"{}\"",
+                                 o.recompute));
 }
 
 Status read_zero(const OptionValue& value, PlanJob& job) {
@@ -240,9 +261,10 @@ OptionRecord bounded(OptionRecord r, std::optional<double> least, std::optional<
   return r;
 }
 
-std::vector<OptionRecord> make_table() {
+// What to plan: the inputs, the strategy, the cut and the degrees.
+std::vector<OptionRecord> what_to_plan() {
   using K = OptionKind;
-  const std::vector<OptionRecord> table = {
+  return {
       required(option("model", "FILE", K::text, "model profile (pulse.model/v1)",
                       store<&PlanJob::model_path, std::string>)),
       required(option("cluster", "FILE", K::text, "cluster profile (pulse.cluster/v1)",
@@ -281,10 +303,33 @@ std::vector<OptionRecord> make_table() {
                      store_option<&PlanOptions::global_batch, int>,
                      check_within<&PlanOptions::global_batch>),
               1, kMaxGlobalBatch, " samples"),
-      with_default(option("zero", "0|1", K::integer,
-                          "1: shard optimizer state over the data-parallel replicas (ZeRO-1)",
+  };
+}
+
+// How the job trains and is costed: sharding, precision, recomputation, the scales.
+std::vector<OptionRecord> how_it_trains() {
+  using K = OptionKind;
+  return {
+      with_default(option("zero", "0-3", K::integer,
+                          "sharded data parallelism: 1 shards optimizer state over the "
+                          "data-parallel replicas (ZeRO-1), 2 gradients too (ZeRO-2), 3 "
+                          "weights too (ZeRO-3, FSDP full sharding); with --pp 1 the plan is "
+                          "sharded data parallelism alone",
                           read_zero, check_zero),
                    0),
+      with_default(option("precision", "NAME", K::text,
+                          "mixed: half-precision weights and gradients, fp32 master weights "
+                          "and Adam state (16 bytes per parameter); bf16: pure bf16, Adam "
+                          "state in bf16 (8 bytes per parameter)",
+                          read_precision, check_precision),
+                   std::string("mixed")),
+      with_default(option("recompute", "MODE", K::text,
+                          "activation recomputation: none, selective (attention blocks keep "
+                          "only their input and re-run their forward in backward), full "
+                          "(every layer) or auto (plan each, keep the fastest; 3x the "
+                          "planning time)",
+                          store_option<&PlanOptions::recompute, std::string>, check_recompute),
+                   std::string("none")),
       option("split-backward", "", K::flag,
              "backward as input-gradient (I) and weight-gradient (W) ops",
              store_option<&PlanOptions::split_backward, bool>),
@@ -300,6 +345,13 @@ std::vector<OptionRecord> make_table() {
              "fraction of the device's usable memory in (0, 1], written with a decimal point "
              "(0.5, 1.0; a bare 1 is one byte); default: what the device leaves",
              read_activation_budget, check_activation_budget),
+  };
+}
+
+// The search's limits and the outputs.
+std::vector<OptionRecord> search_and_outputs() {
+  using K = OptionKind;
+  return {
       bounded(with_default(option("solver-nodes", "N", K::integer,
                                   "branch-and-bound nodes per integer program (the deterministic "
                                   "work limit)",
@@ -318,6 +370,10 @@ std::vector<OptionRecord> make_table() {
              "give every configuration the full schedule synthesis (slow; for checking the "
              "tuner)",
              read_exhaustive),
+      option("fail-on-warning", "", K::flag,
+             "treat the plan's warnings (bubble above 50%, a device above 95% of its memory, "
+             "one microbatch in flight per device) as failures: exit 1, write nothing",
+             store<&PlanJob::fail_on_warning, bool>),
       option("output,o", "FILE", K::text,
              "write the plan here (atomically, with --trace: both or neither) instead of "
              "stdout; - is stdout",
@@ -326,6 +382,13 @@ std::vector<OptionRecord> make_table() {
              "also write the simulated timeline as a Chrome trace (chrome://tracing, Perfetto)",
              store<&PlanJob::trace_path, std::string>),
   };
+}
+
+std::vector<OptionRecord> make_table() {
+  std::vector<OptionRecord> table = what_to_plan();
+  for (auto part : {how_it_trains(), search_and_outputs()}) {
+    table.insert(table.end(), part.begin(), part.end());
+  }
   return table;
 }
 

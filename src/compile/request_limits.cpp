@@ -21,6 +21,7 @@
 #include "pulse/base/limits.hpp"
 #include "pulse/base/units.hpp"
 #include "pulse/cost/cost_model.hpp"
+#include "pulse/profile/recompute.hpp"
 #include "pulse/profile/derive.hpp"
 #include "pulse/profile/scaling.hpp"
 
@@ -144,12 +145,14 @@ Status scale_inputs(const ModelProfile& model, const ClusterProfile& cluster, Pl
     return Error{resolved.error().kind, "plan: " + resolved.error().message};
   }
   if (auto s = check_scale_limit("plan", "--compute-scale", scales.compute); !s) return s.error();
-  if (scales.identity()) return Ok{};
-  // The plan is made from the scaled profiles and names the files as they are.
+  if (scales.identity() && options.recompute == "none") return Ok{};
+  // The plan is made from the scaled (and recomputing) profiles and names the files as
+  // they are.
   if (!out.scaled_model) out.scaled_model.emplace(model);
   out.model = &*out.scaled_model;
   out.cluster = &out.scaled_cluster.emplace(cluster);
   apply_scales(scales, *out.scaled_model, *out.scaled_cluster);
+  apply_recompute(options.recompute, *out.scaled_model);
   return Ok{};
 }
 

@@ -426,7 +426,7 @@ double iteration_lower_bound(const CompileInputs& in, const CompiledPlan& plan) 
     }
   }
   const std::vector<double> allreduce =
-      allreduce_times(m, plan.ranks, in.options->memory, *in.cluster);
+      allreduce_times(m, plan.ranks, in.options->memory, *in.cluster, plan.num_microbatches);
   double bound = 0;
   for (DeviceId d = 0; d < P; ++d) {
     if (first[d] == S) continue;

@@ -5,14 +5,35 @@
 
 namespace pulse {
 
+bool MemoryModel::set_precision(const std::string& name) {
+  // {weights, gradients, optimizer state} per parameter (memory.hpp says whence).
+  if (name == "mixed") {
+    weight_bytes_per_param = 2, gradient_bytes_per_param = 2, optimizer_bytes_per_param = 12;
+  } else if (name == "bf16") {
+    weight_bytes_per_param = 2, gradient_bytes_per_param = 2, optimizer_bytes_per_param = 4;
+  } else {
+    return false;
+  }
+  precision = name;
+  return true;
+}
+
 std::vector<MemoryBreakdown> static_memory(const PipelineModel& model, const MemoryModel& memory,
                                            int dp) {
   std::vector<MemoryBreakdown> out(model.num_devices());
   const std::vector<std::int64_t> params = model.device_params();
   for (int d = 0; d < model.num_devices(); ++d) {
-    out[d].weights = memory.weight_bytes(params[d]);
-    out[d].gradients = memory.gradient_bytes(params[d]);
+    out[d].weights = memory.weight_share(params[d], dp);
+    out[d].gradients = memory.gradient_share(params[d], dp);
     out[d].optimizer = memory.optimizer_bytes(params[d], dp);
+    std::int64_t rebuilt = 0, largest_layer = 0;
+    for (StageId s : model.layout.stages_on(d)) {
+      rebuilt = std::max(rebuilt, model.stages[s].recompute_workspace_bytes);
+      largest_layer = std::max(largest_layer, model.stages[s].largest_layer_params);
+    }
+    // FSDP gathers one layer while the next is prefetched: two unsharded layers at once.
+    const bool gathers = memory.zero_stage >= 3 && dp > 1;
+    out[d].workspace = rebuilt + (gathers ? 2 * memory.weight_bytes(largest_layer) : 0);
   }
   return out;
 }

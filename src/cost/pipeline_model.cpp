@@ -71,6 +71,9 @@ std::vector<StageCost> stage_costs(const LayerGraph& graph, const StageLayout& l
       stages[s].backward_weight_s += n.backward_s * n.backward_weight_fraction;
       stages[s].params += n.params;
       stages[s].activation_bytes += n.activation_bytes;
+      stages[s].recompute_workspace_bytes =
+          std::max(stages[s].recompute_workspace_bytes, n.recompute_workspace_bytes);
+      stages[s].largest_layer_params = std::max(stages[s].largest_layer_params, n.params);
     }
   }
   return stages;

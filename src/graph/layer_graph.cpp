@@ -38,6 +38,7 @@ LayerGraph LayerGraph::build(const ModelProfile& model, int device_type, int mic
     node.backward_weight_fraction = l.backward_weight_fraction;
     node.params = l.params;
     node.activation_bytes = l.activation_bytes_per_sample * b;
+    node.recompute_workspace_bytes = l.recompute_workspace_bytes_per_sample * b;
     node.output_bytes = l.output_bytes_per_sample * b;
     boost::add_vertex(node, graph);
   }

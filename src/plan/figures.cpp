@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 namespace pulse {
 
 namespace {
@@ -65,6 +67,59 @@ PlanPredicted predicted_figures(const Timeline& timeline, const Evaluation& eval
   p.allreduce_exposed_s = std::max(0.0, exposed);
   p.devices = std::move(devices);
   return p;
+}
+
+namespace {
+
+std::string gib(std::int64_t bytes) {
+  return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1ull << 30));
+}
+
+}  // namespace
+
+std::vector<std::string> plan_warnings(const Plan& plan) {
+  std::vector<std::string> out;
+  const PlanPredicted& x = plan.predicted;
+  const PlanParallelism& par = plan.parallelism;
+  const std::vector<PlanDevicePrediction> none;
+  const std::vector<PlanDevicePrediction>& devices = x.devices ? *x.devices : none;
+  if (x.bubble_ratio > kBubbleWarning) {
+    int inflight = 0;
+    for (const PlanDevicePrediction& d : devices) inflight = std::max(inflight, d.max_inflight.value_or(0));
+    out.push_back(fmt::format(
+        "bubble {:.1f}%: the devices idle more than half of the pipeline's time ({} "
+        "microbatches of {} over pp {}, at most {} in flight on a device); memory for more in "
+        "flight (--recompute auto, --zero), more microbatches per replica or a smaller pp would "
+        "fill it",
+        100 * x.bubble_ratio, par.num_microbatches, par.microbatch_size, par.pp, inflight));
+  }
+  bool one_each = par.pp > 1 && !devices.empty();
+  std::string full;  // the devices above the line
+  double most = 0;
+  const PlanDevicePrediction* fullest = nullptr;
+  for (const PlanDevicePrediction& d : devices) {
+    one_each = one_each && d.max_inflight.value_or(0) == 1;
+    if (!d.peak_memory_bytes || !d.capacity_bytes || *d.capacity_bytes <= 0) continue;
+    const double used = static_cast<double>(*d.peak_memory_bytes) / *d.capacity_bytes;
+    if (used <= kMemoryWarning) continue;
+    full += fmt::format("{}{}", full.empty() ? "" : ", ", d.device);
+    if (used > most) most = used, fullest = &d;
+  }
+  if (fullest) {
+    out.push_back(fmt::format(
+        "device(s) {} planned above {:.0f}% of usable memory, up to {:.1f}% ({} of {}): little "
+        "room for the allocator's fragmentation or a larger input; --recompute auto, --zero or "
+        "--activation-budget leave more",
+        full, 100 * kMemoryWarning, 100 * most, gib(*fullest->peak_memory_bytes),
+        gib(*fullest->capacity_bytes)));
+  }
+  if (one_each) {
+    out.push_back(fmt::format(
+        "one microbatch in flight per device: at pp {} memory lets no device overlap "
+        "microbatches, so the pipeline runs as a relay; --recompute or --zero frees memory",
+        par.pp));
+  }
+  return out;
 }
 
 }  // namespace pulse

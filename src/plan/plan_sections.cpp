@@ -52,7 +52,8 @@ void memory_model_keys(IO& io, T& m) {
   io.field("weight_bytes_per_param", m.weight_bytes_per_param, bytes_per_param());
   io.field("gradient_bytes_per_param", m.gradient_bytes_per_param, bytes_per_param());
   io.field("optimizer_bytes_per_param", m.optimizer_bytes_per_param, bytes_per_param());
-  io.field("zero_stage", m.zero_stage, count().defaulted());
+  io.field("zero_stage", m.zero_stage, count().at_most(3, "the ZeRO stages 0 to 3").defaulted());
+  io.field("precision", m.precision, choice({"mixed", "bf16"}).defaulted());
 }
 
 template <class IO, class T>
@@ -71,6 +72,7 @@ void options_keys(IO& io, T& o) {
   io.field("activation_budget_bytes", o.activation_budget_bytes, bytes().nullable_or_absent());
   io.field("activation_budget_fraction", o.activation_budget_fraction,
            number(Format::ratio, Range::positive).nullable_or_absent());
+  io.field("recompute", o.recompute, choice({"none", "selective", "full"}));
   io.object("memory", o.memory, [](auto& sub, auto& x) { memory_model_keys(sub, x); },
             Need::defaulted);
 }
@@ -164,6 +166,11 @@ void stage_keys(IO& io, T& s) {
   io.field("backward_weight_s", s.backward_weight_s, seconds());
   io.field("params", s.params, bytes());
   io.field("activation_bytes_per_microbatch", s.activation_bytes_per_microbatch, bytes());
+  io.field("recomputed_layers", s.recomputed_layers, count());
+  io.list("recomputed", s.recomputed, text());
+  io.field("recompute_workspace_bytes_per_microbatch", s.recompute_workspace_bytes_per_microbatch,
+           bytes());
+  io.field("largest_layer_params", s.largest_layer_params, bytes());
 }
 
 template <class IO, class T>
@@ -301,6 +308,7 @@ void breakdown_keys(IO& io, T& m) {
   io.field("optimizer", m.optimizer, bytes().defaulted());
   io.field("activations", m.activations, bytes().defaulted());
   io.field("skip_cache", m.skip_cache, bytes().defaulted());
+  io.field("workspace", m.workspace, bytes().defaulted());
 }
 
 template <class IO, class T>
@@ -364,6 +372,47 @@ void candidate_keys(IO& io, T& k) {
   io.field("peak_memory_bytes", k.peak_memory_bytes, bytes());
   io.field("reason", k.reason, text());
   io.field("family", k.family, text());
+  io.field("zero_stage", k.zero_stage, count().at_most(3, "the ZeRO stages 0 to 3"));
+}
+
+template <class IO, class T>
+void sharded_keys(IO& io, T& a) {
+  io.field("zero_stage", a.zero_stage, count());
+  io.field("dp", a.dp, count(1));
+  io.field("feasible", a.feasible, flag());
+  io.field("microbatch_size", a.microbatch_size, count(1));
+  io.field("iteration_s", a.iteration_s, seconds());
+  io.field("samples_per_s", a.samples_per_s, number(Format::rate, Range::nonnegative));
+  io.field("peak_memory_bytes", a.peak_memory_bytes, bytes());
+  io.field("reason", a.reason, text());
+}
+
+template <class IO, class T>
+void pipeline_or_not_keys(IO& io, T& x) {
+  io.field("verdict", x.verdict, choice({"pipeline", "data parallel", "sharded data parallel"}));
+  io.field("note", x.note, note());
+  io.objects("sharded", x.sharded, [](auto& sub, auto& a) { sharded_keys(sub, a); },
+             Need::defaulted);
+}
+
+template <class IO, class T>
+void recompute_answer_keys(IO& io, T& a) {
+  io.field("mode", a.mode, choice({"none", "selective", "full"}));
+  io.field("layers", a.layers, count());
+  io.field("feasible", a.feasible, flag());
+  io.field("pp", a.pp, count(1));
+  io.field("microbatch_size", a.microbatch_size, count(1));
+  io.field("iteration_s", a.iteration_s, seconds());
+  io.field("samples_per_s", a.samples_per_s, number(Format::rate, Range::nonnegative));
+  io.field("peak_memory_bytes", a.peak_memory_bytes, bytes());
+  io.field("reason", a.reason, text());
+}
+
+template <class IO, class T>
+void recompute_search_keys(IO& io, T& x) {
+  io.field("chosen", x.chosen, choice({"none", "selective", "full"}));
+  io.field("note", x.note, note());
+  io.objects("modes", x.modes, [](auto& sub, auto& a) { recompute_answer_keys(sub, a); });
 }
 
 // The whole plan. `schema` is checked before anything else (plan_codec.cpp), so it is
@@ -391,6 +440,11 @@ void all_keys(IO& io, P& p) {
   io.object("rank_map", p.rank_map, [](auto& sub, auto& x) { rank_map_keys(sub, x); });
   io.objects("search", p.search, [](auto& sub, auto& x) { candidate_keys(sub, x); },
              Need::defaulted);
+  io.object("pipeline_or_not", p.pipeline_or_not,
+            [](auto& sub, auto& x) { pipeline_or_not_keys(sub, x); });
+  io.object("recompute_search", p.recompute_search,
+            [](auto& sub, auto& x) { recompute_search_keys(sub, x); });
+  io.list("warnings", p.warnings, note().defaulted());
 }
 
 }  // namespace

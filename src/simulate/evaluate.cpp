@@ -48,16 +48,41 @@ double allreduce_seconds(std::int64_t bytes, const std::vector<RankId>& ranks,
   return intra + ring_seconds(b / static_cast<double>(g), leaders, cluster);
 }
 
+std::int64_t data_parallel_bytes(const MemoryModel& memory, std::int64_t params,
+                                 int num_microbatches) {
+  const std::int64_t g = memory.gradient_bytes(params), w = memory.weight_bytes(params);
+  const std::int64_t M = num_microbatches;
+  if (memory.zero_stage <= 1) return g;
+  if (memory.zero_stage == 2) return (M * g + w) / 2;
+  return M * (2 * w + g) / 2;
+}
+
 std::vector<double> allreduce_times(const PipelineModel& model,
                                     const std::vector<std::vector<RankId>>& ranks,
-                                    const MemoryModel& memory, const ClusterProfile& cluster) {
+                                    const MemoryModel& memory, const ClusterProfile& cluster,
+                                    int num_microbatches) {
   const std::vector<std::int64_t> params = model.device_params();
+  const int M = num_microbatches;
   std::vector<double> out(model.num_devices());
   for (int d = 0; d < model.num_devices(); ++d) {
     std::vector<RankId> replicas;
     for (const auto& replica : ranks) replicas.push_back(replica[d]);
+    const std::int64_t g = memory.gradient_bytes(params[d]);
+    double seconds = allreduce_seconds(g, replicas, cluster);
+    if (memory.zero_stage >= 2) {
+      // A reduce-scatter or an all-gather is half a ring all-reduce of the same bytes.
+      const double rs = seconds / 2;
+      const double ag = allreduce_seconds(memory.weight_bytes(params[d]), replicas, cluster) / 2;
+      const double overlapped = (M - 1) * rs + (memory.zero_stage >= 3 ? (2 * M - 1) * ag : 0);
+      double window = 0;
+      for (StageId s : model.layout.stages_on(d)) {
+        const StageCost& c = model.stages[s];
+        window += c.backward_s + (memory.zero_stage >= 3 ? c.forward_s : 0);
+      }
+      seconds = rs + ag + std::max(0.0, overlapped - window * M);
+    }
     // To the nanosecond, like every time in a plan, so a replay from the plan is exact.
-    out[d] = quantize_time(allreduce_seconds(memory.gradient_bytes(params[d]), replicas, cluster));
+    out[d] = quantize_time(seconds);
   }
   return out;
 }
@@ -68,11 +93,15 @@ Evaluation evaluate(const PipelineModel& model, const Timeline& timeline,
   Evaluation e;
   const int P = model.num_devices();
   const std::vector<std::int64_t> params = model.device_params();
+  int num_microbatches = 0;
+  for (const DeviceTimeline& d : timeline.devices) {
+    for (const TimedOp& t : d.ops) num_microbatches = std::max(num_microbatches, t.op.mb + 1);
+  }
   e.allreduce.resize(P);
   e.iteration_s = timeline.makespan_s;
   for (int d = 0; d < P; ++d) {
     AllReduce& a = e.allreduce[d];
-    a.bytes = memory.gradient_bytes(params[d]);
+    a.bytes = data_parallel_bytes(memory, params[d], num_microbatches);
     const auto& ops = timeline.devices[d].ops;
     a.start_s = ops.empty() ? 0.0 : ops.back().busy_until_s;
     a.seconds = allreduce_s[d];
@@ -91,7 +120,12 @@ Evaluation evaluate(const PipelineModel& model, const Timeline& timeline,
 Evaluation evaluate(const PipelineModel& model, const Timeline& timeline,
                     const std::vector<std::vector<RankId>>& ranks, int global_batch,
                     const MemoryModel& memory, const ClusterProfile& cluster) {
-  return evaluate(model, timeline, allreduce_times(model, ranks, memory, cluster), global_batch,
+  int num_microbatches = 0;
+  for (const DeviceTimeline& d : timeline.devices) {
+    for (const TimedOp& t : d.ops) num_microbatches = std::max(num_microbatches, t.op.mb + 1);
+  }
+  return evaluate(model, timeline,
+                  allreduce_times(model, ranks, memory, cluster, num_microbatches), global_batch,
                   memory);
 }
 

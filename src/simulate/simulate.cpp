@@ -218,6 +218,7 @@ Result<Timeline> simulate(const PipelineModel& model, const Schedule& schedule,
     peak.weights = static_bytes[d].weights;
     peak.gradients = static_bytes[d].gradients;
     peak.optimizer = static_bytes[d].optimizer;
+    peak.workspace = static_bytes[d].workspace;
   }
   return timeline;
 }

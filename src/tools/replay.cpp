@@ -149,7 +149,9 @@ void Rebuild::stages() {
                                       scaled(backward, compute_scale_),
                                       scaled(s.backward_weight_s.value_or(0), compute_scale_),
                                       s.params.value_or(0),
-                                      s.activation_bytes_per_microbatch.value_or(0)});
+                                      s.activation_bytes_per_microbatch.value_or(0),
+                                      s.recompute_workspace_bytes_per_microbatch.value_or(0),
+                                      s.largest_layer_params.value_or(0)});
   }
 }
 
@@ -238,7 +240,10 @@ void Rebuild::schedule() {
 
 std::vector<double> Rebuild::allreduce() {
   const int P = plan_.pp();
-  if (cluster_) return allreduce_times(model_, ranks_, plan_.options.memory, *cluster_);
+  if (cluster_) {
+    return allreduce_times(model_, ranks_, plan_.options.memory, *cluster_,
+                           plan_.parallelism.num_microbatches);
+  }
   std::vector<double> seconds(P, 0.0);
   if (plan_.parallelism.dp == 1) return seconds;  // nothing to reduce
   const auto& devices = plan_.predicted.devices;

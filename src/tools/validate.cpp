@@ -9,6 +9,7 @@
 
 #include "pulse/base/units.hpp"
 #include "pulse/plan/plan_check.hpp"
+#include "pulse/profile/recompute.hpp"
 #include "pulse/profile/derive.hpp"
 #include "pulse/profile/scaling.hpp"
 #include "validate_internal.hpp"
@@ -236,22 +237,26 @@ void Validator::check_rank_map() {
 
 ValidateResult validate_plan(const ValidateRequest& request) {
   const std::optional<PlanCostModel>& cost = request.plan->cost_model;
+  const std::string recompute = request.plan->options.recompute.value_or("none");
   const bool derived = cost && cost->derived_times;
-  if (!derived && (!cost || (cost->compute_factor() == 1 && cost->link_factor() == 1))) {
-    return detail::Validator(request, *request.cluster).run();
+  const bool scaled_costs = cost && (cost->compute_factor() != 1 || cost->link_factor() != 1);
+  if (!derived && !scaled_costs && recompute == "none") {
+    return detail::Validator(request, *request.cluster, *request.model).run();
   }
-  // A plan made with --compute-scale / --link-scale, or with times derived for the
-  // cluster's device type, is checked against the profiles as it was made from them:
-  // derived and scaled the same way (their files, and so their hashes, unchanged). A model
-  // from which nothing can be derived is left as it is: the inputs check says so.
+  // A plan made with --compute-scale / --link-scale / --recompute, or with times derived for
+  // the cluster's device type, is checked against the profiles as it was made from them:
+  // derived, scaled and recomputing the same way (their files, and so their hashes,
+  // unchanged). A model from which nothing can be derived is left as it is: the inputs
+  // check says so.
   ModelProfile model = *request.model;
   ClusterProfile cluster = *request.cluster;
   if (derived) (void)derive_device_times(model, cluster);
-  if (cost) apply_scales({cost->compute_factor(), cost->link_factor(), ""}, model, cluster);
+  if (scaled_costs) apply_scales({cost->compute_factor(), cost->link_factor(), ""}, model, cluster);
+  apply_recompute(recompute, model);
   ValidateRequest scaled = request;
   scaled.model = &model;
   scaled.cluster = &cluster;
-  return detail::Validator(scaled, *request.cluster).run();
+  return detail::Validator(scaled, *request.cluster, *request.model).run();
 }
 
 }  // namespace pulse

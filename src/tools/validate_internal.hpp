@@ -50,9 +50,12 @@ inline bool close(double a, double b) {
 class Validator {
  public:
   /// `unscaled`: the cluster as its file states it (the replay scales its links by the
-  /// plan's link_scale itself); r.cluster may be a scaled copy.
-  Validator(const ValidateRequest& r, const ClusterProfile& unscaled)
-      : request_(r), plan_(*r.plan), model_(*r.model), cluster_(*r.cluster), unscaled_(unscaled) {}
+  /// plan's link_scale itself); r.cluster may be a scaled copy. `given`: the model as its
+  /// file states it (which layers recomputation selects is decided on it); r.model may be
+  /// a derived, scaled or recomputing copy.
+  Validator(const ValidateRequest& r, const ClusterProfile& unscaled, const ModelProfile& given)
+      : request_(r), plan_(*r.plan), model_(*r.model), cluster_(*r.cluster), unscaled_(unscaled),
+        given_(given) {}
   ValidateResult run();
 
  private:
@@ -71,6 +74,7 @@ class Validator {
   bool check_placement();
   void build_model();
   void check_stage_figures();
+  void check_recomputed(const PlanStage& x);
   void check_skips();
   void check_cached_skips();
   void check_transfers();
@@ -96,6 +100,7 @@ class Validator {
   const ModelProfile& model_;
   const ClusterProfile& cluster_;
   const ClusterProfile& unscaled_;
+  const ModelProfile& given_;
   ValidateResult out_;
   std::map<std::string, std::size_t> count_;
   std::map<std::string, std::size_t> overflow_;  // check -> index of its placeholder

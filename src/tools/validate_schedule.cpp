@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "pulse/base/units.hpp"
+#include "pulse/profile/recompute.hpp"
 #include "validate_internal.hpp"
 
 namespace pulse::detail {
@@ -69,6 +70,7 @@ void Validator::check_stage_figures() {
     count("params", x.id, x.params, c.params);
     count("activation_bytes_per_microbatch", x.id, x.activation_bytes_per_microbatch,
           c.activation_bytes);
+    check_recomputed(x);
   }
   const std::vector<double> load = pm_.device_load();
   const std::vector<std::int64_t> params = pm_.device_params();
@@ -81,6 +83,26 @@ void Validator::check_stage_figures() {
       fail("stages", fmt::format("device {}: params is {}, its stages hold {}", d.device, *d.params,
                                  params[d.device]));
     }
+  }
+}
+
+// A runtime checkpoints the layers a stage names as recomputed (plan_doc.py), so they must
+// be the ones the plan's mode selects in that stage, as the cost model charged them.
+void Validator::check_recomputed(const PlanStage& x) {
+  const std::string mode = plan_.options.recompute.value_or("none");
+  std::vector<std::string> want;
+  if (mode != "none") {
+    for (LayerId l = pm_.layout.first_layer[x.id]; l < pm_.layout.first_layer[x.id + 1]; ++l) {
+      if (recomputes(mode, given_, l)) want.push_back(given_.layers[l].name);
+    }
+  }
+  if (x.recomputed && *x.recomputed != want) {
+    fail("stages", fmt::format("stage {}: recomputed names [{}]; --recompute {} selects [{}]",
+                               x.id, fmt::join(*x.recomputed, ", "), mode, fmt::join(want, ", ")));
+  }
+  if (x.recomputed_layers && *x.recomputed_layers != static_cast<int>(want.size())) {
+    fail("stages", fmt::format("stage {}: recomputed_layers is {}; --recompute {} selects {}",
+                               x.id, *x.recomputed_layers, mode, want.size()));
   }
 }
 

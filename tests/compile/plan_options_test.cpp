@@ -88,8 +88,15 @@ TEST(PlanOptions, EachBoundAndCheckSaysWhatWasExpected) {
             "plan: --microbatch-size must be at least 1, got -3");
   EXPECT_EQ(message_of({{"global-batch", kMaxGlobalBatch + 1}}),
             "plan: --global-batch 16777217 is above pulse-plan's limit of 16777216 samples");
-  EXPECT_EQ(message_of({{"zero", 2}}), "plan: --zero must be 0 or 1, got 2");
-  EXPECT_EQ(message_of({{"zero", 1}}), "");
+  EXPECT_EQ(message_of({{"zero", 4}}), "plan: --zero must be 0, 1, 2 or 3, got 4");
+  EXPECT_EQ(message_of({{"zero", -1}}), "plan: --zero must be 0, 1, 2 or 3, got -1");
+  EXPECT_EQ(message_of({{"zero", 3}}), "");
+  EXPECT_EQ(message_of({{"precision", std::string("fp8")}}),
+            "read: plan: --precision must be mixed or bf16, got \"fp8\"");
+  EXPECT_EQ(message_of({{"precision", std::string("bf16")}}), "");
+  EXPECT_EQ(message_of({{"recompute", std::string("some")}}),
+            "plan: --recompute must be none, selective, full or auto, got \"some\"");
+  EXPECT_EQ(message_of({{"recompute", std::string("selective")}}), "");
   EXPECT_EQ(message_of({{"solver-nodes", -1}}), "plan: --solver-nodes must be at least 0, got -1");
   EXPECT_EQ(message_of({{"solver-time-limit", 86400.5}}),
             "plan: --solver-time-limit 86400.5 is above pulse-plan's limit of 86400 seconds");

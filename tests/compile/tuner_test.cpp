@@ -72,21 +72,44 @@ TEST(Tuner, PipeliningWinsWhenTheAllReduceCosts) {
   EXPECT_DOUBLE_EQ(fast->evaluation.iteration_s, 24.0);
 }
 
-TEST(Tuner, MemoryCapForcesADeeperPipeline) {
+TEST(Tuner, MemoryCapForcesADeeperPipelineOrShardedDataParallelism) {
   // 1M parameters per layer at 16 bytes each: one device holding all four layers needs
-  // 64 MB of training state; two layers each, 32 MB. With 50 MB per device only pp 2 fits.
+  // 64 MB of training state; two layers each, 32 MB. With 50 MB per device only pp 2 fits
+  // without sharding.
   const ModelProfile m = four_layers(1000000);
   const ClusterProfile c = two_devices(50 * 1000 * 1000, 1e9);
   PlanOptions o;
   o.global_batch = 4;
   const auto plan = compile_plan(m, c, o);
   ASSERT_TRUE(plan.ok()) << plan.error().message;
-  EXPECT_EQ(plan->pp, 2);
-  const Candidate& shallow = find(*plan, 1);
-  EXPECT_FALSE(shallow.feasible);
-  EXPECT_NE(shallow.reason.value_or("").find("does not fit synthetic-cluster at pp 1"),
+  const Candidate* shallow = nullptr;
+  const Candidate* deep = nullptr;
+  for (const Candidate& k : plan->candidates) {
+    if (k.zero_stage) continue;  // the sharded search's
+    if (k.pp == 1) shallow = &k;
+    if (k.pp == 2) deep = &k;
+  }
+  ASSERT_TRUE(shallow && deep);
+  EXPECT_FALSE(shallow->feasible);
+  EXPECT_NE(shallow->reason.value_or("").find("does not fit synthetic-cluster at pp 1"),
             std::string::npos)
-      << shallow.reason.value_or("");
+      << shallow->reason.value_or("");
+  EXPECT_TRUE(deep->feasible);
+  // ZeRO-2 holds 2 + 2/2 + 12/2 = 9 bytes per parameter, 36 MB: pp 1 fits again, and with
+  // 2 microbatches of 4 x 3 s per replica (24 s, the gradients all-reduced in 8 ms) it beats
+  // the pipeline's 27 s; ZeRO-3 is as fast and ties lose to the first.
+  EXPECT_EQ(plan->pp, 1);
+  EXPECT_EQ(plan->options.memory.zero_stage, 2);
+  ASSERT_TRUE(plan->pipeline_or_not);
+  EXPECT_EQ(plan->pipeline_or_not->verdict, "sharded data parallel");
+  EXPECT_NE(plan->pipeline_or_not->note.find("data parallel over 2 (ZeRO-2), microbatch 1"),
+            std::string::npos)
+      << plan->pipeline_or_not->note;
+  EXPECT_NE(plan->pipeline_or_not->note.find("beats pp 2 x dp 1, microbatch 1, at 27.000 s"),
+            std::string::npos)
+      << plan->pipeline_or_not->note;
+  EXPECT_TRUE(plan->candidates.front().chosen);
+  EXPECT_EQ(plan->candidates.front().zero_stage, 2);
 }
 
 TEST(Tuner, ZeroOneMakesTheShallowerPipelineFit) {

@@ -81,6 +81,39 @@ std::vector<std::string> planned() {
     o.scales.links = 0.5;
     out.push_back(test::plan_text(test::compile_ok(in, o), in.model, in.cluster));
   }
+  {  // Recomputation, ZeRO-3, a warning (bubble above 50%) and a sharded answer that cannot
+     // be (a global batch of 4 over 8 devices).
+    const test::Inputs in = test::shipped("sd2-unet-512", "dgx1-v100-32gb-1n");
+    PlanOptions o;
+    o.pp = 4;
+    o.dp = 1;
+    o.global_batch = 4;
+    o.recompute = "full";
+    o.memory.zero_stage = 3;
+    o.activation_budget_bytes = std::int64_t{48} << 20;
+    o.solver_max_seconds = 0.3;
+    out.push_back(test::plan_text(test::compile_ok(in, o), in.model, in.cluster));
+  }
+  {  // --recompute auto: recompute_search, stages[].recomputed; a mode not planned (the
+     // model's attention renamed, so selective selects nothing): modes[].reason.
+    test::Inputs in = test::shipped("tiny-unet", "atlas800-910a-1n");
+    for (Layer& l : in.model.layers) {
+      if (l.kind == "attention") l.kind = "conv";
+    }
+    PlanOptions o;
+    o.pp = 2;
+    o.recompute = "auto";
+    o.solver_max_seconds = 0.3;
+    out.push_back(test::plan_text(test::compile_ok(in, o), in.model, in.cluster));
+  }
+  {  // pp open where sharded data parallelism wins: search[].zero_stage.
+    const test::Inputs in = test::shipped("hunyuan-dit-g2-1024", "dgx-a100-1n");
+    PlanOptions o;
+    o.solver_max_seconds = 0.3;
+    const CompiledPlan p = test::compile_ok(in, o);
+    EXPECT_EQ(p.pipeline_or_not->verdict, "sharded data parallel");
+    out.push_back(test::plan_text(p, in.model, in.cluster));
+  }
   return out;
 }
 

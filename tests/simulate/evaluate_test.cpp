@@ -65,6 +65,45 @@ TEST(Evaluate, OneFOneBIterationAndBubbleByHand) {
   EXPECT_DOUBLE_EQ(plan->evaluation.samples_per_s, 8 / plan->evaluation.iteration_s);
 }
 
+TEST(Evaluate, ShardedDataParallelTrafficByHand) {
+  // The plan above (1F1B, pp 2, dp 2, M = 4, makespan 22.5; device 0 ends at 22.5, device 1
+  // at 20.5) under ZeRO-2 and ZeRO-3. Per device G = W = 1000 params x 2 bytes = 2000; the
+  // all-reduce over the 2 replicas takes 12 s (above), a reduce-scatter or all-gather 6 s.
+  //   ZeRO-2: after the last op RS + AG = 12 s; beside the backward (M-1) RS = 18 s against
+  //     M x 2 s = 8 s: 10 s more. 22 s; iteration 22.5 + 22 = 44.5. Bytes (M G + W) / 2 = 5000.
+  //   ZeRO-3: after, 12 s; beside forward and backward (M-1) RS + (2M-1) AG = 18 + 42 = 60 s
+  //     against M x 3 s = 12 s: 48 s more. 60 s; iteration 82.5. Bytes M (2W + G) / 2 = 12000.
+  ClusterProfile cluster = test::make_cluster(2, 2, std::int64_t{1} << 30, 1000.0, 0.5);
+  const struct {
+    int zero;
+    double seconds, iteration;
+    std::int64_t bytes;
+  } cases[] = {{2, 22.0, 44.5, 5000}, {3, 60.0, 82.5, 12000}};
+  for (const auto& c : cases) {
+    PlanOptions o;
+    o.strategy = Strategy::one_f_one_b;
+    o.pp = 2;
+    o.dp = 2;
+    o.global_batch = 8;
+    o.memory.zero_stage = c.zero;
+    const auto plan = compile_plan(two_layers(), cluster, o);
+    ASSERT_TRUE(plan.ok()) << plan.error().message;
+    EXPECT_DOUBLE_EQ(plan->timeline.makespan_s, 22.5) << c.zero;
+    EXPECT_DOUBLE_EQ(plan->evaluation.iteration_s, c.iteration) << c.zero;
+    for (const AllReduce& a : plan->evaluation.allreduce) {
+      EXPECT_EQ(a.bytes, c.bytes) << c.zero;
+      EXPECT_DOUBLE_EQ(a.seconds, c.seconds) << c.zero;
+    }
+    // Sharded state: ZeRO-2 halves gradients and optimizer state over the 2 replicas, ZeRO-3
+    // the weights too (and gathers the 1000-parameter layer twice: 4000 bytes of workspace).
+    const MemoryBreakdown& m = plan->static_bytes[0];
+    EXPECT_EQ(m.gradients, 1000) << c.zero;
+    EXPECT_EQ(m.optimizer, 6000) << c.zero;
+    EXPECT_EQ(m.weights, c.zero == 3 ? 1000 : 2000);
+    EXPECT_EQ(m.workspace, c.zero == 3 ? 4000 : 0);
+  }
+}
+
 TEST(Evaluate, RingAndHierarchicalAllReduce) {
   // 2 nodes x 2 devices; intra 1000 B/s, inter 250 B/s; latency 0 for clean arithmetic.
   ClusterProfile c = test::make_cluster(2, 2, 1 << 30, 1000.0, 0.0);

@@ -159,6 +159,41 @@ TEST(Validate, MainTransfersNameTheCarriedTensorsTheyMove) {
   for (const json& t : tiny["transfers"]) EXPECT_FALSE(t.contains("carried"));
 }
 
+TEST(Validate, StagesNameTheLayersTheyRecompute) {
+  // SD2's UNet has 16 transformer blocks (two per down level, one in the middle, three per
+  // up level with attention): selective recomputation names exactly those, stage by stage.
+  const Inputs in = shipped("sd2-unet-512", "atlas800-910a-1n");
+  PlanOptions o = pp(4);
+  o.recompute = "selective";
+  json doc = plan_doc(in, o);
+  std::vector<std::string> named;
+  for (const json& s : doc["stages"]) {
+    for (const json& n : s["recomputed"]) named.push_back(n.get<std::string>());
+    EXPECT_EQ(s["recomputed_layers"].get<std::size_t>(), s["recomputed"].size());
+  }
+  EXPECT_EQ(named, (std::vector<std::string>{
+                       "down0.attn0", "down0.attn1", "down1.attn0", "down1.attn1", "down2.attn0",
+                       "down2.attn1", "mid.attn0", "up1.attn0", "up1.attn1", "up1.attn2",
+                       "up2.attn0", "up2.attn1", "up2.attn2", "up3.attn0", "up3.attn1",
+                       "up3.attn2"}));
+  EXPECT_EQ(lines(validate(doc, in)), std::vector<std::string>{});
+  // A runtime checkpoints what the plan names: a list the mode does not select is refused.
+  json edited = doc;
+  edited["stages"][0]["recomputed"] = json::array();
+  edited["stages"][0]["recomputed_layers"] = 0;
+  const std::vector<std::string> got = lines(validate(edited, in));
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].rfind("stages: stage 0: recomputed names []; --recompute selective selects "
+                         "[down0.attn0",
+                         0),
+            0u)
+      << got[0];
+  EXPECT_EQ(got[1].rfind("stages: stage 0: recomputed_layers is 0; --recompute selective selects ",
+                         0),
+            0u)
+      << got[1];
+}
+
 TEST(Validate, ADerivedPlanIsCheckedAgainstTheTimesDerivedTheSameWay) {
   // tiny-unet has no H100 times: the plan's come from its V100 times (profile/derive.hpp),
   // and validate derives them again. Without derived_times in cost_model the plan claims

@@ -7,7 +7,7 @@
   gloo ranks with a first loss within 5% of float32's and every later loss finite; the values
   between stages travel in bfloat16 (the bytes equal a bfloat16 plan's); float16 runs where
   this PyTorch can autocast to it on the CPU and is refused with the reason where it cannot.
-- Recompute: a plan whose stages say `"recompute": "full"` trains to the gradients of
+- Recompute: a plan made with --recompute names the layers it recomputes per stage and trains to the gradients of
   one-process training (float64, 1e-9), with B and with I/W.
 - DataHook: batches from a user function (--data) instead of the model's make_batch.
 - Summary: measured against predicted time, per iteration and per stage, with a warning
@@ -135,38 +135,67 @@ class MixedPrecision(Base):
 
 @common.requires_torch
 class Recompute(Base):
-    def run_recompute(self, *options):
+    def run_recompute(self, mode, *options):
+        """Plans with --recompute MODE, checks which layers the plan names, runs it and
+        compares the gradients with one process."""
         from pulse_runtime import optim, reference, models
         import torch
         plan_path, plan = self.plan(common.TEST_PROFILE, "--pp", "2", "--dp", "1",
-                                    "--global-batch", "4", "--family", "v", *options)
-        for stage in plan["stages"]:
-            stage["recompute"] = "full"
-        with open(plan_path, "w") as f:
-            json.dump(plan, f)
+                                    "--global-batch", "4", "--family", "v",
+                                    "--recompute", mode, *options)
+        named = [n for st in plan["stages"] for n in st["recomputed"]]
+        self.assertEqual([st["recomputed_layers"] for st in plan["stages"]],
+                         [len(st["recomputed"]) for st in plan["stages"]])
         self.pulse_run("--plan", plan_path, "--model", TEST_MODEL, "--dtype", "float64",
                        "--quiet", "--out", self.path("run"))
         model = models.load(TEST_MODEL, seed=0, dtype=torch.float64)
         ref = reference.reference_train(model, 4, 0, 1, optim.Config("sgd", 0.1))
         self.assert_grads(self.ranks(self.path("run"), 2), ref, 1e-9)
+        return named
 
-    def test_full_recompute(self):
-        self.run_recompute()
+    def test_selective_names_the_attention_blocks(self):
+        self.assertEqual(sorted(self.run_recompute("selective")),
+                         ["down1_res", "mid_res_attn", "up1_res0"])
 
     def test_full_recompute_split_backward(self):
-        self.run_recompute("--split-backward")
+        named = self.run_recompute("full", "--split-backward")
+        self.assertGreater(len(named), 8)
 
-    def test_unknown_recompute_value_refused(self):
+    def test_recomputed_layers_run_twice(self):
+        """BlockRange runs the named blocks under checkpoint: their forward runs again in
+        the backward, the others' once, and the gradients are the same as without."""
+        import torch
+        from pulse_runtime import blocklist, models
+        grads, calls = [], []
+        for recomputed in ((), ("down0_res", "down1_res")):
+            model = models.load(TEST_MODEL, seed=0, dtype=torch.float64)
+            count = {n: 0 for n in model.block_names}
+            for name, block in zip(model.block_names, model.blocks):
+                block.register_forward_hook(
+                    lambda *_, n=name: count.__setitem__(n, count[n] + 1))
+            stage = blocklist.BlockRange(model, 0, 4, recomputed=recomputed)
+            batch = model.make_batch(2, 0)
+            h, _ = stage.forward(batch["x"], batch)
+            h.float().pow(2).sum().backward()
+            grads.append({n: p.grad.clone() for n, p in stage.named_parameters()})
+            calls.append({n: c for n, c in count.items() if c})
+        self.assertEqual(calls[0], {n: 1 for n in calls[0]})
+        self.assertEqual(calls[1], {**calls[0], "down0_res": 2, "down1_res": 2})
+        for n in grads[0]:
+            self.assertTrue(torch.equal(grads[0][n], grads[1][n]), n)
+
+    def test_a_recomputed_layer_outside_its_stage_refused(self):
         plan_path, plan = self.plan(common.TEST_PROFILE, "--pp", "2", "--dp", "1",
-                                    "--global-batch", "4", "--family", "v")
-        plan["stages"][1]["recompute"] = "everything"
+                                    "--global-batch", "4", "--family", "v",
+                                    "--recompute", "selective")
+        plan["stages"][1]["recomputed"] = ["head"]
         with open(plan_path, "w") as f:
             json.dump(plan, f)
         proc = self.pulse_run("--plan", plan_path, "--model", TEST_MODEL, "--dtype", "float64",
                               check=False)
         self.assertEqual(proc.returncode, 2)
-        self.assertIn("$.stages[1].recompute: expected one of ['none', 'selective', 'full'], "
-                      "got 'everything'", proc.stderr)
+        self.assertIn("$.stages[1].recomputed: expected layers of the stage", proc.stderr)
+        self.assertIn("got 'head'", proc.stderr)
 
 
 HOOK = '''

@@ -53,7 +53,10 @@ struct PlanOptions {
   std::optional<int> microbatch_size;  ///< Samples per microbatch; searched when absent.
   /// Default: kDefaultSamplesPerDevice per device of the cluster (used or not).
   std::optional<int> global_batch;
-  MemoryModel memory;
+  MemoryModel memory;  ///< Precision and ZeRO stage (--precision, --zero).
+  /// Activation recomputation (profile/recompute.hpp): "none", "selective" or "full", or
+  /// "auto": each of them planned and the fastest kept (the plan states the mode chosen).
+  std::string recompute = "none";
   /// Backward as input-gradient (I) and weight-gradient (W) ops, zero-bubble style.
   bool split_backward = false;
   /// Cap on the bytes each device's activations (and skip caches) may hold, below what the
@@ -96,6 +99,10 @@ struct CompiledPlan : Degrees {
   ScheduleAnswer solver;  ///< How the schedule was found (its schedule/timeline moved out).
   Evaluation evaluation;  ///< Iteration, throughput, bubble, all-reduce (the evaluate pass).
   std::vector<Candidate> candidates;  ///< Configurations tried, best first (the plan's search).
+  /// Pulse only: the plan against sharded data parallelism alone (sharded.cpp).
+  std::optional<PipelineOrNot> pipeline_or_not;
+  /// --recompute auto: every mode's answer (recompute_search.cpp).
+  std::optional<RecomputeSearch> recompute_search;
   std::vector<PassTime> pass_times;
   /// Schedule syntheses of this compile (any configuration or family, not only the plan
   /// kept) that the wall-clock safety limit stopped before their work limits did: when

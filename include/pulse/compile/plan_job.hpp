@@ -36,6 +36,8 @@ struct PlanJob {
   std::optional<std::string> partition_from_path;
   /// False: make the plan's text (PlanRun::text) and write nothing.
   bool write = true;
+  /// --fail-on-warning: a plan with warnings (its `warnings` list) is an error, not written.
+  bool fail_on_warning = false;
   PlanOptions options;
 };
 

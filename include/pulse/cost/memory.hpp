@@ -5,9 +5,12 @@
 //
 // What a device d holds, in bytes:
 //
-//   static(d)      = sum over its parameters of weight + gradient + optimizer-share bytes
-//                    (MemoryModel: 2 + 2 + 12 for mixed-precision Adam; the 12 is divided by
-//                    dp under ZeRO-1)
+//   static(d)      = sum over its parameters of weight + gradient + optimizer bytes, each
+//                    divided by dp where the ZeRO stage shards it (MemoryModel below), plus
+//                    two workspaces a microbatch does not multiply: the unsharded weights
+//                    ZeRO-3 gathers (the largest layer twice: the one running and the one
+//                    prefetched) and the activations a recomputed layer rebuilds during its
+//                    backward (the largest recompute_workspace_bytes of the device's stages)
 //   act(s)         = the activations stage s keeps for backward, per microbatch
 //   skip(d)        = the skip tensors (or their gradients) d caches, sends or receives, per
 //                    microbatch: skips kept on d, and the skip bytes of every transfer d
@@ -32,39 +35,64 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "pulse/cost/pipeline_model.hpp"
 
 namespace pulse {
 
-/// Per-parameter bytes of the training state. Defaults: mixed-precision Adam, 16 bytes per
-/// parameter (fp16 weights 2 + fp16 gradients 2 + fp32 master, m and v 12; ZeRO paper).
+/// Per-parameter bytes of the training state, by precision, and how ZeRO shards them.
+///
+///   precision "mixed" (the default): 2 + 2 + 12 = 16 bytes: half-precision weights and
+///     gradients, an fp32 master copy and Adam's fp32 m and v (ZeRO paper, Rajbhandari et al.
+///     2020, section 3.1: "2Psi + 2Psi + 12Psi"; ../shared/reference/models_hw.md section 0).
+///     PyTorch autocast keeps fp32 weights (4) and gradients (4) with Adam's m and v (8): the
+///     same 16 split otherwise.
+///   precision "bf16" (pure bf16): 2 + 2 + 4 = 8 bytes: bf16 weights and gradients, Adam's m
+///     and v in bf16, no master copy.
+///
+/// Activations are the profile's either way (its `dtype` and assumptions say which regime
+/// they were counted in; docs/plans.md).
+///
+/// ZeRO stage: 0 every replica holds everything; 1 optimizer state / dp; 2 gradients too
+/// (reduce-scattered every microbatch); 3 weights too (FSDP FULL_SHARD: each layer
+/// all-gathered in forward and again in backward).
 struct MemoryModel {
+  std::string precision = "mixed";
   double weight_bytes_per_param = 2;
   double gradient_bytes_per_param = 2;
   double optimizer_bytes_per_param = 12;
-  /// 0: every replica holds all optimizer state; 1: ZeRO-1, sharded over the dp replicas.
   int zero_stage = 0;
 
-  double optimizer_share(int dp) const {
-    return zero_stage >= 1 && dp > 1 ? optimizer_bytes_per_param / dp : optimizer_bytes_per_param;
-  }
+  /// The bytes per parameter of `precision` ("mixed" or "bf16"); false for another name.
+  bool set_precision(const std::string& name);
+
   std::int64_t weight_bytes(std::int64_t params) const {
     return scaled(params, weight_bytes_per_param);
   }
   std::int64_t gradient_bytes(std::int64_t params) const {
     return scaled(params, gradient_bytes_per_param);
   }
-  std::int64_t optimizer_bytes(std::int64_t params, int dp) const {
-    return scaled(params, optimizer_share(dp));
+  /// The shares one replica of dp holds under the ZeRO stage.
+  std::int64_t weight_share(std::int64_t params, int dp) const {
+    return scaled(params, sharded(weight_bytes_per_param, 3, dp));
   }
-  /// Weights + gradients + optimizer state; the one formula partition and simulator share.
+  std::int64_t gradient_share(std::int64_t params, int dp) const {
+    return scaled(params, sharded(gradient_bytes_per_param, 2, dp));
+  }
+  std::int64_t optimizer_bytes(std::int64_t params, int dp) const {
+    return scaled(params, sharded(optimizer_bytes_per_param, 1, dp));
+  }
+  /// Weights + gradients + optimizer state held; the one formula partition and simulator share.
   std::int64_t static_bytes(std::int64_t params, int dp) const {
-    return weight_bytes(params) + gradient_bytes(params) + optimizer_bytes(params, dp);
+    return weight_share(params, dp) + gradient_share(params, dp) + optimizer_bytes(params, dp);
   }
 
  private:
+  double sharded(double per_param, int from_stage, int dp) const {
+    return zero_stage >= from_stage && dp > 1 ? per_param / dp : per_param;
+  }
   static std::int64_t scaled(std::int64_t params, double per_param) {
     return static_cast<std::int64_t>(static_cast<double>(params) * per_param);
   }
@@ -76,7 +104,11 @@ struct MemoryBreakdown {
   std::int64_t optimizer = 0;
   std::int64_t activations = 0;
   std::int64_t skip_cache = 0;  ///< Skip tensors (or their gradients) cached, sent or received.
-  std::int64_t total() const { return weights + gradients + optimizer + activations + skip_cache; }
+  /// ZeRO-3's gathered layers and the activations a recomputed layer rebuilds (static(d)).
+  std::int64_t workspace = 0;
+  std::int64_t total() const {
+    return weights + gradients + optimizer + activations + skip_cache + workspace;
+  }
 };
 
 /// Static training state per device for the model's stages under `memory` at `dp`.

@@ -58,6 +58,10 @@ struct StageCost {
   double backward_weight_s = 0;  ///< The weight-gradient share of backward_s.
   std::int64_t params = 0;
   std::int64_t activation_bytes = 0;
+  /// The most a recomputed layer of the stage rebuilds during its backward, per microbatch
+  /// (one microbatch at a time), beyond what activation_bytes keeps; 0 without recomputation.
+  std::int64_t recompute_workspace_bytes = 0;
+  std::int64_t largest_layer_params = 0;  ///< What ZeRO-3 gathers at once (cost/memory.hpp).
 };
 
 /// Bytes of one direction of a transfer, by what they are.

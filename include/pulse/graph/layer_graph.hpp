@@ -23,6 +23,8 @@ struct LayerNode {
   std::int64_t params = 0;
   std::int64_t activation_bytes = 0;  ///< Kept for backward, per microbatch.
   std::int64_t output_bytes = 0;      ///< Main-path output, per microbatch.
+  /// Recomputed layer: what its backward rebuilds beyond activation_bytes, per microbatch.
+  std::int64_t recompute_workspace_bytes = 0;
 };
 
 enum class EdgeKind { main_path, skip };

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "pulse/cost/pipeline_model.hpp"
@@ -23,5 +24,13 @@ PlanComm comm_figures(const PipelineModel& model, const std::vector<AllReduce>& 
 /// `capacity_bytes`: usable memory per device.
 PlanPredicted predicted_figures(const Timeline& timeline, const Evaluation& evaluation,
                                 std::int64_t capacity_bytes);
+
+/// `warnings`: what a plan's own figures say its user should look at again, one line each,
+/// in this order: a bubble above kBubbleWarning of the pipeline's device time; every device
+/// planned above kMemoryWarning of its usable memory; a pipeline (pp > 1) whose every device
+/// holds one microbatch at a time. Empty when none holds.
+std::vector<std::string> plan_warnings(const Plan& plan);
+inline constexpr double kBubbleWarning = 0.5;
+inline constexpr double kMemoryWarning = 0.95;
 
 }  // namespace pulse

@@ -64,6 +64,8 @@ struct PlanGivenOptions {
   /// --activation-budget as given: bytes, or a fraction of the device's usable memory.
   std::optional<std::int64_t> activation_budget_bytes;
   std::optional<double> activation_budget_fraction;
+  /// --recompute: "none", "selective" or "full" (profile/recompute.hpp); absent: none.
+  std::optional<std::string> recompute;
   MemoryModel memory;  ///< `options.memory`; defaults where absent.
 };
 
@@ -153,6 +155,14 @@ struct PlanStage {
   std::optional<double> backward_weight_s;  ///< The W share of backward_s.
   std::optional<std::int64_t> params;
   std::optional<std::int64_t> activation_bytes_per_microbatch;
+  /// With recomputation: how many of its layers re-run their forward in backward, and the
+  /// most one of them rebuilds (StageCost::recompute_workspace_bytes); absent: none.
+  std::optional<int> recomputed_layers;
+  /// With recomputation: those layers by name, in model order (what a runtime checkpoints).
+  std::optional<std::vector<std::string>> recomputed;
+  std::optional<std::int64_t> recompute_workspace_bytes_per_microbatch;
+  /// Under ZeRO-3: the parameters of its largest layer (what is gathered at once).
+  std::optional<std::int64_t> largest_layer_params;
 
   /// Both forward_s and backward_s are stated.
   bool has_times() const { return forward_s && backward_s; }
@@ -374,6 +384,47 @@ struct Candidate {
   std::optional<std::int64_t> peak_memory_bytes;  ///< Largest device peak.
   std::optional<std::string> reason;              ///< Why it lost.
   std::optional<std::string> family;              ///< The family its plan used.
+  /// A configuration of sharded data parallelism (pipeline_or_not) in the search of a plan
+  /// that adopted one: its ZeRO stage. Absent: the options' stage.
+  std::optional<int> zero_stage;
+};
+
+/// `pipeline_or_not.sharded[]`: sharded data parallelism alone (pp 1 over every device) at
+/// one ZeRO stage, as the same passes plan it.
+struct ShardedAnswer {
+  int zero_stage = 0;
+  int dp = 1;
+  bool feasible = false;
+  std::optional<int> microbatch_size;
+  std::optional<double> iteration_s;
+  std::optional<double> samples_per_s;
+  std::optional<std::int64_t> peak_memory_bytes;
+  std::optional<std::string> reason;  ///< Why not, when infeasible.
+};
+/// `pipeline_or_not`: the plan against sharded data parallelism without a pipeline.
+struct PipelineOrNot {
+  std::string verdict;  ///< "pipeline" or "sharded data parallel".
+  std::string note;     ///< In numbers: which won, by how much, against what.
+  std::vector<ShardedAnswer> sharded;
+};
+
+/// `recompute_search.modes[]`: the plan under one recomputation mode (--recompute auto).
+struct RecomputeAnswer {
+  std::string mode;  ///< "none", "selective" or "full".
+  int layers = 0;    ///< Layers the mode recomputes in this model.
+  bool feasible = false;
+  std::optional<int> pp;
+  std::optional<int> microbatch_size;
+  std::optional<double> iteration_s;
+  std::optional<double> samples_per_s;
+  std::optional<std::int64_t> peak_memory_bytes;
+  std::optional<std::string> reason;  ///< Why not planned, or why it does not fit.
+};
+/// `recompute_search` (--recompute auto): every mode planned, the fastest kept.
+struct RecomputeSearch {
+  std::string chosen;  ///< The mode the plan uses (also options.recompute).
+  std::string note;    ///< In numbers: the chosen mode against the runner-up.
+  std::vector<RecomputeAnswer> modes;
 };
 
 struct Plan {
@@ -397,6 +448,11 @@ struct Plan {
   PlanPredicted predicted;
   PlanRankMap rank_map;
   std::vector<Candidate> search;
+  std::optional<PipelineOrNot> pipeline_or_not;
+  std::optional<RecomputeSearch> recompute_search;
+  /// What the plan should make its user look again at (bubble above 50%, a device above 95%
+  /// of its usable memory, one microbatch in flight per device); empty: nothing.
+  std::vector<std::string> warnings;
 
   int pp() const { return parallelism.pp; }
   int num_stages() const { return static_cast<int>(stages.size()); }

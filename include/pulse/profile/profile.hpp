@@ -47,6 +47,9 @@ struct Layer {
   std::int64_t activation_bytes_per_sample = 0;
   std::int64_t output_bytes_per_sample = 0;
   double forward_flops_per_sample = 0;
+  /// Set by recomputation (profile/recompute.hpp), never read from a file: what the layer's
+  /// backward rebuilds beyond activation_bytes_per_sample.
+  std::int64_t recompute_workspace_bytes_per_sample = 0;
 };
 
 /// A long skip connection: `producer`'s output is consumed again by `consumer`.

@@ -74,6 +74,9 @@ struct ScheduleRequest {
   /// Replays the order search may make (a deterministic work limit); 0 skips it.
   int max_order_evaluations = 2000;
   int seed = 1;
+  /// Search once more, with this effort, at 3/4 of the peak found and keep what is better
+  /// (synthesize.cpp, probe_smaller_budget): the plan's own synthesis, not the tuner's screen.
+  bool probe_smaller_budget = false;
 };
 
 /// The schedule, and how it was found (ScheduleSearch, plan/plan.hpp: the figures the plan's

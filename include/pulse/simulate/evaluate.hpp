@@ -39,11 +39,36 @@ struct Evaluation {
   double allreduce_exposed_s = 0;  ///< Iteration time beyond the pipeline makespan.
 };
 
-/// Per pipeline device: its gradient all-reduce among the replicas, `ranks[r][d]` being the
-/// cluster rank of pipeline device d in replica r; seconds, rounded to the nanosecond.
+/// One pipeline device's data-parallel collectives in an iteration of M microbatches, by
+/// the ZeRO stage (W weight bytes, G gradient bytes of the device; a reduce-scatter RS or
+/// an all-gather AG takes half a ring all-reduce AR of the same bytes):
+///
+///   stage 0, 1  one AR of G after the last backward
+///   stage 2     an RS of G per microbatch, the first M-1 beside the backward, the last after
+///               it with the AG of the W updated weights (M = 1: stage 0's AR to the byte)
+///   stage 3     per microbatch an AG of W in forward and again in backward and an RS of G,
+///               beside the forward and backward, but the last RS and one AG, after the last
+///               backward
+///
+/// Every stage thus pays one all-reduce's worth after the last op, as stages 0 and 1 do (the
+/// all-reduce is not overlapped with the last backward here), and only what it moves beyond
+/// that runs beside the compute: sharding wins a comparison by what its memory buys, not by
+/// a kinder clock. `data_parallel_bytes` is what the plan's `allreduce.bytes` states: the
+/// bytes that, all-reduced, move as much (2(n-1) x them over the n members): G, (M G + W) / 2
+/// and M (2 W + G) / 2.
+std::int64_t data_parallel_bytes(const MemoryModel& memory, std::int64_t params,
+                                 int num_microbatches);
+
+/// Per pipeline device: the seconds its data-parallel collectives add after its last op,
+/// `ranks[r][d]` being the cluster rank of pipeline device d in replica r; rounded to the
+/// nanosecond. Stages 0 and 1: the all-reduce's time. Stages 2 and 3: RS + AG after the last
+/// op, plus what of the others the compute window (M x the device's backward; under stage 3
+/// its forward too) does not cover, the collectives running beside compute at full link
+/// speed (FSDP's prefetch, ZeRO-2's bucketed reduce-scatter).
 std::vector<double> allreduce_times(const PipelineModel& model,
                                     const std::vector<std::vector<RankId>>& ranks,
-                                    const MemoryModel& memory, const ClusterProfile& cluster);
+                                    const MemoryModel& memory, const ClusterProfile& cluster,
+                                    int num_microbatches);
 
 /// From a replayed timeline and each device's all-reduce time to the iteration's figures.
 Evaluation evaluate(const PipelineModel& model, const Timeline& timeline,
