@@ -400,7 +400,13 @@ def page(results, command, sens=None):
         "strategy (dp fills the cluster, microbatch size tuned), which isolates what the "
         "pipeline does. `pulse: traffic` is pulse's P2P bytes per iteration relative to that "
         "row (-80% = a fifth of the bytes), `pulse: speedup` pulse's samples/s over that row's. "
-        "The best baseline is the one with the most samples/s.",
+        "The best baseline is the one with the most samples/s. `sharded dp (pp 1)`: the "
+        "faster of ZeRO-2 and ZeRO-3 data parallelism over every device, without a "
+        "pipeline, as pulse plans it beside every plan (`pipeline_or_not` in the plan); "
+        "`pipeline or not` is what pulse's plan is, and in brackets its samples/s over "
+        "that sharded answer's. Under a fixed pp the pipeline is kept even where sharding "
+        "is faster (below 1.00x); tuned, pulse adopts the faster (data parallel, or "
+        "sharded data parallel when it needs ZeRO to fit).",
         "",
         "**What the numbers rest on.** The model profiles are analytic (FLOPs, parameters and "
         "activation bytes by formula from the published configurations, times from peak "
