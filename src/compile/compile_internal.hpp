@@ -124,6 +124,9 @@ std::int64_t p2p_bytes(const CompiledPlan& p);
 /// How family `f` did: its plan's figures, or (null) not feasible, the reason left to fill.
 FamilyOutcome outcome_of(const Family& f, const CompiledPlan* plan, bool synthesized);
 
+/// The largest peak memory of any device of the plan, in bytes.
+std::int64_t largest_peak_bytes(const CompiledPlan& p);
+
 /// True when `a` is faster than `b` (samples per second; ties: fewer bytes moved).
 bool faster_plan(const CompiledPlan& a, const CompiledPlan& b);
 

@@ -15,12 +15,6 @@ namespace pulse::detail {
 
 namespace {
 
-std::int64_t largest_peak(const CompiledPlan& p) {
-  std::int64_t peak = 0;
-  for (const DeviceTimeline& d : p.timeline.devices) peak = std::max(peak, d.peak.total());
-  return peak;
-}
-
 RecomputeAnswer answer_of(const char* mode, int layers, const CompiledPlan& p) {
   RecomputeAnswer a;
   a.mode = mode;
@@ -30,7 +24,7 @@ RecomputeAnswer answer_of(const char* mode, int layers, const CompiledPlan& p) {
   a.microbatch_size = p.microbatch_size;
   a.iteration_s = p.evaluation.iteration_s;
   a.samples_per_s = p.evaluation.samples_per_s;
-  a.peak_memory_bytes = largest_peak(p);
+  a.peak_memory_bytes = largest_peak_bytes(p);
   return a;
 }
 

@@ -60,11 +60,6 @@ std::vector<Candidate> merged_search(const CompiledPlan& sharded, const Compiled
   return out;
 }
 
-std::int64_t peak_bytes(const CompiledPlan& p) {
-  std::int64_t peak = 0;
-  for (const DeviceTimeline& d : p.timeline.devices) peak = std::max(peak, d.peak.total());
-  return peak;
-}
 
 ShardedAnswer answer_of(int zero, int dp, const Result<CompiledPlan>& plan) {
   ShardedAnswer a;
@@ -79,7 +74,7 @@ ShardedAnswer answer_of(int zero, int dp, const Result<CompiledPlan>& plan) {
   a.microbatch_size = plan->microbatch_size;
   a.iteration_s = plan->evaluation.iteration_s;
   a.samples_per_s = plan->evaluation.samples_per_s;
-  a.peak_memory_bytes = peak_bytes(*plan);
+  a.peak_memory_bytes = largest_peak_bytes(*plan);
   return a;
 }
 
@@ -150,6 +145,12 @@ std::string note_of(const CompiledPlan& kept, const std::optional<Described>& ot
 }
 
 }  // namespace
+
+std::int64_t largest_peak_bytes(const CompiledPlan& p) {
+  std::int64_t peak = 0;
+  for (const DeviceTimeline& d : p.timeline.devices) peak = std::max(peak, d.peak.total());
+  return peak;
+}
 
 Result<CompiledPlan> against_sharded(const CompileInputs& in, Result<CompiledPlan> own,
                                      PassClock& clock) {

@@ -375,16 +375,23 @@ void candidate_keys(IO& io, T& k) {
   io.field("zero_stage", k.zero_stage, count().at_most(3, "the ZeRO stages 0 to 3"));
 }
 
+// The figures of an alternative the plan was weighed against (a sharded answer, a
+// recomputation mode), or why it has none.
 template <class IO, class T>
-void sharded_keys(IO& io, T& a) {
-  io.field("zero_stage", a.zero_stage, count());
-  io.field("dp", a.dp, count(1));
-  io.field("feasible", a.feasible, flag());
+void answer_figure_keys(IO& io, T& a) {
   io.field("microbatch_size", a.microbatch_size, count(1));
   io.field("iteration_s", a.iteration_s, seconds());
   io.field("samples_per_s", a.samples_per_s, number(Format::rate, Range::nonnegative));
   io.field("peak_memory_bytes", a.peak_memory_bytes, bytes());
   io.field("reason", a.reason, text());
+}
+
+template <class IO, class T>
+void sharded_keys(IO& io, T& a) {
+  io.field("zero_stage", a.zero_stage, count());
+  io.field("dp", a.dp, count(1));
+  io.field("feasible", a.feasible, flag());
+  answer_figure_keys(io, a);
 }
 
 template <class IO, class T>
@@ -401,11 +408,7 @@ void recompute_answer_keys(IO& io, T& a) {
   io.field("layers", a.layers, count());
   io.field("feasible", a.feasible, flag());
   io.field("pp", a.pp, count(1));
-  io.field("microbatch_size", a.microbatch_size, count(1));
-  io.field("iteration_s", a.iteration_s, seconds());
-  io.field("samples_per_s", a.samples_per_s, number(Format::rate, Range::nonnegative));
-  io.field("peak_memory_bytes", a.peak_memory_bytes, bytes());
-  io.field("reason", a.reason, text());
+  answer_figure_keys(io, a);
 }
 
 template <class IO, class T>

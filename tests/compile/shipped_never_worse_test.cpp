@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iterator>
 
 #include "pulse/compile/compile.hpp"
 #include "support/test_support.hpp"
@@ -63,10 +64,24 @@ void expect_never_worse(const CompiledPlan& p, const std::string& label) {
   }
 }
 
+// Under ASan + UBSan the planner runs about seven times slower and the 77 plans would
+// take over 20 minutes of CI: there each model is planned on one cluster, the families in
+// turn. The whole product, the multi-node clusters too, is scripts/never_worse_sweep.py.
+#ifdef PULSE_SANITIZED_BUILD
+constexpr bool kEveryPair = false;
+#else
+constexpr bool kEveryPair = true;
+#endif
+
 TEST(ShippedNeverWorse, EveryModelOnEveryHardwareFamily) {
   int planned = 0;
-  for (const std::string& model : shipped_models()) {
-    for (const char* cluster : kClusters) {
+  const std::vector<std::string> models = shipped_models();
+  constexpr std::size_t kFamilies = std::size(kClusters);
+  for (std::size_t m = 0; m < models.size(); ++m) {
+    const std::string& model = models[m];
+    for (std::size_t c = 0; c < kFamilies; ++c) {
+      if (!kEveryPair && c != m % kFamilies) continue;
+      const char* cluster = kClusters[c];
       const test::Inputs in = test::shipped(model, cluster);
       if (in.model.device_type_index(in.cluster.device_type) < 0) continue;  // not profiled
       PlanOptions o;
@@ -77,7 +92,7 @@ TEST(ShippedNeverWorse, EveryModelOnEveryHardwareFamily) {
       expect_never_worse(*p, model + " on " + cluster);
     }
   }
-  EXPECT_GT(planned, 40);
+  EXPECT_GT(planned, kEveryPair ? 40 : 8);
 }
 
 TEST(ShippedNeverWorse, NoBudgetIsAtLeastEveryBudgetOnItsCurve) {
