@@ -117,11 +117,9 @@ std::vector<PlanStage> stages(const CompiledPlan& p, const ModelProfile& model) 
     x.params = c.params;
     x.activation_bytes_per_microbatch = c.activation_bytes;
     if (p.options.recompute != "none") {
-      std::vector<std::string>& names = x.recomputed.emplace();
-      for (LayerId l = layout.first_layer[s]; l < layout.first_layer[s + 1]; ++l) {
-        if (recomputes(p.options.recompute, model, l)) names.push_back(model.layers[l].name);
-      }
-      x.recomputed_layers = static_cast<int>(names.size());
+      x.recomputed = recomputed_layers(p.options.recompute, model, layout.first_layer[s],
+                                       layout.first_layer[s + 1]);
+      x.recomputed_layers = static_cast<int>(x.recomputed->size());
       x.recompute_workspace_bytes_per_microbatch = c.recompute_workspace_bytes;
     }
     if (p.options.memory.zero_stage >= 3) x.largest_layer_params = c.largest_layer_params;

@@ -57,8 +57,7 @@ Result<CompiledPlan> compile_recompute_auto(const ModelProfile& model,
     RecomputeAnswer a;
     a.mode = mode;
     if (a.mode != "none") {
-      ModelProfile copy = model;
-      a.layers = apply_recompute(mode, copy);
+      a.layers = static_cast<int>(recomputed_layers(mode, model, 0, model.layers.size()).size());
       if (a.layers == 0) {
         a.reason = "recomputes no layer of this model";
         search.modes.push_back(std::move(a));

@@ -51,6 +51,15 @@ bool recomputes(std::string_view mode, const ModelProfile& model, std::size_t in
   return selects(mode, l) && kept_bytes(model, index) < l.activation_bytes_per_sample;
 }
 
+std::vector<std::string> recomputed_layers(std::string_view mode, const ModelProfile& model,
+                                           std::size_t first, std::size_t last) {
+  std::vector<std::string> out;
+  for (std::size_t l = first; l < last; ++l) {
+    if (recomputes(mode, model, l)) out.push_back(model.layers[l].name);
+  }
+  return out;
+}
+
 int apply_recompute(std::string_view mode, ModelProfile& model) {
   int recomputed = 0;
   // Output bytes are never changed, so every layer's test reads the profile's figures.

@@ -90,12 +90,8 @@ void Validator::check_stage_figures() {
 // be the ones the plan's mode selects in that stage, as the cost model charged them.
 void Validator::check_recomputed(const PlanStage& x) {
   const std::string mode = plan_.options.recompute.value_or("none");
-  std::vector<std::string> want;
-  if (mode != "none") {
-    for (LayerId l = pm_.layout.first_layer[x.id]; l < pm_.layout.first_layer[x.id + 1]; ++l) {
-      if (recomputes(mode, given_, l)) want.push_back(given_.layers[l].name);
-    }
-  }
+  const std::vector<std::string> want = recomputed_layers(
+      mode, given_, pm_.layout.first_layer[x.id], pm_.layout.first_layer[x.id + 1]);
   if (x.recomputed && *x.recomputed != want) {
     fail("stages", fmt::format("stage {}: recomputed names [{}]; --recompute {} selects [{}]",
                                x.id, fmt::join(*x.recomputed, ", "), mode, fmt::join(want, ", ")));

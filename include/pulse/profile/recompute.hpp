@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "pulse/profile/profile.hpp"
 
@@ -39,5 +40,11 @@ int apply_recompute(std::string_view mode, ModelProfile& model);
 /// Whether `mode` recomputes layer `index` of the (untransformed) `model`: it selects the
 /// layer and the layer's input is smaller than what it saves.
 bool recomputes(std::string_view mode, const ModelProfile& model, std::size_t index);
+
+/// The names of the layers in [first, last) that `mode` recomputes (recomputes() on the
+/// untransformed `model`), in model order: what a plan's stage lists and a runtime
+/// checkpoints.
+std::vector<std::string> recomputed_layers(std::string_view mode, const ModelProfile& model,
+                                           std::size_t first, std::size_t last);
 
 }  // namespace pulse
