@@ -131,11 +131,22 @@ auto solve_increasing(Program& program, double lower_bound, const std::vector<do
 template <class Program>
 std::optional<MemoryShortfall> smallest_shortfall(Program& memory_program,
                                                   const PartitionRequest& request,
-                                                  std::int64_t total_params) {
+                                                  const LayerPrefix& prefix) {
   MemoryShortfall shortfall;
   shortfall.capacity_bytes = request.memory_capacity;
+  // The fullest device holds at least an even share of the weights' state and of the
+  // activations at the fewest microbatches any device keeps in flight. Only where the search
+  // starts: the first bound that admits a partition gives the optimum whatever the floor,
+  // but from the weights alone a model whose activations dominate only found one at the
+  // unbounded (unpruned, slowest) run.
+  const int L = prefix.num_layers;
+  const int fewest = request.inflight.empty()
+                         ? 1
+                         : *std::min_element(request.inflight.begin(), request.inflight.end());
   const double floor =
-      static_cast<double>(request.memory.static_bytes(total_params, request.dp)) / request.pp;
+      (static_cast<double>(request.memory.static_bytes(prefix.params[L], request.dp)) +
+       static_cast<double>(fewest) * static_cast<double>(prefix.activation[L])) /
+      request.pp;
   const auto found =
       solve_increasing(memory_program, std::max(floor, 1.0), coarse_upper_bound_factors());
   if (!found) return std::nullopt;  // no partition of this shape at all, memory aside

@@ -270,7 +270,7 @@ PartitionAnswer partition_sequential(const PartitionRequest& request) {
     return outcome;
   }
   SequentialDynamicProgram memory_dp(request, Objective::memory);
-  outcome.shortfall = detail::smallest_shortfall(memory_dp, request, prefix.params[L]);
+  outcome.shortfall = detail::smallest_shortfall(memory_dp, request, prefix);
   return outcome;
 }
 

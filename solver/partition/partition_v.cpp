@@ -365,11 +365,28 @@ void VDynamicProgram::expand(int d, const State& from, int from_index, double bo
             from_index, cost);
     };
     if (!bounded_) {
+      // D grows as j2 falls, and with it the device's weights, their state and its
+      // activations: once those alone (skips aside) pass the bound (memory) or the device
+      // (time), no smaller j2 is within.
+      const std::int64_t params_e = p.params_in(i + 1, i2);
+      const std::int64_t act_e = p.activation_in(i + 1, i2);
+      const double memory_limit = time ? static_cast<double>(request_.memory_capacity) : bound;
+      bool full = false;
       for (int j2 = j2_hi; j2 >= j2_min; --j2) {
         if (time && compute_e + p.compute_in(j2, j - 1) > bound) break;
         if (++transitions_ > budget_) {
           over_budget_ = true;
           return;
+        }
+        // The rest are still counted, as they were before this shortcut, so the models
+        // that switch to the bounded search (and their plans) stay the same.
+        if (full) continue;
+        const std::int64_t least =
+            memory_bound(request_.memory, params_e + p.params_in(j2, j - 1), request_.dp,
+                         request_.inflight[d], act_e + p.activation_in(j2, j - 1));
+        if (static_cast<double>(least) > memory_limit) {
+          full = true;
+          continue;
         }
         if (const auto cost = edge(j2)) take(j2, *cost);
       }
@@ -566,7 +583,7 @@ PartitionAnswer partition_v(const PartitionRequest& request, SkipPolicy policy) 
   if (policy == SkipPolicy::local_only) return outcome;  // the caller retries non-locally
   // Nothing fits: find the partition with the smallest peak memory, to say by how much.
   VDynamicProgram memory_dp(request, policy, Objective::memory);
-  outcome.shortfall = detail::smallest_shortfall(memory_dp, request, prefix.params[L]);
+  outcome.shortfall = detail::smallest_shortfall(memory_dp, request, prefix);
   return outcome;
 }
 
