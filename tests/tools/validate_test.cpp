@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <iterator>
 #include <set>
 
 #include <fmt/format.h>
@@ -80,25 +81,36 @@ PlanOptions pp(int n, Strategy s = Strategy::pulse) {
   return o;
 }
 
+// Under ASan + UBSan the planner runs about seven times slower and the 36 tuned plans
+// took close to four minutes of CI: there each model and strategy is planned on one of the
+// three clusters, in turn (12 plans, every cluster and strategy still met).
+#ifdef PULSE_SANITIZED_BUILD
+constexpr int kEveryNth = 3;
+#else
+constexpr int kEveryNth = 1;
+#endif
+
 TEST(Validate, AcceptsEveryPlanThePlannerMakes) {
   const char* models[] = {"tiny-unet",   "sd2-unet-512",       "sdxl-unet-1024",
                           "uvit-l2-256", "hunyuan-dit-g2-512", "flux1-dev-1024"};
   const char* clusters[] = {"dgx1-v100-32gb-1n", "atlas800-910a-1n", "dgx1-v100-32gb-2n"};
+  const Strategy strategies[] = {Strategy::pulse, Strategy::one_f_one_b};
   int checked = 0;
-  for (const char* m : models) {
-    for (const char* c : clusters) {
-      const Inputs in = shipped(m, c);
-      for (Strategy s : {Strategy::pulse, Strategy::one_f_one_b}) {
+  for (int m = 0; m < static_cast<int>(std::size(models)); ++m) {
+    for (int c = 0; c < static_cast<int>(std::size(clusters)); ++c) {
+      const Inputs in = shipped(models[m], clusters[c]);
+      for (int s = 0; s < static_cast<int>(std::size(strategies)); ++s) {
+        if ((m + c + s) % kEveryNth != 0) continue;
         PlanOptions o;  // the pipeline degree is searched
-        o.strategy = s;
+        o.strategy = strategies[s];
         const ValidateResult r = validate(plan_doc(in, o), in);
-        EXPECT_TRUE(r.ok()) << m << " on " << c << ": " << lines(r).front();
+        EXPECT_TRUE(r.ok()) << models[m] << " on " << clusters[c] << ": " << lines(r).front();
         EXPECT_TRUE(r.skipped.empty());
         ++checked;
       }
     }
   }
-  EXPECT_EQ(checked, 36);
+  EXPECT_EQ(checked, 36 / kEveryNth);
 }
 
 TEST(Validate, AcceptsZeroShardingMicrobatchSizesAndSplitBackward) {
