@@ -68,10 +68,6 @@ std::vector<std::int64_t> bytes_per_microbatch_staying(const PipelineModel& mode
   return bytes;
 }
 
-std::int64_t memory_bound(const MemoryModel& memory, std::int64_t params, int dp, int inflight,
-                          std::int64_t per_microbatch) {
-  return memory.static_bytes(params, dp) + static_cast<std::int64_t>(inflight) * per_microbatch;
-}
 
 namespace {
 

@@ -127,8 +127,11 @@ std::vector<std::int64_t> bytes_per_microbatch_staying(const PipelineModel& mode
 /// The partitioner's bound on one device: its static state (for `params` parameters at data
 /// parallel degree `dp`) plus `inflight` microbatches holding `per_microbatch` bytes each.
 /// A schedule that keeps within memory_inflight_limits never holds more.
-std::int64_t memory_bound(const MemoryModel& memory, std::int64_t params, int dp, int inflight,
-                          std::int64_t per_microbatch);
+/// Inline, as the partitioner's DP calls it for every transition it tries.
+inline std::int64_t memory_bound(const MemoryModel& memory, std::int64_t params, int dp,
+                                 int inflight, std::int64_t per_microbatch) {
+  return memory.static_bytes(params, dp) + static_cast<std::int64_t>(inflight) * per_microbatch;
+}
 
 /// Microbatches each device may hold in flight whatever the order of its ops, capped at
 /// `wanted` (memory_inflight_limits above). An entry of 0: not even one fits.
