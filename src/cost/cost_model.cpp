@@ -1,6 +1,5 @@
 #include "pulse/cost/cost_model.hpp"
 
-#include <algorithm>
 #include <cmath>
 
 namespace pulse {

@@ -68,7 +68,6 @@ std::vector<std::int64_t> bytes_per_microbatch_staying(const PipelineModel& mode
   return bytes;
 }
 
-
 namespace {
 
 // How many microbatches, each holding per_mb[d] bytes, fit beside the static state.
