@@ -69,16 +69,26 @@ Result<std::string> read_text_file(const std::string& path, std::int64_t max_byt
     return input_error(
         fmt::format("{}: cannot open file for reading: {}", path, std::strerror(errno)));
   }
-  // In pieces, so that a stream with no end (/dev/zero, a pipe that never closes its
-  // writer's side while writing) stops at the limit instead of filling the memory.
+  // In pieces, so that a stream with no end (a pipe that never closes its writer's side
+  // while writing) stops at the limit instead of filling the memory. A piece holding a byte
+  // no JSON text holds (a control byte other than tab, newline and return, raw in a string
+  // or outside one) ends the read: the parser stops at or before that byte, so it gives the
+  // message the whole file would, without reading up to the limit first (/dev/urandom,
+  // /dev/zero or a binary file named by mistake: 1 GiB took 5 s).
   std::string text;
   std::vector<char> piece(std::size_t{1} << 20);
   while (in) {
     in.read(piece.data(), static_cast<std::streamsize>(piece.size()));
-    text.append(piece.data(), static_cast<std::size_t>(in.gcount()));
+    const auto got = static_cast<std::size_t>(in.gcount());
+    text.append(piece.data(), got);
     if (static_cast<std::int64_t>(text.size()) > max_bytes) {
       return input_error(fmt::format("{}: more than {} bytes ({})", path, max_bytes, limit));
     }
+    const bool not_json = std::any_of(piece.begin(), piece.begin() + got, [](char c) {
+      const auto b = static_cast<unsigned char>(c);
+      return b < 0x20 && b != '\t' && b != '\n' && b != '\r';
+    });
+    if (not_json) break;
   }
   if (in.bad()) return input_error(fmt::format("{}: read error", path));
   return text;

@@ -30,8 +30,11 @@ struct JsonPath {
   std::string str() const;
 };
 
-/// Reads a file into a string; an error names the file. A file (or stream) of more than
-/// `max_bytes` is refused as soon as that many are read, the error naming `limit`.
+/// Reads a JSON text file into a string; an error names the file. A file (or stream) of
+/// more than `max_bytes` is refused as soon as that many are read, the error naming `limit`.
+/// The read ends early, after the 1 MiB piece that holds a byte no JSON text holds (a
+/// control byte other than tab, newline and return): what it returns then fails to parse
+/// at or before that byte, as the whole file would.
 Result<std::string> read_text_file(const std::string& path, std::int64_t max_bytes,
                                    std::string_view limit);
 
