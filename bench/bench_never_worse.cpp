@@ -37,9 +37,12 @@ int main(int argc, char** argv) {
   int models = 1000, max_layers = 200;
   std::uint64_t first = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--models")) models = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--first")) first = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (!std::strcmp(argv[i], "--max-layers")) max_layers = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--models"))
+      models = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--first"))
+      first = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (!std::strcmp(argv[i], "--max-layers"))
+      max_layers = std::atoi(argv[i + 1]);
     else {
       std::fprintf(stderr, "usage: %s [--models N] [--first SEED] [--max-layers L]\n", argv[0]);
       return 2;
@@ -89,7 +92,7 @@ int main(int argc, char** argv) {
     }
     if (one_f_one_b_bytes > 0) {
       const auto mine = std::find_if(plan->families.begin(), plan->families.end(),
-                                      [](const FamilyOutcome& f) { return f.chosen; });
+                                     [](const FamilyOutcome& f) { return f.chosen; });
       if (mine != plan->families.end()) {
         traffic.push_back(static_cast<double>(*mine->p2p_bytes_per_iteration) /
                           static_cast<double>(one_f_one_b_bytes));
@@ -98,19 +101,19 @@ int main(int argc, char** argv) {
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("models %d (seeds %llu..%llu, up to %d layers); planned %zu, pulse failed %d, "
-              "no feasible baseline %d; %.1f s\n\n",
-              models, static_cast<unsigned long long>(first),
-              static_cast<unsigned long long>(first + models - 1), max_layers, ratios.size(),
-              failed, no_baseline, seconds);
+  std::printf(
+      "models %d (seeds %llu..%llu, up to %d layers); planned %zu, pulse failed %d, "
+      "no feasible baseline %d; %.1f s\n\n",
+      models, static_cast<unsigned long long>(first),
+      static_cast<unsigned long long>(first + models - 1), max_layers, ratios.size(), failed,
+      no_baseline, seconds);
   if (ratios.empty()) return 1;
   std::printf("| pulse / best baseline | min | p5 | median | max |\n|---|---:|---:|---:|---:|\n");
   std::printf("| samples/s | %.4f | %.4f | %.4f | %.4f |\n", worst, percentile(ratios, 0.05),
               percentile(ratios, 0.5), percentile(ratios, 1.0));
   if (!traffic.empty()) {
-    std::printf("| P2P bytes vs 1f1b | %.3f | %.3f | %.3f | %.3f |\n",
-                percentile(traffic, 0.0), percentile(traffic, 0.05), percentile(traffic, 0.5),
-                percentile(traffic, 1.0));
+    std::printf("| P2P bytes vs 1f1b | %.3f | %.3f | %.3f | %.3f |\n", percentile(traffic, 0.0),
+                percentile(traffic, 0.05), percentile(traffic, 0.5), percentile(traffic, 1.0));
   }
   std::printf("\nworst: seed %llu at %.4f; pulse ahead on %d models, tied on %d\n",
               static_cast<unsigned long long>(worst_seed), worst, wins, ties);

@@ -16,9 +16,9 @@
 #include <random>
 #include <string>
 
+#include "pulse/base/defaults.hpp"
 #include "pulse/compile/compile.hpp"
 #include "pulse/schedule/synthesize.hpp"
-#include "pulse/base/defaults.hpp"
 
 using namespace pulse;
 
@@ -120,8 +120,8 @@ void run_case(const Case& k, int P, int M, double seconds, int nodes) {
       "| %-10s | %2d | %2d | %9.4f | %9.4f | %9.4f | %6.2f%% | %6.2f%% | %-11s | %-10s | %4d | %2d "
       "| %5.2f |\n",
       k.name.c_str(), P, M, a->heuristic_makespan_s, a->makespan_s, a->lower_bound_s, 100 * a->gap,
-      100 * (a->heuristic_makespan_s / a->makespan_s - 1), a->method.c_str(), solve_status_name(a->status),
-      a->list_evaluations, a->milp_solves, solve_s);
+      100 * (a->heuristic_makespan_s / a->makespan_s - 1), a->method.c_str(),
+      solve_status_name(a->status), a->list_evaluations, a->milp_solves, solve_s);
 }
 
 }  // namespace

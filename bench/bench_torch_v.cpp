@@ -182,8 +182,8 @@ std::optional<RankActions> dualpipev(int P, int M) {
 /// a B or I only after its F, a W only after its I; each stage on one rank. Empty: valid.
 std::string validate(const RankActions& ranks, int P, int M) {
   const int S = 2 * P;
-  std::vector<std::vector<std::vector<bool>>> seen(S, std::vector<std::vector<bool>>(
-                                                          4, std::vector<bool>(M, false)));
+  std::vector<std::vector<std::vector<bool>>> seen(
+      S, std::vector<std::vector<bool>>(4, std::vector<bool>(M, false)));
   std::vector<int> owner(S, -1);
   const std::string kinds = "FBIW";
   for (int r = 0; r < static_cast<int>(ranks.size()); ++r) {
@@ -221,8 +221,8 @@ Schedule to_schedule(const RankActions& ranks, bool split, const char* name) {
         ops.push_back({OpKind::backward_input, a.stage, a.mb});
         ops.push_back({OpKind::backward_weight, a.stage, a.mb});
       } else if (split) {
-        ops.push_back({a.kind == 'I' ? OpKind::backward_input : OpKind::backward_weight,
-                       a.stage, a.mb});
+        ops.push_back(
+            {a.kind == 'I' ? OpKind::backward_input : OpKind::backward_weight, a.stage, a.mb});
       } else if (a.kind != 'W') {
         ops.push_back({OpKind::backward, a.stage, a.mb});
       }
@@ -300,8 +300,8 @@ struct Row {
 };
 
 double makespan_ms(const CompiledPlan& plan, const Schedule& s) {
-  const auto t = simulate(plan.model, s, plan.num_microbatches, plan.static_bytes,
-                          Peaks::rule_only);
+  const auto t =
+      simulate(plan.model, s, plan.num_microbatches, plan.static_bytes, Peaks::rule_only);
   if (!t) {
     std::fprintf(stderr, "%s: %s\n", s.policy.c_str(), t.error().message.c_str());
     return NAN;
@@ -325,8 +325,8 @@ struct Tally {
   std::string worst_row;
 };
 
-void run_row(const Row& row, const ModelProfile& model, const ClusterProfile& cluster, int P,
-             int M, bool split, Tally& tally) {
+void run_row(const Row& row, const ModelProfile& model, const ClusterProfile& cluster, int P, int M,
+             bool split, Tally& tally) {
   PlanOptions o;
   o.pp = P;
   o.dp = 1;
@@ -356,14 +356,13 @@ void run_row(const Row& row, const ModelProfile& model, const ClusterProfile& cl
   }
   ++tally.rows;
   char name[96];
-  std::snprintf(name, sizeof name, "%s pp %d M %d split %s", row.model, P, M,
-                split ? "yes" : "no");
+  std::snprintf(name, sizeof name, "%s pp %d M %d split %s", row.model, P, M, split ? "yes" : "no");
   if (ratio > tally.worst) tally.worst = ratio, tally.worst_row = name;
   char dcell[32] = "-";
   if (!std::isnan(d)) std::snprintf(dcell, sizeof dcell, "%.2f", d);
-  std::printf("| %s | %d | %d | %s | %.2f | %.2f | %.2f | %s | %.3f | %.2f | %s |\n", row.model,
-              P, M, split ? "yes" : "no", sp, pulse, z, dcell, ratio,
-              100 * (1 - ratio), verdict.c_str());
+  std::printf("| %s | %d | %d | %s | %.2f | %.2f | %.2f | %s | %.3f | %.2f | %s |\n", row.model, P,
+              M, split ? "yes" : "no", sp, pulse, z, dcell, ratio, 100 * (1 - ratio),
+              verdict.c_str());
 }
 
 }  // namespace
@@ -373,9 +372,12 @@ int main(int argc, char** argv) {
   int only_p = 0;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--self-check")) return self_check();
-    if (i + 1 < argc && !std::strcmp(argv[i], "--profiles")) dir = argv[++i];
-    else if (i + 1 < argc && !std::strcmp(argv[i], "--only")) only = argv[++i];
-    else if (i + 1 < argc && !std::strcmp(argv[i], "--only-p")) only_p = std::atoi(argv[++i]);
+    if (i + 1 < argc && !std::strcmp(argv[i], "--profiles"))
+      dir = argv[++i];
+    else if (i + 1 < argc && !std::strcmp(argv[i], "--only"))
+      only = argv[++i];
+    else if (i + 1 < argc && !std::strcmp(argv[i], "--only-p"))
+      only_p = std::atoi(argv[++i]);
   }
   if (self_check() != 0) return 1;
   auto cluster = load_cluster_profile(dir + "/clusters/dgx1-v100-32gb-1n.json");
@@ -388,8 +390,9 @@ int main(int argc, char** argv) {
                       {"SDXL 1024", "sdxl-unet-1024.json"},
                       {"U-ViT H/2 256", "uvit-h2-256.json"},
                       {"Hunyuan-DiT 1024", "hunyuan-dit-g2-1024.json"}};
-  std::printf("\n| model | pp | M | split | stage spread | pulse ms | ZB-V ms | DualPipeV ms | "
-              "pulse / best | pulse faster by %% | verdict |\n");
+  std::printf(
+      "\n| model | pp | M | split | stage spread | pulse ms | ZB-V ms | DualPipeV ms | "
+      "pulse / best | pulse faster by %% | verdict |\n");
   std::printf("|---|--:|--:|---|--:|--:|--:|--:|--:|--:|---|\n");
   Tally tally;
   for (const Row& row : rows) {
@@ -405,9 +408,10 @@ int main(int argc, char** argv) {
         for (int M : {2 * P, 4 * P}) run_row(row, *model, *cluster, P, M, split, tally);
     }
   }
-  std::printf("\n%d rows: %d where pulse is slower than the better PyTorch V schedule, %d with "
-              "unequal stage costs where it is not strictly faster.\n", tally.rows,
-              tally.slower, tally.not_faster_unequal);
+  std::printf(
+      "\n%d rows: %d where pulse is slower than the better PyTorch V schedule, %d with "
+      "unequal stage costs where it is not strictly faster.\n",
+      tally.rows, tally.slower, tally.not_faster_unequal);
   std::printf("largest pulse / best: %.4f (%s)\n", tally.worst, tally.worst_row.c_str());
   return 0;
 }

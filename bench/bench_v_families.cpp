@@ -185,7 +185,8 @@ struct Tally {
 std::string level_text(std::int64_t level, const Unit& u) {
   if (level == 0) return "none";
   const double x = static_cast<double>(level) / u.bytes;
-  return x == std::floor(x) ? fmt::format("{:.0f} {}", x, u.name) : fmt::format("{:.2f} {}", x, u.name);
+  return x == std::floor(x) ? fmt::format("{:.0f} {}", x, u.name)
+                            : fmt::format("{:.2f} {}", x, u.name);
 }
 
 // The verdict of one level; tallies what it finds.
@@ -255,8 +256,8 @@ void run_instance(const test::PeerInstance& in, int jobs, Tally& t) {
     if (f.cpu_s > t.slowest_cpu) t.slowest_cpu = f.cpu_s, t.slowest_row = row;
     const double gap = f.makespan_ms / f.bound_ms - 1;
     if (gap <= 1e-9) ++t.proven;
-    fmt::print("| {} | {} | {:.3f} | {} | {:.3f} | {:.2f}% | {} | {:.2f} | {}| {} | {} |\n", in.name,
-               level_text(levels[k], unit), f.makespan_ms, level_text(f.peak_bytes, unit),
+    fmt::print("| {} | {} | {:.3f} | {} | {:.3f} | {:.2f}% | {} | {:.2f} | {}| {} | {} |\n",
+               in.name, level_text(levels[k], unit), f.makespan_ms, level_text(f.peak_bytes, unit),
                f.bound_ms, 100 * gap, f.method, f.cpu_s, here,
                best ? fmt::format("{:.3f}", *best) : "-", verdict.empty() ? "ok" : verdict);
   }
@@ -295,16 +296,21 @@ int main(int argc, char** argv) {
   std::string group, only;
   int jobs = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--group")) group = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--only")) only = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--jobs")) jobs = std::max(1, std::atoi(argv[i + 1]));
+    if (!std::strcmp(argv[i], "--group"))
+      group = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--only"))
+      only = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--jobs"))
+      jobs = std::max(1, std::atoi(argv[i + 1]));
   }
   auto fixture = test::load_peer_fixture(source_dir());
   if (!fixture) {
     std::fprintf(stderr, "bench_v_families: %s\n", fixture.error().message.c_str());
     return 2;
   }
-  fmt::print("| instance | level | pulse ms | peak | bound | gap | method | CPU s | peers at this level | best of no more memory | verdict |\n");
+  fmt::print(
+      "| instance | level | pulse ms | peak | bound | gap | method | CPU s | peers at this level | "
+      "best of no more memory | verdict |\n");
   fmt::print("|---|--:|--:|--:|--:|--:|---|--:|---|--:|---|\n");
   Tally t;
   for (const test::PeerInstance& in : *fixture) {

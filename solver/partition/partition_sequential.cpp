@@ -133,7 +133,7 @@ DeviceCost SequentialDynamicProgram::cost(int s, int a, int b, std::int64_t insi
   if (s > 0) {
     const std::int64_t bytes = p.output[a - 1] + live_bytes_[a - 1] + p.carried_grad_bytes_upto[a];
     sends += transfer_time(request_.links[s][s - 1],
-                                  1 + live_count_[a - 1] + p.carried_grad_count_upto[a], bytes);
+                           1 + live_count_[a - 1] + p.carried_grad_count_upto[a], bytes);
     c.bytes += bytes;
     relayed += live_bytes_[a - 1];
   }

@@ -263,12 +263,11 @@ DeviceCost VDynamicProgram::side_cost(int d, int i, int j, int i2, int j2) const
   std::int64_t fwd_b = 0, bwd_b = 0;
   const std::int64_t held = held_skip_bytes(i + 1, i2, j2, j - 1, &fwd_n, &fwd_b, &bwd_n, &bwd_b);
   if (fwd_n + bwd_n > 0) {
-    sends +=
-        transfer_time(slowest_, fwd_n, fwd_b) + transfer_time(slowest_, bwd_n, bwd_b);
+    sends += transfer_time(slowest_, fwd_n, fwd_b) + transfer_time(slowest_, bwd_n, bwd_b);
     c.bytes += fwd_b + bwd_b;
   }
-  c.load = device_load(p.compute_in(i + 1, i2) + p.compute_in(j2, j - 1), sends,
-                               request_.overlap_comm);
+  c.load =
+      device_load(p.compute_in(i + 1, i2) + p.compute_in(j2, j - 1), sends, request_.overlap_comm);
   const std::int64_t params = p.params_in(i + 1, i2) + p.params_in(j2, j - 1);
   const std::int64_t act = p.activation_in(i + 1, i2) + p.activation_in(j2, j - 1);
   c.memory = memory_bound(request_.memory, params, request_.dp, request_.inflight[d], act + held);
@@ -293,13 +292,12 @@ DeviceCost VDynamicProgram::middle_cost(int i, int j) const {
   std::int64_t fwd_b = 0, bwd_b = 0;
   const std::int64_t held = held_skip_bytes(i + 1, j - 1, 0, -1, &fwd_n, &fwd_b, &bwd_n, &bwd_b);
   if (fwd_n + bwd_n > 0) {
-    sends +=
-        transfer_time(slowest_, fwd_n, fwd_b) + transfer_time(slowest_, bwd_n, bwd_b);
+    sends += transfer_time(slowest_, fwd_n, fwd_b) + transfer_time(slowest_, bwd_n, bwd_b);
     c.bytes += fwd_b + bwd_b;
   }
   c.load = device_load(p.compute_in(i + 1, j - 1), sends, request_.overlap_comm);
-  c.memory = memory_bound(request_.memory, p.params_in(i + 1, j - 1), request_.dp, request_.inflight[d],
-                          p.activation_in(i + 1, j - 1) + held);
+  c.memory = memory_bound(request_.memory, p.params_in(i + 1, j - 1), request_.dp,
+                          request_.inflight[d], p.activation_in(i + 1, j - 1) + held);
   return c;
 }
 
@@ -327,7 +325,8 @@ void VDynamicProgram::expand(int d, const State& from, int from_index, double bo
   const int rest = pp_ - 1 - d;  // devices after this one; they need 2 * rest layers
   const bool time = objective_ == Objective::time;
   // Per-parameter bytes for pruning; one byte of slack per device absorbs rounding.
-  const double spp = request_.memory.static_bytes(1 << 20, request_.dp) / static_cast<double>(1 << 20);
+  const double spp =
+      request_.memory.static_bytes(1 << 20, request_.dp) / static_cast<double>(1 << 20);
   // Largest x with compute[x] <= compute[i2 + 1] + rest * bound. The right side grows with
   // i2, so one forward walk finds it for every i2 (a binary search per i2 cost more than
   // the transitions themselves on long models).
@@ -431,7 +430,8 @@ void VDynamicProgram::keep_most_promising(int level) {
   std::vector<State>& states = levels_[level];
   if (states.size() <= kBeamWidth) return;
   const int left = pp_ - level;
-  const double spp = request_.memory.static_bytes(1 << 20, request_.dp) / static_cast<double>(1 << 20);
+  const double spp =
+      request_.memory.static_bytes(1 << 20, request_.dp) / static_cast<double>(1 << 20);
   auto key = [&](const State& s) {
     const double rest = objective_ == Objective::time
                             ? prefix_.compute_in(s.i + 1, s.j - 1)

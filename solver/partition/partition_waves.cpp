@@ -51,7 +51,8 @@ PartitionAnswer partition_waves(const PartitionRequest& request, SkipPolicy poli
   }
   PartitionResult& r = answer.result;
   r.layout = wave_layout(r.layout.first_layer, request.pp, request.waves);
-  r.method = fmt::format("w{}-{}", request.waves, r.method);  // GCC 12 warns (-Wrestrict) on "w" + std::string
+  r.method = fmt::format("w{}-{}", request.waves,
+                         r.method);  // GCC 12 warns (-Wrestrict) on "w" + std::string
   std::vector<double> load(request.pp, 0.0);
   std::vector<std::int64_t> memory(request.pp, 0);
   for (std::size_t l = 0; l < r.device_load_s.size(); ++l) {

@@ -47,7 +47,8 @@ class NodeSearch {
     for (int i = 0; i + 1 < length_; ++i) {
       for (int a = 0; a < n; ++a) {
         for (int b = 0; b < n; ++b) {
-          if (a != b) times_[(i * n + a) * n + b] = boundary_time(start_ + i, r.cluster->link(a, b));
+          if (a != b)
+            times_[(i * n + a) * n + b] = boundary_time(start_ + i, r.cluster->link(a, b));
         }
       }
     }
@@ -87,8 +88,10 @@ class NodeSearch {
 
  private:
   double boundary_time(int boundary, const LinkClass& link) const {
-    const std::int64_t bytes = request_.boundary_bytes.empty() ? 1 : request_.boundary_bytes[boundary];
-    const int messages = request_.boundary_messages.empty() ? 1 : request_.boundary_messages[boundary];
+    const std::int64_t bytes =
+        request_.boundary_bytes.empty() ? 1 : request_.boundary_bytes[boundary];
+    const int messages =
+        request_.boundary_messages.empty() ? 1 : request_.boundary_messages[boundary];
     return transfer_time(link, messages, bytes);
   }
 

@@ -16,13 +16,15 @@ namespace pulse::detail {
 
 namespace {
 
-static_assert(sizeof(ScheduleRequest) == 128, "a new ScheduleRequest field: add it to request_image()");
+static_assert(sizeof(ScheduleRequest) == 128,
+              "a new ScheduleRequest field: add it to request_image()");
 static_assert(sizeof(PipelineModel) == 160, "a new PipelineModel field: add it to request_image()");
 static_assert(sizeof(StageLayout) == 56, "a new StageLayout field: add it to request_image()");
 static_assert(sizeof(StageCost) == 56, "a new StageCost field: add it to request_image()");
 static_assert(sizeof(Transfer) == 136, "a new Transfer field: add it to request_image()");
 static_assert(sizeof(SkipPlacement) == 24, "a new SkipPlacement field: add it to request_image()");
-static_assert(sizeof(MemoryBreakdown) == 48, "a new MemoryBreakdown field: add it to request_image()");
+static_assert(sizeof(MemoryBreakdown) == 48,
+              "a new MemoryBreakdown field: add it to request_image()");
 
 class Image {
  public:
@@ -51,9 +53,8 @@ class Image {
   }
   Image& operator<<(const Bytes& b) { return *this << b.activation << b.skip << b.carried; }
   Image& operator<<(const Transfer& t) {
-    return *this << t.from << t.to << t.main_path << t.forward << t.backward
-                 << t.forward_messages << t.backward_messages << t.forward_s << t.backward_s
-                 << t.skips << t.carried;
+    return *this << t.from << t.to << t.main_path << t.forward << t.backward << t.forward_messages
+                 << t.backward_messages << t.forward_s << t.backward_s << t.skips << t.carried;
   }
   Image& operator<<(const SkipPlacement& k) {
     return *this << k.skip << k.producer_stage << k.consumer_stage << k.local << k.bytes;
@@ -66,9 +67,8 @@ class Image {
                  << m.workspace;
   }
   Image& operator<<(const PipelineModel& m) {
-    return *this << m.layout.first_layer << m.layout.device << m.layout.num_devices
-                 << m.routing << m.overlap_comm << m.stages << m.transfers << m.skips
-                 << m.links;
+    return *this << m.layout.first_layer << m.layout.device << m.layout.num_devices << m.routing
+                 << m.overlap_comm << m.stages << m.transfers << m.skips << m.links;
   }
   std::string take() { return std::move(bytes_); }
 

@@ -41,8 +41,8 @@
 
 #include <fmt/format.h>
 
-#include "op_graph.hpp"
 #include "exact_ilp.hpp"
+#include "op_graph.hpp"
 #include "pulse/cost/memory.hpp"
 
 namespace pulse::detail {
@@ -153,7 +153,8 @@ struct ExactBuilder {
   }
 
   template <class Hold>
-  void memory_row(std::size_t d, const std::vector<Hold>& holds, const Hold& f, int mf, double room) {
+  void memory_row(std::size_t d, const std::vector<Hold>& holds, const Hold& f, int mf,
+                  double room) {
     std::map<int, double> coef;
     double constant = 0;
     auto add = [&](const Before& b, double units) {
@@ -251,8 +252,7 @@ Schedule schedule_from_times(std::vector<std::vector<std::pair<double, Op>>>& by
       if (std::fabs(a.first - b.first) > 1e-9 * std::max(1.0, std::fabs(a.first))) {
         return a.first < b.first;
       }
-      return std::pair{a.second.mb, a.second.stage} <
-             std::pair{b.second.mb, b.second.stage};
+      return std::pair{a.second.mb, a.second.stage} < std::pair{b.second.mb, b.second.stage};
     });
     std::vector<Op> order;
     for (const auto& [t, op] : ops) order.push_back(op);

@@ -52,7 +52,8 @@ Candidates staircase_of(const LadderInput& in) {
   for (StairMember& s : v_seeds({&m, M, in.wide_room, in.pool_key})) {
     stairs.add(std::move(s.schedule), s.method);
   }
-  if (auto s = v_family_schedule({&m, M, VFamily::zb_v, zbv_room(m)})) stairs.add(std::move(*s), "zb-v");
+  if (auto s = v_family_schedule({&m, M, VFamily::zb_v, zbv_room(m)}))
+    stairs.add(std::move(*s), "zb-v");
   Candidates out;
   if (in.wide_list) {
     SearchInput list = in.list;
@@ -86,8 +87,8 @@ std::vector<const StairMember*> rungs_of(const std::vector<StairMember>& members
   std::vector<const StairMember*> out;
   const std::size_t n = members.size();
   for (int i = 0; i < kRungs && n > 0; ++i) {
-    const std::size_t k = n <= kRungs ? static_cast<std::size_t>(i)
-                                      : (i * (n - 1) + (kRungs - 1) / 2) / (kRungs - 1);
+    const std::size_t k =
+        n <= kRungs ? static_cast<std::size_t>(i) : (i * (n - 1) + (kRungs - 1) / 2) / (kRungs - 1);
     if (k >= n) break;
     if (out.empty() || out.back() != &members[k]) out.push_back(&members[k]);
   }
@@ -116,8 +117,9 @@ constexpr int kLeastOrderShare = 40;
 Share share_of(const LadderInput& in, std::size_t rungs) {
   const long ops = 3L * in.model->layout.num_stages() * in.num_microbatches;
   const long per = static_cast<long>(std::max<std::size_t>(1, rungs)) * ops;
-  Share s{static_cast<int>(std::min<long>(in.max_list_evaluations, in.rung_list_op_replays / per)),
-          static_cast<int>(std::min<long>(in.max_order_evaluations, in.rung_order_op_replays / per))};
+  Share s{
+      static_cast<int>(std::min<long>(in.max_list_evaluations, in.rung_list_op_replays / per)),
+      static_cast<int>(std::min<long>(in.max_order_evaluations, in.rung_order_op_replays / per))};
   if (s.list < kLeastListShare) s.list = 0;
   if (s.order < kLeastOrderShare) s.order = 0;
   return s;

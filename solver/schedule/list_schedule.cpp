@@ -3,10 +3,10 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "pulse/cost/memory.hpp"
+#include "pulse/schedule/list_schedule.hpp"
 #include "pulse/simulate/engine.hpp"
 #include "pulse/simulate/schedule.hpp"
-#include "pulse/schedule/list_schedule.hpp"
-#include "pulse/cost/memory.hpp"
 
 namespace pulse {
 
@@ -201,7 +201,9 @@ class ListScheduler {
     const double first_end = std::get<0>(best_[d]->first) + engine_.compute_time(best_[d]->second);
     for (const auto& c : candidates_) {
       if (std::get<0>(c.first) >= first_end) continue;
-      const auto order = [](const Key& k) { return std::tuple(std::get<1>(k), std::get<2>(k), std::get<3>(k), std::get<0>(k)); };
+      const auto order = [](const Key& k) {
+        return std::tuple(std::get<1>(k), std::get<2>(k), std::get<3>(k), std::get<0>(k));
+      };
       if (order(c.first) < order(best_[d]->first)) best_[d] = c;
     }
   }

@@ -192,7 +192,7 @@ MemoryRelaxation memory_relaxation(const OpGraph& g, const PipelineModel& model,
         add(g.releasing[d], g.admitting[d], room[d], held);  // (a)
         continue;
       }
-      add(g.find(input, s), dm.forward.back(), room[d], held);                   // (b)
+      add(g.find(input, s), dm.forward.back(), room[d], held);                              // (b)
       add(g.releasing[d], dm.forward.back(), room[d] - (held - dm.holds[0]), dm.holds[0]);  // (c)
     }
     r.devices.push_back(std::move(dm));
@@ -210,7 +210,8 @@ double schedule_lower_bound(const OpGraph& g, int M, const MemoryRelaxation& mem
   for (std::size_t d = 0; d < g.by_device.size(); ++d) {
     const std::vector<int>& ops = g.by_device[d];
     bound = std::max(bound, jackson_preemptive(jobs_of(g, M, tm, ops, nullptr, {}, 0)));
-    if (d < memory.devices.size()) bound = std::max(bound, warm_up_cut(g, M, tm, ops, memory.devices[d]));
+    if (d < memory.devices.size())
+      bound = std::max(bound, warm_up_cut(g, M, tm, ops, memory.devices[d]));
   }
   return bound;
 }

@@ -18,10 +18,10 @@ struct MemoryEdge {
 
 /// One device's memory, for the warm-up cut (lower_bound.cpp).
 struct DeviceMemory {
-  std::int64_t room = 0;              ///< Bytes its activations may hold.
-  std::vector<int> forward;           ///< Per stage on the device, in order: its F op.
-  std::vector<int> releasing;         ///< Per stage: the op whose end frees the stage.
-  std::vector<std::int64_t> holds;    ///< Per stage: bytes one microbatch holds there.
+  std::int64_t room = 0;            ///< Bytes its activations may hold.
+  std::vector<int> forward;         ///< Per stage on the device, in order: its F op.
+  std::vector<int> releasing;       ///< Per stage: the op whose end frees the stage.
+  std::vector<std::int64_t> holds;  ///< Per stage: bytes one microbatch holds there.
 };
 
 struct MemoryRelaxation {

@@ -18,8 +18,8 @@ struct OrderSearchInput {
   std::vector<MemoryBreakdown> static_bytes;
   /// Whether a replayed candidate keeps within memory (the synthesizer's room per device).
   std::function<bool(const Timeline&)> fits;
-  int max_evaluations = 0;  ///< Deterministic work limit: replays.
-  std::function<bool()> expired;     ///< Wall-clock safety limit.
+  int max_evaluations = 0;        ///< Deterministic work limit: replays.
+  std::function<bool()> expired;  ///< Wall-clock safety limit.
 };
 
 struct OrderSearchResult {

@@ -80,7 +80,8 @@ class Search {
     if (!best_.found) return;  // nothing to start from (no limits to replay it at)
     const int S = model_.layout.num_stages();
     const std::vector<int> limits = best_.limits;
-    for (ListPolicy p : {best_.policy, ListPolicy::backward_first(S), ListPolicy::forward_first(S)}) {
+    for (ListPolicy p :
+         {best_.policy, ListPolicy::backward_first(S), ListPolicy::forward_first(S)}) {
       if (p.active) continue;
       p.active = true;
       offer(std::move(p), limits);
@@ -149,7 +150,6 @@ class Search {
         offer(ListPolicy::forward_first(S), limits);
       }
     }
-
   }
 
   // Every ordering of device d's rank slots, from the best policy so far.

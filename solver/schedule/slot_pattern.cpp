@@ -39,7 +39,7 @@ namespace {
 enum SlotKind : int { kFDown = 0, kFUp = 1, kIUp = 2, kIDown = 3, kW = 4, kWDown = 5 };
 
 using DeviceSlots = std::vector<std::vector<int>>;  // [kind][index] -> slot
-using Slots = std::vector<DeviceSlots>;            // per device
+using Slots = std::vector<DeviceSlots>;             // per device
 
 struct SlotOp {
   int slot, device, kind, index;
@@ -82,7 +82,8 @@ std::vector<SlotOp> device_ops(const DeviceSlots& s, int device, int kinds) {
   for (int k = 0; k < kinds && k < static_cast<int>(s.size()); ++k) {
     for (int i = 0; i < static_cast<int>(s[k].size()); ++i) ops.push_back({s[k][i], device, k, i});
   }
-  std::sort(ops.begin(), ops.end(), [](const SlotOp& a, const SlotOp& b) { return a.key() < b.key(); });
+  std::sort(ops.begin(), ops.end(),
+            [](const SlotOp& a, const SlotOp& b) { return a.key() < b.key(); });
   return ops;
 }
 
@@ -149,7 +150,8 @@ std::vector<SlotOp> all_ops(const Slots& slots, int kinds) {
     std::vector<SlotOp> mine = device_ops(slots[d], d, kinds);
     ops.insert(ops.end(), mine.begin(), mine.end());
   }
-  std::sort(ops.begin(), ops.end(), [](const SlotOp& a, const SlotOp& b) { return a.key() < b.key(); });
+  std::sort(ops.begin(), ops.end(),
+            [](const SlotOp& a, const SlotOp& b) { return a.key() < b.key(); });
   return ops;
 }
 
@@ -174,7 +176,8 @@ std::vector<std::pair<int, int>> inputs_of(const Slots& slots, const SlotOp& op,
 int latest_input(const Slots& slots, const SlotOp& op, int P) {
   const DeviceSlots& mine = slots[op.device];
   int latest = -1;
-  for (const auto& [d, k] : inputs_of(slots, op, P)) latest = std::max(latest, slots[d][k][op.index]);
+  for (const auto& [d, k] : inputs_of(slots, op, P))
+    latest = std::max(latest, slots[d][k][op.index]);
   if (op.kind == kW) {
     std::vector<int> backward = mine[kIUp];
     backward.insert(backward.end(), mine[kIDown].begin(), mine[kIDown].end());
@@ -192,7 +195,8 @@ Slots squeeze(const Slots& slots, int kinds) {
   std::vector<int> device_end(P, 0);
   for (const SlotOp& op : all_ops(slots, kinds)) {
     int start = device_end[op.device];
-    for (const auto& [d, k] : inputs_of(out, op, P)) start = std::max(start, out[d][k][op.index] + 1);
+    for (const auto& [d, k] : inputs_of(out, op, P))
+      start = std::max(start, out[d][k][op.index] + 1);
     if (op.index > 0) start = std::max(start, out[op.device][op.kind][op.index - 1] + 1);
     out[op.device][op.kind][op.index] = start;
     device_end[op.device] = start + 1;

@@ -146,7 +146,8 @@ void Staircase::add(Schedule s, const std::string& method) {
   }
   const double t = timer_.makespan(s, beyond);
   if (!std::isfinite(t) || t >= beyond) return;
-  std::erase_if(members_, [&](const StairMember& m) { return m.peak >= peak && m.makespan_s >= t; });
+  std::erase_if(members_,
+                [&](const StairMember& m) { return m.peak >= peak && m.makespan_s >= t; });
   const auto at = std::find_if(members_.begin(), members_.end(),
                                [&](const StairMember& m) { return m.peak > peak; });
   s.policy = method;

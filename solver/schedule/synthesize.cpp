@@ -16,11 +16,11 @@
 
 #include "answer_memo.hpp"
 #include "exact_ilp.hpp"
+#include "ladder_search.hpp"
 #include "lower_bound.hpp"
 #include "op_graph.hpp"
 #include "order_search.hpp"
 #include "policy_search.hpp"
-#include "ladder_search.hpp"
 #include "pulse/base/units.hpp"
 #include "pulse/cost/memory.hpp"
 #include "pulse/schedule/list_schedule.hpp"
@@ -101,13 +101,16 @@ std::pair<std::int64_t, std::int64_t> footprint(const Timeline& t) {
 double iteration(const Timeline& t, const std::vector<double>& allreduce_s) {
   double end = t.makespan_s;
   for (std::size_t d = 0; d < allreduce_s.size() && d < t.devices.size(); ++d) {
-    if (!t.devices[d].ops.empty()) end = std::max(end, t.devices[d].ops.back().busy_until_s + allreduce_s[d]);
+    if (!t.devices[d].ops.empty())
+      end = std::max(end, t.devices[d].ops.back().busy_until_s + allreduce_s[d]);
   }
   return end;
 }
 
 // -1, 0 or 1 as x is shorter than, as long as (within a relative 1e-9) or longer than y.
-int compare(double x, double y) { return x < y * (1 - 1e-9) ? -1 : x > y * (1 + 1e-9) ? 1 : 0; }
+int compare(double x, double y) {
+  return x < y * (1 - 1e-9) ? -1 : x > y * (1 + 1e-9) ? 1 : 0;
+}
 
 // Whether `t` is better than `than`: shorter; or as short and a shorter iteration; or as
 // short, no longer an iteration and holding less.
@@ -210,11 +213,12 @@ Status check_room(const ScheduleRequest& r, const Memory& mem) {
       return infeasible_error(fmt::format(
           "pipeline device {} cannot hold one microbatch in flight within the activation "
           "budget of {} (one microbatch holds {} there)",
-          d, format_bytes(r.activation_budget), format_bytes(bytes_per_microbatch_at_most(*r.model)[d])));
+          d, format_bytes(r.activation_budget),
+          format_bytes(bytes_per_microbatch_at_most(*r.model)[d])));
     }
-    return infeasible_error(fmt::format(
-        "pipeline device {} cannot hold one microbatch in flight within {}", d,
-        format_bytes(r.memory_capacity)));
+    return infeasible_error(
+        fmt::format("pipeline device {} cannot hold one microbatch in flight within {}", d,
+                    format_bytes(r.memory_capacity)));
   }
   return Ok{};
 }
@@ -231,7 +235,8 @@ void offer_families(const ScheduleRequest& r, const Memory& mem, Best& best) {
     best.offer(std::move(*s), r, mem, "zb-v");
   }
   for (VFamily f : {VFamily::v_half, VFamily::v_min}) {
-    if (auto s = v_family_schedule({r.model, M, f, {}})) best.offer(std::move(*s), r, mem, v_family_name(f));
+    if (auto s = v_family_schedule({r.model, M, f, {}}))
+      best.offer(std::move(*s), r, mem, v_family_name(f));
   }
 }
 
@@ -256,12 +261,18 @@ struct Search {
   // The policy search's input at `room`: its work limit in list schedules, large instances
   // getting fewer, but never fewer than kMinListEvaluations.
   detail::SearchInput list_input(const Memory& room) const {
-    const long ops = r.model->layout.num_stages() * (r.split_backward ? 3L : 2L) * r.num_microbatches;
+    const long ops =
+        r.model->layout.num_stages() * (r.split_backward ? 3L : 2L) * r.num_microbatches;
     const int budget = static_cast<int>(std::min<long>(
         {static_cast<long>(r.max_evaluations),
          std::max<long>(kMinListEvaluations, kListOpReplays / ops), kMaxListOpReplays / ops}));
-    return detail::SearchInput{r.num_microbatches, room.reach_cap, room.safe_cap, room.room,
-                               r.split_backward,   budget, 3,
+    return detail::SearchInput{r.num_microbatches,
+                               room.reach_cap,
+                               room.safe_cap,
+                               room.room,
+                               r.split_backward,
+                               budget,
+                               3,
                                [this] { return deadline.expired(); },
                                [this, &room](const Schedule& s) {
                                  auto t = simulate(*r.model, s, r.num_microbatches, r.static_bytes,
@@ -332,7 +343,9 @@ struct Search {
     in.pool_key = detail::request_image(open);
     in.stop = [this] { return !go_on(); };
     in.expired = [this] { return deadline.expired(); };
-    in.offer = [this](Schedule s, const std::string& how) { best.offer(std::move(s), r, mem, how); };
+    in.offer = [this](Schedule s, const std::string& how) {
+      best.offer(std::move(s), r, mem, how);
+    };
     const detail::LadderResult found = detail::ladder_search(in);
     a.list_evaluations = found.list_evaluations;
     a.order_evaluations = found.order_evaluations;
@@ -347,7 +360,8 @@ struct Search {
   void exact(const detail::OpGraph& graph) {
     const std::vector<std::int64_t> most = bytes_per_microbatch_at_most(*r.model);
     bool binds = false;
-    for (std::size_t d = 0; d < most.size(); ++d) binds = binds || most[d] * r.num_microbatches > mem.room[d];
+    for (std::size_t d = 0; d < most.size(); ++d)
+      binds = binds || most[d] * r.num_microbatches > mem.room[d];
     const int largest = binds ? r.exact_max_ops / 2 : r.exact_max_ops;
     if (!go_on() || detail::exact_model_size(graph, r.num_microbatches) > largest) return;
     const detail::EngineInput in{r.model, r.num_microbatches, mem.reach_cap, r.split_backward,
@@ -455,8 +469,8 @@ void trim_and_curve(const ScheduleRequest& r, const Deadline& deadline, Schedule
   for (int i = 0; i < points; ++i) {
     const auto [num, den] = kCurveFractions[i];
     const std::int64_t budget = a.peak_activation_bytes * num / den;
-    auto point = i == 0 && three_quarters ? std::move(three_quarters)
-                                          : at_budget(r, budget, deadline, a);
+    auto point =
+        i == 0 && three_quarters ? std::move(three_quarters) : at_budget(r, budget, deadline, a);
     if (point) a.memory_curve.push_back({budget, point->makespan_s});
   }
 }
@@ -468,7 +482,8 @@ void trim_and_curve(const ScheduleRequest& r, const Deadline& deadline, Schedule
 void probe_smaller_budget(const ScheduleRequest& r, const Deadline& deadline, ScheduleAnswer& a) {
   if (a.peak_activation_bytes <= 0) return;
   auto smaller = at_budget(r, a.peak_activation_bytes * 3 / 4, deadline, a, true);
-  if (smaller && better(smaller->timeline, a.timeline, r.allreduce_s)) adopt(a, std::move(*smaller));
+  if (smaller && better(smaller->timeline, a.timeline, r.allreduce_s))
+    adopt(a, std::move(*smaller));
 }
 
 // The synthesis; without the bound (the memory curve's points need only the makespan), no

@@ -44,7 +44,7 @@ SlotPattern fill_w(SlotPattern p) {
 using Offsets = std::array<int, 4>;  // shifts of F, f, B, b from one device to the next
 
 std::optional<std::vector<SlotPattern>> building_block(const SlotPattern& first, const Offsets& a,
-                                                   const Offsets& b, int len_a, int P) {
+                                                       const Offsets& b, int len_a, int P) {
   std::vector<SlotPattern> block{first};
   for (int i = 0; i + 1 < P; ++i) {
     const Offsets& shift = i < len_a ? a : b;
@@ -72,7 +72,6 @@ std::vector<SlotPattern> starting_patterns() {
   }
   return out;
 }
-
 
 }  // namespace
 
@@ -125,9 +124,13 @@ VAutoSearch search(int P, int M, int max_mem, bool breaks) {
 
 }  // namespace
 
-VAutoSearch v_auto_candidates(int P, int M, int max_mem) { return search(P, M, max_mem, true); }
+VAutoSearch v_auto_candidates(int P, int M, int max_mem) {
+  return search(P, M, max_mem, true);
+}
 
-VAutoSearch v_auto_pool(int P, int M, int max_mem) { return search(P, M, max_mem, false); }
+VAutoSearch v_auto_pool(int P, int M, int max_mem) {
+  return search(P, M, max_mem, false);
+}
 
 std::optional<double> v_auto_span(const SlotRows& rows, const ScalarCosts& k) {
   const int P = static_cast<int>(rows.size());
@@ -194,8 +197,8 @@ Schedule slot_rows_schedule(const SlotRows& rows) {
     for (char c : rows[d]) {
       if (c == ' ') continue;
       const int v = slot_letter(c);
-      static constexpr OpKind kind[6] = {OpKind::forward, OpKind::forward,
-                                         OpKind::backward_input, OpKind::backward_input,
+      static constexpr OpKind kind[6] = {OpKind::forward,         OpKind::forward,
+                                         OpKind::backward_input,  OpKind::backward_input,
                                          OpKind::backward_weight, OpKind::backward_weight};
       const bool on_up = v == kCellFf || v == kCellB || v == kCellW;
       ops.push_back(Op{kind[v], on_up ? up : down, count[v]++});

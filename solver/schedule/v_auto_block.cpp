@@ -40,17 +40,24 @@ struct LetterTable {
   std::array<signed char, 256> index;
   LetterTable() {
     index.fill(-1);
-    for (int v = 0; v < kSlots; ++v) index[static_cast<unsigned char>(kLetters[v])] = static_cast<signed char>(v);
+    for (int v = 0; v < kSlots; ++v)
+      index[static_cast<unsigned char>(kLetters[v])] = static_cast<signed char>(v);
   }
 };
 const LetterTable kTable;
 
-int letter_of(char c) { return kTable.index[static_cast<unsigned char>(c)]; }
+int letter_of(char c) {
+  return kTable.index[static_cast<unsigned char>(c)];
+}
 
-bool upper(char c) { return c == 'F' || c == 'B' || c == 'W'; }
+bool upper(char c) {
+  return c == 'F' || c == 'B' || c == 'W';
+}
 
 // +1 for a forward, -1 for a weight gradient: the slot model's memory.
-int held_by(char c) { return (c == 'F' || c == 'f') - (c == 'W' || c == 'w'); }
+int held_by(char c) {
+  return (c == 'F' || c == 'f') - (c == 'W' || c == 'w');
+}
 
 // Python's list indexing: negative counts from the end, out of range raises.
 char& at(std::string& row, long j) {
@@ -200,11 +207,16 @@ void rebuild_warmup_row(std::string& row, int i, int P, int want_f, int want_ff)
   for (std::size_t j = 0; j < row.size(); ++j) {
     const char ch = row[j];
     if (ch == 'b') break;
-    if (ch == 'F') ++c.f;
-    else if (ch == 'f') ++c.ff;
-    else if (ch == 'B') ++c.b;
-    else if (ch == 'W') ++c.w;
-    else check_or_raise(ch == ' ');
+    if (ch == 'F')
+      ++c.f;
+    else if (ch == 'f')
+      ++c.ff;
+    else if (ch == 'B')
+      ++c.b;
+    else if (ch == 'W')
+      ++c.w;
+    else
+      check_or_raise(ch == ' ');
     row[j] = ' ';
   }
   WarmupCounts u;
@@ -249,8 +261,10 @@ void keep_first(SlotRows& rows, int M) {
     std::array<int, 6> count{};
     for (char& c : row) {
       if (c == ' ') continue;
-      if (count[letter_of(c)] >= M) c = ' ';
-      else ++count[letter_of(c)];
+      if (count[letter_of(c)] >= M)
+        c = ' ';
+      else
+        ++count[letter_of(c)];
     }
   }
 }
@@ -330,8 +344,10 @@ SlotRows rebuild_cooldown(SlotRows rows, int M, int peak) {
       w += ch == 'B' ? 1 : ch == 'W' ? -1 : 0;
       ww += ch == 'b' ? 1 : ch == 'w' ? -1 : 0;
       if (ch != ' ' || j <= last_w) continue;
-      if (w > 0) row[j] = 'W', --w;
-      else if (ww > 0) row[j] = 'w', --ww;
+      if (w > 0)
+        row[j] = 'W', --w;
+      else if (ww > 0)
+        row[j] = 'w', --ww;
     }
     row.append(static_cast<std::size_t>(std::max(0, w)), 'W');
     row.append(static_cast<std::size_t>(std::max(0, ww)), 'w');
@@ -350,8 +366,11 @@ struct Progress {
   std::vector<int> held;    // per row: the slot model's memory so far
 
   Progress(int p, int m)
-      : P(p), M(m), count(static_cast<std::size_t>(p) * kSlots, 0),
-        placed(static_cast<std::size_t>(p) * m * kSlots, -1), held(p, 0) {}
+      : P(p),
+        M(m),
+        count(static_cast<std::size_t>(p) * kSlots, 0),
+        placed(static_cast<std::size_t>(p) * m * kSlots, -1),
+        held(p, 0) {}
   int& column(int mb, int row, int v) {
     const std::size_t k = (static_cast<std::size_t>(mb) * P + row) * kSlots + v;
     check_or_raise(k < placed.size());
@@ -388,8 +407,8 @@ bool may_move(int v, int i, long j, Progress& g) {
 
 // Step 5b for the free cell (i, j): the first later op of the row (of each kind, only the
 // next) that may move there without raising the row past the peak.
-void fill_cell(std::string& row, int i, long j, long len, const std::array<long, 6>& last,
-               int peak, Progress& g) {
+void fill_cell(std::string& row, int i, long j, long len, const std::array<long, 6>& last, int peak,
+               Progress& g) {
   std::array<bool, 6> open{};
   int left = 0;
   for (int v = 0; v < kSlots; ++v) left += open[v] = last[v] > j;
@@ -486,7 +505,8 @@ bool correct(const SlotRows& rows, int M) {
       } else {
         const auto& up = col[static_cast<std::size_t>(m) * P + i - 1];
         const auto& down = col[static_cast<std::size_t>(m) * P + i + 1];
-        if (up[kCellF] >= c[kCellF] || up[kCellB] >= c[kCellB] || down[kCellFf] >= c[kCellFf] || down[kCellBb] >= c[kCellBb]) {
+        if (up[kCellF] >= c[kCellF] || up[kCellB] >= c[kCellB] || down[kCellFf] >= c[kCellFf] ||
+            down[kCellBb] >= c[kCellBb]) {
           return false;
         }
       }
@@ -523,7 +543,9 @@ BlockSchedule steps_of(const std::vector<SlotPattern>& block, int P, int M, int 
 
 }  // namespace
 
-int slot_letter(char c) { return letter_of(c); }
+int slot_letter(char c) {
+  return letter_of(c);
+}
 
 BlockSchedule schedule_block(const std::vector<SlotPattern>& block, int P, int M, int max_mem) {
   try {

@@ -43,7 +43,9 @@ double upper_median(std::vector<double> v) {
 }
 
 // Seconds to milliseconds at the nanosecond, as a person would type them.
-double to_ms(double seconds) { return std::round(seconds * 1e9) / 1e6; }
+double to_ms(double seconds) {
+  return std::round(seconds * 1e9) / 1e6;
+}
 
 // V-auto's candidates depend on P, M and the budget alone, and one plan synthesizes the
 // same V several times (the families v, v-released and v-naive): the last few sets are kept
@@ -98,7 +100,8 @@ ScalarCosts authors_costs(const PipelineModel& m) {
     const StageCost& up = m.stages[2 * P - 1 - d];
     f.push_back((to_ms(down.forward_s) + to_ms(up.forward_s)) / 2);
     b.push_back((to_ms(op_compute_s(down, OpKind::backward_input)) +
-                 to_ms(op_compute_s(up, OpKind::backward_input))) / 2);
+                 to_ms(op_compute_s(up, OpKind::backward_input))) /
+                2);
     w.push_back((to_ms(down.backward_weight_s) + to_ms(up.backward_weight_s)) / 2);
   }
   for (const Transfer& t : m.transfers) {

@@ -42,8 +42,12 @@ struct Variant {
 class Filler {
  public:
   Filler(const ZbvFillRequest& r, Variant v, std::vector<double> approved)
-      : S_(r.num_devices), M_(r.num_microbatches), c_(r.costs.c), max_mem_(r.max_mem),
-        v_(v), approved_(std::move(approved)) {
+      : S_(r.num_devices),
+        M_(r.num_microbatches),
+        c_(r.costs.c),
+        max_mem_(r.max_mem),
+        v_(v),
+        approved_(std::move(approved)) {
     cost_[kCatF] = r.costs.f;
     cost_[kCatB] = r.costs.b;
     cost_[kCatW] = r.costs.w;
@@ -99,7 +103,8 @@ class Filler {
   }
   // W ops into the wait for the input `node` (-1: none), and one more past the share.
   void fill(int stage, long node, bool one_more_allowed) {
-    while (!pending_[stage].empty() && node >= 0 && end_at(node) + c_ >= cur_[stage] + cost_[kCatW]) {
+    while (!pending_[stage].empty() && node >= 0 &&
+           end_at(node) + c_ >= cur_[stage] + cost_[kCatW]) {
       put_w(stage);
     }
     if (!pending_[stage].empty() &&
@@ -124,7 +129,7 @@ class Filler {
   std::vector<double> cur_;
   std::vector<int> mem_;
   std::vector<double> bubble_;
-  std::vector<std::deque<int>> pending_;  // chunks of backwards whose W has not run
+  std::vector<std::deque<int>> pending_;                // chunks of backwards whose W has not run
   std::vector<std::vector<std::array<int, 3>>> order_;  // (cat, chunk, mb) per device
 };
 
@@ -136,7 +141,8 @@ void Filler::put(int cat, int chunk, int stage) {
   fill_check(mem_[stage] + kMem[cat] <= max_mem_);
   if (cat > 0 || chunk > 0) {
     const int last = cat * 2 + chunk - 1;
-    fill_check(end_at(cat < 2 ? id(last / 2, last % 2, stage, n) : id(kCatB, chunk, stage, n)) >= 0);
+    fill_check(end_at(cat < 2 ? id(last / 2, last % 2, stage, n) : id(kCatB, chunk, stage, n)) >=
+               0);
   }
   if (cat < 2 && ((chunk == 1 && stage < S_ - 1) || (chunk == 0 && stage > 0))) {
     const long input = id(cat, chunk, chunk == 1 ? stage + 1 : stage - 1, n);
@@ -189,7 +195,8 @@ void Filler::backwards() {
   for (int i = 0; i < S_; ++i) {
     if (count_[i][3] >= count_[i][2]) {
       chunk0.push_back(i);
-    } else if (i == S_ - 1 || end_at(id(kCatB, 1, i + 1, count_[i][3])) >= 0 || count_[i][2] >= M_) {
+    } else if (i == S_ - 1 || end_at(id(kCatB, 1, i + 1, count_[i][3])) >= 0 ||
+               count_[i][2] >= M_) {
       chunk1.push_back(i);
     } else {
       chunk0.push_back(i);
@@ -241,7 +248,7 @@ ZbvFill Filler::result() const {
       const bool up = cat == kCatF ? chunk == 1 : chunk == 0;
       const OpKind kind = cat == kCatF   ? OpKind::forward
                           : cat == kCatB ? OpKind::backward_input
-                                      : OpKind::backward_weight;
+                                         : OpKind::backward_weight;
       ops.push_back(Op{kind, up ? 2 * S_ - 1 - i : i, mb});
     }
     out.schedule.device_ops.push_back(std::move(ops));

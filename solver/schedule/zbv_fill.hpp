@@ -25,7 +25,7 @@ struct ZbvFillRequest {
 
 struct ZbvFill {
   Schedule schedule;
-  double makespan = 0;      ///< The latest op end in the authors' own timing.
+  double makespan = 0;        ///< The latest op end in the authors' own timing.
   double largest_bubble = 0;  ///< What their choice minimises.
 };
 

@@ -123,7 +123,9 @@ class ZbvBuilder {
   void put(DeviceId d, OpKind kind, int side) {
     if (!ok_) return;
     Counts& c = counts_[d];
-    int& n = kind == OpKind::forward ? c.f[side] : kind == OpKind::backward_weight ? c.w[side] : c.i[side];
+    int& n = kind == OpKind::forward           ? c.f[side]
+             : kind == OpKind::backward_weight ? c.w[side]
+                                               : c.i[side];
     const Op op{kind, stage(d, side), n};
     const auto ready = engine_.ready_time(op);
     const bool overflow = kind == OpKind::forward && held_[d] + hold_bytes(d, side) > room_[d];
@@ -165,7 +167,8 @@ class ZbvBuilder {
     const double arrival = input_arrival(next);
     if (std::isnan(arrival)) return;
     while (!pending_[d].empty() && ok_ &&
-           arrival >= engine_.device_free(d) + cost(d, pending_[d].front(), OpKind::backward_weight)) {
+           arrival >=
+               engine_.device_free(d) + cost(d, pending_[d].front(), OpKind::backward_weight)) {
       put_w(d);
     }
     const double wait = arrival - engine_.device_free(d);

@@ -63,7 +63,8 @@ std::string JsonPath::str() const {
 
 Result<std::string> read_text_file(const std::string& path, std::int64_t max_bytes,
                                    std::string_view limit) {
-  if (path.empty()) return input_error("an input's file name is empty; expected the path of a file");
+  if (path.empty())
+    return input_error("an input's file name is empty; expected the path of a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return input_error(

@@ -119,9 +119,10 @@ Status write_verdict_outputs(std::string_view command, const std::vector<Output>
     }
   }
   if (!files.empty()) {
-    std::cerr << fmt::format("pulse-plan: {}: not written, as the command fails: {} (run it "
-                             "without {} to write them)\n",
-                             command, fmt::join(files, ", "), without);
+    std::cerr << fmt::format(
+        "pulse-plan: {}: not written, as the command fails: {} (run it "
+        "without {} to write them)\n",
+        command, fmt::join(files, ", "), without);
   }
   return write_outputs(streams);
 }

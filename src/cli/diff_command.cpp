@@ -9,10 +9,10 @@
 
 #include "commands.hpp"
 #include "pulse/base/io.hpp"
-#include "pulse/tools/diff.hpp"
 #include "pulse/plan/plan.hpp"
 #include "pulse/plan/plan_codec.hpp"
 #include "pulse/profile/scaling.hpp"
+#include "pulse/tools/diff.hpp"
 #include "pulse/tools/replay.hpp"
 
 namespace pulse::cli {
@@ -92,8 +92,7 @@ exit codes: 0 report written; 2 bad usage or a plan that cannot be read; 3 inter
 po::options_description diff_options() {
   po::options_description o("options");
   o.add_options()("format", po::value<std::string>()->value_name("NAME")->default_value("table"),
-                  "table, json, markdown or html")(
-      "json", "the same as --format json")(
+                  "table, json, markdown or html")("json", "the same as --format json")(
       "output,o", po::value<std::string>()->value_name("FILE"),
       "write here (atomically) instead of stdout")(
       "fail-if-slower", po::value<double>()->value_name("PCT"),
@@ -107,8 +106,8 @@ po::options_description diff_options() {
       "link-scale", po::value<std::string>()->value_name("F"),
       "replay both plans with every link F times as fast (0.001 to 1000)")(
       "allow-changed-inputs",
-      "accepted for old scripts; a recalibrated profile is shown, not refused")(
-      "help,h", "this help");
+      "accepted for old scripts; a recalibrated profile is shown, not refused")("help,h",
+                                                                                "this help");
   return o;
 }
 
@@ -141,8 +140,8 @@ Result<double> scale(const po::variables_map& vm, const char* name) {
     if (auto s = check_scale_limit("diff", fmt::format("--{}", name), *v); !s) return s.error();
     return *v;
   }
-  return usage_error(fmt::format("diff: --{} must be a positive, finite number, got \"{}\"{}",
-                                 name, text,
+  return usage_error(fmt::format("diff: --{} must be a positive, finite number, got \"{}\"{}", name,
+                                 text,
                                  text == "range-low" || text == "range-high"
                                      ? " (the time range is the model profile's: plan with it)"
                                      : ""));
@@ -174,17 +173,16 @@ std::vector<std::string> tripped(const PlanDiff& d, std::optional<double> slower
 Result<std::string> output_format(const po::variables_map& vm) {
   const std::string format = vm["format"].as<std::string>();
   if (format != "table" && format != "json" && format != "markdown" && format != "html") {
-    return usage_error(fmt::format(
-        "diff: --format must be table, json, markdown or html, got \"{}\"", format));
+    return usage_error(
+        fmt::format("diff: --format must be table, json, markdown or html, got \"{}\"", format));
   }
   if (vm.count("json") && !vm["format"].defaulted() && format != "json") {
-    return usage_error(fmt::format(
-        "diff: --json and --format {} ask for two formats; give one of them", format));
+    return usage_error(
+        fmt::format("diff: --json and --format {} ask for two formats; give one of them", format));
   }
   const std::string chosen = vm.count("json") ? "json" : format;
   if (!vm["color"].defaulted() && chosen != "table") {
-    return usage_error(
-        fmt::format("diff: --color applies to --format table, not {}", chosen));
+    return usage_error(fmt::format("diff: --color applies to --format table, not {}", chosen));
   }
   return chosen;
 }

@@ -6,10 +6,10 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "pulse/tools/export.hpp"
 #include "pulse/base/io.hpp"
 #include "pulse/plan/plan.hpp"
 #include "pulse/plan/plan_codec.hpp"
+#include "pulse/tools/export.hpp"
 
 namespace pulse::cli {
 
@@ -126,8 +126,8 @@ Status export_csv(const Plan& plan, const std::vector<NamedPath>& outputs) {
 Status check_format_options(const po::variables_map& vm, const std::string& format) {
   for (const ExportFormat& f : export_formats()) {
     if (*f.own_option && vm.count(f.own_option) && format != f.name) {
-      return usage_error(fmt::format("export: --{} applies to --format {}, not {}", f.own_option,
-                                     f.name, format));
+      return usage_error(
+          fmt::format("export: --{} applies to --format {}, not {}", f.own_option, f.name, format));
     }
   }
   return Ok{};

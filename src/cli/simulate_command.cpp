@@ -6,9 +6,9 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "pulse/base/text.hpp"
 #include "pulse/base/io.hpp"
 #include "pulse/base/json_check.hpp"
+#include "pulse/base/text.hpp"
 #include "pulse/base/units.hpp"
 #include "pulse/plan/plan_codec.hpp"
 #include "pulse/simulate/trace.hpp"
@@ -73,8 +73,7 @@ po::options_description simulate_options() {
       "also write the replayed timeline as a Chrome trace (chrome://tracing, Perfetto)")(
       "check",
       "exit 1 when a figure differs from the plan's predicted ones (then no -o or --trace "
-      "file is written)")("help,h",
-                                                                              "this help");
+      "file is written)")("help,h", "this help");
   return o;
 }
 
@@ -132,8 +131,8 @@ std::string text_report(const std::string& name, const Plan& plan, const Replay&
                    format_bytes(comm.skip_bytes_per_iteration),
                    format_bytes(comm.carried_bytes_per_iteration.value_or(0))));
   std::string classes;
-  for (const auto& [cls, bytes] : comm.p2p_bytes_per_link_class.value_or(
-           std::map<std::string, std::int64_t>{})) {
+  for (const auto& [cls, bytes] :
+       comm.p2p_bytes_per_link_class.value_or(std::map<std::string, std::int64_t>{})) {
     classes += fmt::format("{}{} {}", classes.empty() ? "" : ", ", cls, format_bytes(bytes));
   }
   line(fmt::format("  by link class      {}", classes.empty() ? "none" : classes));

@@ -61,8 +61,8 @@ Result<CompiledPlan> compile_checked(const ModelProfile& model, const ClusterPro
   return plan;
 }
 
-const Result<CompiledPlan>& placed_family(const CompileInputs& in, const Config& c,
-                                          const Family& f, PassClock& clock) {
+const Result<CompiledPlan>& placed_family(const CompileInputs& in, const Config& c, const Family& f,
+                                          PassClock& clock) {
   const CacheKey key{c.pp, c.dp, c.microbatch_size, f.name, Reached::placed};
   if (auto it = in.cache->plans.find(key); it != in.cache->plans.end()) return it->second;
   auto keep = [&](Result<CompiledPlan> r) -> auto& {

@@ -72,8 +72,7 @@ const Result<CompiledPlan>& placed_family(const CompileInputs& in, const Config&
 /// The whole pass list for one configuration and one family, the schedule at `effort`.
 /// Cached like placed_family.
 const Result<CompiledPlan>& compile_family(const CompileInputs& in, const Config& config,
-                                           const Family& family, Effort effort,
-                                           PassClock& clock);
+                                           const Family& family, Effort effort, PassClock& clock);
 
 /// The profiles the passes plan on: the loaded ones, or copies scaled by `options.scales`.
 struct PlannedInputs {

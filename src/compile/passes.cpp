@@ -110,8 +110,8 @@ PartitionResult given_partition(const CompileInputs& in, const Config& c, const 
   const Family& f = *st.family;
   PartitionResult r;
   r.layout = f.chain() ? sequential_layout(first, c.pp) : wave_layout(first, c.pp, f.waves);
-  const PipelineModel m = build_pipeline_model(*st.graph, r.layout, f.routing, request.links,
-                                               request.overlap_comm);
+  const PipelineModel m =
+      build_pipeline_model(*st.graph, r.layout, f.routing, request.links, request.overlap_comm);
   r.method = "given";
   r.device_load_s = m.device_load();
   r.objective_s = *std::max_element(r.device_load_s.begin(), r.device_load_s.end());
@@ -119,8 +119,8 @@ PartitionResult given_partition(const CompileInputs& in, const Config& c, const 
   for (const StageCost& s : m.stages) compute += s.forward_s + s.backward_s;
   r.lower_bound_s = compute / c.pp;
   r.bytes_per_microbatch = m.bytes_per_microbatch().total();
-  r.all_skips_local = std::all_of(m.skips.begin(), m.skips.end(),
-                                  [](const SkipPlacement& s) { return s.local; });
+  r.all_skips_local =
+      std::all_of(m.skips.begin(), m.skips.end(), [](const SkipPlacement& s) { return s.local; });
   return r;
 }
 
@@ -195,7 +195,7 @@ ScheduleRequest schedule_request(const CompileInputs& in, const CompiledPlan& pl
   request.family = plan.family->schedule;
   request.activation_budget = activation_budget(*in.options, *in.cluster);
   request.allreduce_s = allreduce_times(plan.model, plan.ranks, in.options->memory, *in.cluster,
-                                       plan.num_microbatches);
+                                        plan.num_microbatches);
   request.max_nodes = in.options->solver_max_nodes;
   request.max_seconds = in.options->solver_max_seconds;
   // The memory curve is drawn once, for the plan kept (memory_curve_pass).
@@ -302,9 +302,8 @@ Status schedule_pass(const CompileInputs& in, CompiledPlan& plan, Effort effort,
 
 void evaluate_pass(const CompileInputs& in, CompiledPlan& plan, PassClock& clock) {
   PassClock::Run run(clock, "evaluate");
-  const std::vector<double> allreduce_s =
-      allreduce_times(plan.model, plan.ranks, in.options->memory, *in.cluster,
-                      plan.num_microbatches);
+  const std::vector<double> allreduce_s = allreduce_times(
+      plan.model, plan.ranks, in.options->memory, *in.cluster, plan.num_microbatches);
   plan.evaluation =
       evaluate(plan.model, plan.timeline, allreduce_s, plan.global_batch, in.options->memory);
 }

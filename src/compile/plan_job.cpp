@@ -56,9 +56,9 @@ Status write(const PlanJob& job, const Loaded& in, PlanRun& run, PassClock& cloc
   if (job.fail_on_warning && !run.plan.warnings.empty()) {
     std::string lines;
     for (const std::string& w : run.plan.warnings) lines += "\n  " + w;
-    return infeasible_error(fmt::format(
-        "plan: {} warning(s) and --fail-on-warning, nothing written:{}",
-        run.plan.warnings.size(), lines));
+    return infeasible_error(
+        fmt::format("plan: {} warning(s) and --fail-on-warning, nothing written:{}",
+                    run.plan.warnings.size(), lines));
   }
   auto text = encode_plan(run.plan);
   if (!text) return text.error();
@@ -84,9 +84,9 @@ Status cut_from_plan(const PlanJob& job, PlanOptions& options) {
     options.cuts.push_back(plan->stages[s].layers.front());
   }
   if (options.cuts.empty()) {
-    return usage_error(fmt::format(
-        "plan: --partition-from {}: the plan has one stage, so no cut to take",
-        *job.partition_from_path));
+    return usage_error(
+        fmt::format("plan: --partition-from {}: the plan has one stage, so no cut to take",
+                    *job.partition_from_path));
   }
   return Ok{};
 }

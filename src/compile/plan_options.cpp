@@ -218,9 +218,10 @@ Status check_precision(const OptionRecord&, const PlanOptions& o) {
 
 Status check_recompute(const OptionRecord&, const PlanOptions& o) {
   if (is_recompute_mode(o.recompute) || o.recompute == "auto") return Ok{};
-  return usage_error(fmt::format("plan: --recompute must be none, selective, full or auto, got "
-                                 "\"{}\"",
-                                 o.recompute));
+  return usage_error(
+      fmt::format("plan: --recompute must be none, selective, full or auto, got "
+                  "\"{}\"",
+                  o.recompute));
 }
 
 Status read_zero(const OptionValue& value, PlanJob& job) {
@@ -289,7 +290,8 @@ std::vector<OptionRecord> what_to_plan() {
                      "pipeline degree (default: search); devices beyond pp x dp stay idle",
                      store_option<&PlanOptions::pp, int>, check_within<&PlanOptions::pp>),
               1, kMaxPipelineDegree),
-      bounded(option("dp", "N", K::integer, "data-parallel degree (default: devices / pp, rounded down)",
+      bounded(option("dp", "N", K::integer,
+                     "data-parallel degree (default: devices / pp, rounded down)",
                      store_option<&PlanOptions::dp, int>, check_within<&PlanOptions::dp>),
               1, {}),
       bounded(option("microbatch-size", "B", K::integer, "samples per microbatch (default: search)",

@@ -21,8 +21,8 @@
 #include "pulse/base/limits.hpp"
 #include "pulse/base/units.hpp"
 #include "pulse/cost/cost_model.hpp"
-#include "pulse/profile/recompute.hpp"
 #include "pulse/profile/derive.hpp"
+#include "pulse/profile/recompute.hpp"
 #include "pulse/profile/scaling.hpp"
 
 namespace pulse::detail {
@@ -166,9 +166,10 @@ Status check_cut_layers(const ModelProfile& model, const PlanOptions& options) {
   for (const std::string& name : options.cuts) {
     const auto it = index.find(name);
     if (it == index.end()) {
-      return usage_error(fmt::format("plan: the cut names layer \"{}\", which model {} does not "
-                                     "have",
-                                     name, model.name));
+      return usage_error(
+          fmt::format("plan: the cut names layer \"{}\", which model {} does not "
+                      "have",
+                      name, model.name));
     }
     if (it->second <= previous) {
       return usage_error(fmt::format(

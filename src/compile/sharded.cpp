@@ -60,7 +60,6 @@ std::vector<Candidate> merged_search(const CompiledPlan& sharded, const Compiled
   return out;
 }
 
-
 ShardedAnswer answer_of(int zero, int dp, const Result<CompiledPlan>& plan) {
   ShardedAnswer a;
   a.zero_stage = zero;
@@ -90,8 +89,8 @@ struct Described {
 };
 
 Described described(int pp, int dp, int zero, int microbatch_size, double iteration_s) {
-  std::string what = pp > 1 ? fmt::format("pp {} x dp {}", pp, dp)
-                            : fmt::format("data parallel over {}", dp);
+  std::string what =
+      pp > 1 ? fmt::format("pp {} x dp {}", pp, dp) : fmt::format("data parallel over {}", dp);
   if (zero > 0) what += fmt::format(" (ZeRO-{})", zero);
   return {fmt::format("{}, microbatch {}, at {} per iteration", what, microbatch_size,
                       format_seconds(iteration_s)),

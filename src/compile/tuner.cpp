@@ -55,9 +55,10 @@ struct Pair {
 };
 
 std::string bounded_reason(const char* whose, const Pair& p) {
-  return fmt::format("not scheduled: {} lower bound on time, {}, is no better than a plan "
-                     "already found, {}",
-                     whose, format_seconds(p.lower_bound), format_seconds(p.bounded_by));
+  return fmt::format(
+      "not scheduled: {} lower bound on time, {}, is no better than a plan "
+      "already found, {}",
+      whose, format_seconds(p.lower_bound), format_seconds(p.bounded_by));
 }
 
 // How telling a pair's reason for having no result is: a family that cannot win (its
@@ -160,8 +161,8 @@ std::string smallest_shortfall(const CompileInputs& in) {
     r.dp = std::max(1, cluster.num_devices() / p);
     r.inflight.assign(p, 1);
     r.routing = frugal->routing;
-    const bool fits = v ? partition_v(r, SkipPolicy::allow_nonlocal).found()
-                        : partition_sequential(r).found();
+    const bool fits =
+        v ? partition_v(r, SkipPolicy::allow_nonlocal).found() : partition_sequential(r).found();
     if (fits) {
       return fmt::format(
           "{} needs at least {} {} devices ({} usable each) per pipeline, even "
@@ -178,13 +179,12 @@ std::string smallest_shortfall(const CompileInputs& in) {
 // the cluster cannot meet), else each configuration with its own.
 std::string inconsistent(const CompileInputs& in, const std::vector<Trial>& trials) {
   if (trials.empty()) {
-    const Family* f = searched_families(*in.options).empty()
-                          ? nullptr
-                          : searched_families(*in.options).front();
-    return fmt::format("model {} has {} layers; no pipeline degree gives {} stages of one "
-                       "layer or more",
-                       in.model->name, in.model->layers.size(),
-                       f ? f->name : strategy_name(in.options->strategy));
+    const Family* f =
+        searched_families(*in.options).empty() ? nullptr : searched_families(*in.options).front();
+    return fmt::format(
+        "model {} has {} layers; no pipeline degree gives {} stages of one "
+        "layer or more",
+        in.model->name, in.model->layers.size(), f ? f->name : strategy_name(in.options->strategy));
   }
   bool same = true;
   for (const Trial& t : trials)

@@ -191,7 +191,8 @@ std::vector<double> PipelineModel::device_load() const {
     sends[layout.device[t.to]] += t.backward_s;
   }
   std::vector<double> load(num_devices());
-  for (int d = 0; d < num_devices(); ++d) load[d] = pulse::device_load(compute[d], sends[d], overlap_comm);
+  for (int d = 0; d < num_devices(); ++d)
+    load[d] = pulse::device_load(compute[d], sends[d], overlap_comm);
   return load;
 }
 

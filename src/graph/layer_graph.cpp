@@ -4,7 +4,6 @@
 
 #include <boost/graph/adjacency_list.hpp>
 
-
 namespace pulse {
 
 struct LayerGraph::Storage {

@@ -85,7 +85,8 @@ std::vector<std::string> plan_warnings(const Plan& plan) {
   const std::vector<PlanDevicePrediction>& devices = x.devices ? *x.devices : none;
   if (x.bubble_ratio > kBubbleWarning) {
     int inflight = 0;
-    for (const PlanDevicePrediction& d : devices) inflight = std::max(inflight, d.max_inflight.value_or(0));
+    for (const PlanDevicePrediction& d : devices)
+      inflight = std::max(inflight, d.max_inflight.value_or(0));
     out.push_back(fmt::format(
         "bubble {:.1f}%: the devices idle more than half of the pipeline's time ({} "
         "microbatches of {} over pp {}, at most {} in flight on a device); memory for more in "

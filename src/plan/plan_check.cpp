@@ -374,9 +374,8 @@ std::vector<PlanProblem> check_plan_structure(const Plan& plan) {
 std::optional<std::string> global_batch_contradiction(const PlanParallelism& x) {
   const long batch = static_cast<long>(x.dp) * x.microbatch_size * x.num_microbatches;
   if (batch == x.global_batch) return std::nullopt;
-  return fmt::format(
-      "global_batch {} is not dp {} x microbatch_size {} x num_microbatches {} = {}",
-      x.global_batch, x.dp, x.microbatch_size, x.num_microbatches, batch);
+  return fmt::format("global_batch {} is not dp {} x microbatch_size {} x num_microbatches {} = {}",
+                     x.global_batch, x.dp, x.microbatch_size, x.num_microbatches, batch);
 }
 
 std::vector<PlanProblem> check_plan_claims(const Plan& plan) {

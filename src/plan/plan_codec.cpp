@@ -94,7 +94,7 @@ void PlanReader::check_stage_count(std::string_view key, std::size_t count) {
   const int S = plan_.parallelism.num_stages;
   if (static_cast<int>(count) != S) {
     check_.fail(path_.key(key),
-            fmt::format("expected {} stages ($.parallelism.num_stages), got {}", S, count));
+                fmt::format("expected {} stages ($.parallelism.num_stages), got {}", S, count));
   }
 }
 
@@ -120,8 +120,8 @@ int PlanReader::read_index(const json& v, const JsonPath& at, IndexOf of) {
                         (v.is_number_float() && v.get<double>() == std::floor(v.get<double>()));
   if (!integral || v.get<double>() < 0 || v.get<double>() >= limit) {
     check_.fail(at, limit > 0 ? fmt::format("expected a {} from 0 to {}, got {}", what, limit - 1,
-                                        describe(v))
-                          : fmt::format("expected a {}, but there are none", what));
+                                            describe(v))
+                              : fmt::format("expected a {}, but there are none", what));
     return -1;
   }
   return static_cast<int>(v.get<double>());
@@ -133,8 +133,8 @@ bool PlanReader::read(std::string_view key, const json& v, int& out, const Spec&
     // A stage's id is its position; a wrong one is reported, the position kept.
     const auto id = check_.integer(obj_, path_, key, 0, true);
     if (id && *id != position_) {
-      check_.fail(at, fmt::format("expected {} (stages are listed in id order), got {}", position_,
-                              *id));
+      check_.fail(
+          at, fmt::format("expected {} (stages are listed in id order), got {}", position_, *id));
     }
     out = position_;
     return true;
@@ -146,7 +146,8 @@ bool PlanReader::read(std::string_view key, const json& v, int& out, const Spec&
   const auto n = check_.integer(obj_, path_, key, spec.minimum, true);
   if (!n) return false;
   if (*n > std::numeric_limits<int>::max()) {
-    check_.fail(at, fmt::format("expected at most {}, got {}", std::numeric_limits<int>::max(), *n));
+    check_.fail(at,
+                fmt::format("expected at most {}, got {}", std::numeric_limits<int>::max(), *n));
     return false;
   }
   if (const std::string why = beyond(static_cast<double>(*n), {}, spec.most, spec.limit);
@@ -214,8 +215,8 @@ bool PlanReader::read(std::string_view key, const json& v, std::string& out, con
   if (!s) return false;
   if (spec.kind == Kind::sha256 &&
       (s->size() != 64 || !std::all_of(s->begin(), s->end(), [](char ch) {
-        return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f');
-      }))) {
+         return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f');
+       }))) {
     check_.fail(at, fmt::format("expected 64 lowercase hex digits, got {}", describe(v)));
     return false;
   }
@@ -232,7 +233,8 @@ bool PlanReader::read(std::string_view key, const json&, OpKind& out, const Spec
   const auto s = check_.string(obj_, path_, key, true);
   if (!s) return false;
   if (s->size() != 1 || !op_kind_from_letter((*s)[0], out)) {
-    check_.fail(path_.key(key), fmt::format("expected {}, got \"{}\"", quoted_choices(spec.choices), *s));
+    check_.fail(path_.key(key),
+                fmt::format("expected {}, got \"{}\"", quoted_choices(spec.choices), *s));
     return false;
   }
   return true;
@@ -262,7 +264,8 @@ void PlanReader::list(std::string_view key, std::vector<std::int64_t>& values, c
   for (std::size_t i = 0; i < list->size(); ++i) {
     const json& v = (*list)[i];
     if (!v.is_number_integer() || v.get<std::int64_t>() < 0) {
-      check_.fail(path_.key(key).at(i), fmt::format("expected an integer >= 0, got {}", describe(v)));
+      check_.fail(path_.key(key).at(i),
+                  fmt::format("expected an integer >= 0, got {}", describe(v)));
       values.push_back(0);
       continue;
     }

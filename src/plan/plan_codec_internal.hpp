@@ -225,8 +225,8 @@ class PlanWriter {
     }
   }
   template <class T, class Fn>
-  void objects(std::string_view key, const std::vector<T>& values, Fn&& keys,
-               Need = Need::required, Length = Length::any) {
+  void objects(std::string_view key, const std::vector<T>& values, Fn&& keys, Need = Need::required,
+               Length = Length::any) {
     ojson array = ojson::array();
     for (const T& v : values) array.push_back(write(v, keys));
     out_[std::string(key)] = array;
@@ -302,8 +302,8 @@ class PlanReader {
 
   template <class T, class Fn>
   void object(std::string_view key, T& value, Fn&& keys, std::optional<Need> need = {}) {
-    const bool required = need.value_or(is_optional_v<T> ? Need::optional : Need::required) ==
-                          Need::required;
+    const bool required =
+        need.value_or(is_optional_v<T> ? Need::optional : Need::required) == Need::required;
     const json* v = check_.member(obj_, path_, key, required);
     if (!v) return;
     if (!v->is_object()) {
@@ -323,8 +323,8 @@ class PlanReader {
   /// An array of objects. Length::num_stages: its length must equal
   /// $.parallelism.num_stages (checked after the elements' types, before their keys).
   template <class T, class Fn>
-  void objects(std::string_view key, std::vector<T>& values, Fn&& keys,
-               Need need = Need::required, Length length = Length::any) {
+  void objects(std::string_view key, std::vector<T>& values, Fn&& keys, Need need = Need::required,
+               Length length = Length::any) {
     if (need != Need::required && !obj_.contains(std::string(key))) return;
     read_objects(key, values, keys, length == Length::num_stages);
   }

@@ -73,8 +73,8 @@ void options_keys(IO& io, T& o) {
   io.field("activation_budget_fraction", o.activation_budget_fraction,
            number(Format::ratio, Range::positive).nullable_or_absent());
   io.field("recompute", o.recompute, choice({"none", "selective", "full"}));
-  io.object("memory", o.memory, [](auto& sub, auto& x) { memory_model_keys(sub, x); },
-            Need::defaulted);
+  io.object(
+      "memory", o.memory, [](auto& sub, auto& x) { memory_model_keys(sub, x); }, Need::defaulted);
 }
 
 // The degrees that size the rest of a plan, with their limits: read first (degree_keys)
@@ -134,8 +134,9 @@ void versus_keys(IO& io, T& v) {
   io.field("best_baseline", v.best_baseline, text());
   io.field("speedup_over_best_baseline", v.speedup_over_best_baseline,
            number(Format::ratio, Range::positive));
-  io.objects("baselines", v.baselines, [](auto& sub, auto& b) { baseline_answer_keys(sub, b); },
-             Need::defaulted);
+  io.objects(
+      "baselines", v.baselines, [](auto& sub, auto& b) { baseline_answer_keys(sub, b); },
+      Need::defaulted);
 }
 
 template <class IO, class T>
@@ -150,8 +151,9 @@ void partition_keys(IO& io, T& x) {
   io.field("family", x.family, text());
   io.field("waves", x.waves, count());
   io.field("stages_sha256", x.stages_sha256, sha256());
-  io.objects("families", x.families, [](auto& sub, auto& f) { family_outcome_keys(sub, f); },
-             Need::defaulted);
+  io.objects(
+      "families", x.families, [](auto& sub, auto& f) { family_outcome_keys(sub, f); },
+      Need::defaulted);
   io.object("versus", x.versus, [](auto& sub, auto& v) { versus_keys(sub, v); });
 }
 
@@ -269,10 +271,13 @@ void solver_keys(IO& io, T& x) {
   });
   io.field("activation_budget_bytes", x.activation_budget_bytes, bytes().nullable_or_absent());
   io.field("peak_activation_bytes", x.peak_activation_bytes, bytes().defaulted());
-  io.objects("memory_curve", x.memory_curve, [](auto& sub, auto& point) {
-    sub.field("activation_budget_bytes", point.activation_budget_bytes, bytes());
-    sub.field("makespan_s", point.makespan_s, seconds());
-  }, Need::defaulted);
+  io.objects(
+      "memory_curve", x.memory_curve,
+      [](auto& sub, auto& point) {
+        sub.field("activation_budget_bytes", point.activation_budget_bytes, bytes());
+        sub.field("makespan_s", point.makespan_s, seconds());
+      },
+      Need::defaulted);
 }
 
 template <class IO, class T>
@@ -398,8 +403,8 @@ template <class IO, class T>
 void pipeline_or_not_keys(IO& io, T& x) {
   io.field("verdict", x.verdict, choice({"pipeline", "data parallel", "sharded data parallel"}));
   io.field("note", x.note, note());
-  io.objects("sharded", x.sharded, [](auto& sub, auto& a) { sharded_keys(sub, a); },
-             Need::defaulted);
+  io.objects(
+      "sharded", x.sharded, [](auto& sub, auto& a) { sharded_keys(sub, a); }, Need::defaulted);
 }
 
 template <class IO, class T>
@@ -427,8 +432,9 @@ void all_keys(IO& io, P& p) {
   io.object("options", p.options, [](auto& sub, auto& x) { options_keys(sub, x); });
   io.object("parallelism", p.parallelism, [](auto& sub, auto& x) { parallelism_keys(sub, x); });
   io.object("partition", p.partition, [](auto& sub, auto& x) { partition_keys(sub, x); });
-  io.objects("stages", p.stages, [](auto& sub, auto& x) { stage_keys(sub, x); }, Need::required,
-             Length::num_stages);
+  io.objects(
+      "stages", p.stages, [](auto& sub, auto& x) { stage_keys(sub, x); }, Need::required,
+      Length::num_stages);
   io.objects("devices", p.devices, [](auto& sub, auto& x) { device_keys(sub, x); });
   io.objects("skips", p.skips, [](auto& sub, auto& x) { skip_keys(sub, x); });
   io.objects("carried", p.carried, [](auto& sub, auto& x) { carried_keys(sub, x); });
@@ -441,8 +447,8 @@ void all_keys(IO& io, P& p) {
   io.object("comm", p.comm, [](auto& sub, auto& x) { comm_keys(sub, x); });
   io.object("predicted", p.predicted, [](auto& sub, auto& x) { predicted_keys(sub, x); });
   io.object("rank_map", p.rank_map, [](auto& sub, auto& x) { rank_map_keys(sub, x); });
-  io.objects("search", p.search, [](auto& sub, auto& x) { candidate_keys(sub, x); },
-             Need::defaulted);
+  io.objects(
+      "search", p.search, [](auto& sub, auto& x) { candidate_keys(sub, x); }, Need::defaulted);
   io.object("pipeline_or_not", p.pipeline_or_not,
             [](auto& sub, auto& x) { pipeline_or_not_keys(sub, x); });
   io.object("recompute_search", p.recompute_search,

@@ -45,10 +45,8 @@ struct Named {
 
 // Indexed by Strategy.
 constexpr Named kStrategies[] = {
-    {"pulse", Strategy::pulse},
-    {"v-naive", Strategy::v_naive},
-    {"1f1b", Strategy::one_f_one_b},
-    {"1f1b-direct", Strategy::one_f_one_b_direct},
+    {"pulse", Strategy::pulse},      {"v-naive", Strategy::v_naive},
+    {"1f1b", Strategy::one_f_one_b}, {"1f1b-direct", Strategy::one_f_one_b_direct},
     {"gpipe", Strategy::gpipe},
 };
 

@@ -3,9 +3,9 @@
 
 #include <fmt/format.h>
 
+#include "loader_common.hpp"
 #include "pulse/base/json_check.hpp"
 #include "pulse/base/limits.hpp"
-#include "loader_common.hpp"
 #include "pulse/profile/profile.hpp"
 
 namespace pulse {
@@ -57,10 +57,10 @@ bool read_link_classes(JsonChecker& check, const json& root, ClusterProfile& c) 
     if (!check.object(value, lp, {"bandwidth_bytes_per_s", "latency_s", "description"})) continue;
     LinkClass link;
     link.name = name;
-    link.bandwidth_bytes_per_s =
-        check.number(value, lp, "bandwidth_bytes_per_s", kMinLinkBandwidth, false, true,
-                     kMaxLinkBandwidth)
-            .value_or(1.0);
+    link.bandwidth_bytes_per_s = check
+                                     .number(value, lp, "bandwidth_bytes_per_s", kMinLinkBandwidth,
+                                             false, true, kMaxLinkBandwidth)
+                                     .value_or(1.0);
     link.latency_s =
         check.number(value, lp, "latency_s", 0.0, false, true, kMaxLinkLatency).value_or(0.0);
     if (value.contains("description")) check.string(value, lp, "description");

@@ -34,19 +34,49 @@ constexpr std::string_view kNvidiaSheets =
 const std::vector<DeviceSpec>& device_specs() {
   // Achieved bandwidth = datasheet x the fraction scripts/profilegen assumes for each device.
   static const std::vector<DeviceSpec> specs = {
-      {"V100-SXM2", {"Tesla V100-SXM2-16GB", "Tesla V100-SXM2-32GB"}, kCuda, 125e12, 0.9 * 900e9,
-       298e-6, "V100 datasheet: 125 TFLOPS fp16, 900 GB/s HBM2 at 0.9; per-layer overhead 298 us "
+      {"V100-SXM2",
+       {"Tesla V100-SXM2-16GB", "Tesla V100-SXM2-32GB"},
+       kCuda,
+       125e12,
+       0.9 * 900e9,
+       298e-6,
+       "V100 datasheet: 125 TFLOPS fp16, 900 GB/s HBM2 at 0.9; per-layer overhead 298 us "
        "fitted to diffusers' PyTorch 2.0 sampling (timing.py)"},
-      {"Ascend-910A", {}, kAscend, 256e12, 0.8 * 1.2e12, 20e-6,
+      {"Ascend-910A",
+       {},
+       kAscend,
+       256e12,
+       0.8 * 1.2e12,
+       20e-6,
        "Hot Chips 2019: 256 TFLOPS fp16; 1.2 TB/s HBM at 0.8; 20 us per layer (graph mode, "
        "assumed; timing.py)"},
-      {"H100-SXM", {"NVIDIA H100 80GB HBM3", "H100-SXM5-80GB"}, kCuda, 989.4e12, 0.85 * 3.35e12,
-       kEagerHopperLayerFloor_s, kNvidiaSheets},
-      {"H200-SXM", {"NVIDIA H200", "H200-SXM5-141GB"}, kCuda, 989.4e12, 0.85 * 4.8e12,
-       kEagerHopperLayerFloor_s, kNvidiaSheets},
-      {"A100-SXM", {"NVIDIA A100-SXM4-80GB", "A100-SXM4-80GB"}, kCuda, 312e12, 0.85 * 2.039e12,
-       kEagerHopperLayerFloor_s, kNvidiaSheets},
-      {"Ascend-910B", {}, kAscend, 354e12, 0.8 * 1.6e12, kAscend910bLayerFloor_s,
+      {"H100-SXM",
+       {"NVIDIA H100 80GB HBM3", "H100-SXM5-80GB"},
+       kCuda,
+       989.4e12,
+       0.85 * 3.35e12,
+       kEagerHopperLayerFloor_s,
+       kNvidiaSheets},
+      {"H200-SXM",
+       {"NVIDIA H200", "H200-SXM5-141GB"},
+       kCuda,
+       989.4e12,
+       0.85 * 4.8e12,
+       kEagerHopperLayerFloor_s,
+       kNvidiaSheets},
+      {"A100-SXM",
+       {"NVIDIA A100-SXM4-80GB", "A100-SXM4-80GB"},
+       kCuda,
+       312e12,
+       0.85 * 2.039e12,
+       kEagerHopperLayerFloor_s,
+       kNvidiaSheets},
+      {"Ascend-910B",
+       {},
+       kAscend,
+       354e12,
+       0.8 * 1.6e12,
+       kAscend910bLayerFloor_s,
        "Ascend 910B: 354 TFLOPS fp16 (24 AI cores x 1.8 GHz x 4096 MAC x 2), 1.6 TB/s HBM2e at "
        "0.8; 5 us per dispatched task in graph mode (assumed; calibrate.py)"},
   };
@@ -105,8 +135,8 @@ double compute_share(const Layer& layer, int b, const DeviceSpec& from) {
 }
 
 std::vector<double> derived(const std::vector<double>& times, const Layer& layer,
-                            const ModelProfile& model, const DeviceSpec& from,
-                            const DeviceSpec& to, double floor_s) {
+                            const ModelProfile& model, const DeviceSpec& from, const DeviceSpec& to,
+                            double floor_s) {
   std::vector<double> out(times.size());
   for (std::size_t i = 0; i < times.size(); ++i) {
     const double share = compute_share(layer, model.microbatch_sizes[i], from);
@@ -151,9 +181,10 @@ Result<std::optional<DerivedTimes>> derive_device_times(ModelProfile& model,
   }
   const int source = nearest_source(model, *to);
   if (source < 0) {
-    return input_error(fmt::format("{}, and none of the profile's device types has a device spec "
-                                   "to derive \"{}\" times from{}",
-                                   head, cluster.device_type, ways_out(model, cluster)));
+    return input_error(
+        fmt::format("{}, and none of the profile's device types has a device spec "
+                    "to derive \"{}\" times from{}",
+                    head, cluster.device_type, ways_out(model, cluster)));
   }
   const DeviceSpec& from = *find_device_spec(model.device_types[source]);
   for (Layer& layer : model.layers) {

@@ -7,9 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "loader_common.hpp"
 #include "pulse/base/json_check.hpp"
 #include "pulse/base/limits.hpp"
-#include "loader_common.hpp"
 #include "pulse/profile/profile.hpp"
 
 namespace pulse {
@@ -291,9 +291,10 @@ bool read_layers(JsonChecker& check, const json& root, ModelProfile& m) {
         fmt::format("expected at least 2 layers (a V needs two stages), got {}", layers->size()));
   }
   if (layers->size() > static_cast<std::size_t>(kMaxLayers)) {
-    check.fail(JsonPath{}.key("layers"),
-               fmt::format("expected at most {} layers (pulse-plan's limit: docs/limits.md), got {}",
-                           kMaxLayers, layers->size()));
+    check.fail(
+        JsonPath{}.key("layers"),
+        fmt::format("expected at most {} layers (pulse-plan's limit: docs/limits.md), got {}",
+                    kMaxLayers, layers->size()));
     return false;
   }
   std::map<std::string, std::size_t> first_seen;

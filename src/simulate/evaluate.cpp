@@ -124,9 +124,8 @@ Evaluation evaluate(const PipelineModel& model, const Timeline& timeline,
   for (const DeviceTimeline& d : timeline.devices) {
     for (const TimedOp& t : d.ops) num_microbatches = std::max(num_microbatches, t.op.mb + 1);
   }
-  return evaluate(model, timeline,
-                  allreduce_times(model, ranks, memory, cluster, num_microbatches), global_batch,
-                  memory);
+  return evaluate(model, timeline, allreduce_times(model, ranks, memory, cluster, num_microbatches),
+                  global_batch, memory);
 }
 
 }  // namespace pulse

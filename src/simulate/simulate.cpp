@@ -38,8 +38,8 @@ Status check_schedule_shape(const PipelineModel& model, const Schedule& schedule
         return internal_error(
             fmt::format("device {}: {} mixes split and full backward", d, op_name(op)));
       }
-      int& n = seen[(static_cast<std::size_t>(op.stage) * M + op.mb) * 4 +
-                    static_cast<int>(op.kind)];
+      int& n =
+          seen[(static_cast<std::size_t>(op.stage) * M + op.mb) * 4 + static_cast<int>(op.kind)];
       if (++n > 1)
         return internal_error(fmt::format("device {}: {} appears twice", d, op_name(op)));
     }

@@ -43,23 +43,21 @@ std::string chrome_trace(const PipelineModel& model, const Timeline& timeline,
            {"dur", us(t.end_s - t.start_s)},
            {"pid", pid},
            {"tid", 0},
-           {"args",
-            {{"op", std::string(1, kind)}, {"stage", t.op.stage}, {"mb", t.op.mb}}}});
+           {"args", {{"op", std::string(1, kind)}, {"stage", t.op.stage}, {"mb", t.op.mb}}}});
     }
     for (const TimedSend& s : dev.sends) {
       const Transfer& x = model.transfers[s.transfer];
       const StageId from = s.forward ? x.from : x.to, to = s.forward ? x.to : x.from;
       const Bytes& b = s.forward ? x.forward : x.backward;
-      events.push_back(
-          {{"name", fmt::format("{} stage {} -> {} mb {}", s.forward ? "send" : "send grad", from,
-                                to, s.mb)},
-           {"cat", x.main_path ? "activation" : "skip"},
-           {"ph", "X"},
-           {"ts", us(s.start_s)},
-           {"dur", us(s.end_s - s.start_s)},
-           {"pid", pid},
-           {"tid", 1},
-           {"args", {{"to_device", s.to}, {"bytes", b.total()}, {"mb", s.mb}}}});
+      events.push_back({{"name", fmt::format("{} stage {} -> {} mb {}",
+                                             s.forward ? "send" : "send grad", from, to, s.mb)},
+                        {"cat", x.main_path ? "activation" : "skip"},
+                        {"ph", "X"},
+                        {"ts", us(s.start_s)},
+                        {"dur", us(s.end_s - s.start_s)},
+                        {"pid", pid},
+                        {"tid", 1},
+                        {"args", {{"to_device", s.to}, {"bytes", b.total()}, {"mb", s.mb}}}});
     }
     if (d < allreduce.size() && allreduce[d].seconds > 0) {
       const AllReduce& a = allreduce[d];

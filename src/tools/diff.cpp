@@ -113,9 +113,9 @@ class RowWriter {
       r.delta.clear();
     } else {
       r.delta_value = n.delta_value;
-      r.change = n.better == Better::neither                        ? Change::changed
+      r.change = n.better == Better::neither                                  ? Change::changed
                  : (n.better == Better::lower) == (n.new_value < n.old_value) ? Change::better
-                                                                    : Change::worse;
+                                                                              : Change::worse;
     }
     diff_.rows.push_back(std::move(r));
   }
@@ -295,8 +295,9 @@ void per_sample(PlanDiff& d, const Plan& a, const Plan& b) {
                    ib->second.first / ib->second.second);
     } else {  // a link class only one plan sends over
       const auto text = [](const auto& uses, const auto& it) {
-        return it == uses.end() ? std::string("-")
-                                : fmt::format("{:.1f} GB/s", it->second.first / it->second.second / 1e9);
+        return it == uses.end()
+                   ? std::string("-")
+                   : fmt::format("{:.1f} GB/s", it->second.first / it->second.second / 1e9);
       };
       ps.text(key, label, text(la, ia), text(lb, ib));
     }
@@ -389,13 +390,12 @@ std::string headline(const PlanDiff& d, const Plan& a, const Plan& b) {
   const int na = a.parallelism.pp * a.parallelism.dp, nb = b.parallelism.pp * b.parallelism.dp;
   const std::string devices =
       na == nb ? fmt::format("{} devices", na) : fmt::format("{} -> {} devices", na, nb);
-  std::string out =
-      ra == rb || ra <= 0
-          ? fmt::format("{} is as fast as {} ({:.1f} samples/s on {})", d.new_name, d.old_name,
-                        rb, devices)
-          : fmt::format("{} is {:.1f}% {} than {} ({:.1f} -> {:.1f} samples/s on {})",
-                        d.new_name, 100 * std::fabs(rb / ra - 1), rb < ra ? "slower" : "faster",
-                        d.old_name, ra, rb, devices);
+  std::string out = ra == rb || ra <= 0
+                        ? fmt::format("{} is as fast as {} ({:.1f} samples/s on {})", d.new_name,
+                                      d.old_name, rb, devices)
+                        : fmt::format("{} is {:.1f}% {} than {} ({:.1f} -> {:.1f} samples/s on {})",
+                                      d.new_name, 100 * std::fabs(rb / ra - 1),
+                                      rb < ra ? "slower" : "faster", d.old_name, ra, rb, devices);
   const SampleTime x = sample_time(a), y = sample_time(b);
   if (x.known && y.known && x.device_s != y.device_s) {
     const std::string parts = time_parts(x, y);

@@ -49,7 +49,6 @@ const char* change_name(Change c) {
   return "";
 }
 
-
 // A row's number as JSON: counts and bytes as integers (64 rather than 64.0), other
 // numbers as they are, text rows as their text.
 ojson value(const std::optional<double>& number, const std::string& text, bool integral) {
@@ -85,8 +84,8 @@ std::string markdown_rows(const PlanDiff& d, bool changed_only) {
       section = r.section;
       out += fmt::format("| **{}** | | | |\n", cell(section));
     }
-    out += fmt::format("| {} | {} | {} | {} |\n", cell(r.label), cell(r.old_text),
-                       cell(r.new_text), cell(r.delta));
+    out += fmt::format("| {} | {} | {} | {} |\n", cell(r.label), cell(r.old_text), cell(r.new_text),
+                       cell(r.delta));
   }
   return out;
 }
@@ -136,15 +135,15 @@ std::string format_diff_table(const PlanDiff& d, const DiffTableOptions& o) {
 std::string format_diff_json(const PlanDiff& d) {
   ojson rows = ojson::array();
   for (const DiffRow& r : d.rows) {
-    rows.push_back({{"section", r.section},
-                    {"key", r.key},
-                    {"label", r.label},
-                    {"old", value(r.old_value, r.old_text, r.integral)},
-                    {"new", value(r.new_value, r.new_text, r.integral)},
-                    {"delta", r.delta},
-                    {"delta_value", r.delta_value ? value(r.delta_value, "", r.integral)
-                                                  : ojson(nullptr)},
-                    {"change", change_name(r.change)}});
+    rows.push_back(
+        {{"section", r.section},
+         {"key", r.key},
+         {"label", r.label},
+         {"old", value(r.old_value, r.old_text, r.integral)},
+         {"new", value(r.new_value, r.new_text, r.integral)},
+         {"delta", r.delta},
+         {"delta_value", r.delta_value ? value(r.delta_value, "", r.integral) : ojson(nullptr)},
+         {"change", change_name(r.change)}});
   }
   ojson moved = ojson::array();
   for (const LayerMove& m : d.moved_layers) {
@@ -168,17 +167,16 @@ std::string format_diff_json(const PlanDiff& d) {
   return out.dump(2, ' ', false, ojson::error_handler_t::replace) + "\n";
 }
 
-
 std::string format_diff_markdown(const PlanDiff& d) {
   const auto changed = std::count_if(d.rows.begin(), d.rows.end(),
                                      [](const DiffRow& r) { return r.change != Change::same; });
   std::string out = fmt::format("**{}**\n\n", cell(d.headline));
   out += changed == 0 ? "No figure changed.\n" : markdown_rows(d, true);
-  out += fmt::format("\n<details><summary>All {} rows</summary>\n\n{}\n</details>\n",
-                     d.rows.size(), markdown_rows(d, false));
+  out += fmt::format("\n<details><summary>All {} rows</summary>\n\n{}\n</details>\n", d.rows.size(),
+                     markdown_rows(d, false));
   if (d.moved_layers.empty()) return out + "\nMoved layers: none.\n";
-  out += fmt::format("\n<details><summary>Moved layers: {} of {}</summary>\n\n", d.moved_layers.size(),
-                     d.num_layers);
+  out += fmt::format("\n<details><summary>Moved layers: {} of {}</summary>\n\n",
+                     d.moved_layers.size(), d.num_layers);
   out += "| layer | from | to |\n|---|---|---|\n";
   for (const LayerMove& m : d.moved_layers) {
     out += fmt::format("| {} | {} | {} |\n", cell(m.layer), where(m.old_stage, m.old_device),

@@ -50,8 +50,8 @@ std::string side_header(const std::string& role, const std::string& name, const 
       "stages, {} microbatches of {}{}<br>iteration {}, {:.1f} samples/s, bubble {:.1f}%, "
       "pipeline makespan {}</p></div>\n",
       role, esc(name), esc(p.inputs.model.name), esc(p.inputs.cluster.name),
-      esc(p.parallelism.device_type.value_or("device type not stated")), esc(p.strategy()),
-      p.pp(), p.parallelism.dp, p.num_stages(), p.parallelism.num_microbatches,
+      esc(p.parallelism.device_type.value_or("device type not stated")), esc(p.strategy()), p.pp(),
+      p.parallelism.dp, p.num_stages(), p.parallelism.num_microbatches,
       p.parallelism.microbatch_size, p.split_backward() ? ", split backward" : "",
       format_seconds(p.predicted.iteration_s), p.predicted.samples_per_s,
       100 * p.predicted.bubble_ratio, format_seconds(html::last_op_end_s(p)));
@@ -77,9 +77,9 @@ std::string headline(const PlanDiff& d, const Plan& a, const Plan& b) {
   } else if (std::abs(d.traffic_increase_pct) < 0.05) {
     traffic = "the same point-to-point bytes per sample";
   } else {
-    traffic = fmt::format("{:.1f}% {} point-to-point bytes per sample",
-                          std::abs(d.traffic_increase_pct),
-                          d.traffic_increase_pct > 0 ? "more" : "fewer");
+    traffic =
+        fmt::format("{:.1f}% {} point-to-point bytes per sample", std::abs(d.traffic_increase_pct),
+                    d.traffic_increase_pct > 0 ? "more" : "fewer");
   }
   std::vector<std::string> degrees;  // the changed degrees' labels, in row order
   for (const DiffRow& r : d.rows) {
@@ -88,8 +88,8 @@ std::string headline(const PlanDiff& d, const Plan& a, const Plan& b) {
   return fmt::format(
       "<p class=\"headline\">{} predicts {} than {} ({:.1f} vs {:.1f} samples/s) and {}; "
       "{}; {} of {} layers moved to another stage or device.</p>\n",
-      esc(d.new_name), speed, esc(d.old_name), b.predicted.samples_per_s,
-      a.predicted.samples_per_s, traffic,
+      esc(d.new_name), speed, esc(d.old_name), b.predicted.samples_per_s, a.predicted.samples_per_s,
+      traffic,
       degrees.empty() ? std::string("the degrees are the same")
                       : esc(fmt::format("changed: {}", fmt::join(degrees, ", "))),
       d.moved_layers.size(), d.num_layers);
@@ -100,10 +100,9 @@ std::string stage_table(const Plan& p) {
       "<table class=\"compare\"><tr><th>stage</th><th>device</th><th>layers</th>"
       "<th>count</th><th>F + B</th></tr>\n";
   for (const PlanStage& s : p.stages) {
-    const std::string span =
-        s.layers.empty()        ? std::string("-")
-        : s.layers.size() == 1 ? s.layers.front()
-                               : s.layers.front() + " .. " + s.layers.back();
+    const std::string span = s.layers.empty()       ? std::string("-")
+                             : s.layers.size() == 1 ? s.layers.front()
+                                                    : s.layers.front() + " .. " + s.layers.back();
     out += fmt::format(
         "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}"
         "</td><td class=\"num\">{}</td></tr>\n",
@@ -124,10 +123,9 @@ std::string rows_table(const PlanDiff& d) {
       section = r.section;
       out += fmt::format("<tr class=\"section\"><th colspan=\"4\">{}</th></tr>\n", esc(section));
     }
-    out += fmt::format(
-        "<tr class=\"{}\"><th>{}</th><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-        change_class(r.change), esc(r.label), esc(r.old_text), esc(r.new_text),
-        esc(r.delta.empty() && r.change != Change::same ? "changed" : r.delta));
+    out += fmt::format("<tr class=\"{}\"><th>{}</th><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                       change_class(r.change), esc(r.label), esc(r.old_text), esc(r.new_text),
+                       esc(r.delta.empty() && r.change != Change::same ? "changed" : r.delta));
   }
   return out + "</table>\n";
 }
@@ -188,14 +186,14 @@ std::string format_diff_html(const PlanDiff& d, const Plan& a, const Plan& b) {
   out += pair(html::memory_svg(a, memory, kHalf), html::memory_svg(b, memory, kHalf));
   out += html::memory_legend();
 
-  out += fmt::format(
-      "<h2>Point-to-point traffic by link class, on one scale ({} across)</h2>\n",
-      format_bytes(traffic));
+  out += fmt::format("<h2>Point-to-point traffic by link class, on one scale ({} across)</h2>\n",
+                     format_bytes(traffic));
   out += pair(html::traffic_svg(a, traffic, links, kHalf) + html::traffic_note(a),
               html::traffic_svg(b, traffic, links, kHalf) + html::traffic_note(b));
 
-  out += "<h2>Every difference</h2>\n<p class=\"note\">Green better (less time, traffic, memory "
-         "or bubble; more samples/s), red worse, yellow changed without a direction.</p>\n";
+  out +=
+      "<h2>Every difference</h2>\n<p class=\"note\">Green better (less time, traffic, memory "
+      "or bubble; more samples/s), red worse, yellow changed without a direction.</p>\n";
   out += rows_table(d) + moved_table(d);
   out += fmt::format(
       "<footer>{} vs {}: model {} / {}, cluster {} / {}. Times and bytes are predicted by "

@@ -32,7 +32,9 @@ std::vector<DeviceId> devices_by_group_rank(const std::vector<RankId>& group) {
   return order;
 }
 
-std::string plan_name(const Plan& p) { return p.file.empty() ? "the plan" : p.file; }
+std::string plan_name(const Plan& p) {
+  return p.file.empty() ? "the plan" : p.file;
+}
 
 // Row g's pipeline device, the same for every replica, or why there is none.
 Result<std::vector<DeviceId>> row_devices(const Plan& p) {
@@ -82,8 +84,7 @@ Result<std::vector<std::vector<int>>> lock_step(const Plan& p) {
       const int t = at(forward_at, o.stage - 1, o.mb);
       return t < 0 ? std::nullopt : std::optional<int>(t + 1);
     }
-    if ((o.kind == OpKind::backward || o.kind == OpKind::backward_input) &&
-        o.stage < stages - 1) {
+    if ((o.kind == OpKind::backward || o.kind == OpKind::backward_input) && o.stage < stages - 1) {
       const int t = at(gradient_at, o.stage + 1, o.mb);
       return t < 0 ? std::nullopt : std::optional<int>(t + 1);
     }
@@ -114,15 +115,15 @@ Result<std::vector<std::vector<int>>> lock_step(const Plan& p) {
     if (next[d] == p.schedule[d].size()) continue;
     const Op& o = p.schedule[d][next[d]].op;
     const bool forward = o.kind == OpKind::forward;
-    stuck.push_back(fmt::format("device {} at {}{}{} (op {}) waits for {} of stage {}", d,
-                                o.stage, op_letter(o.kind), o.mb, next[d],
+    stuck.push_back(fmt::format("device {} at {}{}{} (op {}) waits for {} of stage {}", d, o.stage,
+                                op_letter(o.kind), o.mb, next[d],
                                 forward ? "the forward" : "the input gradient",
                                 forward ? o.stage - 1 : o.stage + 1));
   }
   if (!stuck.empty()) {
-    return input_error(fmt::format(
-        "{}: the schedule cannot run to its end, so it cannot be exported: {}", plan_name(p),
-        fmt::join(stuck, "; ")));
+    return input_error(
+        fmt::format("{}: the schedule cannot run to its end, so it cannot be exported: {}",
+                    plan_name(p), fmt::join(stuck, "; ")));
   }
   return steps;
 }
@@ -242,8 +243,8 @@ Result<TorchCsv> export_torch_csv(const Plan& plan) {
   for (const auto& s : *steps) {
     if (!s.empty()) num_steps = std::max(num_steps, s.back() + 1);
   }
-  return TorchCsv{csv_rows(plan, *devices, *steps), stages_json(plan, rows, num_steps),
-                  *devices, num_steps};
+  return TorchCsv{csv_rows(plan, *devices, *steps), stages_json(plan, rows, num_steps), *devices,
+                  num_steps};
 }
 
 }  // namespace pulse

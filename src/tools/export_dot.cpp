@@ -96,11 +96,10 @@ Status check_dot_model(const Plan& plan, const ModelProfile& model) {
 
 std::string export_dot(const Plan& p, const DotOptions& o) {
   std::string out = fmt::format("digraph {} {{\n", quoted(p.inputs.model.name));
-  out += fmt::format(
-      "  graph [label={}, labelloc=t, fontname=\"Helvetica\", rankdir=TB];\n",
-      quoted(fmt::format("{} on {}: pp {} x dp {}, {} stages; dashed: skip edges",
-                         p.inputs.model.name, p.inputs.cluster.name, p.pp(), p.parallelism.dp,
-                         p.num_stages())));
+  out += fmt::format("  graph [label={}, labelloc=t, fontname=\"Helvetica\", rankdir=TB];\n",
+                     quoted(fmt::format("{} on {}: pp {} x dp {}, {} stages; dashed: skip edges",
+                                        p.inputs.model.name, p.inputs.cluster.name, p.pp(),
+                                        p.parallelism.dp, p.num_stages())));
   out += "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\"];\n";
   out += "  edge [fontname=\"Helvetica\", fontsize=9];\n";
   out += stage_clusters(p, o);
@@ -112,11 +111,10 @@ std::string export_dot(const Plan& p, const DotOptions& o) {
   }
   for (const PlanSkip& s : p.skips) {
     const std::int64_t bytes = s.bytes_per_sample * p.parallelism.microbatch_size;
-    out += fmt::format(
-        "  {} -> {} [style=dashed, constraint=false, color=\"{}\", label={}];\n",
-        quoted(s.producer), quoted(s.consumer), s.local ? "#1a9850" : "#d73027",
-        quoted(fmt::format("{}{}", format_bytes(bytes),
-                           s.local ? "" : " (" + s.route.value_or("remote") + ")")));
+    out += fmt::format("  {} -> {} [style=dashed, constraint=false, color=\"{}\", label={}];\n",
+                       quoted(s.producer), quoted(s.consumer), s.local ? "#1a9850" : "#d73027",
+                       quoted(fmt::format("{}{}", format_bytes(bytes),
+                                          s.local ? "" : " (" + s.route.value_or("remote") + ")")));
   }
   return out + "}\n";
 }

@@ -103,7 +103,8 @@ std::string export_html(const HtmlRequest& r) {
       "<footer>{}; model {} (sha256 {}), cluster {} (sha256 {}). Times are predicted by "
       "pulse-plan's cost model.</footer>\n</body>\n</html>\n",
       esc(main.generator.name + " " + main.generator.version), esc(main.inputs.model.file),
-      esc(main.inputs.model.sha256), esc(main.inputs.cluster.file), esc(main.inputs.cluster.sha256));
+      esc(main.inputs.model.sha256), esc(main.inputs.cluster.file),
+      esc(main.inputs.cluster.sha256));
   return out;
 }
 

@@ -274,8 +274,8 @@ std::string memory_legend() {
 LinkColors link_colors(const std::vector<const Plan*>& plans) {
   std::set<std::string> names;
   for (const Plan* p : plans) {
-    for (const auto& [name, bytes] : p->comm.p2p_bytes_per_link_class.value_or(
-             std::map<std::string, std::int64_t>{})) {
+    for (const auto& [name, bytes] :
+         p->comm.p2p_bytes_per_link_class.value_or(std::map<std::string, std::int64_t>{})) {
       names.insert(name);
     }
   }
@@ -293,8 +293,7 @@ std::int64_t traffic_scale(const Plan& p) {
   return most;
 }
 
-std::string traffic_svg(const Plan& p, std::int64_t full_bytes, const LinkColors& colors,
-                        Frame f) {
+std::string traffic_svg(const Plan& p, std::int64_t full_bytes, const LinkColors& colors, Frame f) {
   const auto classes =
       p.comm.p2p_bytes_per_link_class.value_or(std::map<std::string, std::int64_t>{});
   std::int64_t total = 0;
@@ -304,9 +303,10 @@ std::string traffic_svg(const Plan& p, std::int64_t full_bytes, const LinkColors
   const std::size_t rows = std::max<std::size_t>(1, colors.size());
   std::string out = svg_open("traffic", "", f.width, rows * (kRow + kGap) + 4);
   if (colors.empty()) {
-    return out + fmt::format("<text x=\"4\" y=\"{}\" class=\"label\">no point-to-point traffic "
-                             "by link class in this plan</text></svg>\n",
-                             kRow / 2 + 4);
+    return out + fmt::format(
+                     "<text x=\"4\" y=\"{}\" class=\"label\">no point-to-point traffic "
+                     "by link class in this plan</text></svg>\n",
+                     kRow / 2 + 4);
   }
   double y = 0;
   for (const auto& [name, fill] : colors) {

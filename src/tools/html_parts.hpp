@@ -23,7 +23,7 @@ const char* style();
 /// A figure's width and its margins, in CSS pixels.
 struct Frame {
   double width = 1000;
-  double left = 80;   ///< The label column ("device 3").
+  double left = 80;  ///< The label column ("device 3").
   double right = 16;
   double plot() const { return width - left - right; }
 };

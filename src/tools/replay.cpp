@@ -125,7 +125,8 @@ void Rebuild::layout() {
     l.first_layer.push_back(l.first_layer.back() + static_cast<LayerId>(s.layers.size()));
     l.device.push_back(s.device);
   }
-  model_.overlap_comm = cluster_ ? cluster_->overlap_comm : plan_.cost_model && plan_.cost_model->overlap_comm;
+  model_.overlap_comm =
+      cluster_ ? cluster_->overlap_comm : plan_.cost_model && plan_.cost_model->overlap_comm;
 }
 
 void Rebuild::stages() {
@@ -141,17 +142,16 @@ void Rebuild::stages() {
                   "missing: the schedule splits backward into I and W ops, whose times need "
                   "the weight-gradient share");
     } else if (s.backward_weight_s && *s.backward_weight_s > backward) {
-      check_.fail(path.key("backward_weight_s"),
-                  fmt::format("expected at most backward_s ({}), got {}", backward,
-                              *s.backward_weight_s));
+      check_.fail(
+          path.key("backward_weight_s"),
+          fmt::format("expected at most backward_s ({}), got {}", backward, *s.backward_weight_s));
     }
-    model_.stages.push_back(StageCost{scaled(s.forward_s.value_or(0), compute_scale_),
-                                      scaled(backward, compute_scale_),
-                                      scaled(s.backward_weight_s.value_or(0), compute_scale_),
-                                      s.params.value_or(0),
-                                      s.activation_bytes_per_microbatch.value_or(0),
-                                      s.recompute_workspace_bytes_per_microbatch.value_or(0),
-                                      s.largest_layer_params.value_or(0)});
+    model_.stages.push_back(
+        StageCost{scaled(s.forward_s.value_or(0), compute_scale_), scaled(backward, compute_scale_),
+                  scaled(s.backward_weight_s.value_or(0), compute_scale_), s.params.value_or(0),
+                  s.activation_bytes_per_microbatch.value_or(0),
+                  s.recompute_workspace_bytes_per_microbatch.value_or(0),
+                  s.largest_layer_params.value_or(0)});
   }
 }
 
@@ -284,7 +284,8 @@ Result<Replay> Rebuild::run() {
   if (!check_.ok()) return check_.error();
 
   const PlanParallelism& par = plan_.parallelism;
-  const std::vector<MemoryBreakdown> static_bytes = static_memory(model_, plan_.options.memory, par.dp);
+  const std::vector<MemoryBreakdown> static_bytes =
+      static_memory(model_, plan_.options.memory, par.dp);
   auto timeline = simulate(model_, out_.schedule, par.num_microbatches, static_bytes);
   if (!timeline) {
     // The plan is the input here: a schedule that misses ops or deadlocks is its fault.
@@ -292,7 +293,8 @@ Result<Replay> Rebuild::run() {
         fmt::format("{}: $.schedule: cannot replay: {}", plan_.file, timeline.error().message));
   }
   out_.timeline = std::move(*timeline);
-  out_.evaluation = evaluate(model_, out_.timeline, allreduce_s, par.global_batch, plan_.options.memory);
+  out_.evaluation =
+      evaluate(model_, out_.timeline, allreduce_s, par.global_batch, plan_.options.memory);
   if (!(out_.timeline.makespan_s > 0)) {
     return input_error(fmt::format(
         "{}: $.stages: every stage and transfer time{} is 0 s at the plans' 1 ns resolution: a "
@@ -323,10 +325,8 @@ Result<Replay> Rebuild::run() {
     cost.compute_scale = compute == 1 ? std::nullopt : std::optional<double>(compute);
     cost.link_scale = links == 1 ? std::nullopt : std::optional<double>(links);
   }
-  out_.figures.comm =
-      comm_figures(model_, out_.evaluation.allreduce, par.num_microbatches, par.dp);
-  out_.figures.predicted =
-      predicted_figures(out_.timeline, out_.evaluation, out_.capacity_bytes);
+  out_.figures.comm = comm_figures(model_, out_.evaluation.allreduce, par.num_microbatches, par.dp);
+  out_.figures.predicted = predicted_figures(out_.timeline, out_.evaluation, out_.capacity_bytes);
   return std::move(out_);
 }
 

@@ -9,8 +9,8 @@
 
 #include "pulse/base/units.hpp"
 #include "pulse/plan/plan_check.hpp"
-#include "pulse/profile/recompute.hpp"
 #include "pulse/profile/derive.hpp"
+#include "pulse/profile/recompute.hpp"
 #include "pulse/profile/scaling.hpp"
 #include "validate_internal.hpp"
 
@@ -42,7 +42,8 @@ ValidateResult Validator::run() {
   };
   if (device_type_ < 0) {
     skip_model_checks("no times for the cluster's device type");
-  } else if (plan_.parallelism.device_type && *plan_.parallelism.device_type != cluster_.device_type) {
+  } else if (plan_.parallelism.device_type &&
+             *plan_.parallelism.device_type != cluster_.device_type) {
     skip_model_checks("the plan is for another device type");
   } else if (!layers) {
     skip_model_checks("the stages do not cover the model");
@@ -69,7 +70,8 @@ ValidateResult Validator::run() {
 
 void Validator::finish() {
   for (const auto& [check, at] : overflow_) {
-    out_.violations[at].message = fmt::format("... and {} more", count_[check] - request_.max_per_check);
+    out_.violations[at].message =
+        fmt::format("... and {} more", count_[check] - request_.max_per_check);
   }
   for (const auto& [check, n] : count_) out_.total += n;
 }
@@ -80,7 +82,7 @@ void Validator::check_inputs() {
     const SourceFile& file;
     const PlanInput& claimed;
   } inputs[] = {{"model", model_.file, plan_.inputs.model},
-                  {"cluster", cluster_.file, plan_.inputs.cluster}};
+                {"cluster", cluster_.file, plan_.inputs.cluster}};
   for (const auto& in : inputs) {
     if (in.file.sha256 != in.claimed.sha256) {
       fail("inputs", fmt::format("{} profile {} has sha256 {}..., the plan was made from {} with "
@@ -90,8 +92,9 @@ void Validator::check_inputs() {
     }
   }
   if (plan_.parallelism.device_type && *plan_.parallelism.device_type != cluster_.device_type) {
-    fail("inputs", fmt::format("the plan is for device type \"{}\", cluster {} has \"{}\"",
-                               *plan_.parallelism.device_type, cluster_.name, cluster_.device_type));
+    fail("inputs",
+         fmt::format("the plan is for device type \"{}\", cluster {} has \"{}\"",
+                     *plan_.parallelism.device_type, cluster_.name, cluster_.device_type));
   }
   device_type_ = model_.device_type_index(cluster_.device_type);
   if (device_type_ < 0) {

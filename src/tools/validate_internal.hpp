@@ -54,7 +54,11 @@ class Validator {
   /// file states it (which layers recomputation selects is decided on it); r.model may be
   /// a derived, scaled or recomputing copy.
   Validator(const ValidateRequest& r, const ClusterProfile& unscaled, const ModelProfile& given)
-      : request_(r), plan_(*r.plan), model_(*r.model), cluster_(*r.cluster), unscaled_(unscaled),
+      : request_(r),
+        plan_(*r.plan),
+        model_(*r.model),
+        cluster_(*r.cluster),
+        unscaled_(unscaled),
         given_(given) {}
   ValidateResult run();
 

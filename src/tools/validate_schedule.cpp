@@ -58,8 +58,8 @@ void Validator::check_stage_figures() {
   const auto count = [&](const char* what, StageId s, const std::optional<std::int64_t>& claimed,
                          std::int64_t want) {
     if (claimed && *claimed != want) {
-      fail("stages", fmt::format("stage {}: {} is {}, the model's layers give {}", s, what,
-                                 *claimed, want));
+      fail("stages",
+           fmt::format("stage {}: {} is {}, the model's layers give {}", s, what, *claimed, want));
     }
   };
   for (const PlanStage& x : plan_.stages) {
@@ -76,8 +76,9 @@ void Validator::check_stage_figures() {
   const std::vector<std::int64_t> params = pm_.device_params();
   for (const PlanDevice& d : plan_.devices) {
     if (d.load_s && !close(*d.load_s, load[d.device])) {
-      fail("stages", fmt::format("device {}: load_s is {:.9f} s, its stages and sends give {:.9f} s",
-                                 d.device, *d.load_s, load[d.device]));
+      fail("stages",
+           fmt::format("device {}: load_s is {:.9f} s, its stages and sends give {:.9f} s",
+                       d.device, *d.load_s, load[d.device]));
     }
     if (d.params && *d.params != params[d.device]) {
       fail("stages", fmt::format("device {}: params is {}, its stages hold {}", d.device, *d.params,
@@ -93,12 +94,12 @@ void Validator::check_recomputed(const PlanStage& x) {
   const std::vector<std::string> want = recomputed_layers(
       mode, given_, pm_.layout.first_layer[x.id], pm_.layout.first_layer[x.id + 1]);
   if (x.recomputed && *x.recomputed != want) {
-    fail("stages", fmt::format("stage {}: recomputed names [{}]; --recompute {} selects [{}]",
-                               x.id, fmt::join(*x.recomputed, ", "), mode, fmt::join(want, ", ")));
+    fail("stages", fmt::format("stage {}: recomputed names [{}]; --recompute {} selects [{}]", x.id,
+                               fmt::join(*x.recomputed, ", "), mode, fmt::join(want, ", ")));
   }
   if (x.recomputed_layers && *x.recomputed_layers != static_cast<int>(want.size())) {
-    fail("stages", fmt::format("stage {}: recomputed_layers is {}; --recompute {} selects {}",
-                               x.id, *x.recomputed_layers, mode, want.size()));
+    fail("stages", fmt::format("stage {}: recomputed_layers is {}; --recompute {} selects {}", x.id,
+                               *x.recomputed_layers, mode, want.size()));
   }
 }
 
@@ -136,9 +137,9 @@ void Validator::check_skips() {
                                 c.label(), where, c.producer_stage, c.consumer_stage));
     } else if ((c.producer_device && *c.producer_device != dev[s.producer_stage]) ||
                (c.consumer_device && *c.consumer_device != dev[s.consumer_stage])) {
-      fail("skips", fmt::format("skip \"{}\" runs from {}; the plan says device {} to device {}",
-                                c.label(), where, c.producer_device.value_or(-1),
-                                c.consumer_device.value_or(-1)));
+      fail("skips",
+           fmt::format("skip \"{}\" runs from {}; the plan says device {} to device {}", c.label(),
+                       where, c.producer_device.value_or(-1), c.consumer_device.value_or(-1)));
     }
     if (c.local != s.local) {
       fail("skips", fmt::format("skip \"{}\" is claimed {}local but runs from {}", c.label(),
@@ -214,13 +215,12 @@ void Validator::check_transfers() {
     if (c.forward.total() != t.forward.total() || c.backward.total() != t.backward.total() ||
         !close(c.forward_s.value_or(0), t.forward_s) ||
         !close(c.backward_s.value_or(0), t.backward_s)) {
-      fail("transfers",
-           fmt::format("{} moves {} bytes in {:.9f} s forward and {} bytes in "
-                       "{:.9f} s backward; the plan says {} in {:.9f} s and {} in "
-                       "{:.9f} s",
-                       name, t.forward.total(), t.forward_s, t.backward.total(), t.backward_s,
-                       c.forward.total(), c.forward_s.value_or(0), c.backward.total(),
-                       c.backward_s.value_or(0)));
+      fail("transfers", fmt::format("{} moves {} bytes in {:.9f} s forward and {} bytes in "
+                                    "{:.9f} s backward; the plan says {} in {:.9f} s and {} in "
+                                    "{:.9f} s",
+                                    name, t.forward.total(), t.forward_s, t.backward.total(),
+                                    t.backward_s, c.forward.total(), c.forward_s.value_or(0),
+                                    c.backward.total(), c.backward_s.value_or(0)));
     }
   }
   for (const auto& [key, t] : claimed) {
@@ -350,8 +350,8 @@ void Validator::check_predicted_memory() {
                                  d, format_bytes(peaks[d]), peaks[d], format_bytes(cap), cap));
     }
   }
-  for (const PlanDevicePrediction& d : plan_.predicted.devices.value_or(
-           std::vector<PlanDevicePrediction>{})) {
+  for (const PlanDevicePrediction& d :
+       plan_.predicted.devices.value_or(std::vector<PlanDevicePrediction>{})) {
     if (d.capacity_bytes.value_or(0) > 0 && *d.capacity_bytes != cap) {
       fail("memory", fmt::format("device {}: capacity_bytes is {}, cluster {} has {} usable",
                                  d.device, *d.capacity_bytes, cluster_.name, cap));

@@ -76,8 +76,8 @@ TEST(ReadTextFile, StopsAfterThePieceWithAByteNoJsonTextHolds) {
 // A key twice in one object is refused with its path, at any depth and inside arrays; the
 // same key in two different objects is fine.
 TEST(ParseJson, AKeyTwiceInOneObjectIsRefused) {
-  EXPECT_TRUE(parse_json(R"({"a": {"k": 1}, "b": {"k": 2}, "c": [{"k": 1}, {"k": 2}]})", "f.json")
-                  .ok());
+  EXPECT_TRUE(
+      parse_json(R"({"a": {"k": 1}, "b": {"k": 2}, "c": [{"k": 1}, {"k": 2}]})", "f.json").ok());
   const auto top = parse_json(R"({"name": "x", "layers": [], "name": "y"})", "f.json");
   ASSERT_FALSE(top.ok());
   EXPECT_EQ(top.error().kind, ErrorKind::input);

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "pulse/base/limits.hpp"
@@ -246,8 +246,10 @@ TEST(Compile, ActivationBudgetIsKeptAndTheCurveIsWritten) {
 // At a batch of 8 the same model is only refused for not fitting the devices.
 TEST(CompileLimits, BytesBeyondSixtyFourBitsAreRefusedBeforeAnyPass) {
   const std::int64_t tib = std::int64_t{1} << 40;
-  const ModelProfile m = test::make_model({{0.001, 1000, tib, tib}, {0.001, 1000, tib, tib},
-                                           {0.001, 1000, tib, tib}, {0.001, 1000, tib, tib}},
+  const ModelProfile m = test::make_model({{0.001, 1000, tib, tib},
+                                           {0.001, 1000, tib, tib},
+                                           {0.001, 1000, tib, tib},
+                                           {0.001, 1000, tib, tib}},
                                           {{0, 3}}, tib);
   const ClusterProfile c = test::make_cluster(4, 1, std::int64_t{32} << 30);
   PlanOptions o;
@@ -286,10 +288,11 @@ TEST(CompileLimits, TimesBeyondTheLimitAreRefused) {
 // degree, to a positive iteration time. The slowest layer's bound is its per-sample time at
 // the smallest profiled size, here 2 ns at 4 samples (0.5 ns at size 1).
 TEST(CompileLimits, SubNanosecondModelIsRefused) {
-  ModelProfile m = test::make_model(
-      {{4e-10, 1000, 1000, 100}, {9e-10, 1000, 1000, 100}, {3e-10, 1000, 1000, 100},
-       {2e-10, 1000, 1000, 100}},
-      {{0, 3}});
+  ModelProfile m = test::make_model({{4e-10, 1000, 1000, 100},
+                                     {9e-10, 1000, 1000, 100},
+                                     {3e-10, 1000, 1000, 100},
+                                     {2e-10, 1000, 1000, 100}},
+                                    {{0, 3}});
   const ClusterProfile c = test::make_cluster(4, 1, std::int64_t{32} << 30);
   auto r = compile_plan(m, c, PlanOptions{});
   ASSERT_FALSE(r.ok());

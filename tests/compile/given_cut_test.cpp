@@ -49,8 +49,7 @@ TEST(GivenCut, ThePlannersOwnCutGivesItsOwnFigures) {
   o.family = "v";
   o.pp = 2;
   o.solver_max_seconds = 0.3;
-  const json searched =
-      json::parse(test::plan_text(test::compile_ok(in, o), in.model, in.cluster));
+  const json searched = json::parse(test::plan_text(test::compile_ok(in, o), in.model, in.cluster));
   for (std::size_t s = 1; s < searched["stages"].size(); ++s) {
     o.cuts.push_back(searched["stages"][s]["layers"][0]);
   }

@@ -68,9 +68,9 @@ TEST_P(NeverWorse, PulseIsAtLeastEveryBaselineOnRandomUnets) {
 
     double best_baseline = 0;
     for (Strategy s : kBaselines) {
-      const auto recorded = std::find_if(
-          pulse->baselines.begin(), pulse->baselines.end(),
-          [&](const BaselineAnswer& a) { return a.strategy == strategy_name(s); });
+      const auto recorded =
+          std::find_if(pulse->baselines.begin(), pulse->baselines.end(),
+                       [&](const BaselineAnswer& a) { return a.strategy == strategy_name(s); });
       ASSERT_NE(recorded, pulse->baselines.end()) << strategy_name(s);
       if (recorded->feasible) {
         ++feasible_baselines;

@@ -19,15 +19,14 @@
 namespace pulse {
 namespace {
 
-constexpr const char* kClusters[] = {"dgx1-v100-32gb-1n", "dgx1-v100-16gb-1n",
-                                     "atlas800-910a-1n",  "atlas800t-a2-910b-1n",
-                                     "dgx-a100-1n",       "dgx-h100-1n",
-                                     "dgx-h200-1n"};
+constexpr const char* kClusters[] = {
+    "dgx1-v100-32gb-1n", "dgx1-v100-16gb-1n", "atlas800-910a-1n", "atlas800t-a2-910b-1n",
+    "dgx-a100-1n",       "dgx-h100-1n",       "dgx-h200-1n"};
 
 std::vector<std::string> shipped_models() {
   std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(PULSE_SOURCE_DIR) +
-                                                           "/profiles/models")) {
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::string(PULSE_SOURCE_DIR) + "/profiles/models")) {
     if (e.path().extension() == ".json") out.push_back(e.path().stem().string());
   }
   std::sort(out.begin(), out.end());

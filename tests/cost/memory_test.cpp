@@ -57,8 +57,7 @@ TEST(Memory, ResidencyChargesActivationsFromForwardToLastBackward) {
   // Device 0: stage 0 holds microbatch 0 over [0, 10] and 1 over [2, 12], each 100 + 5 (its
   // first stage carries skip(0)); stage 3 holds 40 over [4, 8] and [6, 9].
   //   t: 0 -> 105, 2 -> 210, 4 -> 250, 6 -> 290, 8 -> 250, 9 -> 210, 10 -> 105, 12 -> 0.
-  const Residency r =
-      residency(m, 0, {{0, 0, 10}, {0, 2, 12}, {3, 4, 8}, {3, 6, 9}});
+  const Residency r = residency(m, 0, {{0, 0, 10}, {0, 2, 12}, {3, 4, 8}, {3, 6, 9}});
   EXPECT_EQ(r.peak_bytes, 290);
   EXPECT_EQ(r.max_inflight, 2);
   // What ends at an instant is released before what starts then is charged.

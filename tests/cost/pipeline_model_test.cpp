@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "support/test_support.hpp"
 #include "pulse/cost/memory.hpp"
+#include "support/test_support.hpp"
 
 namespace pulse {
 namespace {

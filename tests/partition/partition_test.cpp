@@ -165,8 +165,8 @@ TEST(PartitionV, MemoryShortfallNamesDeviceAndBytes) {
   EXPECT_EQ(out.shortfall->capacity_bytes, 30000);
   EXPECT_EQ(out.shortfall->device, 0);
   // One more byte of headroom per device and it fits.
-  EXPECT_TRUE(
-      partition_v(request_for(g, 2, test::free_links(2), 34000), SkipPolicy::allow_nonlocal).found());
+  EXPECT_TRUE(partition_v(request_for(g, 2, test::free_links(2), 34000), SkipPolicy::allow_nonlocal)
+                  .found());
 }
 
 TEST(PartitionV, SingleDeviceHoldsBothStages) {

@@ -42,9 +42,8 @@ std::string plan_error_of(const json& doc) {
 
 // What `check` (check_plan_structure or check_plan_claims) finds in the plan read without
 // the reader's own checks, one "check: path: message" line each.
-std::vector<std::string> problems(const json& doc,
-                                  std::vector<PlanProblem> (*check)(const Plan&) =
-                                      check_plan_structure) {
+std::vector<std::string> problems(
+    const json& doc, std::vector<PlanProblem> (*check)(const Plan&) = check_plan_structure) {
   auto p = parse_plan(doc.dump(), "p.json", PlanCheck::shape_only);
   EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
   std::vector<std::string> out;
@@ -153,9 +152,9 @@ TEST(PlanLimits, WhatTheToolsDeriveFromByteCountsHasTheByteLimitToo) {
   doc = tiny_plan();
   doc["stages"][0]["params"] = std::int64_t{1} << 53;
   EXPECT_EQ(plan_error_of(doc).rfind("p.json: $.stages: the weights, gradients and optimizer state "
-                                "of every stage (params x $.options.memory's bytes per "
-                                "parameter) come to ",
-                                0),
+                                     "of every stage (params x $.options.memory's bytes per "
+                                     "parameter) come to ",
+                                     0),
             0u);
 }
 

@@ -280,8 +280,9 @@ TEST(ModelLoader, FieldsWithinLimits) {
                 [](json& j) { j["layers"][0]["output_bytes_per_sample"] = (1LL << 40) + 1; }),
             "m.json: $.layers[0].output_bytes_per_sample (layer \"enc\"): expected an integer <= "
             "1099511627776 (pulse-plan's limit), got 1099511627777");
-  EXPECT_EQ(mutated_model_error([](json& j) { j["layers"][0]["output_bytes_per_sample"] = 1LL << 40; }),
-            "<loaded without error>");
+  EXPECT_EQ(
+      mutated_model_error([](json& j) { j["layers"][0]["output_bytes_per_sample"] = 1LL << 40; }),
+      "<loaded without error>");
   EXPECT_EQ(mutated_model_error([](json& j) { j["layers"][2]["params"] = 1LL << 62; }),
             "m.json: $.layers[2].params (layer \"dec\"): expected an integer <= 1099511627776 "
             "(pulse-plan's limit), got 4611686018427387904");
@@ -306,8 +307,9 @@ TEST(ModelLoader, LayerLimit) {
     }
     j["layers"] = layers;
   });
-  EXPECT_EQ(message, "m.json: $.layers: expected at most 4096 layers (pulse-plan's limit: "
-                     "docs/limits.md), got 4097");
+  EXPECT_EQ(message,
+            "m.json: $.layers: expected at most 4096 layers (pulse-plan's limit: "
+            "docs/limits.md), got 4097");
 }
 
 TEST(ModelLoader, ParamsMustBeAnInteger) {

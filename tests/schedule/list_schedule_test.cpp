@@ -4,10 +4,10 @@
 
 #include <random>
 
+#include "pulse/schedule/list_schedule.hpp"
 #include "pulse/simulate/schedule_check.hpp"
 #include "pulse/simulate/simulate.hpp"
 #include "support/test_support.hpp"
-#include "pulse/schedule/list_schedule.hpp"
 
 namespace pulse {
 namespace {

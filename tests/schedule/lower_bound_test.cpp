@@ -24,9 +24,9 @@ PipelineModel v_pipeline(const std::vector<double>& f, double delay = 0.0) {
   for (std::size_t i = 0; i <= f.size(); ++i) first.push_back(static_cast<LayerId>(i));
   const int P = static_cast<int>(f.size()) / 2;
   const LayerGraph g = LayerGraph::build(test::make_model(layers, {}), 0, 1);
-  return build_pipeline_model(g, v_layout(first, P), SkipRouting::direct,
-                              test::uniform_links(P, std::numeric_limits<double>::infinity(), delay),
-                              true);
+  return build_pipeline_model(
+      g, v_layout(first, P), SkipRouting::direct,
+      test::uniform_links(P, std::numeric_limits<double>::infinity(), delay), true);
 }
 
 double bound_with_room(const PipelineModel& m, int M, bool split, std::int64_t room) {
@@ -69,7 +69,8 @@ TEST(LowerBound, WarmUpCutSeesTheBottomDeviceWait) {
   const PipelineModel m = v_pipeline(f, 0.1);
   const double with_cut = bound_with_room(m, 8, true, 800);
   const detail::OpGraph g = detail::build_op_graph(m, true);
-  detail::MemoryRelaxation edges_only = detail::memory_relaxation(g, m, std::vector<std::int64_t>(4, 800));
+  detail::MemoryRelaxation edges_only =
+      detail::memory_relaxation(g, m, std::vector<std::int64_t>(4, 800));
   edges_only.devices.clear();
   const double without = detail::schedule_lower_bound(g, 8, edges_only);
   EXPECT_NEAR(without, 3 + 3 / 7.0 + 0.3 + 72, 1e-9);
@@ -109,7 +110,8 @@ TEST(LowerBound, NeverAboveAScheduleWithinTheRoom) {
       EXPECT_LE(bound, t->makespan_s * (1 + 1e-12)) << "trial " << trial;
     };
     for (int k = 1; k <= M; ++k) {
-      for (const ListPolicy& p : {ListPolicy::backward_first(2 * P), ListPolicy::forward_first(2 * P)}) {
+      for (const ListPolicy& p :
+           {ListPolicy::backward_first(2 * P), ListPolicy::forward_first(2 * P)}) {
         check(list_schedule(m, M, std::vector<int>(P, k), split, p));
       }
     }

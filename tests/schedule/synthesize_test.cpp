@@ -4,12 +4,12 @@
 
 #include <random>
 
+#include "pulse/schedule/list_schedule.hpp"
+#include "pulse/simulate/schedule_check.hpp"
 #include "schedule/exact_ilp.hpp"
 #include "schedule/lower_bound.hpp"
 #include "schedule/op_graph.hpp"
-#include "pulse/simulate/schedule_check.hpp"
 #include "support/test_support.hpp"
-#include "pulse/schedule/list_schedule.hpp"
 
 namespace pulse {
 namespace {
@@ -250,7 +250,6 @@ TEST(ScheduleIlp, SameRequestSameSchedule) {
   EXPECT_EQ(a.schedule.device_ops, b.schedule.device_ops);
   EXPECT_EQ(a.makespan_s, b.makespan_s);
 }
-
 
 // CBC's work grows with the exact model's rows, not only with its nodes (exact_ilp.hpp): SD2
 // on atlas800-910a-4n at pp 2 with 4 microbatches gave 844 rows and 3 s of CPU for the root

@@ -92,10 +92,10 @@ TEST(VFamilies, MatchTheRepositoryOnUnequalOpsAndDelays) {
     double f, i, w, delay, zbv, half, vmin;
   };
   const Row rows[] = {
-      {4, 8, 1, 1.2, 0.8, 0, 51.6, 55.8, 68.8},   {4, 64, 1, 1.2, 0.8, 0, 387.6, 391.8, 472.0},
-      {8, 8, 1, 1.2, 0.8, 0, 57.6, 72.6, 85.8},   {8, 64, 1, 1.2, 0.8, 0, 392.4, 407.0, 489.0},
-      {4, 8, 1, 1, 1, 0.1, 52.3, 55.2, 63.0},     {4, 64, 1, 1, 1, 0.1, 388.3, 391.2, 421.4},
-      {8, 8, 1, 1, 1, 0.1, 58.2, 69.6, 81.4},     {8, 64, 1, 1, 1, 0.1, 394.3, 405.8, 446.4},
+      {4, 8, 1, 1.2, 0.8, 0, 51.6, 55.8, 68.8}, {4, 64, 1, 1.2, 0.8, 0, 387.6, 391.8, 472.0},
+      {8, 8, 1, 1.2, 0.8, 0, 57.6, 72.6, 85.8}, {8, 64, 1, 1.2, 0.8, 0, 392.4, 407.0, 489.0},
+      {4, 8, 1, 1, 1, 0.1, 52.3, 55.2, 63.0},   {4, 64, 1, 1, 1, 0.1, 388.3, 391.2, 421.4},
+      {8, 8, 1, 1, 1, 0.1, 58.2, 69.6, 81.4},   {8, 64, 1, 1, 1, 0.1, 394.3, 405.8, 446.4},
   };
   for (const Row& r : rows) {
     const PipelineModel m = v_pipeline(r.P, r.f, r.i, r.w, r.delay);
@@ -122,9 +122,8 @@ TEST(VFamilies, ZbvKeepsWithinTheRoomItIsGiven) {
 TEST(VFamilies, OnlyTwoStageVs) {
   std::vector<test::LayerSpec> layers(4, test::LayerSpec{1.0, 10, 100, 1000});
   const LayerGraph g = LayerGraph::build(test::make_model(layers, {}), 0, 1);
-  const PipelineModel chain = build_pipeline_model(g, sequential_layout({0, 1, 2, 3, 4}, 4),
-                                                   SkipRouting::forwarded, test::free_links(4),
-                                                   false);
+  const PipelineModel chain = build_pipeline_model(
+      g, sequential_layout({0, 1, 2, 3, 4}, 4), SkipRouting::forwarded, test::free_links(4), false);
   EXPECT_FALSE(is_two_stage_v(chain.layout));
   for (VFamily f : {VFamily::zb_v, VFamily::v_half, VFamily::v_min}) {
     EXPECT_FALSE(v_family_schedule({&chain, 8, f, {}}).has_value());

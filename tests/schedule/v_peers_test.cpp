@@ -114,8 +114,8 @@ TEST(VPeers, APerturbedCopyIsRejected) {
       std::swap(ops[ops.size() / 2], ops[ops.size() / 2 + 1]);
       swaps += !disagreement(in, run, mine).empty();
       if (run.family == "zb-v") {
-        auto all = detail::zbv_fill_variants({in.num_devices, in.num_microbatches, costs_of(in),
-                                              run.max_mem});
+        auto all = detail::zbv_fill_variants(
+            {in.num_devices, in.num_microbatches, costs_of(in), run.max_mem});
         std::size_t shortest = 0;
         for (std::size_t k = 1; k < all.size(); ++k) {
           if (all[k].makespan < all[shortest].makespan) shortest = k;
@@ -123,14 +123,16 @@ TEST(VPeers, APerturbedCopyIsRejected) {
         variants += !disagreement(in, run, all[shortest].schedule).empty();
       }
       if (run.family == "v-auto") {
-        const auto found = detail::v_auto_candidates(in.num_devices, in.num_microbatches, run.max_mem);
+        const auto found =
+            detail::v_auto_candidates(in.num_devices, in.num_microbatches, run.max_mem);
         std::optional<std::size_t> last;
         double least = 0;
         for (std::size_t k = 0; k < found.candidates.size(); ++k) {
           const double span = *detail::v_auto_span(found.candidates[k].rows, costs_of(in));
           if (!last || span <= least) last = k, least = span;
         }
-        ties += !disagreement(in, run, detail::slot_rows_schedule(found.candidates[*last].rows)).empty();
+        ties += !disagreement(in, run, detail::slot_rows_schedule(found.candidates[*last].rows))
+                     .empty();
       }
     }
   }
@@ -147,7 +149,8 @@ TEST(VPeers, DualPipeVFollowsItsSteps) {
   const auto s = detail::dualpipev_schedule(2, 4);
   ASSERT_TRUE(s);
   std::string rank0;
-  for (const Op& op : s->device_ops[0]) rank0 += fmt::format("{}{}.{} ", op_letter(op.kind), op.stage, op.mb);
+  for (const Op& op : s->device_ops[0])
+    rank0 += fmt::format("{}{}.{} ", op_letter(op.kind), op.stage, op.mb);
   EXPECT_EQ(rank0,
             "F0.0 F0.1 F0.2 F3.0 I3.0 W3.0 F3.1 F0.3 I3.1 W3.1 F3.2 I0.0 W0.0 I3.2 W3.2 F3.3 "
             "I0.1 W0.1 I3.3 W3.3 I0.2 W0.2 I0.3 W0.3 ");

@@ -56,7 +56,8 @@ TEST(Evaluate, OneFOneBIterationAndBubbleByHand) {
   }
   // Iteration: the later of the makespan and each device's all-reduce after its last op.
   double iteration = t.makespan_s;
-  for (const AllReduce& a : plan->evaluation.allreduce) iteration = std::max(iteration, a.start_s + a.seconds);
+  for (const AllReduce& a : plan->evaluation.allreduce)
+    iteration = std::max(iteration, a.start_s + a.seconds);
   EXPECT_DOUBLE_EQ(plan->evaluation.iteration_s, iteration);
   // Bubble: idle share of device time. Each device computes 4 x 3 = 12 s and sends
   // 4 x 1.5 = 6 s; the rest of the makespan is idle.
@@ -161,7 +162,8 @@ TEST(Evaluate, TraceHasOneCompleteEventPerOp) {
   o.solver_max_seconds = 0.2;
   const auto plan = compile_plan(model, cluster, o);
   ASSERT_TRUE(plan.ok());
-  const json trace = json::parse(chrome_trace(plan->model, plan->timeline, plan->evaluation.allreduce, plan->dp));
+  const json trace =
+      json::parse(chrome_trace(plan->model, plan->timeline, plan->evaluation.allreduce, plan->dp));
   std::size_t ops = 0, compute_events = 0;
   for (const DeviceTimeline& d : plan->timeline.devices) ops += d.ops.size();
   for (const json& e : trace["traceEvents"]) {

@@ -56,8 +56,8 @@ RandomUnet random_unet(std::uint64_t seed, int max_layers) {
   for (int i = 0; i < side; ++i) {
     if (keep(rng) > 0.75) continue;
     const int producer = i, consumer = n - 1 - i;
-    const std::int64_t bytes = static_cast<std::int64_t>(
-        m.layers[producer].output_bytes_per_sample * size(rng));
+    const std::int64_t bytes =
+        static_cast<std::int64_t>(m.layers[producer].output_bytes_per_sample * size(rng));
     m.skips.push_back(Skip{fmt::format("skip{}", i), producer, consumer, bytes});
   }
   m.carried.push_back(Carried{"temb", 0, 5120, true});

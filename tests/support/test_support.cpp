@@ -1,8 +1,8 @@
 #include "test_support.hpp"
 
 #include "pulse/compile/plan_builder.hpp"
-#include "pulse/plan/plan_codec.hpp"
 #include "pulse/cost/memory.hpp"
+#include "pulse/plan/plan_codec.hpp"
 
 #include <algorithm>
 #include <functional>

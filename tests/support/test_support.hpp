@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "pulse/compile/compile.hpp"
+#include "pulse/cost/pipeline_model.hpp"
 #include "pulse/graph/layer_graph.hpp"
 #include "pulse/partition/partition.hpp"
-#include "pulse/cost/pipeline_model.hpp"
 #include "pulse/profile/profile.hpp"
 
 namespace pulse::test {

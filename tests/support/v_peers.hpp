@@ -25,10 +25,10 @@ struct PeerStage {
 
 /// One run of an authors' generator on an instance.
 struct PeerRun {
-  std::string family;  ///< "zb-v", "v-half", "v-min", "v-auto".
-  int max_mem = 0;     ///< The generator's budget in stage activations (zb-v, v-auto); else 0.
-  bool ok = false;     ///< Whether their code produced a schedule (it may raise).
-  double own_ms = 0;   ///< The makespan their own code computes for it.
+  std::string family;      ///< "zb-v", "v-half", "v-min", "v-auto".
+  int max_mem = 0;         ///< The generator's budget in stage activations (zb-v, v-auto); else 0.
+  bool ok = false;         ///< Whether their code produced a schedule (it may raise).
+  double own_ms = 0;       ///< The makespan their own code computes for it.
   double makespan_ms = 0;  ///< Its order replayed by pulse-plan's simulator.
   std::int64_t peak_bytes = 0;  ///< The fullest device under pulse-plan's memory rule.
   std::string order_hash;       ///< order_hash() of their op order.
@@ -39,8 +39,8 @@ struct PeerInstance {
   std::string group;  ///< "synthetic", "p16", "delay" or "real"
   int num_devices = 0;
   int num_microbatches = 0;
-  double delay_ms = 0;             ///< Latency of every link (sends overlap compute).
-  std::vector<PeerStage> stages;   ///< 2P, along the V.
+  double delay_ms = 0;                  ///< Latency of every link (sends overlap compute).
+  std::vector<PeerStage> stages;        ///< 2P, along the V.
   double f_ms = 1, b_ms = 1, w_ms = 1;  ///< The scalar costs the generators were given.
   std::vector<PeerRun> runs;
 };

@@ -267,10 +267,10 @@ TEST(Diff, PerSampleRowsSayWhyAcrossMicrobatchSizes) {
   // The 910A plan is slower because its devices compute each sample more slowly.
   EXPECT_GT(d.slowdown_pct, 0);
   EXPECT_EQ(row(d, "compute_s").change, Change::worse);
-  EXPECT_EQ(d.headline.rfind("910a.json is " + fmt::format("{:.1f}", d.slowdown_pct) +
-                                 "% slower than v100.json (",
-                             0),
-            0u)
+  EXPECT_EQ(
+      d.headline.rfind(
+          "910a.json is " + fmt::format("{:.1f}", d.slowdown_pct) + "% slower than v100.json (", 0),
+      0u)
       << d.headline;
   EXPECT_NE(d.headline.find("device time per sample "), std::string::npos) << d.headline;
   EXPECT_NE(d.headline.find(": compute +"), std::string::npos) << d.headline;  // largest first
@@ -334,7 +334,8 @@ std::size_t occurrences(const std::string& text, const std::string& what) {
 
 // The smallest x and the largest x + width of the op rectangles of a timeline.
 std::pair<double, double> op_extent(const std::string& svg) {
-  const std::regex rect(R"re(<rect x="([0-9.]+)" y="[0-9.]+" width="([0-9.]+)" height="26" fill=)re");
+  const std::regex rect(
+      R"re(<rect x="([0-9.]+)" y="[0-9.]+" width="([0-9.]+)" height="26" fill=)re");
   double lo = 1e9, hi = 0;
   for (auto it = std::sregex_iterator(svg.begin(), svg.end(), rect); it != std::sregex_iterator();
        ++it) {
@@ -384,10 +385,11 @@ TEST(DiffHtml, TwoPlansSideBySideOnOneScale) {
 
   // Traffic by link class: NV2 on the V100 and HCCS on the 910A, each class one colour and a
   // bar in both halves (0 B where the plan does not use it).
-  const std::regex link(R"re(fill="(#[0-9a-f]{6})" class="link"><title>(\w+): ([^<]+) per iteration)re");
+  const std::regex link(
+      R"re(fill="(#[0-9a-f]{6})" class="link"><title>(\w+): ([^<]+) per iteration)re");
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> bars;
-  for (auto it = std::sregex_iterator(html.begin(), html.end(), link);
-       it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), link); it != std::sregex_iterator();
+       ++it) {
     bars[(*it)[2]].emplace_back((*it)[1], (*it)[3]);
   }
   ASSERT_EQ(bars.size(), 2u);
@@ -402,8 +404,8 @@ TEST(DiffHtml, TwoPlansSideBySideOnOneScale) {
   // Memory on one scale: the capacity lanes of both halves are equally long.
   const std::regex lane(R"re(y="[0-9.]+" width="([0-9.]+)" height="26" class="capacity")re");
   std::set<std::string> widths;
-  for (auto it = std::sregex_iterator(html.begin(), html.end(), lane);
-       it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), lane); it != std::sregex_iterator();
+       ++it) {
     widths.insert((*it)[1]);
   }
   EXPECT_EQ(widths.size(), 1u);

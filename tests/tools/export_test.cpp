@@ -15,8 +15,8 @@
 #include "pulse/compile/compile.hpp"
 #include "pulse/compile/plan_builder.hpp"
 #include "pulse/plan/plan_codec.hpp"
-#include "support/test_support.hpp"
 #include "pulse/schedule/list_schedule.hpp"
+#include "support/test_support.hpp"
 
 namespace pulse {
 namespace {
@@ -114,7 +114,7 @@ void expect_torch_rules(const std::string& csv, int ranks, int stages, int micro
 // wherever that op is.
 void expect_lock_step(const std::string& csv, int stages) {
   const std::regex action(R"((\d+)(F|I|B|W)(\d+))");
-  std::map<std::tuple<char, int, int>, int> step;  // ('F' or 'B' for I/B, stage, mb) -> step
+  std::map<std::tuple<char, int, int>, int> step;      // ('F' or 'B' for I/B, stage, mb) -> step
   std::vector<std::tuple<char, int, int, int>> needs;  // (kind, stage, mb, step)
   for (const auto& row : csv_cells(csv)) {
     for (std::size_t t = 0; t < row.size(); ++t) {
@@ -178,8 +178,8 @@ TEST(ExportTorchCsv, EveryStrategyAndDegreeKeepsTheLockStepRule) {
   for (int pp = 1; pp <= 4; ++pp) {
     for (Strategy strategy : {Strategy::pulse, Strategy::one_f_one_b, Strategy::gpipe}) {
       for (bool split : {false, true}) {
-        SCOPED_TRACE(fmt::format("pp {} strategy {} split {}", pp, static_cast<int>(strategy),
-                                 split));
+        SCOPED_TRACE(
+            fmt::format("pp {} strategy {} split {}", pp, static_cast<int>(strategy), split));
         const Plan p = read(plan_doc("tiny-unet", pp, strategy, split));
         const TorchCsv out = export_torch_csv(p).value();
         expect_torch_rules(out.csv, pp, p.num_stages(), p.parallelism.num_microbatches);
@@ -248,8 +248,7 @@ TEST(ExportTorchCsv, SideFileHasStageLayersAndSkipCaches) {
       "consumer": "dec0", "producer_stage": 0, "consumer_stage": 3, "producer_device": 0,
       "consumer_device": 0, "producer_group_rank": 0, "consumer_group_rank": 0,
       "bytes_per_sample": 1048576, "bytes_per_microbatch": )" +
-                                   std::to_string(1048576 * p.parallelism.microbatch_size) +
-                                   "}"));
+                                   std::to_string(1048576 * p.parallelism.microbatch_size) + "}"));
   EXPECT_EQ(side["ranks"][1]["cached_skips"][0]["name"], "enc2->dec2");
   EXPECT_EQ(side["remote_skips"].size(), 0u);
 }
@@ -259,11 +258,11 @@ TEST(ExportTorchCsv, SideFileKeysInTheDocumentedOrder) {
   const auto side = nlohmann::ordered_json::parse(export_torch_csv(p).value().stages_json);
   std::vector<std::string> keys;
   for (const auto& [k, v] : side.items()) keys.push_back(k);
-  EXPECT_EQ(keys, (std::vector<std::string>{
-                      "schema", "plan", "csv_format", "csv_rows", "csv_idle_cells", "num_steps",
-                      "pp", "dp", "num_stages", "num_microbatches", "microbatch_size",
-                      "split_backward", "pipeline_groups", "row_devices", "stages", "ranks",
-                      "remote_skips"}));
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{"schema", "plan", "csv_format", "csv_rows", "csv_idle_cells",
+                                      "num_steps", "pp", "dp", "num_stages", "num_microbatches",
+                                      "microbatch_size", "split_backward", "pipeline_groups",
+                                      "row_devices", "stages", "ranks", "remote_skips"}));
 }
 
 TEST(ExportTorchCsv, SequentialPlansListRemoteSkips) {

@@ -128,7 +128,7 @@ json hand_plan(double t, bool overlap) {
   json doc = json::parse(test::plan_text(*p, model, cluster));
   for (json& x : doc["transfers"]) x["forward_s"] = x["backward_s"] = t;
   doc["cost_model"]["overlap_comm"] = overlap;
-  doc["partition"].erase("stages_sha256");  // a hand-made plan: its stages are what it says
+  doc["partition"].erase("stages_sha256");          // a hand-made plan: its stages are what it says
   for (const char* input : {"model", "cluster"}) {  // in-memory profiles have no file
     doc["inputs"][input]["sha256"] = std::string(64, '0');
     doc["inputs"][input]["provenance"] = "made in replay_test.cpp";
@@ -157,8 +157,7 @@ TEST(Replay, HandEditedPlanGivesTheHandComputedIteration) {
     EXPECT_DOUBLE_EQ(f.timeline.makespan_s, makespan) << t;
     EXPECT_DOUBLE_EQ(f.evaluation.iteration_s, makespan) << t;  // dp 1: no all-reduce
     EXPECT_DOUBLE_EQ(f.evaluation.samples_per_s, 2 / makespan);
-    EXPECT_DOUBLE_EQ(f.evaluation.bubble_ratio, (2 * makespan - 12 - 4 * t) / (2 * makespan))
-        << t;
+    EXPECT_DOUBLE_EQ(f.evaluation.bubble_ratio, (2 * makespan - 12 - 4 * t) / (2 * makespan)) << t;
     for (const DeviceTimeline& d : f.timeline.devices) {
       EXPECT_DOUBLE_EQ(d.compute_s, 6.0);
       EXPECT_DOUBLE_EQ(d.send_s, 2 * t);
@@ -279,8 +278,7 @@ TEST(Replay, AnotherClusterOfTheSameDeviceTypeChangesOnlyWhatItChanges) {
   auto r = replay_text(text, &slow);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_GT(r->evaluation.iteration_s, p.evaluation.iteration_s);
-  EXPECT_EQ(r->model.bytes_per_microbatch().total(),
-            p.model.bytes_per_microbatch().total());
+  EXPECT_EQ(r->model.bytes_per_microbatch().total(), p.model.bytes_per_microbatch().total());
 }
 
 TEST(Replay, TraceOfAReplayHasOneCompleteEventPerOp) {
@@ -345,9 +343,10 @@ TEST(Replay, APipelineOfZeroSecondsIsRefused) {
   json doc = hand_plan(0, false);
   for (json& s : doc["stages"]) s["forward_s"] = s["backward_s"] = s["backward_weight_s"] = 0.0;
   const std::string e = error_of(doc);
-  EXPECT_EQ(e, "p.json: $.stages: every stage and transfer time is 0 s at the plans' 1 ns "
-               "resolution: a pipeline of 0 s has no throughput or bubble (pulse-plan plans no "
-               "such model)");
+  EXPECT_EQ(e,
+            "p.json: $.stages: every stage and transfer time is 0 s at the plans' 1 ns "
+            "resolution: a pipeline of 0 s has no throughput or bubble (pulse-plan plans no "
+            "such model)");
   doc["stages"][0]["forward_s"] = 1e-9;
   auto r = replay_text(doc.dump());
   ASSERT_TRUE(r.ok()) << r.error().message;

@@ -13,8 +13,8 @@
 #include "pulse/compile/plan_builder.hpp"
 #include "pulse/plan/plan_codec.hpp"
 #include "pulse/profile/scaling.hpp"
-#include "support/test_support.hpp"
 #include "pulse/schedule/list_schedule.hpp"
+#include "support/test_support.hpp"
 
 namespace pulse {
 namespace {
@@ -183,11 +183,11 @@ TEST(Validate, StagesNameTheLayersTheyRecompute) {
     for (const json& n : s["recomputed"]) named.push_back(n.get<std::string>());
     EXPECT_EQ(s["recomputed_layers"].get<std::size_t>(), s["recomputed"].size());
   }
-  EXPECT_EQ(named, (std::vector<std::string>{
-                       "down0.attn0", "down0.attn1", "down1.attn0", "down1.attn1", "down2.attn0",
-                       "down2.attn1", "mid.attn0", "up1.attn0", "up1.attn1", "up1.attn2",
-                       "up2.attn0", "up2.attn1", "up2.attn2", "up3.attn0", "up3.attn1",
-                       "up3.attn2"}));
+  EXPECT_EQ(named,
+            (std::vector<std::string>{"down0.attn0", "down0.attn1", "down1.attn0", "down1.attn1",
+                                      "down2.attn0", "down2.attn1", "mid.attn0", "up1.attn0",
+                                      "up1.attn1", "up1.attn2", "up2.attn0", "up2.attn1",
+                                      "up2.attn2", "up3.attn0", "up3.attn1", "up3.attn2"}));
   EXPECT_EQ(lines(validate(doc, in)), std::vector<std::string>{});
   // A runtime checkpoints what the plan names: a list the mode does not select is refused.
   json edited = doc;
@@ -200,9 +200,9 @@ TEST(Validate, StagesNameTheLayersTheyRecompute) {
                          0),
             0u)
       << got[0];
-  EXPECT_EQ(got[1].rfind("stages: stage 0: recomputed_layers is 0; --recompute selective selects ",
-                         0),
-            0u)
+  EXPECT_EQ(
+      got[1].rfind("stages: stage 0: recomputed_layers is 0; --recompute selective selects ", 0),
+      0u)
       << got[1];
 }
 
@@ -256,8 +256,8 @@ TEST_F(Corrupted, StageAndDeviceFiguresEdited) {
                 fmt::format("stages: stage 1: forward_s is {:.9f} s, the model's layers give "
                             "{:.9f} s",
                             2 * fwd, fwd),
-                fmt::format("stages: stage 2: params is {}, the model's layers give {}",
-                            params + 1, params),
+                fmt::format("stages: stage 2: params is {}, the model's layers give {}", params + 1,
+                            params),
                 fmt::format("stages: stage 3: activation_bytes_per_microbatch is 0, the model's "
                             "layers give {}",
                             acts),

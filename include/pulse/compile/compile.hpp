@@ -21,11 +21,11 @@
 #include "pulse/compile/pass_clock.hpp"
 #include "pulse/cost/memory.hpp"
 #include "pulse/cost/pipeline_model.hpp"
-#include "pulse/profile/derive.hpp"
 #include "pulse/partition/partition.hpp"
 #include "pulse/place/placement.hpp"
 #include "pulse/plan/plan.hpp"
 #include "pulse/plan/strategy.hpp"
+#include "pulse/profile/derive.hpp"
 #include "pulse/profile/profile.hpp"
 #include "pulse/profile/scaling.hpp"
 #include "pulse/schedule/synthesize.hpp"
@@ -82,10 +82,10 @@ struct PlanOptions {
 struct CompiledPlan : Degrees {
   PlanOptions options;
   Strategy strategy = Strategy::pulse;
-  int device_type = 0;        ///< Index into the model's device_types.
-  bool skips_nested = false;  ///< No two skips of the model cross (the graph pass).
-  const Family* family = nullptr;      ///< How it was cut, placed and scheduled.
-  std::vector<FamilyOutcome> families;  ///< Every family tried at this configuration.
+  int device_type = 0;                    ///< Index into the model's device_types.
+  bool skips_nested = false;              ///< No two skips of the model cross (the graph pass).
+  const Family* family = nullptr;         ///< How it was cut, placed and scheduled.
+  std::vector<FamilyOutcome> families;    ///< Every family tried at this configuration.
   std::vector<BaselineAnswer> baselines;  ///< Pulse only: each baseline's own answer.
   /// ranks[r][d]: the cluster rank of pipeline device d in data-parallel replica r.
   std::vector<std::vector<RankId>> ranks;
@@ -93,7 +93,7 @@ struct CompiledPlan : Degrees {
   PartitionResult partition;
   PipelineModel model;
   std::vector<MemoryBreakdown> static_bytes;  ///< Per device.
-  std::vector<int> inflight_limit;  ///< Per device, what fits whatever the order.
+  std::vector<int> inflight_limit;            ///< Per device, what fits whatever the order.
   Schedule schedule;
   Timeline timeline;
   ScheduleAnswer solver;  ///< How the schedule was found (its schedule/timeline moved out).

@@ -83,7 +83,7 @@ struct Transfer {
   int backward_messages = 0;
   double forward_s = 0;  ///< Time on the link, all messages.
   double backward_s = 0;
-  std::vector<int> skips;  ///< ModelProfile::skips indices whose bytes ride on it.
+  std::vector<int> skips;    ///< ModelProfile::skips indices whose bytes ride on it.
   std::vector<int> carried;  ///< Main path: ModelProfile::carried indices it moves forward.
 };
 

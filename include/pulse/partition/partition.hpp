@@ -35,12 +35,12 @@
 #include <string>
 #include <vector>
 
-#include "pulse/cost/cost_model.hpp"
-#include "pulse/graph/layer_graph.hpp"
-#include "pulse/cost/pipeline_model.hpp"
 #include "pulse/base/result.hpp"
 #include "pulse/base/solve_status.hpp"
+#include "pulse/cost/cost_model.hpp"
 #include "pulse/cost/memory.hpp"
+#include "pulse/cost/pipeline_model.hpp"
+#include "pulse/graph/layer_graph.hpp"
 
 namespace pulse {
 

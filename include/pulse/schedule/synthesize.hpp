@@ -20,8 +20,8 @@
 // Two objectives, in order: the makespan, then the peak activation memory (the largest
 // device's residency under the memory rule, then their sum): of two schedules equally fast,
 // the one holding less is kept (between the two, with data parallelism, the shorter
-// iteration: the all-reduce after each device's last op). Memory is a budget: the capacity less the static state,
-// capped per device by `activation_budget` when given.
+// iteration: the all-reduce after each device's last op). Memory is a budget: the capacity less the
+// static state, capped per device by `activation_budget` when given.
 //
 // Measured and dropped: a cyclic (modulo) ILP over one steady-state period, unrolled and
 // replayed. Minimising the period pattern's latency starves the ramp-up (114 vs a bound of

@@ -51,7 +51,9 @@ class ExecutionEngine {
   const std::vector<TimedSend>& sends(DeviceId d) const { return sends_[d]; }
 
  private:
-  std::size_t idx(StageId s, int m) const { return static_cast<std::size_t>(s) * num_microbatches_ + m; }
+  std::size_t idx(StageId s, int m) const {
+    return static_cast<std::size_t>(s) * num_microbatches_ + m;
+  }
   std::size_t tidx(std::size_t transfer, int m) const { return transfer * num_microbatches_ + m; }
   double send_all(DeviceId d, double t, const std::vector<std::size_t>& transfers, int m,
                   bool forward);

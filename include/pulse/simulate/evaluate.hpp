@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "pulse/cost/cost_model.hpp"
+#include "pulse/cost/memory.hpp"
 #include "pulse/cost/pipeline_model.hpp"
 #include "pulse/profile/profile.hpp"
 #include "pulse/simulate/simulate.hpp"
-#include "pulse/cost/memory.hpp"
 
 namespace pulse {
 

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "pulse/base/result.hpp"
 #include "pulse/cost/memory.hpp"
 #include "pulse/cost/pipeline_model.hpp"
-#include "pulse/base/result.hpp"
 #include "pulse/simulate/schedule.hpp"
 
 namespace pulse {
@@ -23,8 +23,8 @@ struct TimedOp {
 /// One point-to-point message batch: a transfer's tensors for one microbatch, one way.
 struct TimedSend {
   std::size_t transfer = 0;  ///< Index into PipelineModel::transfers.
-  int mb = 0;  ///< Microbatch index, 0 .. num_microbatches-1.
-  bool forward = true;  ///< Activations (true) or gradients (false).
+  int mb = 0;                ///< Microbatch index, 0 .. num_microbatches-1.
+  bool forward = true;       ///< Activations (true) or gradients (false).
   DeviceId to = 0;
   double start_s = 0;
   double end_s = 0;
