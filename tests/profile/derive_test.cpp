@@ -16,12 +16,12 @@
 namespace pulse {
 namespace {
 
-const std::string kRoot = PULSE_SOURCE_DIR;
+const std::string kDeriveRoot = PULSE_SOURCE_DIR;
 constexpr const char* kCuda = "CUDA, eager PyTorch";
 constexpr const char* kAscend = "Ascend, MindSpore graph mode";
 
-DeviceSpec spec(std::string name, std::string stack, double peak, double bandwidth,
-                double efficiency, double floor_s, std::string where = "") {
+DeviceSpec make_spec(std::string name, std::string stack, double peak, double bandwidth,
+                     double efficiency, double floor_s, std::string where = "") {
   DeviceSpec s;
   s.name = std::move(name);
   s.stack = std::move(stack);
@@ -36,23 +36,23 @@ DeviceSpec spec(std::string name, std::string stack, double peak, double bandwid
 
 // The figures of the former compiled table (datasheet peak and bandwidth, achieved fraction).
 DeviceSpec v100() {
-  return spec("V100-SXM2", kCuda, 125e12, 900e9, 0.9, 298e-6);
+  return make_spec("V100-SXM2", kCuda, 125e12, 900e9, 0.9, 298e-6);
 }
 DeviceSpec a910() {
-  return spec("Ascend-910A", kAscend, 256e12, 1.2e12, 0.8, 20e-6);
+  return make_spec("Ascend-910A", kAscend, 256e12, 1.2e12, 0.8, 20e-6);
 }
 DeviceSpec h100() {
-  return spec("H100-SXM", kCuda, 989.4e12, 3.35e12, 0.85, 24.4e-6 * 1256 / 47);
+  return make_spec("H100-SXM", kCuda, 989.4e12, 3.35e12, 0.85, 24.4e-6 * 1256 / 47);
 }
 DeviceSpec h200() {
-  return spec("H200-SXM", kCuda, 989.4e12, 4.8e12, 0.85, 24.4e-6 * 1256 / 47);
+  return make_spec("H200-SXM", kCuda, 989.4e12, 4.8e12, 0.85, 24.4e-6 * 1256 / 47);
 }
 DeviceSpec b910() {
-  return spec("Ascend-910B", kAscend, 354e12, 1.6e12, 0.8, 5e-6 * 1256 / 47);
+  return make_spec("Ascend-910B", kAscend, 354e12, 1.6e12, 0.8, 5e-6 * 1256 / 47);
 }
 
 // Two layers timed on the given device types at microbatch 1 and 2, with their specs.
-ModelProfile two_layers(std::vector<DeviceSpec> specs, std::vector<std::string> bare = {}) {
+ModelProfile two_layer_model(std::vector<DeviceSpec> specs, std::vector<std::string> bare = {}) {
   ModelProfile m;
   m.name = "two";
   m.file.path = "two.json";
@@ -91,7 +91,7 @@ ClusterProfile cluster_of(const DeviceSpec& s) {
 }
 
 TEST(DeriveTimes, ScalesTheComputeAndTheMemoryShareByTheSpecs) {
-  ModelProfile m = two_layers({v100()});
+  ModelProfile m = two_layer_model({v100()});
   auto d = derive_device_times(m, cluster_of(h100()));
   ASSERT_TRUE(d.ok()) << d.error().message;
   ASSERT_TRUE(d->has_value());
@@ -120,8 +120,8 @@ TEST(DeriveTimes, ScalesTheComputeAndTheMemoryShareByTheSpecs) {
 TEST(DeriveTimes, TheFiguresAreTheSpecsNotTheNames) {
   // A device the compiled table never knew, twice the V100 in peak and bandwidth, with no
   // floor: every time halves (the compute and the memory share both scale by 1/2).
-  ModelProfile m = two_layers({v100()});
-  auto d = derive_device_times(m, cluster_of(spec("X2", kCuda, 250e12, 1800e9, 0.9, 0)));
+  ModelProfile m = two_layer_model({v100()});
+  auto d = derive_device_times(m, cluster_of(make_spec("X2", kCuda, 250e12, 1800e9, 0.9, 0)));
   ASSERT_TRUE(d.ok() && d->has_value()) << d.error().message;
   EXPECT_DOUBLE_EQ(m.layers[0].forward_s[1][0], 5e-3);
   EXPECT_DOUBLE_EQ(m.layers[1].forward_s[1][1], 0.1);
@@ -135,13 +135,13 @@ TEST(DeriveTimes, ThePeakIsAtTheModelsPrecision) {
   from.peak_flops["bf16"] = 500e12;
   DeviceSpec to = h100();
   to.peak_flops["bf16"] = 989.4e12;
-  ModelProfile m = two_layers({from});
+  ModelProfile m = two_layer_model({from});
   m.dtype = "bf16";
   auto d = derive_device_times(m, cluster_of(to));
   ASSERT_TRUE(d.ok() && d->has_value()) << d.error().message;
   EXPECT_NEAR(m.layers[0].forward_s[1][0], 10e-3 * 500 / 989.4, 1e-12);
   // A spec without that precision cannot be a source or a target.
-  ModelProfile n = two_layers({v100()});
+  ModelProfile n = two_layer_model({v100()});
   n.dtype = "bf16";
   auto e = derive_device_times(n, cluster_of(to));
   ASSERT_FALSE(e.ok());
@@ -150,7 +150,7 @@ TEST(DeriveTimes, ThePeakIsAtTheModelsPrecision) {
                                    "it, add $.timing.device_specs[\"V100-SXM2\"]"),
             std::string::npos)
       << e.error().message;
-  ModelProfile k = two_layers({from});
+  ModelProfile k = two_layer_model({from});
   k.dtype = "bf16";
   auto f = derive_device_times(k, cluster_of(h100()));
   ASSERT_FALSE(f.ok());
@@ -162,7 +162,7 @@ TEST(DeriveTimes, ThePeakIsAtTheModelsPrecision) {
 
 TEST(DeriveTimes, TakesTheNearestListedDevice) {
   // H200 has the H100's peak: nearer than either older device.
-  ModelProfile m = two_layers({v100(), h200(), a910()});
+  ModelProfile m = two_layer_model({v100(), h200(), a910()});
   auto d = derive_device_times(m, cluster_of(h100()));
   ASSERT_TRUE(d.ok() && d->has_value());
   EXPECT_EQ((*d)->from_device_type, "H200-SXM");
@@ -173,18 +173,18 @@ TEST(DeriveTimes, TakesTheNearestListedDevice) {
 TEST(DeriveTimes, PrefersTheSameSoftwareStackOverANearerSpec) {
   // By spec the 910A is nearer an H100 (|ln 256/989.4| + |ln 960/2847.5| = 2.44) than the
   // V100 (|ln 125/989.4| + |ln 810/2847.5| = 3.33), but its times are MindSpore's.
-  ModelProfile m = two_layers({a910(), v100()});
+  ModelProfile m = two_layer_model({a910(), v100()});
   auto d = derive_device_times(m, cluster_of(h100()));
   ASSERT_TRUE(d.ok() && d->has_value());
   EXPECT_EQ((*d)->from_device_type, "V100-SXM2");
-  ModelProfile n = two_layers({v100(), a910()});
+  ModelProfile n = two_layer_model({v100(), a910()});
   auto e = derive_device_times(n, cluster_of(b910()));
   ASSERT_TRUE(e.ok() && e->has_value());
   EXPECT_EQ((*e)->from_device_type, "Ascend-910A");
 }
 
 TEST(DeriveTimes, NothingToDeriveForAListedDeviceOrAnAlias) {
-  ModelProfile m = two_layers({}, {"NVIDIA H200"});
+  ModelProfile m = two_layer_model({}, {"NVIDIA H200"});
   auto d = derive_device_times(m, cluster_of("H200-SXM", std::nullopt));
   ASSERT_TRUE(d.ok());
   EXPECT_FALSE(d->has_value());
@@ -197,7 +197,7 @@ TEST(DeriveTimes, NothingToDeriveForAListedDeviceOrAnAlias) {
 }
 
 TEST(DeriveTimes, AnExactNameWinsOverAnAlias) {
-  ModelProfile m = two_layers({}, {"NVIDIA H200", "H200-SXM"});
+  ModelProfile m = two_layer_model({}, {"NVIDIA H200", "H200-SXM"});
   EXPECT_EQ(m.device_type_index("H200-SXM"), 1);
   EXPECT_EQ(m.device_type_index("NVIDIA H200"), 0);
 }
@@ -205,8 +205,8 @@ TEST(DeriveTimes, AnExactNameWinsOverAnAlias) {
 TEST(DeriveTimes, AnAliasInTheClustersSpecIsTheSameDevice) {
   // A profile measured as "NVIDIA B200" on a "B200" cluster: its times as they are, and the
   // plan says where the alias is.
-  ModelProfile m = two_layers({}, {"NVIDIA B200"});
-  DeviceSpec b200 = spec("B200", kCuda, 2.25e15, 8e12, 0.85, 1e-3);
+  ModelProfile m = two_layer_model({}, {"NVIDIA B200"});
+  DeviceSpec b200 = make_spec("B200", kCuda, 2.25e15, 8e12, 0.85, 1e-3);
   b200.aliases = {"NVIDIA B200"};
   auto d = derive_device_times(m, cluster_of(b200));
   ASSERT_TRUE(d.ok() && d->has_value()) << d.error().message;
@@ -220,7 +220,7 @@ TEST(DeriveTimes, AnAliasInTheClustersSpecIsTheSameDevice) {
 }
 
 TEST(DeriveTimes, WithoutASourceSpecTheErrorSaysWhatToAdd) {
-  ModelProfile cpu = two_layers({}, {"CPU"});
+  ModelProfile cpu = two_layer_model({}, {"CPU"});
   auto d = derive_device_times(cpu, cluster_of(h100()));
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.error().message,
@@ -237,7 +237,7 @@ TEST(DeriveTimes, WithoutASourceSpecTheErrorSaysWhatToAdd) {
 }
 
 TEST(DeriveTimes, WithoutATargetSpecTheErrorSaysWhatToAdd) {
-  ModelProfile m = two_layers({v100()});
+  ModelProfile m = two_layer_model({v100()});
   auto d = derive_device_times(m, cluster_of("B200", std::nullopt));
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.error().message,
@@ -333,7 +333,7 @@ OldDerivation old_derivation(const ModelProfile& m, const Compiled& to) {
 }
 
 // The model without its times (and spec) for `type`: the planner derives them then.
-ModelProfile without(ModelProfile m, const std::string& type) {
+ModelProfile without_type(ModelProfile m, const std::string& type) {
   const int t = m.device_type_index(type);
   if (t < 0) return m;
   m.device_types.erase(m.device_types.begin() + t);
@@ -345,9 +345,9 @@ ModelProfile without(ModelProfile m, const std::string& type) {
   return m;
 }
 
-std::vector<std::string> shipped(const std::string& kind) {
+std::vector<std::string> shipped_files(const std::string& kind) {
   std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(kRoot + "/profiles/" + kind)) {
+  for (const auto& e : std::filesystem::directory_iterator(kDeriveRoot + "/profiles/" + kind)) {
     if (e.path().extension() == ".json") out.push_back(e.path().string());
   }
   std::sort(out.begin(), out.end());
@@ -356,20 +356,20 @@ std::vector<std::string> shipped(const std::string& kind) {
 
 TEST(DeriveTimes, SpecsInTheFilesGiveTheCompiledTablesTimesOnEveryShippedPair) {
   std::vector<ModelProfile> models;
-  for (const std::string& path : shipped("models")) {
+  for (const std::string& path : shipped_files("models")) {
     auto m = load_model_profile(path);
     ASSERT_TRUE(m.ok()) << m.error().message;
     models.push_back(std::move(*m));
   }
   int compared = 0;
-  for (const std::string& path : shipped("clusters")) {
+  for (const std::string& path : shipped_files("clusters")) {
     auto c = load_cluster_profile(path);
     ASSERT_TRUE(c.ok()) << c.error().message;
     const Compiled* to = compiled(c->device_type);
     if (!to) continue;  // no compiled spec: the B200 (below), the CPU and emulated clusters
     for (const ModelProfile& full : models) {
       // The model as shipped (tiny-unet has no 2026 times) and without the cluster's type.
-      ModelProfile m = without(full, c->device_type);
+      ModelProfile m = without_type(full, c->device_type);
       const OldDerivation old = old_derivation(m, *to);
       auto d = derive_device_times(m, *c);
       SCOPED_TRACE(full.name + " on " + c->name);
@@ -393,15 +393,15 @@ TEST(DeriveTimes, SpecsInTheFilesGiveTheCompiledTablesTimesOnEveryShippedPair) {
 }
 
 TEST(DeriveTimes, TheB200ClusterAloneBringsItsDevice) {
-  auto m = load_model_profile(kRoot + "/profiles/models/sd2-unet-512.json");
-  auto c = load_cluster_profile(kRoot + "/profiles/clusters/dgx-b200-1n.json");
+  auto m = load_model_profile(kDeriveRoot + "/profiles/models/sd2-unet-512.json");
+  auto c = load_cluster_profile(kDeriveRoot + "/profiles/clusters/dgx-b200-1n.json");
   ASSERT_TRUE(m.ok() && c.ok());
   ASSERT_EQ(m->device_type_index("B200"), -1);
   // The compiled rule from the H200's times alone, with the B200's figures typed in: 2250
   // TFLOP/s, 0.85 x 8 TB/s, the Hopper floor.
   ModelProfile h200 = *m;
   for (const char* other : {"V100-SXM2", "Ascend-910A", "H100-SXM", "A100-SXM", "Ascend-910B"}) {
-    h200 = without(h200, other);
+    h200 = without_type(h200, other);
   }
   const Compiled b200{"B200", kCuda, 2.25e15, 0.85 * 8e12, 24.4e-6 * 1256 / 47};
   const OldDerivation old = old_derivation(h200, b200);
