@@ -4,7 +4,7 @@ shipped model x cluster, the 8-node clusters at global batch 8192, the exact-ILP
 node) once with each of two binaries, and compares the plan's bytes, the exit code and stderr.
 
   scripts/same_plans.py OLD_BINARY NEW_BINARY [--only SUBSTR]
-                        [--old-profiles DIR --ignore-hashes]
+                        [--old-profiles DIR --ignore-hashes] [--ignore-key KEY ...]
 
 Prints each case that differs and a count; exit status 1 when any differs. Use it with a
 build from before a change that should not move any plan (a refactor, a new check, a reader
@@ -14,7 +14,8 @@ For a profile change that should move no plan (new device types or provenance in
 model files), --old-profiles plans the old binary on the profiles in DIR (a copy of an
 older profiles/ directory; cases whose files it lacks are skipped) and --ignore-hashes
 compares the plans with every "sha256" key removed (the inputs' hashes change with the
-files).
+files). --ignore-key KEY (repeatable) removes every key of that name as well: a change that
+adds keys on purpose names them, and every other byte must still agree.
 """
 
 import argparse
@@ -31,23 +32,24 @@ import determinism  # noqa: E402  (the case list)
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def without_hashes(value):
+def without_hashes(value, keys=("sha256",)):
     if isinstance(value, dict):
-        return {k: without_hashes(v) for k, v in value.items() if k != "sha256"}
+        return {k: without_hashes(v, keys) for k, v in value.items() if k not in keys}
     if isinstance(value, list):
-        return [without_hashes(v) for v in value]
+        return [without_hashes(v, keys) for v in value]
     return value
 
 
-def outcome(binary, args, ignore_hashes=False, profiles=None):
+def outcome(binary, args, ignore_hashes=False, profiles=None, ignore_keys=()):
     """(exit code, plan digest, stderr); `profiles`: a profiles directory whose name in
     stderr reads as this checkout's."""
     with tempfile.TemporaryDirectory() as work:
         out = pathlib.Path(work) / "plan.json"
         proc = subprocess.run([binary, "plan", "-q", "-o", str(out)] + args, capture_output=True)
         body = out.read_bytes() if out.exists() else b""
-        if ignore_hashes and body:
-            body = json.dumps(without_hashes(json.loads(body)), sort_keys=True).encode()
+        keys = (("sha256",) if ignore_hashes else ()) + tuple(ignore_keys)
+        if keys and body:
+            body = json.dumps(without_hashes(json.loads(body), keys), sort_keys=True).encode()
         # stderr names the output file: the temporary directory differs between the runs.
         err = proc.stderr.replace(work.encode(), b"DIR")
         if profiles:
@@ -78,6 +80,8 @@ def main():
     ap.add_argument("--old-profiles", help="the profiles directory the old binary plans on")
     ap.add_argument("--ignore-hashes", action="store_true",
                     help="compare plans without their sha256 keys")
+    ap.add_argument("--ignore-key", action="append", default=[], metavar="KEY",
+                    help="compare plans without every key of this name (repeatable)")
     a = ap.parse_args()
     models = sorted((ROOT / "profiles" / "models").glob("*.json"))
     clusters = sorted((ROOT / "profiles" / "clusters").glob("*.json"))
@@ -89,8 +93,8 @@ def main():
         if before is None:
             skipped += 1
             continue
-        old = outcome(a.old, before, a.ignore_hashes, a.old_profiles)
-        new = outcome(a.new, args, a.ignore_hashes)
+        old = outcome(a.old, before, a.ignore_hashes, a.old_profiles, a.ignore_key)
+        new = outcome(a.new, args, a.ignore_hashes, ignore_keys=a.ignore_key)
         if old != new:
             differ += 1
             what = [w for w, x, y in zip(("exit code", "plan bytes", "stderr"), old, new) if x != y]

@@ -27,8 +27,11 @@ CLUSTER_NAMES = ([f"{prefix}-{n}n" for prefix in ("dgx1-v100-16gb", "dgx1-v100-3
                                                   "atlas800-910a") for n in (1, 2, 4, 8)]
                  + [f"{prefix}-{n}n" for prefix in ("dgx-h100", "dgx-h200", "dgx-a100",
                                                     "atlas800t-a2-910b")
-                    for n in (1, 2, 4, 8, 16)])
+                    for n in (1, 2, 4, 8, 16)]
+                 + ["dgx-b200-1n"])
 DEVICE_TYPES = ["V100-SXM2", "Ascend-910A", "H100-SXM", "H200-SXM", "A100-SXM", "Ascend-910B"]
+# Devices with a spec and no times of their own in any model profile: the planner derives them.
+DERIVED_DEVICE_TYPES = ["B200"]
 
 
 def load(path: Path):
@@ -281,7 +284,7 @@ class StructureTest(unittest.TestCase):
 
     def check_cluster(self, c, name):
         self.assertEqual(c["name"], name)
-        self.assertIn(c["device"]["type"], DEVICE_TYPES)
+        self.assertIn(c["device"]["type"], DEVICE_TYPES + DERIVED_DEVICE_TYPES)
         self.assertLess(c["device"]["reserved_bytes"], c["device"]["memory_bytes"])
         self.assertEqual(c["nodes"], int(name.rsplit("-", 1)[1].rstrip("n")))
         matrix, n = c["intra_node"], c["devices_per_node"]
@@ -435,7 +438,7 @@ class CalibrationTest(unittest.TestCase):
                          ("V100-SXM2", 0.84, 1.07))
 
 
-from profilegen import calibrate, floorreport, hostfloor, measurements  # noqa: E402
+from profilegen import calibrate, floorreport, hostfloor, measurements, specs  # noqa: E402
 from profilegen.unet import SD2_UNET, build_unet  # noqa: E402
 
 
@@ -494,19 +497,30 @@ class HostFloorTest(unittest.TestCase):
             with self.subTest(profile=name):
                 self.assertEqual([a.split(":")[0].split()[1] for a in lines], DEVICE_TYPES)
 
-    def test_the_planners_device_specs_follow_the_fit(self):
-        # src/profile/derive.cpp's host floors per layer are this fit's host cost per op x
-        # the SD2 UNet's dispatched ops over its layers; a refit must move them too.
-        text = (REPO / "src" / "profile" / "derive.cpp").read_text(encoding="utf-8")
+    def test_the_layer_floors_in_the_specs_follow_the_fit(self):
+        # The planner reads each device's host floor per layer from the spec a profile
+        # carries: the fit's host cost per op x the SD2 UNet's dispatched ops over its layers
+        # (the per-layer overhead of timing.py for V100 and 910A); a refit moves them. Read
+        # from the shipped files, as the planner reads them.
         layers = build_unet(SD2_UNET, 64).layers
         ops, count = sum(x.dispatches for x in layers), len(layers)
-        for name, op_s in (("kEagerHopperLayerFloor_s", calibrate.hopper_fit().op_s),
-                           ("kAscend910bLayerFloor_s", calibrate.ASCEND_910B_OP_S)):
-            found = re.search(rf"{name} = ([0-9.e-]+) \* (\d+) / (\d+);", text)
-            with self.subTest(constant=name):
-                self.assertIsNotNone(found)
-                self.assertEqual((float(found[1]), int(found[2]), int(found[3])),
-                                 (op_s, ops, count))
+        self.assertEqual((ops, count), (1256, 47))
+        hopper = calibrate.hopper_fit().op_s
+        expected = {"V100-SXM2": timing.V100_LAUNCH_S, "Ascend-910A": timing.ASCEND_LAUNCH_S,
+                    "H100-SXM": hopper * ops / count, "H200-SXM": hopper * ops / count,
+                    "A100-SXM": hopper * ops / count, "B200": hopper * ops / count,
+                    "Ascend-910B": calibrate.ASCEND_910B_OP_S * ops / count}
+        floors = {}
+        for path in sorted(CLUSTERS.glob("*.json")):
+            spec = load(path)["device"].get("spec")
+            if spec:
+                floors.setdefault(load(path)["device"]["type"], set()).add(spec["layer_floor_s"])
+        self.assertEqual(floors, {name: {floor} for name, floor in expected.items()})
+        for name in MODEL_NAMES:
+            specs_of = model(name)["timing"]["device_specs"]
+            with self.subTest(profile=name):
+                self.assertEqual({d: s["layer_floor_s"] for d, s in specs_of.items()},
+                                 {d: expected[d] for d in DEVICE_TYPES})
 
     def test_the_fit_is_deterministic_and_rounded(self):
         fit = calibrate.hopper_fit()
@@ -525,6 +539,61 @@ class HostFloorTest(unittest.TestCase):
                 self.assertEqual(len(cells), 1)
                 self.assertEqual(c["nodes"] * c["devices_per_node"],
                                  8 * int(name.rsplit("-", 1)[1].rstrip("n")))
+
+
+class DeviceSpecTest(unittest.TestCase):
+    """Device datasheets are data: one table (datasheets.py) written into every profile."""
+
+    def test_every_spec_in_a_shipped_profile_is_its_row_of_the_table(self):
+        # tiny-unet.json is hand-written, not regenerated: its specs are checked here.
+        seen = set()
+        for path in sorted(MODELS.glob("*.json")):
+            for name, spec in load(path)["timing"].get("device_specs", {}).items():
+                with self.subTest(profile=path.name, device=name):
+                    self.assertEqual(spec, specs.spec_json(name))
+                    seen.add(path.stem)
+        for path in sorted(CLUSTERS.glob("*.json")):
+            device = load(path)["device"]
+            if "spec" in device:
+                with self.subTest(profile=path.name):
+                    self.assertEqual(device["spec"], specs.spec_json(device["type"]))
+                    seen.add(path.stem)
+        self.assertEqual(seen, set(MODEL_NAMES + CLUSTER_NAMES + ["tiny-unet"]))
+
+    def test_a_generated_model_has_a_spec_for_every_device_type(self):
+        for name in MODEL_NAMES + ["tiny-unet"]:
+            timing_of = model(name)["timing"]
+            with self.subTest(profile=name):
+                self.assertEqual(list(timing_of["device_specs"]), timing_of["device_types"])
+
+    def test_the_table_is_the_one_place_of_the_datasheet_figures(self):
+        # A peak or bandwidth written anywhere else in the generator or the planner is a
+        # second copy that a change to the table would miss.
+        figures = re.compile(r"989\.4e12|\b125e12|\b354e12|\b312e12|2\.039e12|3\.35e12|"
+                             r"\b4\.8e12|\b256e12|\b1\.6e12|\b1\.2e12|\b900e9|2\.25e15")
+        sources = ([p for p in (REPO / "scripts" / "profilegen").glob("*.py")
+                    if p.name != "datasheets.py"]
+                   + [p for d in ("src", "include", "solver")
+                      for p in (REPO / d).rglob("*") if p.suffix in (".cpp", ".hpp")])
+        self.assertGreater(len(sources), 100)
+        for path in sources:
+            with self.subTest(file=str(path.relative_to(REPO))):
+                self.assertIsNone(figures.search(path.read_text(encoding="utf-8")))
+        self.assertIsNotNone(figures.search(
+            (REPO / "scripts" / "profilegen" / "datasheets.py").read_text(encoding="utf-8")))
+
+    def test_the_spec_schema_is_one_in_both_schemas(self):
+        cluster = load(SCHEMAS / "cluster.schema.json")["definitions"]["device_spec"]
+        self.assertEqual(load(SCHEMAS / "model.schema.json")["definitions"]["device_spec"],
+                         cluster)
+        for name in DEVICE_TYPES + DERIVED_DEVICE_TYPES:
+            with self.subTest(device=name):
+                self.assertEqual(schema_errors(specs.spec_json(name), cluster, cluster), [])
+        bad = specs.spec_json("B200")
+        del bad["stack"]
+        bad["peak_flops"]["fp16"] = 0
+        self.assertEqual(schema_errors(bad, cluster, cluster),
+                         ["$: missing stack", "$.peak_flops.fp16: not above 0"])
 
 
 class DocsTest(unittest.TestCase):

@@ -12,6 +12,8 @@ Modules:
   uvit      U-ViT (baofff/U-ViT libs/uvit.py)
   hunyuan   Hunyuan-DiT (Tencent/HunyuanDiT hydit/modules/models.py)
   flux      Flux.1 (diffusers FluxTransformer2DModel)
+  datasheets  the one table of device figures (peaks, bandwidth, stack, aliases, sources)
+  specs     the device spec object written into cluster and model profiles
   timing    the device time model and its constants (V100, 910A; the device side of the rest)
   anchors   the V100 and 910A public measurements and their fit
   hostfloor the time model of H100, H200, A100 and 910B: device side under a host floor

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Sequence, Tuple
 
-from . import anchors, hostfloor, measurements, timing
+from . import anchors, datasheets, hostfloor, measurements, timing
 from .layers import ATTENTION, CONV, EMBEDDING, LINEAR, SMALL_SPATIAL, Layer
 from .unet import SD2_UNET, build_unet
 
@@ -285,16 +285,9 @@ def scale_of(name: str) -> float:
 
 # --- what every profile says about it ------------------------------------------------------
 
-REGIMES = {
-    "V100-SXM2": ("fp16 as the anchors ran it (diffusers sampling, PyTorch 2.0 eager, no "
-                  "compile); a training step is assumed to cost 2 x its forward"),
-    "Ascend-910A": "fp16, MindSpore 2.1 graph mode with data sink (the anchors' setting)",
-    **{d.name: d.regime for d in hostfloor.SPECS},
-    "A100-SXM": (hostfloor.HOPPER_REGIME + "; the device side is fitted to fp16 eager "
-                 "sampling in the 2023 stack (PyTorch 2.0, diffusers 0.17), the host side is "
-                 "the Hopper fit (PyTorch 2.11): a newer stack may run the device side faster "
-                 "(the time range's low end)"),
-}
+# What each device's times describe, as datasheets.TABLE says, for every timed device.
+REGIMES = {s.name: s.regime for s in datasheets.TABLE
+           if s.name in timing.DEVICE_BUILDERS or s.group is not None}
 # The A100's device side rests on 2023 software; newer kernels may be up to this much faster.
 A100_STACK_LOW = 0.75
 REGIME_PREFIX = "regime "

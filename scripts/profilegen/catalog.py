@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 from typing import Callable, Dict, List
 
-from . import anchors, calibrate, hostfloor, timing
+from . import anchors, calibrate, hostfloor, specs, timing
 from .flux import FLUX1_DEV, build_flux
 from .hunyuan import HUNYUAN_DIT_G2, build_hunyuan
 from .layers import Architecture
@@ -268,7 +268,8 @@ def model_profile(spec: ModelSpec) -> Dict:
         },
         "dtype": "fp16",
         "timing": {"microbatch_sizes": list(spec.microbatch_sizes),
-                   "device_types": device_types()},
+                   "device_types": device_types(),
+                   "device_specs": {d: specs.spec_json(d) for d in device_types()}},
         "layers": [_layer_json(layer, spec.microbatch_sizes) for layer in arch.layers],
         "skips": [{"producer": s.producer, "consumer": s.consumer,
                    "bytes_per_sample": s.bytes_per_sample} for s in skips],

@@ -1,16 +1,18 @@
-"""Cluster profiles (pulse.cluster/v1): DGX-1 V100 and Atlas 800 (Ascend 910A) servers, and
-the 2026 servers: DGX H100, DGX H200, DGX A100, Atlas 800T A2 (Ascend 910B).
+"""Cluster profiles (pulse.cluster/v2): DGX-1 V100 and Atlas 800 (Ascend 910A) servers, the
+2026 servers: DGX H100, DGX H200, DGX A100, Atlas 800T A2 (Ascend 910B), and a DGX B200,
+whose device no model profile has times for (the planner derives them from its spec).
 
 Bandwidths are achieved bytes per second per direction, latencies per message; every
 figure comes from models_hw.md section 6 or the sources cited below, and is repeated, with
-its source, in each profile's provenance.
+its source, in each profile's provenance. Each profile's `device.spec` is its device's row
+of datasheets.TABLE (specs.py).
 """
 
 from dataclasses import dataclass
 from typing import Dict, List, Tuple
 
+from . import datasheets, specs
 from .catalog import GENERATOR, r6
-from .timing import ASCEND_910A, V100
 
 GIB = 1 << 30
 NODE_COUNTS = (1, 2, 4, 8)
@@ -43,6 +45,12 @@ def reserved_bytes(capacity: int) -> int:
     """Runtime context, library workspaces and communicator buffers (1 GiB) plus 5% of
     the capacity for caching-allocator fragmentation."""
     return GIB + capacity // 20
+
+
+def device(type_name: str, capacity: int) -> Dict:
+    """The `device` object: its type, memory and the spec of its datasheet row."""
+    return {"type": type_name, "memory_bytes": capacity,
+            "reserved_bytes": reserved_bytes(capacity), "spec": specs.spec_json(type_name)}
 
 
 def _link(bw: float, latency: float, description: str) -> Dict:
@@ -111,8 +119,7 @@ def _v100_server(gb: int) -> ServerSpec:
         prefix=f"dgx1-v100-{gb}gb",
         description=(f"NVIDIA DGX-1 with 8 V100 SXM2 {gb} GB (hybrid cube-mesh NVLink 2.0); "
                      "nodes joined by EDR InfiniBand, one port per device pair."),
-        device={"type": V100.name, "memory_bytes": capacity,
-                "reserved_bytes": reserved_bytes(capacity), "peak_fp16_flops": r6(V100.peak_flops)},
+        device=device("V100-SXM2", capacity),
         links=dgx1_links(),
         topology=[row.split() for row in DGX1V_TOPOLOGY],
         inter_node="IB",
@@ -143,9 +150,7 @@ def _atlas_server() -> ServerSpec:
         description=("Huawei Atlas 800 training server (model 9000) with 8 Ascend 910A: two "
                      "groups of 4 NPUs, full HCCS mesh inside a group, PCIe through the host "
                      "between groups; 100GE RoCE v2 per NPU between nodes."),
-        device={"type": ASCEND_910A.name, "memory_bytes": capacity,
-                "reserved_bytes": reserved_bytes(capacity),
-                "peak_fp16_flops": r6(ASCEND_910A.peak_flops)},
+        device=device("Ascend-910A", capacity),
         links=atlas800_links(),
         topology=atlas800_topology(),
         inter_node="ROCE",
@@ -211,8 +216,7 @@ def _dgx_hopper(gpu: str, mib: int, model: str) -> ServerSpec:
         description=(f"NVIDIA DGX {gpu} with 8 {model} (NVLink 4 through NVSwitch, every GPU "
                      "pair at full bandwidth); nodes joined by NDR InfiniBand, one 400 Gb/s "
                      "ConnectX-7 per GPU."),
-        device={"type": f"{gpu}-SXM", "memory_bytes": capacity,
-                "reserved_bytes": reserved_bytes(capacity), "peak_fp16_flops": 989.4e12},
+        device=device(f"{gpu}-SXM", capacity),
         links={
             "NVL": _link(370e9, 8e-6, "NVLink 4 through NVSwitch: 450 GB/s per direction "
                          "line rate, 370 GB/s NCCL effective"),
@@ -245,8 +249,7 @@ def _dgx_a100() -> ServerSpec:
         description=("NVIDIA DGX A100 with 8 A100 SXM4 80 GB (NVLink 3 through NVSwitch, every "
                      "GPU pair at full bandwidth); nodes joined by HDR InfiniBand, one 200 Gb/s "
                      "ConnectX-6 per GPU."),
-        device={"type": "A100-SXM", "memory_bytes": capacity,
-                "reserved_bytes": reserved_bytes(capacity), "peak_fp16_flops": 312e12},
+        device=device("A100-SXM", capacity),
         links={
             "NVL": _link(230e9, 8e-6, "NVLink 3 through NVSwitch: 12 x 25 GB/s per direction "
                          "line rate, about 230 GB/s NCCL effective"),
@@ -279,8 +282,7 @@ def _atlas_a2() -> ServerSpec:
         description=("Huawei Atlas 800T A2 training server with 8 Ascend 910B: a full HCCS "
                      "mesh (every NPU pair linked directly); 200GE RoCE v2 per NPU between "
                      "nodes."),
-        device={"type": "Ascend-910B", "memory_bytes": capacity,
-                "reserved_bytes": reserved_bytes(capacity), "peak_fp16_flops": 354e12},
+        device=device("Ascend-910B", capacity),
         links={
             "HCCS": _link(22.4e9, 10e-6, "one HCCS link per NPU pair (56 GB/s both "
                           "directions, 28 per direction) at 0.8"),
@@ -296,12 +298,56 @@ def _atlas_a2() -> ServerSpec:
             "19.4 GB/s writing and 25.7 GB/s reading one pair); latency 10 us.",
             "ROCE = 0.9 x 25 GB/s = 22.5 GB/s per NPU's own 200GE port (HIXL measured 22.6 "
             "GB/s RDMA between two NPUs); latency 20 us (RoCE at the high end of 10-20 us).",
-            "memory_bytes = 64 GiB (65536 MB, npu-smi); peak_fp16_flops = 24 AI cores x "
+            "memory_bytes = 64 GiB (65536 MB, npu-smi); the spec's fp16 peak = 24 AI cores x "
             "1.8 GHz x 4096 MAC x 2 = 354 TFLOPS (public figures for 910B SKUs range 280-414; "
             "only peak x the fitted efficiency is anchored).",
         ] + COMMON_CLUSTER_ASSUMPTIONS,
         source=("Topology read by npu-smi on an 8 x 910B server, link figures from measured "
                 "HCCS/RDMA transfers (sources below); nothing measured by us."),
+    )
+
+
+MLPERF_B200 = ("mlcommons/training_results_v5.0 NVIDIA/systems/nyx_n1_ngc25.04_nemo.json (read "
+               "in the copy prishajain1/training_results_v5.0 @ 0fdc28f): 'Nyx (1x NVIDIA DGX "
+               "B200)', 8 'NVIDIA Blackwell GPU (B200-SXM-180GB)', memory 183359 MiB, 'NVLINK "
+               "Gen5 1800 GB/s + NVSWITCH Gen5', '8x ConnectX-7 IB NDR 400Gb/s'")
+NCCL_B200 = ("NVIDIA/nccl src/graph/topo.h (v2.27, quoted in NVIDIA/nccl issue #1807, "
+             "2025-08-13): SM100_NVLINK_BW 40.1 GB/s per link, 18 links = 721.8 GB/s, the "
+             "'maxBw 721.8' NCCL logs on a B200 (SM90_NVLINK_BW 20.6 x 18 = 370.8 is the H100's "
+             "370 GB/s)")
+
+
+def _dgx_b200() -> ServerSpec:
+    capacity = 183359 << 20
+    return ServerSpec(
+        prefix="dgx-b200",
+        description=("NVIDIA DGX B200 with 8 B200 SXM 180 GB (NVLink 5 through NVSwitch, every "
+                     "GPU pair at full bandwidth); nodes joined by NDR InfiniBand, one 400 Gb/s "
+                     "ConnectX-7 per GPU. No model profile has B200 times: the planner derives "
+                     "them from this file's device spec."),
+        device=device("B200", capacity),
+        links={
+            "NVL": _link(720e9, 8e-6, "NVLink 5 through NVSwitch: 900 GB/s per direction "
+                         "line rate, 720 GB/s in NCCL's own model (18 x 40.1 GB/s)"),
+            "IB": _link(46e9, 15e-6, "one NDR InfiniBand port per GPU (400 Gb/s = 50 GB/s), "
+                        "46 GB/s achieved"),
+        },
+        topology=_switched("NVL"),
+        inter_node="IB",
+        references=[MLPERF_B200, NCCL_B200, NCCL_NDR, datasheets.KLOCKWOOD_B200,
+                    datasheets.AO_B200_BW,
+                    "models_hw.md section 6 (pulse-plan shared reference): per-message alpha"],
+        assumptions=[
+            "NVL = 720 GB/s per direction for every GPU pair: NCCL's bandwidth model of 18 "
+            "NVLink 5 links (40.1 GB/s each), 0.8 of the 900 GB/s line rate as H100's 370 is "
+            "of 450; not measured by us; latency 8 us.",
+            "IB = 46 GB/s per GPU's own NDR port, as on DGX H100; latency 15 us.",
+            "memory_bytes = 183359 MiB, what the GPU reports (MLPerf system description).",
+            "The device spec's figures are datasheet figures and assumptions (its source "
+            "says which); nothing was measured on a B200.",
+        ] + COMMON_CLUSTER_ASSUMPTIONS,
+        source=("Vendor topology, datasheet figures and NCCL's NVLink model (sources below); "
+                "nothing measured by us."),
     )
 
 
@@ -313,12 +359,12 @@ def new_server_specs() -> List[ServerSpec]:
 def all_servers() -> List[Tuple[ServerSpec, Tuple[int, ...]]]:
     """Every server with the node counts shipped for it."""
     return ([(s, NODE_COUNTS) for s in server_specs()]
-            + [(s, NEW_NODE_COUNTS) for s in new_server_specs()])
+            + [(s, NEW_NODE_COUNTS) for s in new_server_specs()] + [(_dgx_b200(), (1,))])
 
 
 def cluster_profile(server: ServerSpec, nodes: int) -> Dict:
     return {
-        "schema": "pulse.cluster/v1",
+        "schema": "pulse.cluster/v2",
         "name": f"{server.prefix}-{nodes}n",
         "description": f"{nodes} node{'s' if nodes > 1 else ''}. {server.description}",
         "provenance": {

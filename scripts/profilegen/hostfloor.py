@@ -27,7 +27,7 @@ V100 and Ascend 910A keep timing.py's model unchanged (their plans must not move
 from dataclasses import dataclass, replace
 from typing import Dict, List, Tuple
 
-from . import timing
+from . import datasheets, timing
 from .layers import Layer
 
 # The backward of an eager op dispatches about twice its forward's ops (a GEMM's input
@@ -51,32 +51,16 @@ class FloorDevice:
         return self.device.name
 
 
-def _device(name: str, peak: float, hbm: float, mem_eff: float) -> timing.Device:
-    return timing.Device(name=name, peak_flops=peak, hbm_bytes_per_s=hbm,
-                         mem_efficiency=mem_eff, efficiency=dict(timing.REFERENCE_EFFICIENCY),
-                         ramp_s=20e-6, launch_s=0.0)
+HOPPER_REGIME = datasheets.HOPPER_REGIME
+ASCEND_GRAPH_REGIME = datasheets.ASCEND_GRAPH_REGIME
 
-
-HOPPER_REGIME = ("bf16 weights, gradients and activations (pure bf16, no fp32 master "
-                 "weights), eager PyTorch (no torch.compile, no CUDA graphs), "
-                 "F.scaled_dot_product_attention")
-ASCEND_GRAPH_REGIME = ("fp16 (mixed precision as mindone trains it), MindSpore graph mode "
-                       "(jit O2, data sink): compiled, the host does not launch each kernel")
-
-# Datasheet figures (dense, no sparsity; sources in calibrate.HARDWARE_REFERENCES). The
-# efficiencies, op_s and elementwise here are placeholders: calibrate.py fits them to the
-# measurements and rebuilds every device with with_constants().
+# The devices with fitted times of their own, from datasheets.TABLE (datasheet figures and
+# sources there). The efficiencies, op_s and elementwise here are placeholders:
+# calibrate.py fits them to the measurements and rebuilds every device with with_constants().
 SPECS = [
-    FloorDevice(_device("H100-SXM", 989.4e12, 3.35e12, 0.85), 30e-6, (2.0, 2.0), "hopper",
-                HOPPER_REGIME, "H100 SXM5 80 GB: 989.4 TFLOPS bf16 dense, 3.35 TB/s HBM3"),
-    FloorDevice(_device("H200-SXM", 989.4e12, 4.8e12, 0.85), 30e-6, (2.0, 2.0), "hopper",
-                HOPPER_REGIME, "H200 SXM 141 GB: 989.4 TFLOPS bf16 dense, 4.8 TB/s HBM3e"),
-    FloorDevice(_device("A100-SXM", 312e12, 2.039e12, 0.85), 30e-6, (2.0, 2.0), "a100",
-                HOPPER_REGIME, "A100 SXM4 80 GB: 312 TFLOPS bf16 dense, 2.039 TB/s HBM2e"),
-    FloorDevice(_device("Ascend-910B", 354e12, 1.6e12, 0.8), 5e-6, (2.0, 2.0), "ascend910b",
-                ASCEND_GRAPH_REGIME,
-                "Ascend 910B (Atlas 800T A2): 354 TFLOPS fp16 (24 AI cores x 1.8 GHz x "
-                "4096 fp16 MAC per cycle x 2), 64 GB HBM2e at about 1.6 TB/s"),
+    FloorDevice(timing.from_sheet(s.name, dict(timing.REFERENCE_EFFICIENCY), 0.0), 0.0,
+                (2.0, 2.0), s.group, s.regime, s.hardware)
+    for s in datasheets.TABLE if s.group is not None
 ]
 
 

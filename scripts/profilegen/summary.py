@@ -3,7 +3,7 @@ against it by tests/test_profiles.py so the document cannot go stale)."""
 
 from typing import Dict, List
 
-from . import anchors, floorreport, hostfloor
+from . import anchors, floorreport, hostfloor, specs
 from .timing import DEVICES
 
 MIB = float(1 << 20)
@@ -103,5 +103,6 @@ def calibration(models: List[Dict]) -> List[str]:
 
 def summary(models: List[Dict], clusters: List[Dict]) -> str:
     return "\n".join(model_table(models) + [""] + model_table_2026(models) + [""]
-                     + cluster_table(clusters) + [""] + calibration(models) + [""]
+                     + cluster_table(clusters) + [""] + specs.spec_table() + [""]
+                     + calibration(models) + [""]
                      + floorreport.report(models)) + "\n"

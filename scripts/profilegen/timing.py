@@ -23,6 +23,7 @@ flash-attention core, m = 2.5 (models_hw.md section 7).
 from dataclasses import dataclass
 from typing import Dict, List, Tuple
 
+from . import datasheets
 from .layers import (ATTENTION, CONV, EMBEDDING, FP16_BYTES, LINEAR, SMALL_SPATIAL, Layer)
 
 # The shape of the efficiencies across FLOP classes: the "suggested achieved-efficiency
@@ -81,28 +82,24 @@ def _scaled(scale: float) -> Dict[str, float]:
     return {c: e * scale for c, e in REFERENCE_EFFICIENCY.items()}
 
 
+def from_sheet(name: str, efficiency: Dict[str, float], launch_s: float) -> "Device":
+    """The device of datasheets.TABLE's row `name` (fp16 peak, HBM and its achieved fraction)
+    with these efficiencies and per-layer overhead."""
+    sheet = datasheets.sheet(name)
+    return Device(name=name, peak_flops=sheet.peak_flops["fp16"],
+                  hbm_bytes_per_s=sheet.hbm_bytes_per_s, mem_efficiency=sheet.mem_efficiency,
+                  efficiency=efficiency, ramp_s=20e-6, launch_s=launch_s)
+
+
 def v100(scale: float = V100_SCALE, launch_s: float = V100_LAUNCH_S) -> "Device":
-    return Device(
-        name="V100-SXM2",
-        peak_flops=125e12,       # fp16 tensor core peak at 1530 MHz (models_hw.md 6)
-        hbm_bytes_per_s=900e9,   # HBM2, "800-850 achievable" (models_hw.md 6)
-        mem_efficiency=0.9,
-        efficiency=_scaled(scale),
-        ramp_s=20e-6,
-        launch_s=launch_s,
-    )
+    # 125 TFLOPS fp16 tensor peak, 900 GB/s HBM2 at 0.9 ("800-850 achievable", models_hw.md 6)
+    return from_sheet("V100-SXM2", _scaled(scale), launch_s)
 
 
 def ascend_910a(scale: float = ASCEND_SCALE, launch_s: float = ASCEND_LAUNCH_S) -> "Device":
-    return Device(
-        name="Ascend-910A",
-        peak_flops=256e12,       # fp16 cube peak, Hot Chips 2019 (models_hw.md 6)
-        hbm_bytes_per_s=1.2e12,  # 4 HBM2 stacks, secondary sources (models_hw.md 6)
-        mem_efficiency=0.8,      # lower than V100: the bandwidth figure itself is uncertain
-        efficiency=_scaled(scale),
-        ramp_s=20e-6,
-        launch_s=launch_s,
-    )
+    # 256 TFLOPS fp16 cube (Hot Chips 2019), 1.2 TB/s HBM at 0.8: lower than the V100's, the
+    # bandwidth figure itself is uncertain (secondary sources, models_hw.md 6)
+    return from_sheet("Ascend-910A", _scaled(scale), launch_s)
 
 
 # Builds each device at a given efficiency scale (the fit in anchors.py varies it).

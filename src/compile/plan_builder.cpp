@@ -289,7 +289,9 @@ Plan build_plan(const CompiledPlan& p, const ModelProfile& model, const ClusterP
   if (scales.compute != 1) cost.compute_scale = scales.compute;
   if (scales.links != 1) cost.link_scale = scales.links;
   if (const auto& d = p.derived_times) {
-    cost.derived_times = {{d->device_type, d->from_device_type, d->rule}};
+    PlanDerivedTimes derived{d->device_type, d->from_device_type, d->rule, d->device_spec, {}};
+    if (!d->from_device_spec.empty()) derived.from_device_spec = d->from_device_spec;
+    cost.derived_times = {derived};
   }
   plan.comm = comm_figures(p.model, p.evaluation.allreduce, p.num_microbatches, p.dp);
   plan.predicted = predicted_figures(p.timeline, p.evaluation, cluster.usable_memory());

@@ -115,6 +115,7 @@ std::string plan_summary(const CompiledPlan& p, const ModelProfile& m, const Clu
                          scales.links);
   }
   if (p.options.recompute != "none") scaled += ", recompute " + p.options.recompute;
+  if (p.derived_times) scaled += ", " + p.derived_times->summary;
   return fmt::format(
       "{} on {} ({}): pp {} x dp {}, {} stages{}, microbatch {} x {}, {}/{} skips local, "
       "iteration {} ({:.1f} samples/s), bubble {:.1f}%{}",

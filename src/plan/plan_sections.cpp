@@ -291,6 +291,8 @@ void cost_model_keys(IO& io, T& x) {
     sub.field("device_type", d.device_type, text());
     sub.field("from_device_type", d.from_device_type, text());
     sub.field("rule", d.rule, text());
+    sub.field("device_spec", d.device_spec, text());
+    sub.field("from_device_spec", d.from_device_spec, text());
   });
 }
 

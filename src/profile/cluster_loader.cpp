@@ -12,22 +12,45 @@ namespace pulse {
 
 namespace {
 
-constexpr const char* kClusterSchema = "pulse.cluster/v1";
+// The version this pulse-plan writes, then the ones it still reads. v2 moved
+// device.peak_fp16_flops into the device spec (device.spec.peak_flops.fp16).
+constexpr const char* kClusterSchema = "pulse.cluster/v2";
+constexpr const char* kClusterSchemaV1 = "pulse.cluster/v1";
 // The diagonal marker of the intra_node matrix, as `nvidia-smi topo -m` prints it.
 constexpr const char* kSelf = "X";
+
+// The keys of the device object in each version; the other version's key is named with
+// where it belongs.
+bool check_device_keys(JsonChecker& check, const json& dev, const JsonPath& path, bool v1) {
+  if (!dev.is_object()) return check.object(dev, path, {});
+  const char* other = v1 ? "spec" : "peak_fp16_flops";
+  json rest = dev;
+  if (rest.erase(other) > 0) {
+    check.fail(path.key(other),
+               v1 ? fmt::format("a device spec needs \"schema\": \"{}\" (this file is {})",
+                                kClusterSchema, kClusterSchemaV1)
+                  : fmt::format("not a key of {}: the peak is $.device.spec.peak_flops.fp16",
+                                kClusterSchema));
+  }
+  return check.object(rest, path,
+                      {"type", "memory_bytes", "reserved_bytes", v1 ? "peak_fp16_flops" : "spec"});
+}
 
 void read_device(JsonChecker& check, const json& root, ClusterProfile& c) {
   const JsonPath path = JsonPath{}.key("device");
   const json* dev = check.member(root, JsonPath{}, "device", true);
-  if (!dev ||
-      !check.object(*dev, path, {"type", "memory_bytes", "reserved_bytes", "peak_fp16_flops"})) {
-    return;
-  }
+  const bool v1 = c.schema == kClusterSchemaV1;
+  if (!dev || !check_device_keys(check, *dev, path, v1)) return;
   c.device_type = check.string(*dev, path, "type").value_or("");
   c.memory_bytes = check.integer(*dev, path, "memory_bytes", 1, true, kMaxDeviceMemory).value_or(0);
   c.reserved_bytes =
       check.integer(*dev, path, "reserved_bytes", 0, false, kMaxDeviceMemory).value_or(0);
-  c.peak_fp16_flops = check.number(*dev, path, "peak_fp16_flops", 0.0, true, false).value_or(0.0);
+  if (v1 && dev->contains("peak_fp16_flops")) {
+    c.v1_peak_fp16_flops = check.number(*dev, path, "peak_fp16_flops", 0.0, true, false);
+  }
+  if (!v1 && dev->contains("spec")) {
+    c.device_spec = read_device_spec(check, dev->at("spec"), path.key("spec"), c.device_type);
+  }
   if (c.memory_bytes > 0 && c.reserved_bytes >= c.memory_bytes) {
     check.fail(path.key("reserved_bytes"),
                fmt::format("expected less than memory_bytes ({}), got {}", c.memory_bytes,
@@ -168,7 +191,12 @@ Result<ClusterProfile> parse_cluster_profile(std::string_view text, const std::s
   ClusterProfile c;
   // The tag first: a profile of the other kind (swapped --model and --cluster) gets one
   // line saying so rather than a list of unknown keys.
-  if (root->is_object() && !check_schema_tag(check, *root, kClusterSchema)) return check.error();
+  if (root->is_object() && !check_schema_tag(check, *root, {kClusterSchema, kClusterSchemaV1})) {
+    return check.error();
+  }
+  if (root->is_object() && root->contains("schema") && (*root)["schema"].is_string()) {
+    c.schema = (*root)["schema"].get<std::string>();
+  }
   if (!check.object(
           *root, JsonPath{},
           {"schema", "name", "description", "provenance", "device", "devices_per_node", "nodes",

@@ -1,6 +1,12 @@
 #include "loader_common.hpp"
 
+#include <algorithm>
+#include <map>
+#include <string_view>
+
 #include <fmt/format.h>
+
+#include "pulse/base/limits.hpp"
 
 namespace pulse {
 
@@ -27,7 +33,21 @@ Provenance read_provenance(JsonChecker& check, const json& root, const JsonPath&
   return p;
 }
 
-bool check_schema_tag(JsonChecker& check, const json& root, const std::string& expected) {
+namespace {
+
+std::string versions_read(const std::vector<std::string>& accepted) {
+  std::string out;
+  for (std::size_t i = 0; i < accepted.size(); ++i) {
+    out += fmt::format("{}\"{}\"", i == 0 ? "" : " or ", accepted[i]);
+  }
+  return out + (accepted.size() == 1 ? " (the version this pulse-plan reads)"
+                                     : " (the versions this pulse-plan reads)");
+}
+
+}  // namespace
+
+bool check_schema_tag(JsonChecker& check, const json& root,
+                      const std::vector<std::string>& accepted) {
   struct Kind {
     const char* prefix;
     const char* name;
@@ -35,9 +55,13 @@ bool check_schema_tag(JsonChecker& check, const json& root, const std::string& e
   };
   static const Kind kinds[] = {{"pulse.model/", "model", "--model"},
                                {"pulse.cluster/", "cluster", "--cluster"}};
+  const std::string& expected = accepted.front();
   const json* tag = check.member(root, JsonPath{}, "schema", true);
   if (!tag) return true;
-  if (tag->is_string() && *tag == expected) return true;
+  if (tag->is_string() && std::find(accepted.begin(), accepted.end(),
+                                    tag->get_ref<const std::string&>()) != accepted.end()) {
+    return true;
+  }
   if (tag->is_string()) {
     // The other kind of profile: most likely --model and --cluster were swapped.
     const std::string value = tag->get<std::string>();
@@ -51,8 +75,7 @@ bool check_schema_tag(JsonChecker& check, const json& root, const std::string& e
     }
   }
   check.fail(JsonPath{}.key("schema"),
-             fmt::format("expected \"{}\" (the version this pulse-plan reads), got {}", expected,
-                         describe(*tag)));
+             fmt::format("expected {}, got {}", versions_read(accepted), describe(*tag)));
   return true;
 }
 
@@ -71,6 +94,59 @@ std::vector<std::string> read_string_list(JsonChecker& check, const json& obj, c
     out.push_back(v.get<std::string>());
   }
   return out;
+}
+
+namespace {
+
+// `peak_flops`: {precision: FLOP/s}, at least one, each a finite number > 0.
+std::map<std::string, double> read_peaks(JsonChecker& check, const json& spec,
+                                         const JsonPath& path) {
+  std::map<std::string, double> out;
+  const json* peaks = check.member(spec, path, "peak_flops", true);
+  if (!peaks) return out;
+  const JsonPath pp = path.key("peak_flops");
+  if (!peaks->is_object() || peaks->empty()) {
+    check.fail(pp, fmt::format("expected an object of precision -> dense FLOP/s, e.g. "
+                               "{{\"fp16\": 9.894e14}}, got {}",
+                               describe(*peaks)));
+    return out;
+  }
+  for (const auto& [precision, value] : peaks->items()) {
+    if (auto peak = check.number(value, pp.key(precision), 0.0, true)) out[precision] = *peak;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<DeviceSpec> read_device_spec(JsonChecker& check, const json& value,
+                                           const JsonPath& path, const std::string& name) {
+  const std::size_t errors = check.error_count();
+  if (!check.object(value, path,
+                    {"aliases", "stack", "peak_flops", "memory_bytes_per_s", "memory_efficiency",
+                     "layer_floor_s", "source"})) {
+    return std::nullopt;
+  }
+  DeviceSpec spec;
+  spec.name = name;
+  spec.where = fmt::format("{} {}", base_name(check.file()), path.str());
+  spec.aliases = read_string_list(check, value, path, "aliases");
+  spec.stack = check.string(value, path, "stack").value_or("");
+  spec.peak_flops = read_peaks(check, value, path);
+  spec.memory_bytes_per_s =
+      check.number(value, path, "memory_bytes_per_s", 0.0, true).value_or(0.0);
+  spec.memory_efficiency = check.number(value, path, "memory_efficiency", 0.0, true).value_or(0.0);
+  if (spec.memory_efficiency > 1) {
+    check.fail(path.key("memory_efficiency"),
+               fmt::format("expected the fraction of memory_bytes_per_s achieved, at most 1, "
+                           "got {}",
+                           describe(value["memory_efficiency"])));
+  }
+  spec.layer_floor_s =
+      check.number(value, path, "layer_floor_s", 0.0, false, true, kMaxLayerSeconds).value_or(0.0);
+  spec.source = check.string(value, path, "source").value_or("");
+  if (check.error_count() != errors) return std::nullopt;
+  return spec;
 }
 
 }  // namespace pulse

@@ -18,10 +18,37 @@ namespace {
 
 constexpr const char* kModelSchema = "pulse.model/v1";
 
+// `timing.device_specs`: {device type: spec} for listed device types (docs/formats.md).
+void read_device_specs(JsonChecker& check, const json& timing, const JsonPath& path,
+                       ModelProfile& m) {
+  const json* specs = check.member(timing, path, "device_specs", false);
+  if (!specs) return;
+  const JsonPath sp = path.key("device_specs");
+  if (!specs->is_object()) {
+    check.fail(sp, fmt::format("expected an object of device type -> device spec, got {}",
+                               describe(*specs)));
+    return;
+  }
+  for (const auto& [type, value] : specs->items()) {
+    if (std::find(m.device_types.begin(), m.device_types.end(), type) == m.device_types.end()) {
+      check.fail(sp.key(type),
+                 "device type not listed in $.timing.device_types: a spec says "
+                 "what the device of a type's times is");
+      continue;
+    }
+    if (auto spec = read_device_spec(check, value, sp.key(type), type)) {
+      m.device_specs.push_back(std::move(*spec));
+    }
+  }
+}
+
 void read_timing(JsonChecker& check, const json& root, ModelProfile& m) {
   const JsonPath path = JsonPath{}.key("timing");
   const json* timing = check.member(root, JsonPath{}, "timing", true);
-  if (!timing || !check.object(*timing, path, {"microbatch_sizes", "device_types"})) return;
+  if (!timing ||
+      !check.object(*timing, path, {"microbatch_sizes", "device_types", "device_specs"})) {
+    return;
+  }
   if (const json* sizes = check.array(*timing, path, "microbatch_sizes", true)) {
     const JsonPath sp = path.key("microbatch_sizes");
     if (sizes->empty()) check.fail(sp, "expected at least one microbatch size");
@@ -61,6 +88,7 @@ void read_timing(JsonChecker& check, const json& root, ModelProfile& m) {
                  fmt::format("duplicate device type \"{}\"", m.device_types[i]));
     }
   }
+  read_device_specs(check, *timing, path, m);
 }
 
 // Device type name -> index into ModelProfile::device_types, built once: every layer looks
@@ -324,7 +352,7 @@ Result<ModelProfile> parse_model_profile(std::string_view text, const std::strin
   ModelProfile m;
   // The tag first: a profile of the other kind (swapped --model and --cluster) gets one
   // line saying so rather than a list of unknown keys.
-  if (root->is_object() && !check_schema_tag(check, *root, kModelSchema)) return check.error();
+  if (root->is_object() && !check_schema_tag(check, *root, {kModelSchema})) return check.error();
   if (!check.object(*root, JsonPath{},
                     {"schema", "name", "description", "provenance", "dtype", "timing", "layers",
                      "skips", "carried"})) {
@@ -334,7 +362,7 @@ Result<ModelProfile> parse_model_profile(std::string_view text, const std::strin
   if (root->contains("description")) {
     m.description = check.string(*root, JsonPath{}, "description").value_or("");
   }
-  if (root->contains("dtype")) check.string(*root, JsonPath{}, "dtype");
+  if (root->contains("dtype")) m.dtype = check.string(*root, JsonPath{}, "dtype").value_or("");
   m.provenance = read_provenance(check, *root, JsonPath{});
   read_timing(check, *root, m);
   if (!read_layers(check, *root, m)) return check.error();

@@ -8,14 +8,34 @@
 
 namespace pulse {
 
+std::optional<double> DeviceSpec::peak(const std::string& precision) const {
+  const auto it = peak_flops.find(precision);
+  if (it == peak_flops.end()) return std::nullopt;
+  return it->second;
+}
+
+bool DeviceSpec::names(std::string_view type) const {
+  return name == type || std::find(aliases.begin(), aliases.end(), type) != aliases.end();
+}
+
 int ModelProfile::device_type_index(std::string_view type) const {
   auto it = std::find(device_types.begin(), device_types.end(), type);
-  // Another name of the same device ("NVIDIA H200" for "H200-SXM"): derive.hpp's specs.
+  // Another name of the same device: an alias the profile's own spec of a listed type gives,
+  // or one derive.hpp knows ("NVIDIA H200" for "H200-SXM").
   if (it == device_types.end()) {
-    it = std::find_if(device_types.begin(), device_types.end(),
-                      [&](const std::string& t) { return same_device(t, type); });
+    it = std::find_if(device_types.begin(), device_types.end(), [&](const std::string& t) {
+      const DeviceSpec* spec = device_spec(t);
+      return (spec && spec->names(type)) || same_device(t, type);
+    });
   }
   return it == device_types.end() ? -1 : static_cast<int>(it - device_types.begin());
+}
+
+const DeviceSpec* ModelProfile::device_spec(std::string_view type) const {
+  for (const DeviceSpec& spec : device_specs) {
+    if (spec.name == type) return &spec;
+  }
+  return nullptr;
 }
 
 std::int64_t ModelProfile::total_params() const {

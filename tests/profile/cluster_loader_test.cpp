@@ -3,9 +3,11 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <string>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -19,12 +21,16 @@ using nlohmann::json;
 
 // Two nodes of three devices: 0-1 and 1-2 over "NVL", 0-2 over "PCIE", nodes over "IB".
 // Link classes are indexed in sorted name order: IB 0, NVL 1, PCIE 2.
+// The device has a spec (pulse.cluster/v2).
 const char* const kMinimalCluster = R"({
-  "schema": "pulse.cluster/v1",
+  "schema": "pulse.cluster/v2",
   "name": "mini",
   "provenance": {"method": "analytic", "source": "unit test"},
   "device": {"type": "GPU", "memory_bytes": 1000000, "reserved_bytes": 1000,
-             "peak_fp16_flops": 1e12},
+             "spec": {"aliases": ["Test GPU"], "stack": "test stack",
+                      "peak_flops": {"fp16": 1e12, "fp8": 2e12},
+                      "memory_bytes_per_s": 1e11, "memory_efficiency": 0.5,
+                      "layer_floor_s": 1e-05, "source": "unit test"}},
   "devices_per_node": 3,
   "nodes": 2,
   "link_classes": {
@@ -79,7 +85,22 @@ TEST(ClusterLoader, MinimalProfileLoads) {
   EXPECT_EQ(c.memory_bytes, 1000000);
   EXPECT_EQ(c.reserved_bytes, 1000);
   EXPECT_EQ(c.usable_memory(), 999000);
-  EXPECT_DOUBLE_EQ(c.peak_fp16_flops, 1e12);
+  EXPECT_EQ(c.schema, "pulse.cluster/v2");
+  ASSERT_TRUE(c.device_spec.has_value());
+  const DeviceSpec& spec = *c.device_spec;
+  EXPECT_EQ(spec.name, "GPU");
+  EXPECT_EQ(spec.aliases, (std::vector<std::string>{"Test GPU"}));
+  EXPECT_EQ(spec.stack, "test stack");
+  EXPECT_EQ(spec.peak_flops, (std::map<std::string, double>{{"fp16", 1e12}, {"fp8", 2e12}}));
+  EXPECT_EQ(spec.peak("fp16"), 1e12);
+  EXPECT_EQ(spec.peak("bf16"), std::nullopt);
+  EXPECT_EQ(spec.memory_bytes_per_s, 1e11);
+  EXPECT_EQ(spec.achieved_bytes_per_s(), 5e10);
+  EXPECT_EQ(spec.layer_floor_s, 1e-5);
+  EXPECT_EQ(spec.source, "unit test");
+  EXPECT_EQ(spec.where, "c.json $.device.spec");  // the file's name, not its directories
+  EXPECT_TRUE(spec.names("Test GPU"));
+  EXPECT_FALSE(c.v1_peak_fp16_flops.has_value());
   EXPECT_EQ(c.devices_per_node, 3);
   EXPECT_EQ(c.nodes, 2);
   EXPECT_EQ(c.num_devices(), 6);
@@ -125,13 +146,13 @@ TEST(ClusterLoader, WrongSchemaTag) {
   // A model profile here most likely means --model and --cluster were swapped.
   EXPECT_EQ(mutated_cluster_error([](json& j) { j["schema"] = "pulse.model/v1"; }),
             "c.json: $.schema: this is a model profile (\"pulse.model/v1\"), expected "
-            "\"pulse.cluster/v1\"; pass it with --model");
-  EXPECT_EQ(mutated_cluster_error([](json& j) { j["schema"] = "pulse.cluster/v2"; }),
-            "c.json: $.schema: expected \"pulse.cluster/v1\" (the version this pulse-plan reads), "
-            "got a string \"pulse.cluster/v2\"");
+            "\"pulse.cluster/v2\"; pass it with --model");
+  EXPECT_EQ(mutated_cluster_error([](json& j) { j["schema"] = "pulse.cluster/v3"; }),
+            "c.json: $.schema: expected \"pulse.cluster/v2\" or \"pulse.cluster/v1\" (the "
+            "versions this pulse-plan reads), got a string \"pulse.cluster/v3\"");
   EXPECT_EQ(mutated_cluster_error([](json& j) { j["schema"] = 1; }),
-            "c.json: $.schema: expected \"pulse.cluster/v1\" (the version this pulse-plan reads), "
-            "got 1");
+            "c.json: $.schema: expected \"pulse.cluster/v2\" or \"pulse.cluster/v1\" (the "
+            "versions this pulse-plan reads), got 1");
 }
 
 TEST(ClusterLoader, MissingRequiredKeys) {
@@ -162,13 +183,114 @@ TEST(ClusterLoader, UnknownKeyWithDidYouMean) {
   // Too far from any allowed key for a suggestion: the allowed keys are listed instead.
   EXPECT_EQ(mutated_cluster_error([](json& j) { j["device"]["memory"] = 5; }),
             "c.json: $.device.memory: unknown key (allowed here: type, memory_bytes, "
-            "reserved_bytes, peak_fp16_flops)");
+            "reserved_bytes, spec)");
   EXPECT_EQ(mutated_cluster_error([](json& j) {
               j["node"] = j["nodes"];
               j.erase("nodes");
             }),
             "c.json: $.node: unknown key; did you mean \"nodes\"?\n"
             "c.json: $: missing required key \"nodes\"");
+}
+
+// --- The device spec (pulse.cluster/v2) and the old format ------------------------------
+
+std::string spec_error(const std::function<void(json&)>& mutate) {
+  return mutated_cluster_error([&](json& j) { mutate(j["device"]["spec"]); });
+}
+
+TEST(ClusterLoader, DeviceSpecMissingKeys) {
+  for (const char* key : {"stack", "peak_flops", "memory_bytes_per_s", "memory_efficiency",
+                          "layer_floor_s", "source"}) {
+    EXPECT_EQ(spec_error([&](json& s) { s.erase(key); }),
+              fmt::format("c.json: $.device.spec: missing required key \"{}\"", key));
+  }
+  // Aliases are optional.
+  auto r = parse_cluster_profile(
+      cluster_with([](json& j) { j["device"]["spec"].erase("aliases"); }), "c.json");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->device_spec->aliases.empty());
+}
+
+TEST(ClusterLoader, DeviceSpecNegativeFigures) {
+  EXPECT_EQ(spec_error([](json& s) { s["memory_bytes_per_s"] = -1; }),
+            "c.json: $.device.spec.memory_bytes_per_s: expected a finite number > 0, got -1");
+  EXPECT_EQ(spec_error([](json& s) { s["memory_efficiency"] = 0; }),
+            "c.json: $.device.spec.memory_efficiency: expected a finite number > 0, got 0");
+  EXPECT_EQ(spec_error([](json& s) { s["memory_efficiency"] = 1.5; }),
+            "c.json: $.device.spec.memory_efficiency: expected the fraction of "
+            "memory_bytes_per_s achieved, at most 1, got 1.5");
+  EXPECT_EQ(spec_error([](json& s) { s["layer_floor_s"] = -1e-6; }),
+            "c.json: $.device.spec.layer_floor_s: expected a finite number >= 0, got -1e-06");
+  EXPECT_EQ(spec_error([](json& s) { s["peak_flops"]["fp8"] = -2e12; }),
+            "c.json: $.device.spec.peak_flops.fp8: expected a finite number > 0, got "
+            "-2000000000000.0");
+  // A floor of 0 is allowed: a device whose host never holds it back.
+  auto r = parse_cluster_profile(
+      cluster_with([](json& j) { j["device"]["spec"]["layer_floor_s"] = 0; }), "c.json");
+  EXPECT_TRUE(r.ok()) << r.error().message;
+}
+
+TEST(ClusterLoader, DeviceSpecIllTyped) {
+  EXPECT_EQ(spec_error([](json& s) { s["peak_flops"] = 1e12; }),
+            "c.json: $.device.spec.peak_flops: expected an object of precision -> dense FLOP/s, "
+            "e.g. {\"fp16\": 9.894e14}, got 1000000000000.0");
+  EXPECT_EQ(spec_error([](json& s) { s["peak_flops"] = json::object(); }),
+            "c.json: $.device.spec.peak_flops: expected an object of precision -> dense FLOP/s, "
+            "e.g. {\"fp16\": 9.894e14}, got an object");
+  EXPECT_EQ(spec_error([](json& s) { s["peak_flops"]["bf16"] = "1e12"; }),
+            "c.json: $.device.spec.peak_flops.bf16: expected a finite number > 0, got a string "
+            "\"1e12\"");
+  EXPECT_EQ(spec_error([](json& s) { s["stack"] = 3; }),
+            "c.json: $.device.spec.stack: expected a non-empty string, got 3");
+  EXPECT_EQ(spec_error([](json& s) { s["source"] = ""; }),
+            "c.json: $.device.spec.source: expected a non-empty string, got a string \"\"");
+  EXPECT_EQ(spec_error([](json& s) {
+              s["aliases"] = json::array({"NVIDIA X", 7});
+            }),
+            "c.json: $.device.spec.aliases[1]: expected a non-empty string, got 7");
+  EXPECT_EQ(spec_error([](json& s) { s["memory_bandwidth"] = 1; }),
+            "c.json: $.device.spec.memory_bandwidth: unknown key (allowed here: aliases, stack, "
+            "peak_flops, memory_bytes_per_s, memory_efficiency, layer_floor_s, source)");
+  EXPECT_EQ(mutated_cluster_error([](json& j) { j["device"]["spec"] = json::array(); }),
+            "c.json: $.device.spec: expected an object, got an array of 0");
+}
+
+TEST(ClusterLoader, AFileOfTheOldFormatIsStillRead) {
+  // pulse.cluster/v1: no spec; the informational peak is read, for the message that asks for
+  // a spec (derive_test.cpp).
+  auto r = parse_cluster_profile(cluster_with([](json& j) {
+                                   j["schema"] = "pulse.cluster/v1";
+                                   j["device"].erase("spec");
+                                   j["device"]["peak_fp16_flops"] = 1e12;
+                                 }),
+                                 "c.json");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->schema, "pulse.cluster/v1");
+  EXPECT_FALSE(r->device_spec.has_value());
+  EXPECT_EQ(r->v1_peak_fp16_flops, 1e12);
+  EXPECT_EQ(r->device_type, "GPU");
+  EXPECT_EQ(r->usable_memory(), 999000);
+  // Without the peak as well: v1 never required it.
+  EXPECT_TRUE(parse_cluster_profile(cluster_with([](json& j) {
+                                      j["schema"] = "pulse.cluster/v1";
+                                      j["device"].erase("spec");
+                                    }),
+                                    "c.json")
+                  .ok());
+  // A v2 file without a spec is read too: its device's times are not derived.
+  auto v2 =
+      parse_cluster_profile(cluster_with([](json& j) { j["device"].erase("spec"); }), "c.json");
+  ASSERT_TRUE(v2.ok());
+  EXPECT_FALSE(v2->device_spec.has_value());
+}
+
+TEST(ClusterLoader, EachVersionNamesTheOthersDeviceKey) {
+  EXPECT_EQ(mutated_cluster_error([](json& j) { j["device"]["peak_fp16_flops"] = 1e12; }),
+            "c.json: $.device.peak_fp16_flops: not a key of pulse.cluster/v2: the peak is "
+            "$.device.spec.peak_flops.fp16");
+  EXPECT_EQ(mutated_cluster_error([](json& j) { j["schema"] = "pulse.cluster/v1"; }),
+            "c.json: $.device.spec: a device spec needs \"schema\": \"pulse.cluster/v2\" (this "
+            "file is pulse.cluster/v1)");
 }
 
 TEST(ClusterLoader, ShapeLimits) {

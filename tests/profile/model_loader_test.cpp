@@ -226,7 +226,7 @@ TEST(ModelLoader, UnknownKeyWithDidYouMean) {
 TEST(ModelLoader, UnknownKeyWithoutCloseMatchListsAllowedKeys) {
   EXPECT_EQ(mutated_model_error([](json& j) { j["timing"]["resolution"] = 512; }),
             "m.json: $.timing.resolution: unknown key (allowed here: microbatch_sizes, "
-            "device_types)");
+            "device_types, device_specs)");
 }
 
 // --- Numbers ------------------------------------------------------------------------
@@ -429,6 +429,52 @@ TEST(ModelLoader, MicrobatchSizeWrittenAsIntegralFloat) {
               j["timing"]["microbatch_sizes"] = {1.5, 2};
             }),
             "m.json: $.timing.microbatch_sizes[0]: expected an integer from 1 to 1048576, got 1.5");
+}
+
+// The spec of the minimal profile's device type.
+json gpu_spec() {
+  return json::parse(R"({"aliases": ["Test GPU 80GB"], "stack": "test stack",
+                        "peak_flops": {"bf16": 1e12}, "memory_bytes_per_s": 1e11,
+                        "memory_efficiency": 0.5, "layer_floor_s": 1e-05,
+                        "source": "unit test"})");
+}
+
+TEST(ModelLoader, DeviceSpecsAreReadForListedTypes) {
+  auto r = parse_model_profile(model_with([](json& j) {
+                                 j["dtype"] = "bf16";
+                                 j["timing"]["device_specs"]["GPU"] = gpu_spec();
+                               }),
+                               "dir/m.json");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->dtype, "bf16");
+  ASSERT_EQ(r->device_specs.size(), 1u);
+  const DeviceSpec* spec = r->device_spec("GPU");
+  ASSERT_NE(spec, nullptr);
+  EXPECT_EQ(spec->name, "GPU");
+  EXPECT_EQ(spec->where, "m.json $.timing.device_specs.GPU");
+  EXPECT_EQ(spec->peak("bf16"), 1e12);
+  EXPECT_EQ(r->device_spec("Test GPU 80GB"), nullptr);  // by the listed name only
+  // The spec's alias answers for the listed type.
+  EXPECT_EQ(r->device_type_index("Test GPU 80GB"), 0);
+  EXPECT_EQ(r->device_type_index("Other GPU"), -1);
+}
+
+TEST(ModelLoader, DeviceSpecErrors) {
+  EXPECT_EQ(mutated_model_error([](json& j) { j["timing"]["device_specs"]["CPU"] = gpu_spec(); }),
+            "m.json: $.timing.device_specs.CPU: device type not listed in "
+            "$.timing.device_types: a spec says what the device of a type's times is");
+  EXPECT_EQ(mutated_model_error([](json& j) { j["timing"]["device_specs"] = json::array(); }),
+            "m.json: $.timing.device_specs: expected an object of device type -> device spec, "
+            "got an array of 0");
+  EXPECT_EQ(mutated_model_error([](json& j) {
+              json spec = gpu_spec();
+              spec.erase("layer_floor_s");
+              spec["memory_bytes_per_s"] = 0;
+              j["timing"]["device_specs"]["GPU"] = spec;
+            }),
+            "m.json: $.timing.device_specs.GPU.memory_bytes_per_s: expected a finite number > 0, "
+            "got 0\n"
+            "m.json: $.timing.device_specs.GPU: missing required key \"layer_floor_s\"");
 }
 
 // --- Layers ---------------------------------------------------------------------------

@@ -356,7 +356,7 @@ TEST_F(Corrupted, WrongHash) {
   v_["inputs"]["model"]["sha256"] = std::string(64, '0');
   EXPECT_EQ(lines(validate(v_, in_)),
             std::vector<std::string>{"inputs: model profile tiny-unet.json has sha256 "
-                                     "1bb3a92d2962..., the plan was made from tiny-unet.json "
+                                     "1c354b116b6f..., the plan was made from tiny-unet.json "
                                      "with sha256 000000000000..."});
 }
 

@@ -290,6 +290,11 @@ struct PlanDerivedTimes {
   std::string device_type;
   std::string from_device_type;
   std::string rule;
+  /// The device spec the times were derived with (where it was read, and its source);
+  /// absent in plans from before device specs were data.
+  std::optional<std::string> device_spec;
+  /// The spec of from_device_type, likewise; absent also when the two are one device.
+  std::optional<std::string> from_device_spec;
 };
 
 /// `cost_model`: the cluster settings the predicted figures assume.

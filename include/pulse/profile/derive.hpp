@@ -13,44 +13,35 @@
 // so the source's achieved efficiency carries over to the target, split between the part of
 // the time the work sets and the part the memory traffic sets, and no layer runs faster
 // than the target's host can launch it (the launch floor of docs/profiles.md, "Host
-// floor", as one mean figure per layer). The source is the listed device type whose spec is
-// nearest the target's: of the same software stack if the profile lists one (CUDA eager
-// PyTorch, Ascend graph mode: an efficiency carries over within a stack, not across), then
-// by |ln peak ratio| + |ln bandwidth ratio|; ties: the profile's order.
-// A plan made this way says so (cost_model.derived_times); validate derives the same way.
+// floor", as one mean figure per layer). Peaks are at the model profile's `dtype` (fp16 when
+// it states none), bandwidths achieved (datasheet x memory_efficiency). The source is the
+// listed device type whose spec is nearest the target's: of the same software stack if the
+// profile lists one (CUDA eager PyTorch, Ascend graph mode: an efficiency carries over within
+// a stack, not across), then by |ln peak ratio| + |ln bandwidth ratio|; ties: the profile's
+// order. A plan made this way says so (cost_model.derived_times); validate derives the same way.
+//
+// The specs are data (docs/profiles.md, "Another device without re-profiling"): the target's
+// is the cluster profile's `device.spec`, the sources' the model profile's
+// `timing.device_specs`; scripts/profilegen/datasheets.py writes both from one table. A cluster
+// file with a spec alone brings a new device type to every model profile that carries specs.
 //
 // Device names: a spec answers to its name and its aliases (what torch.cuda.get_device_name
-// prints), so a profile measured on "NVIDIA H200" plans on an "H200-SXM" cluster as it is.
+// prints). A model profile whose device type the cluster's spec names as an alias has that
+// device's times as they are (derived_times says so, the rule "the same device").
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "pulse/base/result.hpp"
 #include "pulse/profile/profile.hpp"
 
 namespace pulse {
 
-/// What the derivation needs to know of a device (the datasheet and the host floor).
-struct DeviceSpec {
-  std::string_view name;                  ///< The device type clusters use ("H200-SXM").
-  std::vector<std::string_view> aliases;  ///< Other names of the same device.
-  std::string_view stack;                 ///< The software its times are fitted in.
-  double peak_flops = 0;                  ///< Dense fp16/bf16 FLOP/s.
-  double memory_bytes_per_s = 0;          ///< Achieved HBM bandwidth.
-  double layer_floor_s = 0;  ///< Host/launch cost of one layer's forward (backward: 2x).
-  std::string_view source;   ///< Where the figures come from.
-};
-
-/// Every device the derivation knows, in a fixed order (docs/profiles.md lists them).
-const std::vector<DeviceSpec>& device_specs();
-
-/// The spec named `type` or one of its aliases; nullptr for a device no spec covers.
-const DeviceSpec* find_device_spec(std::string_view type);
-
-/// Whether two device type names are one device: equal, or names of one spec.
+/// Whether two device type names are one device without a spec to say so: equal, or two
+/// names pulse-plan took for one device before specs were data (pulse.cluster/v1 files have
+/// none: "NVIDIA H200" and "H200-SXM"). Names only; every figure is in the profiles.
 bool same_device(std::string_view a, std::string_view b);
 
 /// `cost_model.derived_times[]`: a device type the plan's times were derived for.
@@ -58,13 +49,16 @@ struct DerivedTimes {
   std::string device_type;       ///< The cluster's.
   std::string from_device_type;  ///< The model profile's, whose times were scaled.
   std::string rule;              ///< The rule and its figures, in words.
+  std::string device_spec;       ///< The target's spec: where it was read, and its source.
+  std::string from_device_spec;  ///< The source's spec, likewise ("" for the same device).
+  std::string summary;           ///< One phrase for the plan's summary line.
 };
 
 /// Adds the cluster's device type to `model` with times derived from the nearest listed
-/// device (the rule above) and says how. An input error when the model already lists the
-/// type is not raised: nullopt then (nothing to derive). When no derivation is possible
-/// (no spec for the cluster's device, or none for any listed type) the input error lists
-/// the profile's device types and the ways to add one.
+/// device (the rule above) and says how. When the model already lists the type there is
+/// nothing to derive: nullopt. When no derivation is possible (no spec in the cluster
+/// profile, none for any listed type, no peak at the model's precision) the input error says
+/// which spec to add where, lists the profile's device types and the other ways out.
 Result<std::optional<DerivedTimes>> derive_device_times(ModelProfile& model,
                                                         const ClusterProfile& cluster);
 

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +36,29 @@ struct SourceFile {
   std::string path;
   std::string name;    ///< File name without directories, as recorded in plans.
   std::string sha256;  ///< Hex SHA-256 of the file's bytes.
+};
+
+/// A device's datasheet, host floor and software, as a profile states it (docs/formats.md,
+/// "Device spec"): a cluster profile's `device.spec` says what its device is, a model
+/// profile's `timing.device_specs` what the devices its times were taken on are. The planner
+/// derives a device type's times from another's with the two (profile/derive.hpp).
+struct DeviceSpec {
+  std::string name;                          ///< The device type it describes.
+  std::vector<std::string> aliases;          ///< Other names of the same device ("NVIDIA H200").
+  std::string stack;                         ///< The software its times are fitted in.
+  std::map<std::string, double> peak_flops;  ///< Dense FLOP/s by precision ("fp16").
+  double memory_bytes_per_s = 0;             ///< HBM bandwidth, datasheet.
+  double memory_efficiency = 0;              ///< The fraction of it achieved, (0, 1].
+  double layer_floor_s = 0;  ///< Host/launch cost of one layer's forward (backward: 2x).
+  std::string source;        ///< Where the figures come from, in words.
+  std::string where;         ///< Where it was read: "c.json $.device.spec".
+
+  /// Achieved HBM bytes per second.
+  double achieved_bytes_per_s() const { return memory_efficiency * memory_bytes_per_s; }
+  /// The peak at `precision`, or nullopt when the spec does not state it.
+  std::optional<double> peak(const std::string& precision) const;
+  /// Whether `type` is this device's name or one of its aliases.
+  bool names(std::string_view type) const;
 };
 
 struct Layer {
@@ -75,13 +100,20 @@ struct ModelProfile {
   Provenance provenance;
   std::vector<int> microbatch_sizes;
   std::vector<std::string> device_types;
+  /// `timing.device_specs`: the specs of listed device types the file states, in the order of
+  /// device_types (optional; derivation reads them).
+  std::vector<DeviceSpec> device_specs;
+  std::string dtype;  ///< `dtype`, empty when absent: the precision derivation reads peaks at.
   std::vector<Layer> layers;
   std::vector<Skip> skips;
   std::vector<Carried> carried;
 
-  /// Index into device_types of `type` or of another name of the same device
-  /// (profile/derive.hpp's aliases: "NVIDIA H200" is "H200-SXM"), or -1.
+  /// Index into device_types of `type` or of another name of the same device (an alias in
+  /// this profile's specs, or profile/derive.hpp's same_device: "NVIDIA H200" is
+  /// "H200-SXM"), or -1.
   int device_type_index(std::string_view type) const;
+  /// The spec the file states for a listed device type, or nullptr.
+  const DeviceSpec* device_spec(std::string_view type) const;
   std::int64_t total_params() const;
 };
 
@@ -97,10 +129,16 @@ struct ClusterProfile {
   std::string name;
   std::string description;
   Provenance provenance;
+  std::string schema;  ///< "pulse.cluster/v2", or "pulse.cluster/v1" for a file of that format.
   std::string device_type;
   std::int64_t memory_bytes = 0;
   std::int64_t reserved_bytes = 0;
-  double peak_fp16_flops = 0;
+  /// `device.spec` (pulse.cluster/v2): what the device is; absent, times of its type are not
+  /// derived.
+  std::optional<DeviceSpec> device_spec;
+  /// `device.peak_fp16_flops` of a pulse.cluster/v1 file (v2 has it in the spec): named in
+  /// the message that asks for a spec, as the start of one.
+  std::optional<double> v1_peak_fp16_flops;
   int devices_per_node = 1;
   int nodes = 1;
   std::vector<LinkClass> link_classes;
