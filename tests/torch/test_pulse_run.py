@@ -43,21 +43,31 @@ def close(a, b, tol):
 
 
 def setUpModule():
-    """A venv with --system-site-packages (Debian's torch) and the package installed from a
-    copy of python/ (pip builds in the source folder it is given)."""
+    """A venv and the package installed from a copy of python/ (pip builds in the source
+    folder it is given), offline (--no-index): PyTorch is the one this test runs under
+    (build-venv's, by a .pth file naming its site-packages), setuptools and wheel the system's
+    (--system-site-packages, as python/README.md installs it)."""
     if common.TORCH_ERROR:
         return
+    import torch
     ENV["tmp"] = tempfile.TemporaryDirectory()
     tmp = ENV["tmp"].name
     src = os.path.join(tmp, "src")
     shutil.copytree(common.PYTHON_DIR, src, ignore=shutil.ignore_patterns(
         "build", "*.egg-info", "__pycache__"))
     venv = os.path.join(tmp, "venv")
-    common.run([sys.executable, "-m", "venv", "--system-site-packages", venv])
+    base = getattr(sys, "_base_executable", sys.executable)
+    common.run([base, "-m", "venv", "--system-site-packages", venv])
+    python = os.path.join(venv, "bin", "python")
+    purelib = common.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]
+                         ).stdout.strip()
+    torch_site = os.path.dirname(os.path.dirname(torch.__file__))
+    with open(os.path.join(purelib, "pulse-test-torch.pth"), "w") as f:
+        f.write(torch_site + "\n")
     common.run([os.path.join(venv, "bin", "pip"), "install", "--quiet", "--no-build-isolation",
-                "--no-index", src])
+                "--no-index", "--no-deps", src])
     ENV["bin"] = os.path.join(venv, "bin")
-    ENV["python"] = os.path.join(venv, "bin", "python")
+    ENV["python"] = python
 
 
 def tearDownModule():
