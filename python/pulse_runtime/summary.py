@@ -87,7 +87,9 @@ def held_vs_plan(results: list[dict[str, Any]], plan: PlanDoc
                     f"state (params {held['params']} + grads {held['grads']} + optimizer "
                     f"{held['optimizer']}), the plan counts {want_total} (weights "
                     f"{want.weights_bytes} + gradients {want.gradients_bytes} + optimizer "
-                    f"{want.optimizer_bytes}; x{row['ratio']:.2f})")
+                    f"{want.optimizer_bytes}; x{row['ratio']:.2f})"
+                    + ("; this optimizer keeps no state, the plan counts Adam's"
+                       if held["optimizer"] == 0 else ""))
         rows.append(row)
     return rows, warnings
 
