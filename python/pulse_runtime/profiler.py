@@ -152,7 +152,8 @@ class SizeRun:
     """One microbatch size: its batch, the bytes of one forward, and its timed steps."""
 
     def __init__(self, model: Any, size: int, seed: int, device: torch.device,
-                 prec: Precision) -> None:
+                 prec: Precision | None = None) -> None:
+        prec = prec or precision("fp32", device.type)
         self.size, self.prec = size, prec
         self.batch = model.make_batch(size, seed=seed + size, device=device)
         with prec.autocast():
@@ -366,8 +367,8 @@ REGIME_LINE = "Regime"
 
 
 def regime(precision_name: str) -> str:
-    return (f"{REGIME_LINE}: {precision_name}: {REGIMES[precision_name]}, eager (the profiler "
-            f"compiles nothing: no torch.compile, no CUDA graphs).")
+    return (f"{REGIME_LINE}: {REGIMES[precision_name]}, precision {precision_name}; eager (the "
+            f"profiler compiles nothing: no torch.compile, no CUDA graphs).")
 
 
 def clock_name(args: argparse.Namespace, device_desc: tuple[str, str]) -> str:

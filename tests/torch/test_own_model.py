@@ -69,7 +69,7 @@ class Bf16(Base):
             profile = json.load(f)
         self.assertEqual(profile["dtype"], "mixed")
         self.assertTrue(profile["provenance"]["assumptions"][0].startswith(
-            "Regime: mixed: mixed bf16 (float32 weights and gradients, the forward under "
+            "Regime: mixed bf16 (float32 weights and gradients, the forward under "
             "torch.autocast to bfloat16"))
         plan_path, plan = self.plan(model)
         self.assertEqual(plan["options"]["memory"]["precision"], "mixed")
