@@ -4,7 +4,8 @@
     test_sharding.py --binary build/pulse-plan [PulseRun|Adapter|Refused ...]
 
 - PulseRun: the test-size example UNet (float64, plans made with --precision fp64) from
-  `plan --zero 2` and `--zero 3` at dp 2 (pp 1) and at pp 2 x dp 2, trained by pulse-run with
+  `plan --zero 2` and `--zero 3` at dp 2 (pp 1) and at pp 2 x dp 2 (ZeRO-2 also with a split
+  backward), trained by pulse-run with
   Adam for two iterations on gloo ranks: losses, every gradient and every updated parameter
   within 1e-9 of one-process Adam; summary.json states the stage executed (FSDP fully_shard
   over 2 replicas) and per rank the parameter and gradient bytes held, which are exactly the
@@ -78,9 +79,9 @@ class Base(common.TempDirCase):
 
 @common.requires_torch
 class PulseRun(Base):
-    def run_zero(self, zero, pp):
+    def run_zero(self, zero, pp, *options):
         plan_path, plan = self.plan("--zero", str(zero), "--pp", str(pp), "--dp", "2",
-                                    *(["--family", "v"] if pp > 1 else []))
+                                    *(["--family", "v"] if pp > 1 else []), *options)
         self.assertEqual(plan["options"]["memory"]["zero_stage"], zero)
         out = self.path("run")
         common.run([sys.executable, os.path.join(common.RUNTIME_DIR, "runtime.py"), "--plan",
@@ -129,6 +130,11 @@ class PulseRun(Base):
 
     def test_zero3_pp2_dp2(self):
         self.run_zero(3, 2)
+
+    def test_zero2_pp2_dp2_split_backward(self):
+        """I/W ops under FSDP: the weights gathered for I stay until W (ZeRO-3 is refused)."""
+        summary = self.run_zero(2, 2, "--split-backward")
+        self.assertEqual(summary["executed"]["zero_stage"], 2)
 
 
 @common.requires_torch
