@@ -78,13 +78,18 @@ class Conv2d(nn.Conv2d):
 
 class GroupNorm(nn.GroupNorm):
     """GroupNorm computed in float32 when its input is float16 or bfloat16 (as
-    guided-diffusion's GroupNorm32 does): under autocast the convolutions hand it
-    low-precision activations, which PyTorch 1.13's CPU group_norm refuses to mix with
-    float32 weights, and normalising in float32 is the numerically safe choice anyway."""
+    guided-diffusion's GroupNorm32 does), its weight and bias too: under autocast the
+    convolutions hand it low-precision activations beside float32 weights, in pure bf16 the
+    weights are bf16 as well, and PyTorch's CPU group_norm takes neither mix ("mixed dtype
+    (CPU): expect parameter to have scalar type of Float"); normalising in float32 is the
+    numerically safe choice anyway."""
 
     def forward(self, x):
         if x.dtype in (torch.float16, torch.bfloat16):
-            return super().forward(x.float()).to(x.dtype)
+            weight = None if self.weight is None else self.weight.float()
+            bias = None if self.bias is None else self.bias.float()
+            return F.group_norm(x.float(), self.num_groups, weight, bias,
+                                self.eps).to(x.dtype)
         return super().forward(x)
 
 

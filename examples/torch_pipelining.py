@@ -33,7 +33,12 @@ def parse(argv):
     p.add_argument("--plan", required=True)
     p.add_argument("--csv", required=True, help="pulse-plan export PLAN --format torch-csv")
     p.add_argument("--model", required=True, help="FILE.py:FUNCTION (a block-list model)")
-    p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    p.add_argument("--dtype", choices=("float32", "float64"),
+                   help="fp32 or fp64; must be the plan's precision (default: the plan's)")
+    p.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd")
+    p.add_argument("--zero", choices=("plan", "0", "1", "2", "3"), default="plan",
+                   help="the ZeRO stage (default: the plan's; 2 and 3 shard each stage with "
+                   "FSDP's fully_shard over its data-parallel group)")
     p.add_argument("--iterations", type=int, default=1)
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--seed", type=int, default=0)
@@ -47,7 +52,7 @@ def rank_main(opts, rank, world, init_method):
     from pulse_runtime import pipelining_run
     try:
         pipelining_run.run_rank(opts, rank, world, init_method)
-    except (RunError, pipelining.PipeliningUnavailable, ValueError) as e:
+    except (RunError, pipelining.PipeliningUnavailable, ValueError) as e:  # exit 2
         print(f"torch_pipelining: rank {rank}: {e}", file=sys.stderr, flush=True)
         sys.exit(2)
 
@@ -58,8 +63,13 @@ def main(argv=None):
         pipelining.require_pipelining()
         run = RunOptions(plan=args.plan, model=args.model, iterations=args.iterations,
                          dtype=args.dtype, lr=args.lr, seed=args.seed, device=args.device,
+                         optimizer=args.optimizer, zero=args.zero,
                          out=args.out, timeout=args.timeout)
-        world = prepare(run).plan.world_size
+        prepared = prepare(run)
+        if prepared.precision.name not in ("fp32", "fp64"):
+            raise RunError(f"precision {prepared.precision.name}: the pipelining adapter runs "
+                           f"fp32 or fp64 (the model's dtype); pulse-run runs the others")
+        world = prepared.plan.world_size
         cuda = device_type(run) == "cuda"
     except (RunError, pipelining.PipeliningUnavailable) as e:
         print(f"torch_pipelining: {e}", file=sys.stderr)

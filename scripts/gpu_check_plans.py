@@ -66,7 +66,7 @@ def main() -> None:
         with open(path, "w") as f:
             json.dump(derived, f, indent=2)
         plan_with(binary, path, FULL[0], os.path.join(DATA, "sd2-unet-512-pp1-fp32.plan.json"),
-                  *FULL[1:])
+                  *FULL[1:], "--precision", "fp32")
     tiny = os.path.join(DATA, "sd2-tiny-cpu.profile.json")
     subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "profile_torch.py"),
                     "--model", "examples/sd2_unet.py:build_tiny", "--sizes", "1,2",
@@ -74,7 +74,7 @@ def main() -> None:
                    check=True, cwd=ROOT)
     plan_with(binary, tiny, "cpu-localhost.json",
               os.path.join(DATA, "sd2-tiny-pp1-fp32.plan.json"),
-              "--microbatch-size", "1", "--global-batch", "2")
+              "--microbatch-size", "1", "--global-batch", "2", "--precision", "fp32")
 
 
 if __name__ == "__main__":

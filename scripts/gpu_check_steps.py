@@ -218,11 +218,12 @@ def profile(s: Step, req: dict) -> dict:
     """pulse-profile at the sizes the parent chose; out of memory is a result (the parent
     retries without the largest size, in a fresh process)."""
     opts, image, sizes = s.options, req["image"], req["sizes"]
-    label = profiler.DTYPES[opts["dtype"]][1]
+    # The check profiles pure regimes (docs/fidelity.md): bfloat16 is pure bf16 here.
+    label = {"bfloat16": "bf16", "float32": "fp32"}[opts["dtype"]]
     name = f"sd2-unet-{image}.{s.slug()}-{label}"
     spec = f"{MODEL_FILE}:make(image_size={image}, width={opts['width']:g})"
     args = profiler.parse_args(
-        ["--model", spec, "--sizes", ",".join(map(str, sizes)), "--dtype", opts["dtype"],
+        ["--model", spec, "--sizes", ",".join(map(str, sizes)), "--precision", label,
          "--warmup", str(opts["profile_warmup"]), "--repeats", str(opts["profile_repeats"]),
          "--device", s.device.type, "--name", name]
         + (["--device-type", opts["device_type"]] if opts["device_type"] else []))

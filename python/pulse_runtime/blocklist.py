@@ -125,6 +125,20 @@ class BlockRange:
         return h, outputs
 
 
+class StageModule(torch.nn.Module):
+    """A BlockRange as one nn.Module (its blocks registered as children): the unit a stage's
+    hooks attach to, FSDP's root for the stage under ZeRO-2/3 (sharding.py)."""
+
+    def __init__(self, blocks: BlockRange) -> None:
+        super().__init__()
+        self.range = blocks
+        self.blocks = torch.nn.ModuleList(blocks.model.blocks[blocks.first:blocks.last + 1])
+
+    def forward(self, h: torch.Tensor, env: dict[str, Any]
+                ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        return self.range.forward(h, env)
+
+
 def detached_leaf(t: torch.Tensor) -> torch.Tensor:
     """A stage-boundary copy: shares memory, starts a new autograd graph, collects the
     gradient in .grad (floating-point tensors only)."""

@@ -17,10 +17,15 @@ one line per iteration. With --checkpoint-dir, every rank saves its state every
 ends with the parameters an uninterrupted run would have. --out DIR writes each rank's
 result (rank<R>.pt) and, on one host, DIR/summary.json.
 
---dtype bfloat16 or float16 trains in mixed precision (float32 master weights, autocast,
-values between stages in the low precision, loss scaling for float16). --data FILE.py:FUNC
-takes the batches from a function of yours (docs/torch.md). The summary compares measured
-with predicted time, per iteration and per stage, and warns beyond 20%.
+The plan's modes run as written: its precision (options.memory.precision: fp32, fp64, bf16
+pure, mixed = bf16 compute with fp32 master weights, fp16-mixed with loss scaling) and its
+ZeRO stage (1: PyTorch's ZeroRedundancyOptimizer; 2 and 3: FSDP's fully_shard per stage over
+its data-parallel group). --precision (or the older --dtype: float32, float64, bfloat16 =
+mixed, float16 = fp16-mixed) must name the plan's precision; --force-precision and --zero run
+otherwise, with a warning. A mode this PyTorch cannot run is refused (exit 2). --data
+FILE.py:FUNC takes the batches from a function of yours (docs/torch.md). The summary states
+what ran and the training state each rank held beside the plan's, and compares measured with
+predicted time, per iteration and per stage, warning beyond 20% (memory: 10%).
 
 Exit codes: 0 success, 1 a rank failed or timed out, 2 bad usage or a plan that does not fit
 the model, 3 internal error.
@@ -33,7 +38,7 @@ import os
 import sys
 
 from . import checkpoint, optim
-from .runner import DTYPES, RunError, RunOptions, launch_all, run_rank
+from .runner import DTYPES, NAMES, RunError, RunOptions, launch_all, run_rank
 
 
 def parser() -> argparse.ArgumentParser:
@@ -45,9 +50,14 @@ def parser() -> argparse.ArgumentParser:
                    help="FILE.py:FUNCTION returning a block-list model or any traceable "
                    "nn.Module (docs/torch.md)")
     p.add_argument("--iterations", type=int, default=1, help="iterations in total (default 1)")
-    p.add_argument("--dtype", choices=DTYPES, default="float32",
-                   help="float32/float64: the model in that dtype; bfloat16/float16: mixed "
-                   "precision (default float32)")
+    p.add_argument("--precision", choices=NAMES,
+                   help="the training regime; must be the plan's (default: the plan's "
+                   "options.memory.precision)")
+    p.add_argument("--dtype", choices=DTYPES,
+                   help="the older spelling of --precision: float32 = fp32, float64 = fp64, "
+                   "bfloat16 = mixed, float16 = fp16-mixed")
+    p.add_argument("--force-precision", action="store_true",
+                   help="run --precision/--dtype on a plan made for another (a warning says so)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="cuda: NCCL, one rank per GPU; cpu: gloo (default: CUDA if present)")
     p.add_argument("--data", help="FILE.py:FUNCTION yielding the global batches (called as "
@@ -56,9 +66,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--optimizer", choices=optim.OPTIMIZERS, default="sgd")
     p.add_argument("--lr", type=float, default=0.1, help="learning rate (default 0.1)")
     p.add_argument("--momentum", type=float, default=0.0, help="SGD momentum (default 0)")
-    p.add_argument("--zero", choices=("plan", "0", "1"), default="plan",
-                   help="shard optimizer state over the replicas (ZeRO-1); default: as the "
-                   "plan's options.memory.zero_stage says")
+    p.add_argument("--zero", choices=("plan", "0", "1", "2", "3"), default="plan",
+                   help="the ZeRO stage (default: the plan's options.memory.zero_stage; "
+                   "another runs with a warning)")
     p.add_argument("--seed", type=int, default=0,
                    help="model init; iteration i trains on the batch of seed + 1 + i")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads per rank")
@@ -88,6 +98,8 @@ def check_usage(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
                 f"from them, or choose another --checkpoint-dir")
     if args.rank is not None and args.master_port is None:
         p.error("--rank needs --master-port")
+    if args.precision and args.dtype:
+        p.error("--precision and --dtype name the same thing: give one")
 
 
 def options(args: argparse.Namespace) -> RunOptions:

@@ -86,20 +86,30 @@ class FxLayer(nn.Module):
         self.inputs = inputs  # node name -> ("main", None) | ("skip", name) | ("carried", name)
         #                       | ("batch", field)
         self.mods = nn.ModuleDict()
-        self.owned = []  # (original name, parameter), in a fixed order
         for node in nodes:
             if node.op == "call_module":
                 module = root.get_submodule(node.target)
                 self.mods[node.target.replace(".", "__")] = module
-                self.owned += [(f"{node.target}.{n}", p) for n, p in module.named_parameters()]
             elif node.op == "get_attr":
                 value = _attr(root, node.target)
                 if isinstance(value, nn.Parameter):
                     self.register_parameter(node.target.replace(".", "__"), value)
-                    self.owned.append((node.target, value))
         self.main_out = None
         self.carried_out = {}  # carried name -> node name
         self.defaults = {}  # forward argument -> default, for arguments no batch has
+
+    @property
+    def owned(self) -> list[tuple[str, nn.Parameter]]:
+        """(original name, parameter) of the layer, in a fixed order: read from the modules
+        each time, so a wrapper that replaces parameters (FSDP's fully_shard) is seen."""
+        out = []
+        for node in self.nodes:
+            key = node.target.replace(".", "__") if isinstance(node.target, str) else None
+            if node.op == "call_module":
+                out += [(f"{node.target}.{n}", p) for n, p in self.mods[key].named_parameters()]
+            elif node.op == "get_attr" and key in self._parameters:
+                out.append((node.target, self._parameters[key]))
+        return out
 
     def forward(self, h: torch.Tensor, env: dict[str, Any]
                 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
@@ -121,8 +131,10 @@ class FxLayer(nn.Module):
                 values[node.name] = node.target(*args, **kwargs)
             elif node.op == "call_method":
                 values[node.name] = getattr(args[0], node.target)(*args[1:], **kwargs)
-            elif node.op == "get_attr":
-                values[node.name] = _attr(root, node.target)
+            elif node.op == "get_attr":  # the layer's own parameter, as registered now
+                key = node.target.replace(".", "__")
+                values[node.name] = (getattr(self, key) if key in self._parameters
+                                     else _attr(root, node.target))
         return values[self.main_out], {c: values[n] for c, n in self.carried_out.items()}
 
 

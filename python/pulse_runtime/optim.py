@@ -1,26 +1,29 @@
-"""Gradient reduction over a data-parallel group and the optimizer step, with ZeRO-1.
+"""Gradient reduction over a data-parallel group and the optimizer step, by ZeRO stage.
 
 Losses are divided by the global batch, so the sum of the replicas' gradients is the
-data-parallel mean: gradients are summed with one all-reduce of the rank's flattened
-gradients. Without ZeRO every replica then steps every parameter of its stages.
+data-parallel mean.
 
-ZeRO-1 (the plan's `options.memory.zero_stage` 1) shards the optimizer state: the replicas
-of one pipeline device hold the same parameters in the same order; flattened, they are cut
-into `dp` equal chunks and replica i (its rank in the data-parallel group, which
-`new_group` numbers in ascending global-rank order) keeps optimizer state for chunk i only.
-It steps that chunk as one flat tensor, then the chunks are all-gathered back into every
-replica's parameters. SGD and Adam act element by element, so the sharded step computes the
-same values as the unsharded one; each replica holds 1/dp of the state (`state_numel`).
+- ZeRO-0: one all-reduce of the rank's flattened gradients, then every replica steps every
+  parameter of its stages.
+- ZeRO-1: the same all-reduce, then PyTorch's `ZeroRedundancyOptimizer`
+  (torch.distributed.optim): each replica keeps optimizer state for its share of the
+  parameters (whole tensors, balanced by size), steps them and broadcasts them to the others.
+- ZeRO-2 and ZeRO-3: the stages are FSDP modules (sharding.py): FSDP reduce-scatters the
+  gradients itself, and every replica steps its local shards (the parameters are DTensors).
+
+SGD and Adam act element by element, so every mode computes the parameters of the
+unsharded step.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 import torch
 import torch.distributed as dist
+
+from . import sharding
 
 OPTIMIZERS = ("sgd", "adam")
 
@@ -30,45 +33,51 @@ class Config:
     kind: str = "sgd"
     lr: float = 0.1
     momentum: float = 0.0
-    zero: bool = False
+    zero: int = 0         # the ZeRO stage executed (0-3)
 
     def __post_init__(self) -> None:
         if self.kind not in OPTIMIZERS:
             raise ValueError(f"optimizer {self.kind!r}: expected one of {OPTIMIZERS}")
 
+    @property
+    def optimizer_class(self) -> type:
+        return torch.optim.Adam if self.kind == "adam" else torch.optim.SGD
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return {"lr": self.lr} if self.kind == "adam" else {"lr": self.lr,
+                                                             "momentum": self.momentum}
+
     def make(self, params: Sequence[torch.Tensor]) -> torch.optim.Optimizer:
-        if self.kind == "adam":
-            return torch.optim.Adam(params, lr=self.lr)
-        return torch.optim.SGD(params, lr=self.lr, momentum=self.momentum)
+        return self.optimizer_class(params, **self.options)
 
 
 class Optimizer:
+    """The optimizer of one rank's stages. `zero`: the ZeRO stage that runs (0 when there is
+    one replica: nothing to shard)."""
+
     def __init__(self, params: list[torch.Tensor], dp_group: Any, dp_size: int,
                  config: Config) -> None:
         self.params, self.group, self.dp_size = params, dp_group, dp_size
-        self.zero = bool(config.zero) and dp_size > 1
+        self.zero = config.zero if dp_size > 1 else 0
         self.numel = sum(p.numel() for p in params)
-        if self.zero:
-            self.chunk = math.ceil(self.numel / dp_size)
-            index = dist.get_rank(dp_group)
-            self.lo, self.hi = min(index * self.chunk, self.numel), \
-                min((index + 1) * self.chunk, self.numel)
-            self.shard = self._flat_params()[self.lo:self.hi].clone().requires_grad_(True)
-            self.inner = config.make([self.shard])
+        if self.zero == 1:
+            from torch.distributed.optim import ZeroRedundancyOptimizer
+            self.zero_optimizer = ZeroRedundancyOptimizer(
+                params, optimizer_class=config.optimizer_class, process_group=dp_group,
+                **config.options)
+            self.inner = self.zero_optimizer.optim  # this replica's share
         else:
             self.inner = config.make(params)
-
-    def _flat_params(self) -> torch.Tensor:
-        if not self.params:
-            return torch.zeros(0)
-        return torch.cat([p.detach().reshape(-1) for p in self.params])
+            self.zero_optimizer = None
 
     def reduce_gradients(self) -> None:
-        """Every parameter's .grad becomes the sum over the replicas."""
+        """Every parameter's .grad becomes the sum over the replicas (under FSDP it is, and
+        holds this replica's shard)."""
         for p in self.params:
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
-        if self.group is None or not self.params:
+        if self.group is None or not self.params or self.zero >= 2:
             return
         flat = torch.cat([p.grad.reshape(-1) for p in self.params])
         dist.all_reduce(flat, op=dist.ReduceOp.SUM, group=self.group)
@@ -79,41 +88,27 @@ class Optimizer:
             offset += n
 
     def step(self) -> None:
-        if not self.zero:
-            self.inner.step()
-            return
-        flat_grad = torch.cat([p.grad.reshape(-1) for p in self.params])
-        self.shard.grad = flat_grad[self.lo:self.hi].clone()
-        self.inner.step()
-        mine = torch.zeros(self.chunk, dtype=self.shard.dtype, device=self.shard.device)
-        mine[:self.hi - self.lo] = self.shard.detach()
-        chunks = [torch.empty_like(mine) for _ in range(self.dp_size)]
-        dist.all_gather(chunks, mine, group=self.group)
-        flat = torch.cat(chunks)[:self.numel]
-        offset = 0
-        with torch.no_grad():
-            for p in self.params:
-                n = p.numel()
-                p.copy_(flat[offset:offset + n].view_as(p))
-                offset += n
+        (self.zero_optimizer or self.inner).step()
 
     @property
     def state_numel(self) -> int:
-        """Elements of optimizer state this rank holds (ZeRO-1: about 1/dp of the rest)."""
-        return sum(t.numel() for state in self.inner.state.values() for t in state.values()
-                   if isinstance(t, torch.Tensor) and t.dim() > 0)
+        """Elements of optimizer state this rank holds (its share under ZeRO-1, its shards'
+        under ZeRO-2/3; step counters left out)."""
+        return sum(sharding.local(t).numel() for t in sharding.optimizer_tensors(self.inner)
+                   if t.dim() > 0)
+
+    @property
+    def state_bytes(self) -> int:
+        """Bytes of the optimizer state's storages on this rank (step counters included)."""
+        return sharding.storage_bytes(sharding.optimizer_tensors(self.inner))
 
     def state_dict(self) -> dict[str, Any]:
-        return {"zero": self.zero, "inner": self.inner.state_dict(),
-                "shard": (self.lo, self.hi) if self.zero else None}
+        return {"zero": self.zero, "inner": self.inner.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state["zero"] != self.zero or \
-                (self.zero and tuple(state["shard"]) != (self.lo, self.hi)):
-            raise ValueError("the checkpoint's optimizer state is sharded differently")
-        if self.zero:  # the shard is a copy of the parameters, loaded before this
-            with torch.no_grad():
-                self.shard.copy_(self._flat_params()[self.lo:self.hi])
+        if state["zero"] != self.zero:
+            raise ValueError(f"the checkpoint's optimizer state is ZeRO-{state['zero']}, this "
+                             f"run's ZeRO-{self.zero}")
         self.inner.load_state_dict(state["inner"])
 
 
@@ -143,8 +138,9 @@ class LossScaler:
                             device=params[0].device if params else "cpu")
         for p in params:
             if p.grad is not None:
-                p.grad.div_(self.scale)
-                found += (~torch.isfinite(p.grad)).any().float()
+                grad = sharding.local(p.grad)  # a shard under FSDP: the all-reduce decides
+                grad.div_(self.scale)
+                found += (~torch.isfinite(grad)).any().float()
         if dist.is_initialized():
             dist.all_reduce(found, op=dist.ReduceOp.MAX)
         ok = found.item() == 0

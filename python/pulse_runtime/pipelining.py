@@ -34,7 +34,7 @@ from __future__ import annotations
 import inspect
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import torch
 import torch.distributed as dist
@@ -245,7 +245,7 @@ class StageModule(torch.nn.Module):
                                           recomputed=plan.stages[s].recomputed)
         self.blocks = torch.nn.ModuleList(plan.model.blocks[plan.stage_range[s][0]:
                                                             plan.stage_range[s][1] + 1])
-        self.model, self.s, self.rank = plan.model, s, rank
+        self.s, self.rank = s, rank  # (the whole model is no submodule: FSDP would shard it)
         self.received = layout.boundary(s - 1) if s > 0 else []
         self.imported = layout.imports(s)
         self.exported = layout.exports(s)
@@ -353,12 +353,16 @@ def group_rank_of_device(plan: Plan, replica: int) -> list[int]:
 def stage_meta(plan: Plan, shapes: comm.Shapes, layout: Layout, s: int, device: Any
                ) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]:
     """(input_args, output_args) of stage s as meta tensors, so PipelineStage skips its
-    shape inference (which would run a stage before the cache holds its imports)."""
+    shape inference (which would run a stage before the cache holds its imports). A
+    floating-point value between stages requires grad: PipelineStage (PyTorch 2.13) gives a
+    received activation `requires_grad` from its meta tensor, and without it no gradient would
+    go back."""
     stage_last = [last for _, last in plan.stage_range]
 
     def meta(key: tuple[str, Any]) -> torch.Tensor:
         shape, dtype = shapes.of(key, stage_last)
-        return torch.empty(shape, dtype=dtype, device="meta")
+        return torch.empty(shape, dtype=dtype, device="meta",
+                           requires_grad=dtype.is_floating_point)
 
     if s == 0:
         batch = plan.model.make_batch(plan.microbatch_size, seed=0, device=device)
@@ -372,10 +376,14 @@ def stage_meta(plan: Plan, shapes: comm.Shapes, layout: Layout, s: int, device: 
 
 
 def build(plan: Plan, csv_path: str, rank: int, device: Any,
-          pipeline_group: Any = None) -> RankPipeline:
+          pipeline_group: Any = None, shard: Callable[[StageModule], None] | None = None
+          ) -> RankPipeline:
     """The stages of `rank`'s pipeline device and `_PipelineScheduleRuntime` loaded from
     `csv_path` (`pulse-plan export PLAN --format torch-csv`). The process group must be up;
-    `pipeline_group` is this rank's pipeline group (None: the default group, dp 1)."""
+    `pipeline_group` is this rank's pipeline group (None: the default group, dp 1). `shard`,
+    when given, is applied to every stage module before PipelineStage wraps it (ZeRO-2/3:
+    sharding.shard_stage; PipelineStage and the runtime then drive FSDP themselves: no
+    gradient sync per microbatch, UNSHARD/RESHARD and one REDUCE_GRAD per stage)."""
     schedules = require_pipelining()
     from torch.distributed.pipelining import PipelineStage
     info = plan.rank_info(rank)
@@ -393,6 +401,8 @@ def build(plan: Plan, csv_path: str, rank: int, device: Any,
     modules, stages = {}, []
     for s in plan.stages_on(info.pipeline_device):
         modules[s] = StageModule(plan, layout, s, ctx).to(device)
+        if shard is not None:
+            shard(modules[s])
         inputs, outputs = stage_meta(plan, shapes, layout, s, device)
         extra = {"input_args": inputs, "output_args": outputs} if hints else {}
         stage = stage_class(modules[s], s, len(plan.stages), device, group=pipeline_group,

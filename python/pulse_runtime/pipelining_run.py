@@ -15,7 +15,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from . import blocklist, optim
+from . import blocklist, optim, sharding
 from .pipelining import RankPipeline, build, require_pipelining
 from .runner import RunError, RunOptions, start_rank
 
@@ -49,14 +49,20 @@ def run_rank(opts: PipeliningOptions, rank: int, world_size: int,
     """One rank: build, train `opts.run.iterations` iterations, write rank<R>.pt."""
     require_pipelining()
     run = opts.run
-    if run.dtype not in ("float32", "float64"):
-        raise RunError(f"--dtype {run.dtype}: the pipelining adapter runs in the model's dtype "
-                       f"(float32 or float64); pulse-run trains in mixed precision")
     device, p = start_rank(run, rank, world_size, init_method)
+    if p.precision.name not in ("fp32", "fp64"):
+        raise RunError(f"precision {p.precision.name}: the pipelining adapter runs fp32 or fp64 "
+                       f"(the model's dtype); pulse-run runs the others")
     pipeline_group, dp_group, dp_size = process_groups(p.plan, rank)
-    pipe = build(p.plan, opts.csv, rank, device, pipeline_group)
+    shard = None
+    if p.zero >= 2 and dp_size > 1:
+        mesh = sharding.mesh_of(dp_group, device.type)
+
+        def shard(module: Any) -> None:
+            sharding.shard_stage(module, module.blocks, mesh, p.zero, p.precision)
+    pipe = build(p.plan, opts.csv, rank, device, pipeline_group, shard)
     optimizer = optim.Optimizer(pipe.parameters(), dp_group, dp_size,
-                                optim.Config(run.optimizer, run.lr, run.momentum))
+                                optim.Config(run.optimizer, run.lr, run.momentum, p.zero))
     record = train(run, pipe, optimizer, device)
     if run.out:
         write_rank_file(run.out, rank, pipe, optimizer, record)
@@ -76,7 +82,7 @@ def train(run: RunOptions, pipe: RankPipeline, optimizer: optim.Optimizer,
         start = time.perf_counter()
         loss = pipe.step(batch)
         optimizer.reduce_gradients()
-        record["grads"] = {n: p.grad.detach().cpu().clone() for n, p in named(pipe)}
+        record["grads"] = {n: p.grad.detach().clone() for n, p in named(pipe)}
         optimizer.step()
         record["iteration_s"].append(time.perf_counter() - start)
         record["losses"].append(loss)
@@ -96,8 +102,14 @@ def named(pipe: RankPipeline) -> list[tuple[str, torch.nn.Parameter]]:
 def write_rank_file(out: str, rank: int, pipe: RankPipeline, optimizer: optim.Optimizer,
                     record: dict[str, Any]) -> None:
     os.makedirs(out, exist_ok=True)
+    held = {"params": sharding.storage_bytes(pipe.parameters()),
+            "grads": sharding.storage_bytes(p.grad for p in pipe.parameters()),
+            "optimizer": optimizer.state_bytes}
+    # Under FSDP gathered whole (collective over each data-parallel group, same order).
+    grads = {n: sharding.full(g).cpu() for n, g in record["grads"].items()}
+    params = {n: sharding.full(p.detach()).cpu() for n, p in named(pipe)}
     torch.save({"rank": rank, "replica": pipe.replica, "group_rank": pipe.group_rank,
                 "stages": sorted(pipe.modules), "losses": record["losses"],
-                "iteration_s": record["iteration_s"], "grads": record["grads"],
-                "params": {n: p.detach().cpu() for n, p in named(pipe)}},
+                "iteration_s": record["iteration_s"], "grads": grads, "params": params,
+                "zero": optimizer.zero, "held_bytes": held},
                os.path.join(out, f"rank{rank}.pt"))

@@ -6,6 +6,10 @@ knows about a model: plan.py binds a PlanDoc to one (layer ranges, messages), an
 PyTorch-pipelining adapter (pipelining.py) reads the same records.
 
 Optional keys, read when present:
+- `options.memory.precision`: the training regime the plan was made for (precision.py's
+  names; absent: `mixed`, the planner's default); an unknown name is a PlanError;
+- `predicted.devices[].memory`: the training state each pipeline device holds by the plan
+  (weights, gradients, optimizer bytes), which the summary puts beside what a rank held;
 - `stages[].recomputed`: the stage's layers that `plan --recompute` re-runs in backward, by
   name (absent: none); the runtimes run each under torch.utils.checkpoint;
 - `transfers[].carried`: the carried tensors a main transfer moves, by name. Plans written
@@ -21,6 +25,8 @@ from typing import Any, Callable, TypeVar
 
 SCHEMA = "pulse.plan/v1"
 OPS = ("F", "B", "I", "W")
+SIDES = ("encoder", "decoder", "chain", "")  # the stage kinds the runtimes execute
+PRECISIONS = ("mixed", "fp16-mixed", "bf16", "fp32", "fp64")  # precision.PRECISIONS
 
 T = TypeVar("T")
 
@@ -111,6 +117,9 @@ class RankMap:
 class DevicePrediction:
     device: int
     compute_s: float
+    weights_bytes: int = 0      # the training state the plan gives the device (per replica)
+    gradients_bytes: int = 0
+    optimizer_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -135,6 +144,8 @@ class PlanDoc:
     schedule: dict[int, tuple[OpSpec, ...]]  # pipeline device -> its ops in order
     rank_map: RankMap
     predicted: Prediction
+    precision: str = "mixed"
+    recompute: str = "none"
 
     @property
     def stage_device(self) -> list[int]:
@@ -221,7 +232,17 @@ def read_plan(path: str) -> PlanDoc:
         transfers=tuple(r.items(raw, "transfers", "$", lambda n, w: _transfer(r, n, w))),
         schedule=_schedule(r, raw),
         rank_map=_rank_map(r, r.get(raw, "rank_map", dict, "$"), "$.rank_map"),
-        predicted=_prediction(r, r.get(raw, "predicted", dict, "$"), "$.predicted"))
+        predicted=_prediction(r, r.get(raw, "predicted", dict, "$"), "$.predicted"),
+        precision=_precision(r, memory),
+        recompute=r.get(options, "recompute", str, "$.options", "none"))
+
+
+def _precision(r: _Reader, memory: dict) -> str:
+    name = r.get(memory, "precision", str, "$.options.memory", "mixed")
+    if name not in PRECISIONS:
+        raise PlanError(f"{r.path}: $.options.memory.precision: expected one of "
+                        f"{list(PRECISIONS)}, got {name!r}")
+    return name
 
 
 def _parallelism(r: _Reader, node: dict, where: str) -> Parallelism:
@@ -238,8 +259,12 @@ def _stage(r: _Reader, node: Any, where: str) -> StageSpec:
     if strays:
         raise PlanError(f"{r.path}: {where}.recomputed: expected layers of the stage "
                         f"({', '.join(layers)}), got {strays[0]!r}")
+    side = r.get(node, "side", str, where, "")
+    if side not in SIDES:
+        raise PlanError(f"{r.path}: {where}.side: a {side!r} stage, which the runtimes do not "
+                        f"execute (they run {', '.join(SIDES[:-1])} stages)")
     return StageSpec(r.get(node, "id", int, where), r.get(node, "device", int, where),
-                     r.get(node, "side", str, where, ""), tuple(layers),
+                     side, tuple(layers),
                      r.get(node, "forward_s", float, where, 0.0),
                      r.get(node, "backward_s", float, where, 0.0), tuple(recomputed))
 
@@ -301,8 +326,16 @@ def _rank_map(r: _Reader, node: dict, where: str) -> RankMap:
 
 
 def _prediction(r: _Reader, node: dict, where: str) -> Prediction:
-    devices = tuple(DevicePrediction(r.get(d, "device", int, w), r.get(d, "compute_s", float, w))
+    devices = tuple(_device_prediction(r, d, w)
                     for w, d in ((f"{where}.devices[{i}]", d)
                                  for i, d in enumerate(r.get(node, "devices", list, where, []))))
     return Prediction(r.get(node, "iteration_s", float, where),
                       r.get(node, "pipeline_makespan_s", float, where, 0.0), devices)
+
+
+def _device_prediction(r: _Reader, node: Any, where: str) -> DevicePrediction:
+    memory = r.get(node, "memory", dict, where, {})
+    state = (r.get(memory, k, int, f"{where}.memory", 0)
+             for k in ("weights", "gradients", "optimizer"))
+    return DevicePrediction(r.get(node, "device", int, where),
+                            r.get(node, "compute_s", float, where), *state)

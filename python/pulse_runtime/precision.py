@@ -1,9 +1,16 @@
-"""Numeric precision of a run: plain (float32, float64) or mixed (bfloat16, float16).
+"""Numeric precision of a run, under the names the planner uses (`plan --precision`, the plan's
+`options.memory.precision`, include/pulse/cost/memory.hpp) and pulse-profile measures:
 
-Mixed precision is what the planner assumes trainers do: parameters, gradients and optimizer
-state stay float32 (the master weights), the stages' forward runs under `torch.autocast` in
-the low-precision dtype, every floating-point value that crosses a stage boundary is sent in
-that dtype, and float16 adds dynamic loss scaling (optim.LossScaler).
+| name | weights, gradients, optimizer state | compute | values between stages |
+|---|---|---|---|
+| `fp32`, `fp64` | that dtype | that dtype | that dtype |
+| `bf16` (pure bf16) | bfloat16 (Adam's moments too) | bfloat16 | bfloat16 |
+| `mixed` (alias `bf16-mixed`) | float32 (the master weights) | `torch.autocast` to bfloat16 | bfloat16 |
+| `fp16-mixed` | float32 | autocast to float16, dynamic loss scaling | float16 |
+
+The old `--dtype` spellings stay: float32 = fp32, float64 = fp64, bfloat16 = mixed (what
+`--dtype bfloat16` always ran), float16 = fp16-mixed. Under FSDP (ZeRO-2/3, sharding.py) the
+mixed regimes also gather their weights in the low precision (`MixedPrecisionPolicy`).
 """
 
 from __future__ import annotations
@@ -15,14 +22,29 @@ from typing import Any, ContextManager
 
 import torch
 
-PLAIN = ("float32", "float64")
-MIXED = ("bfloat16", "float16")
-DTYPES = PLAIN + MIXED
+# name -> (parameter dtype, autocast dtype or None)
+PRECISIONS = {"fp32": ("float32", None), "fp64": ("float64", None),
+              "bf16": ("bfloat16", None), "mixed": ("float32", "bfloat16"),
+              "fp16-mixed": ("float32", "float16")}
+ALIASES = {"bf16-mixed": "mixed", "float32": "fp32", "float64": "fp64", "bfloat16": "mixed",
+           "float16": "fp16-mixed"}
+NAMES = tuple(PRECISIONS) + ("bf16-mixed",)
+DTYPES = ("float32", "float64", "bfloat16", "float16")  # --dtype, the older spelling
+DEFAULT_PLAN_PRECISION = "mixed"  # a plan without options.memory.precision (the planner's)
+
+
+def canonical(name: str) -> str:
+    """The precision `name` (or an alias) stands for; ValueError naming the choices."""
+    name = ALIASES.get(name, name)
+    if name not in PRECISIONS:
+        raise ValueError(f"precision {name!r}: expected one of {list(NAMES)} (or --dtype "
+                         f"{'/'.join(DTYPES)})")
+    return name
 
 
 @dataclass(frozen=True)
 class Precision:
-    name: str                          # one of DTYPES
+    name: str                          # one of PRECISIONS
     param_dtype: torch.dtype           # parameters, gradients, optimizer state
     compute_dtype: torch.dtype | None  # autocast's dtype; None: no autocast
     device_type: str                   # "cpu" or "cuda"
@@ -47,8 +69,8 @@ class Precision:
 
 
 def autocast_works(device_type: str, dtype: torch.dtype) -> bool:
-    """Whether this PyTorch autocasts a matrix product to `dtype` on `device_type` (PyTorch
-    1.13's CPU autocast knows only bfloat16, and silently disables itself otherwise)."""
+    """Whether this PyTorch autocasts a matrix product to `dtype` on `device_type` (an
+    autocast that does not know a dtype disables itself with a warning)."""
     device = "cuda" if device_type == "cuda" else "cpu"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -61,15 +83,14 @@ def autocast_works(device_type: str, dtype: torch.dtype) -> bool:
 
 
 def precision(name: str, device_type: str) -> Precision:
-    """The Precision called `name` on `device_type`; ValueError (naming what would work)
-    when this PyTorch cannot autocast to it there."""
-    if name not in DTYPES:
-        raise ValueError(f"--dtype {name}: expected one of {list(DTYPES)}")
-    if name in PLAIN:
-        return Precision(name, getattr(torch, name), None, device_type)
-    compute = getattr(torch, name)
-    if not autocast_works(device_type, compute):
-        raise ValueError(f"--dtype {name}: PyTorch {torch.__version__} cannot autocast to "
-                         f"{name} on {device_type.upper()} (CPU autocast in PyTorch 1.13 knows "
-                         f"only bfloat16; float16 needs CUDA or a newer PyTorch)")
-    return Precision(name, torch.float32, compute, device_type)
+    """The Precision called `name` (or an alias) on `device_type`; ValueError (naming what
+    would work) when this PyTorch cannot autocast to it there."""
+    name = canonical(name)
+    param, compute = PRECISIONS[name]
+    if compute is None:
+        return Precision(name, getattr(torch, param), None, device_type)
+    compute_dtype = getattr(torch, compute)
+    if not autocast_works(device_type, compute_dtype):
+        raise ValueError(f"precision {name}: PyTorch {torch.__version__} cannot autocast to "
+                         f"{compute} on {device_type.upper()}")
+    return Precision(name, getattr(torch, param), compute_dtype, device_type)

@@ -41,11 +41,21 @@ from typing import Any, Optional
 import torch
 
 from . import blocklist, models
+from .precision import DTYPES as DTYPE_SPELLINGS, NAMES, Precision, canonical, precision
 from .profilechecks import check_lines, method_lines, small_batch_findings, step_findings
 from .steptimer import Clock, Row, account, attributed_step, plain_step, time_plain_step
 
-DTYPES = {"float32": (torch.float32, "fp32"), "float64": (torch.float64, "fp64"),
-          "bfloat16": (torch.bfloat16, "bf16"), "float16": (torch.float16, "fp16")}
+# What each precision (precision.py's names, the planner's) measures: the regime line.
+REGIMES = {
+    "fp32": "pure fp32 (weights, activations and gradients in float32; no autocast)",
+    "fp64": "pure fp64 (weights, activations and gradients in float64; no autocast)",
+    "bf16": "pure bf16 (weights, activations and gradients in bfloat16; no autocast, no fp32 "
+            "master copy)",
+    "mixed": "mixed bf16 (float32 weights and gradients, the forward under torch.autocast to "
+             "bfloat16; tensors between blocks counted in bfloat16, as pulse-run sends them)",
+    "fp16-mixed": "mixed fp16 (float32 weights and gradients, the forward under "
+                  "torch.autocast to float16; tensors between blocks counted in float16, as "
+                  "pulse-run sends them; no loss scaling in the timed steps)"}
 
 def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="pulse-profile", description=__doc__.split("\n\n")[0])
@@ -71,7 +81,12 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
                    "(default 0.25)")
     p.add_argument("--strict", action="store_true",
                    help="refuse (exit 1, write nothing) instead of flagging a block or a size")
-    p.add_argument("--dtype", choices=sorted(DTYPES), default="float32")
+    p.add_argument("--precision", choices=NAMES,
+                   help="the training regime measured, named as plan --precision and pulse-run "
+                   "name it (default fp32)")
+    p.add_argument("--dtype", choices=DTYPE_SPELLINGS,
+                   help="the older spelling, as pulse-run reads it: float32 = fp32, float64 = "
+                   "fp64, bfloat16 = mixed, float16 = fp16-mixed (pure bf16: --precision bf16)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--device-type", help="device type name in the profile (default: CPU, "
                    "or the CUDA device name)")
@@ -85,6 +100,9 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
     p.add_argument("--name", help="profile name (default: from the model file name)")
     p.add_argument("-o", "--output", help="write here instead of stdout")
     args = p.parse_args(argv)
+    if args.precision and args.dtype:
+        p.error("--precision and --dtype name the same thing: give one")
+    args.precision = canonical(args.precision or args.dtype or "fp32")
     args.sizes = [int(s) for s in args.sizes.split(",")]
     if any(b < 1 for b in args.sizes) or args.sizes != sorted(set(args.sizes)):
         p.error("--sizes must be strictly increasing positive integers")
@@ -133,10 +151,13 @@ def device_description(device: torch.device) -> tuple[str, str]:
 class SizeRun:
     """One microbatch size: its batch, the bytes of one forward, and its timed steps."""
 
-    def __init__(self, model: Any, size: int, seed: int, device: torch.device) -> None:
-        self.size = size
+    def __init__(self, model: Any, size: int, seed: int, device: torch.device,
+                 prec: Precision | None = None) -> None:
+        prec = prec or precision("fp32", device.type)
+        self.size, self.prec = size, prec
         self.batch = model.make_batch(size, seed=seed + size, device=device)
-        self.bytes = account(model, self.batch)
+        with prec.autocast():
+            self.bytes = account(model, self.batch, prec.comm_dtype)
         self.forward: list[list[float]] = [[] for _ in model.blocks]
         self.backward: list[list[float]] = [[] for _ in model.blocks]
         self.plain: list[float] = []      # whole steps without stamps or hooks
@@ -145,10 +166,11 @@ class SizeRun:
     def run(self, model: Any, clock: Clock, keep: bool) -> None:
         """A plain step and a stamped one, adjacent, their order alternating."""
         plain_first = len(self.plain) % 2 == 0
-        plain = time_plain_step(model, self.batch, self.size, clock) if plain_first else 0.0
-        fwd, bwd = attributed_step(model, self.batch, self.size, clock)
-        if not plain_first:
-            plain = time_plain_step(model, self.batch, self.size, clock)
+        with self.prec.autocast():  # the regime measured (mixed: the forward under autocast)
+            plain = time_plain_step(model, self.batch, self.size, clock) if plain_first else 0.0
+            fwd, bwd = attributed_step(model, self.batch, self.size, clock)
+            if not plain_first:
+                plain = time_plain_step(model, self.batch, self.size, clock)
         if keep:
             self.plain.append(plain)
             self.stamped.append(sum(fwd) + sum(bwd))
@@ -208,7 +230,8 @@ def rotation(sizes: list[int], k: int) -> list[int]:
 def measure_all(model: Any, args: argparse.Namespace, device: torch.device,
                 clock: Clock) -> dict[int, SizeRun]:
     """Warm every size up, then time the sizes interleaved."""
-    runs = {b: SizeRun(model, b, args.seed, device) for b in args.sizes}
+    prec = precision(args.precision, device.type)
+    runs = {b: SizeRun(model, b, args.seed, device, prec) for b in args.sizes}
     for _ in range(max(args.warmup, 1)):
         for b in args.sizes:
             runs[b].run(model, clock, keep=False)
@@ -225,19 +248,21 @@ def measure_all(model: Any, args: argparse.Namespace, device: torch.device,
 
 # --- concurrent load ---------------------------------------------------------------------------
 
-def _contender(model_spec: str, dtype_name: str, device_name: str, threads: int, seed: int,
+def _contender(model_spec: str, precision_name: str, device_name: str, threads: int, seed: int,
                sizes: list[int], ready: Any, stop: Any) -> None:
     """A rank's worth of load: the whole training step, over and over, until told to stop."""
     blocklist.keep_freed_memory()
     torch.set_num_threads(threads)
     device = torch.device(device_name)
-    model = models.load(model_spec, seed=seed, dtype=DTYPES[dtype_name][0]).to(device)
+    prec = precision(precision_name, device.type)
+    model = models.load(model_spec, seed=seed, dtype=prec.param_dtype).to(device)
     model.train()
     batches = [model.make_batch(b, seed=seed + b, device=device) for b in sizes]
     ready.set()
     k = 0
     while not stop.is_set():
-        plain_step(model, batches[k % len(sizes)], sizes[k % len(sizes)])
+        with prec.autocast():
+            plain_step(model, batches[k % len(sizes)], sizes[k % len(sizes)])
         model.zero_grad(set_to_none=True)
         k += 1
 
@@ -256,7 +281,7 @@ class Contention:
         for n in range(args.concurrent - 1):
             ready = ctx.Event()
             proc = ctx.Process(target=_contender, daemon=True,
-                               args=(args.model, args.dtype, str(device), args.threads,
+                               args=(args.model, args.precision, str(device), args.threads,
                                      args.seed + 1000 * (n + 1), args.sizes, ready, self.stop))
             proc.start()
             self.procs.append(proc)
@@ -341,12 +366,9 @@ def build_profile(model: Any, by_size: dict[int, list[Row]], args: argparse.Name
 REGIME_LINE = "Regime"
 
 
-def regime(dtype_name: str) -> str:
-    label = DTYPES[dtype_name][1]
-    master = ", no fp32 master copy" if label in ("bf16", "fp16") else ""
-    return (f"{REGIME_LINE}: pure {label} (weights, activations and gradients in {dtype_name}; "
-            f"no autocast{master}), eager (the profiler compiles nothing: no torch.compile, "
-            f"no CUDA graphs).")
+def regime(precision_name: str) -> str:
+    return (f"{REGIME_LINE}: {REGIMES[precision_name]}, precision {precision_name}; eager (the "
+            f"profiler compiles nothing: no torch.compile, no CUDA graphs).")
 
 
 def clock_name(args: argparse.Namespace, device_desc: tuple[str, str]) -> str:
@@ -366,12 +388,12 @@ def provenance(args: argparse.Namespace, device_desc: tuple[str, str], summaries
         "source": (f"pulse-profile --model {args.model} on host "
                    f"{platform.node()} ({device_desc[0]}: {device_desc[1]}), PyTorch "
                    f"{torch.__version__}, Python {platform.python_version()}, dtype "
-                   f"{args.dtype}, seed {args.seed}; every size warmed up with "
+                   f"precision {args.precision}, seed {args.seed}; every size warmed up with "
                    f"{max(args.warmup, 1)} step(s), then the median of {args.repeats} "
                    f"stamped steps per size (each beside a plain step) with the sizes "
                    f"interleaved, timed on {clock_name(args, device_desc)}; measured {alone}"),
         "generator": "pulse-profile (python/pulse_runtime/profiler.py)",
-        "assumptions": [regime(args.dtype)] + method_lines()
+        "assumptions": [regime(args.precision)] + method_lines()
         + check_lines(args, summaries, findings),
     }
 
@@ -395,7 +417,7 @@ def run_profile(model: Any, args: argparse.Namespace,
             print(f"pulse-profile: {check} check: {line}", file=sys.stderr)
     findings = (per_sample, inversions, steps, stamps)
     prov = provenance(args, (kind, desc), summaries, findings)
-    profile = build_profile(model, by_size, args, device_type, prov, DTYPES[args.dtype][1])
+    profile = build_profile(model, by_size, args, device_type, prov, args.precision)
     return profile, summaries, sum(len(f) for f in findings)
 
 
@@ -412,7 +434,8 @@ def main(argv: Optional[list[str]] = None) -> None:
     torch.set_num_threads(args.threads)
     device = pick_device(args.device)
     try:
-        model = models.load(args.model, seed=args.seed, dtype=DTYPES[args.dtype][0]).to(device)
+        prec = precision(args.precision, device.type)
+        model = models.load(args.model, seed=args.seed, dtype=prec.param_dtype).to(device)
     except (ValueError, TypeError, OSError) as e:
         raise SystemExit(f"pulse-profile: {e}") from None
     model.train()

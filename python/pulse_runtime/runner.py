@@ -18,12 +18,13 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from . import blocklist, checkpoint, comm, models, optim
+from . import blocklist, checkpoint, comm, models, optim, sharding
 from .plan import Plan, PlanError
-from .precision import DTYPES, Precision, precision as make_precision
+from .plan_doc import PlanDoc, read_plan
+from .precision import DTYPES, NAMES, Precision, canonical, precision as make_precision
 from .summary import summarize
 
-__all__ = ["DTYPES", "RunError", "RunOptions", "launch_all", "prepare", "run_rank",
+__all__ = ["DTYPES", "NAMES", "RunError", "RunOptions", "launch_all", "prepare", "run_rank",
            "summarize"]
 
 
@@ -37,11 +38,13 @@ class RunOptions:
     plan: str
     model: str
     iterations: int = 1
-    dtype: str = "float32"
+    precision: str | None = None    # precision.py's names; None: --dtype, else the plan's
+    dtype: str | None = None        # the older spelling (float32, float64, bfloat16, float16)
+    force_precision: bool = False   # run another precision than the plan's, with a warning
     optimizer: str = "sgd"
     lr: float = 0.1
     momentum: float = 0.0
-    zero: str = "plan"              # "plan", "0" or "1"
+    zero: str = "plan"              # "plan", or the ZeRO stage 0-3 to run instead
     seed: int = 0
     threads: int = 1
     device: str = "auto"            # auto | cpu | cuda
@@ -62,6 +65,8 @@ class Prepared:
     plan: Plan
     shapes: comm.Shapes
     precision: Precision
+    zero: int                 # the ZeRO stage that runs
+    notes: list[str]          # what runs otherwise than the plan says (--zero, --force-precision)
 
 
 def device_type(opts: RunOptions) -> str:
@@ -74,28 +79,70 @@ def device_type(opts: RunOptions) -> str:
     return opts.device
 
 
+def run_precision(opts: RunOptions, doc: PlanDoc) -> tuple[str, list[str]]:
+    """The precision that runs: the plan's (`options.memory.precision`), or the one asked for
+    (--precision, --dtype) when it is the plan's too; another is refused (RunError naming
+    both) unless --force-precision, which runs it with a warning."""
+    asked = opts.precision or opts.dtype
+    if asked is None:
+        return doc.precision, []
+    flag = f"--precision {opts.precision}" if opts.precision else f"--dtype {opts.dtype}"
+    try:
+        name = canonical(asked)
+    except ValueError as e:
+        raise RunError(f"{flag}: {e}") from None
+    if name == doc.precision:
+        return name, []
+    if not opts.force_precision:
+        raise RunError(f"{doc.path}: the plan is made for precision {doc.precision} "
+                       f"($.options.memory.precision), this run asks for {name} ({flag}); plan "
+                       f"with --precision {name}, or pass --force-precision to run it anyway")
+    return name, [f"running precision {name} on a plan made for {doc.precision} "
+                  f"(--force-precision): the plan's memory and time figures are not this run's"]
+
+
+def run_zero(opts: RunOptions, doc: PlanDoc) -> tuple[int, list[str]]:
+    """The ZeRO stage that runs: the plan's, or --zero's with a warning."""
+    if opts.zero == "plan" or int(opts.zero) == doc.zero_stage:
+        return doc.zero_stage, []
+    zero = int(opts.zero)
+    return zero, [f"running ZeRO-{zero}, the plan says ZeRO-{doc.zero_stage} (--zero {zero}): "
+                  f"the plan's memory figures are not this run's"]
+
+
 def prepare(opts: RunOptions, torch_device: Any = None) -> Prepared:
-    """Model, plan and tensor shapes, checked against each other; RunError if they differ."""
+    """Model, plan and tensor shapes, checked against each other, and the modes that run;
+    RunError if they differ or a mode cannot run here."""
     import torch
     try:
-        prec = make_precision(opts.dtype, device_type(opts))
+        doc = read_plan(opts.plan)
+        name, notes = run_precision(opts, doc)
+        zero, zero_notes = run_zero(opts, doc)
+        if zero >= 2:
+            sharding.require_fully_shard(zero)
+            if zero >= 3 and doc.split_backward:
+                raise RunError(f"{doc.path}: ZeRO-3 with a split backward (I/W ops, "
+                               f"$.options.split_backward) is a mode pulse-run does not run "
+                               f"(its W ops missed gradients under FSDP's resharding); plan "
+                               f"with --zero 2 or without --split-backward")
+            if opts.checkpoint_dir:
+                raise RunError(f"--checkpoint-dir: pulse-run writes no checkpoints of "
+                               f"FSDP-sharded state (ZeRO-{zero}); train without it, or with "
+                               f"--zero 1 or 0")
+        prec = make_precision(name, device_type(opts))
         model = models.load(opts.model, seed=opts.seed, dtype=prec.param_dtype)
     except (ValueError, TypeError, OSError) as e:
         raise RunError(str(e)) from None
     device = torch_device or torch.device("cpu")
     model.to(device)
     try:
-        plan = Plan.load(opts.plan, model)
+        plan = Plan(doc, model)
         shapes = comm.Shapes(model, plan.microbatch_size, device, prec.comm_dtype,
                              prec.autocast)
-        plan.check_bytes(shapes, opts.dtype)
+        plan.check_bytes(shapes, prec.name)
     except (PlanError, OSError) as e:
         raise RunError(str(e)) from None
-    return Prepared(model, plan, shapes, prec)
-
-
-def zero_enabled(opts: RunOptions, plan: Plan) -> bool:
-    return plan.zero_stage >= 1 if opts.zero == "plan" else opts.zero == "1"
+    return Prepared(model, plan, shapes, prec, zero, notes + zero_notes)
 
 
 def torch_device_of(opts: RunOptions, rank: int) -> Any:
@@ -136,8 +183,10 @@ def run_rank(opts: RunOptions, rank: int, world_size: int | None = None,
 
     torch_device, p = start_rank(opts, rank, world_size, init_method)
     from .worker import Worker
-    config = optim.Config(opts.optimizer, opts.lr, opts.momentum, zero_enabled(opts, p.plan))
+    config = optim.Config(opts.optimizer, opts.lr, opts.momentum, p.zero)
     w = Worker(p.plan, p.model, rank, torch_device, config, p.shapes, p.precision)
+    if rank == 0 and not opts.quiet:
+        print(f"pulse-run: runs {describe(executed(w, p.plan))}", file=sys.stderr, flush=True)
     start = resume(opts, w, p.plan, rank) if opts.checkpoint_dir else 0
     record: dict[str, Any] = {"losses": [], "iteration_s": [], "traces": [], "messages": 0}
     batches = data_batches(opts, p.model, p.plan.global_batch, torch_device, start)
@@ -205,8 +254,9 @@ def checked_batch(hook: str, index: int, batch: Any, global_batch: int,
 
 def run_identity(opts: RunOptions, plan: Plan) -> dict[str, Any]:
     """What a checkpoint must agree on with the run that resumes from it."""
-    return {"plan_sha256": plan.sha256, "world_size": plan.world_size, "dtype": opts.dtype,
-            "optimizer_kind": opts.optimizer, "seed": opts.seed}
+    return {"plan_sha256": plan.sha256, "world_size": plan.world_size,
+            "precision": run_precision(opts, plan.doc)[0], "optimizer_kind": opts.optimizer,
+            "seed": opts.seed}
 
 
 def resume(opts: RunOptions, w: Any, plan: Plan, rank: int) -> int:
@@ -245,17 +295,40 @@ def write_rank_file(opts: RunOptions, w: Any, record: dict[str, Any], rank: int,
                     start: int) -> None:
     import torch
     assert opts.out is not None
+    held = w.held_bytes()  # before the gathers below (which hold whole copies for a moment)
+    # Under FSDP the gradients and parameters are gathered whole (collective over each data-
+    # parallel group; every replica of a device writes the same names in the same order).
     result = {"rank": rank, "device": w.device, "replica": w.replica, "first_iteration": start,
               "losses": record["losses"], "iteration_s": record["iteration_s"],
               "bytes": dict(w.comm.bytes), "messages": record["messages"],
               "traces": record["traces"], "stages": sorted(w.stages),
-              "grads": {n: g.cpu() for n, g in getattr(w, "grads", {}).items()},
-              "params": {n: p.detach().cpu() for n, p in w.named.items()},
+              "grads": {n: sharding.full(g).cpu() for n, g in getattr(w, "grads", {}).items()},
+              "params": {n: sharding.full(p.detach()).cpu() for n, p in w.named.items()},
               "optimizer_state_numel": w.optimizer.state_numel,
               "zero": w.optimizer.zero, "loss_scale": w.scaler.scale,
-              "skipped_steps": w.scaler.skipped}
+              "skipped_steps": w.scaler.skipped, "held_bytes": held,
+              "executed": executed(w, w.plan)}
     os.makedirs(opts.out, exist_ok=True)
     torch.save(result, os.path.join(opts.out, f"rank{rank}.pt"))
+
+
+def executed(w: Any, plan: Plan) -> dict[str, Any]:
+    """The modes this rank runs: ZeRO stage and how, precision, recomputed layers."""
+    zero = w.optimizer.zero
+    how = ("FSDP fully_shard" if w.sharded else "ZeroRedundancyOptimizer" if zero == 1
+           else "all-reduce")
+    return {"zero_stage": zero, "plan_zero_stage": plan.zero_stage, "sharding": how,
+            "replicas": w.optimizer.dp_size, "precision": w.precision.name,
+            "plan_precision": plan.doc.precision,
+            "recomputed": {str(s): list(plan.stages[s].recomputed) for s in sorted(w.stages)
+                           if plan.stages[s].recomputed}}
+
+
+def describe(e: dict[str, Any]) -> str:
+    """One line: what runs (executed())."""
+    layers = sum(len(v) for v in e["recomputed"].values())
+    return (f"ZeRO-{e['zero_stage']} ({e['sharding']} over {e['replicas']} replica(s)), "
+            f"precision {e['precision']}, {layers} recomputed layer(s) on this rank")
 
 
 # --- every rank on this host -----------------------------------------------------------------
@@ -286,9 +359,12 @@ def launch_all(opts: RunOptions) -> None:
         par = p.plan.doc.parallelism
         print(f"pulse-run: {os.path.basename(opts.plan)} ({p.plan.doc.strategy}, "
               f"pp {par.pp} x dp {par.dp}, {par.num_stages} stages, {par.num_microbatches} "
-              f"microbatches of {par.microbatch_size}, {opts.dtype}) on {world} processes of "
+              f"microbatches of {par.microbatch_size}, precision {p.precision.name}, ZeRO-{p.zero})"
+              f" on {world} processes of "
               f"this host ({'NCCL, one GPU each' if cuda else 'gloo'})",
               file=sys.stderr, flush=True)
+    for note in [] if opts.quiet else p.notes:
+        print(f"pulse-run: warning: {note}", file=sys.stderr, flush=True)
     ctx = multiprocessing.get_context("spawn" if cuda else "fork")
     procs = []
     for r in range(world):
@@ -300,7 +376,7 @@ def launch_all(opts: RunOptions) -> None:
     if failed:
         raise SystemExit(f"pulse-run: rank(s) {failed} failed or timed out")
     if opts.out:
-        summary = summarize(opts.out, world, p.plan.doc)
+        summary = summarize(opts.out, world, p.plan.doc, p.notes)
         with open(os.path.join(opts.out, "summary.json"), "w") as f:
             json.dump(summary, f, indent=2)
             f.write("\n")

@@ -177,9 +177,16 @@ class SavedBytes:
         self.held.clear()
 
 
-def account(model: Any, batch: Batch) -> list[Row]:
+def account(model: Any, batch: Batch, cross_dtype: torch.dtype | None = None) -> list[Row]:
     """Bytes of one untimed forward: saved per block, the main-path output, the skips and
-    the carried tensors each block makes (carried tensors of the batch on block 0)."""
+    the carried tensors each block makes (carried tensors of the batch on block 0). With
+    `cross_dtype` (mixed precision), a floating-point tensor that crosses blocks counts in
+    it, as the runtime sends it."""
+    def crossing(t: torch.Tensor) -> int:
+        if cross_dtype is not None and t.is_floating_point():
+            return t.numel() * torch.empty((), dtype=cross_dtype).element_size()
+        return blocklist.tensor_bytes(t)
+
     saved = SavedBytes(model)
     skip_out: dict[str, list[str]] = {}
     for s in model.skips:
@@ -189,15 +196,14 @@ def account(model: Any, batch: Batch) -> list[Row]:
 
     def after_block(i: int, h: torch.Tensor, produced: dict) -> None:
         name = model.block_names[i]
-        rows.append({"output": blocklist.tensor_bytes(h),
-                     "skips": {k: blocklist.tensor_bytes(h) for k in skip_out.get(name, ())},
-                     "carried": {k: blocklist.tensor_bytes(v) for k, v in produced.items()
-                                 if k in carried}})
+        rows.append({"output": crossing(h),
+                     "skips": {k: crossing(h) for k in skip_out.get(name, ())},
+                     "carried": {k: crossing(v) for k, v in produced.items() if k in carried}})
 
     forward_blocks(model, batch, after_block, saved.around)
     saved.release()
     for i, row in enumerate(rows):
         row["saved"] = saved.total(i)
-    rows[0]["carried"].update({c["name"]: blocklist.tensor_bytes(batch[c["name"]])
+    rows[0]["carried"].update({c["name"]: crossing(batch[c["name"]])
                                for c in model.carried if c["producer"] is None})
     return rows

@@ -8,6 +8,15 @@ comparison (it pays one-time costs: allocator growth, kernel selection, communic
 and the median of the others is taken. Predicted: the plan's `predicted.iteration_s`, and
 per stage num_microbatches x (`stages[].forward_s` + `stages[].backward_s`). A ratio outside
 [1/1.2, 1.2] is listed under "warnings" (pulse-run prints them on stderr).
+
+What ran (`executed`): the ZeRO stage and how it ran, the precision and the recomputed layers
+(rank 0's record; every rank runs the plan's modes). Per rank (`memory`): the bytes of
+parameters, gradients and optimizer state it held after its last iteration, counted from the
+tensors' storages (FSDP: the local shards), beside the plan's figures for its pipeline device
+(`predicted.devices[].memory`). The training state as a whole (the three summed) more than
+MEMORY_TOLERANCE off the plan's is a warning; the parts may split differently (autocast keeps
+fp32 weights and gradients, 4 + 4 + 8 bytes per parameter with Adam, where the planner's
+`mixed` counts 2 + 2 + 12), so they are shown, not judged.
 """
 
 from __future__ import annotations
@@ -19,9 +28,11 @@ from typing import Any
 from .plan_doc import PlanDoc
 
 TOLERANCE = 0.2  # measured vs predicted: warn beyond 20% either way
+MEMORY_TOLERANCE = 0.1  # training state held vs the plan's: warn beyond 10% either way
 
 
-def summarize(out: str, world: int, plan: PlanDoc | None = None) -> dict[str, Any]:
+def summarize(out: str, world: int, plan: PlanDoc | None = None,
+              notes: list[str] | None = None) -> dict[str, Any]:
     """Over the rank files of one run: loss per iteration, slowest rank's time, bytes sent
     point to point in the last iteration by kind; with the plan, measured vs predicted."""
     import torch
@@ -41,9 +52,46 @@ def summarize(out: str, world: int, plan: PlanDoc | None = None) -> dict[str, An
         "p2p_messages_per_iteration": sum(r["messages"] for r in results),
         "warnings": [],
     }
+    if "executed" in results[0]:
+        summary["executed"] = results[0]["executed"]
     if plan is not None and iterations:
         summary.update(measured_vs_predicted(results, summary["iteration_s"], plan))
+    if plan is not None and all("held_bytes" in r for r in results):
+        summary["memory"], warnings = held_vs_plan(results, plan)
+        summary["warnings"] += warnings
+    summary["warnings"] = list(notes or []) + summary["warnings"]
     return summary
+
+
+def held_vs_plan(results: list[dict[str, Any]], plan: PlanDoc
+                 ) -> tuple[list[dict[str, Any]], list[str]]:
+    """Per rank: the training state held beside the plan's for its device; warnings for a
+    total more than MEMORY_TOLERANCE off."""
+    planned = {d.device: d for d in plan.predicted.devices}
+    rows, warnings = [], []
+    for r in results:
+        held = r["held_bytes"]
+        row: dict[str, Any] = {"rank": r["rank"], "device": r["device"], **{
+            f"{k}_bytes": held[k] for k in ("params", "grads", "optimizer")}}
+        want = planned.get(r["device"])
+        if want is not None:
+            row.update(plan_params_bytes=want.weights_bytes,
+                       plan_grads_bytes=want.gradients_bytes,
+                       plan_optimizer_bytes=want.optimizer_bytes)
+            got_total = sum(held.values())
+            want_total = want.weights_bytes + want.gradients_bytes + want.optimizer_bytes
+            row["ratio"] = _ratio(got_total, want_total)
+            if row["ratio"] is not None and abs(row["ratio"] - 1) > MEMORY_TOLERANCE:
+                warnings.append(
+                    f"rank {r['rank']} (device {r['device']}) held {got_total} bytes of training "
+                    f"state (params {held['params']} + grads {held['grads']} + optimizer "
+                    f"{held['optimizer']}), the plan counts {want_total} (weights "
+                    f"{want.weights_bytes} + gradients {want.gradients_bytes} + optimizer "
+                    f"{want.optimizer_bytes}; x{row['ratio']:.2f})"
+                    + ("; this optimizer keeps no state, the plan counts Adam's"
+                       if held["optimizer"] == 0 else ""))
+        rows.append(row)
+    return rows, warnings
 
 
 def _ratio(measured: float, predicted: float) -> float | None:

@@ -1,5 +1,6 @@
 """One rank of a plan: its stages, its op list in the plan's order, then the data-parallel
-gradient reduction and the optimizer step (optim.py, ZeRO-1 or not).
+gradient reduction and the optimizer step (optim.py; ZeRO-2 and ZeRO-3 shard each stage with
+FSDP, sharding.py).
 
 Every value that crosses a stage boundary lives in a rank-local store keyed by
 ((kind, name), microbatch) as a detached leaf: the consumer stage reads it, autograd
@@ -24,7 +25,7 @@ from typing import Any, Callable
 import torch
 import torch.distributed as dist
 
-from . import blocklist, comm, optim
+from . import blocklist, comm, optim, sharding
 from .plan import Plan, StoreKey
 from .precision import Precision, precision as make_precision
 
@@ -40,15 +41,24 @@ class Worker:
         info = plan.rank_info(rank)
         self.device, self.replica = info.pipeline_device, info.dp_index
         self.torch_device = torch_device
-        self.precision = precision or make_precision(
-            str(next(model.parameters()).dtype).replace("torch.", ""), torch_device.type)
+        self.precision = precision or make_precision(  # plain: the model's own dtype
+            {torch.float64: "fp64", torch.bfloat16: "bf16"}.get(
+                next(model.parameters()).dtype, "fp32"), torch_device.type)
         self.scaler = optim.LossScaler(self.precision.loss_scaling)
         self.stages = {s: blocklist.BlockRange(model, *plan.stage_range[s],
                                                recomputed=plan.stages[s].recomputed)
                        for s in plan.stages_on(self.device)}
+        self.modules = {s: blocklist.StageModule(st) for s, st in self.stages.items()}
+        self.dp_group, dp_size = self._make_dp_groups()
+        self.sharded = optim_config.zero >= 2 and dp_size > 1
+        if self.sharded:
+            mesh = sharding.mesh_of(self.dp_group, torch_device.type)
+            for module in self.modules.values():
+                sharding.shard_stage(module, module.blocks, mesh, optim_config.zero,
+                                     self.precision)
+        # After sharding: FSDP's sharded parameters (DTensors) are the ones the optimizer steps.
         self.named = dict(kv for st in self.stages.values() for kv in st.named_parameters())
         self.params = list(self.named.values())
-        self.dp_group, dp_size = self._make_dp_groups()
         self.optimizer = optim.Optimizer(self.params, self.dp_group, dp_size, optim_config)
         shapes = shapes or comm.Shapes(model, plan.microbatch_size, torch_device,
                                        self.precision.comm_dtype, self.precision.autocast)
@@ -90,6 +100,9 @@ class Worker:
             self.trace.append((op, stage, mb, t0, time.perf_counter() - start,
                                self.comm.wait_s - waited, self.comm.send_s - sent))
         self.comm.finish_iteration()
+        if self.sharded:  # the accumulated gradients, reduce-scattered once (sharding.py)
+            for module in self.modules.values():
+                sharding.reduce_gradients(module)
         self.optimizer.reduce_gradients()
         stepped = self.scaler.unscale_and_check(self.params)
         self.grads = {n: p.grad.detach().clone() for n, p in self.named.items()}
@@ -146,7 +159,7 @@ class Worker:
                    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """The stage's blocks under autocast (its recomputed layers under checkpoint)."""
         with torch.enable_grad(), self.precision.autocast():
-            return self.stages[s].forward(h, env)
+            return self.modules[s](h, env)
 
     def put(self, key: StoreKey, mb: int, tensor: torch.Tensor) -> None:
         """Store a value crossing a stage boundary as a detached leaf (see the module doc)."""
@@ -160,6 +173,7 @@ class Worker:
         self.receive_grads(s, mb)
         tensors, grads = self.output_grads(self.saved.pop((s, mb)), mb)
         self.inputs.pop((s, mb))
+        self._before_backward(s)
         torch.autograd.backward(tensors, grads)
         self.send_grads(s, mb)
 
@@ -169,6 +183,7 @@ class Worker:
         self.receive_grads(s, mb)
         tensors, grads = self.output_grads(self.saved[(s, mb)], mb)
         inputs = self.inputs.pop((s, mb))
+        self._before_backward(s)
         if inputs:
             torch.autograd.backward(tensors, grads, inputs=inputs, retain_graph=True)
         self.pending_w[(s, mb)] = (tensors, grads)
@@ -179,8 +194,14 @@ class Worker:
         shared with I (a cost a fused split-backward kernel would avoid)."""
         tensors, grads = self.pending_w.pop((s, mb))
         self.saved.pop((s, mb))
+        # Under FSDP (ZeRO-2) the gathered weights I used: kept by sharding.before_backward.
         params = [p for p in self.stages[s].parameters() if p.requires_grad]
+        self._before_backward(s)
         torch.autograd.backward(tensors, grads, inputs=params)
+
+    def _before_backward(self, s: int) -> None:
+        if self.sharded:
+            sharding.before_backward(self.modules[s])
 
     def receive_grads(self, s: int, mb: int) -> None:
         for msg in self.plan.awaited_before("B", s):
@@ -210,6 +231,13 @@ class Worker:
         return leaf.grad if leaf.grad is not None else torch.zeros_like(leaf)
 
     # --- checkpoints ---------------------------------------------------------------------
+
+    def held_bytes(self) -> dict[str, int]:
+        """The training state this rank holds, counted from the tensors' storages (under
+        FSDP the local shards): parameters, gradients, optimizer state."""
+        return {"params": sharding.storage_bytes(self.params),
+                "grads": sharding.storage_bytes(p.grad for p in self.params),
+                "optimizer": self.optimizer.state_bytes}
 
     def state_dict(self) -> dict[str, Any]:
         return {"params": {n: p.detach().cpu() for n, p in self.named.items()},

@@ -203,17 +203,20 @@ Status check_zero(const OptionRecord&, const PlanOptions& o) {
   return usage_error(fmt::format("plan: --zero must be 0, 1, 2 or 3, got {}", zero));
 }
 
+// MemoryModel::set_precision's names (include/pulse/cost/memory.hpp), for the messages.
+constexpr const char* kPrecisionNames = "mixed (or bf16-mixed), fp16-mixed, bf16, fp32 or fp64";
+
 Status read_precision(const OptionValue& value, PlanJob& job) {
   if (job.options.memory.set_precision(text_of(value))) return Ok{};
   return usage_error(
-      fmt::format("plan: --precision must be mixed or bf16, got \"{}\"", text_of(value)));
+      fmt::format("plan: --precision must be {}, got \"{}\"", kPrecisionNames, text_of(value)));
 }
 
 // A library caller may set the bytes per parameter by hand; the name must still be one.
 Status check_precision(const OptionRecord&, const PlanOptions& o) {
   if (MemoryModel{}.set_precision(o.memory.precision)) return Ok{};
   return usage_error(
-      fmt::format("plan: --precision must be mixed or bf16, got \"{}\"", o.memory.precision));
+      fmt::format("plan: --precision must be {}, got \"{}\"", kPrecisionNames, o.memory.precision));
 }
 
 Status check_recompute(const OptionRecord&, const PlanOptions& o) {
@@ -320,9 +323,11 @@ std::vector<OptionRecord> how_it_trains() {
                           read_zero, check_zero),
                    0),
       with_default(option("precision", "NAME", K::text,
-                          "mixed: half-precision weights and gradients, fp32 master weights "
-                          "and Adam state (16 bytes per parameter); bf16: pure bf16, Adam "
-                          "state in bf16 (8 bytes per parameter)",
+                          "the training regime, named as pulse-run and pulse-profile name it: "
+                          "mixed (alias bf16-mixed): bf16 compute, fp32 master weights and "
+                          "Adam state (2 + 2 + 12 bytes per parameter); fp16-mixed: the same "
+                          "in fp16 with loss scaling; bf16: pure bf16, Adam state in bf16 "
+                          "(2 + 2 + 4); fp32 (4 + 4 + 8); fp64 (8 + 8 + 16)",
                           read_precision, check_precision),
                    std::string("mixed")),
       with_default(option("recompute", "MODE", K::text,

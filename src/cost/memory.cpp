@@ -6,16 +6,29 @@
 namespace pulse {
 
 bool MemoryModel::set_precision(const std::string& name) {
-  // {weights, gradients, optimizer state} per parameter (memory.hpp says whence).
-  if (name == "mixed") {
-    weight_bytes_per_param = 2, gradient_bytes_per_param = 2, optimizer_bytes_per_param = 12;
-  } else if (name == "bf16") {
-    weight_bytes_per_param = 2, gradient_bytes_per_param = 2, optimizer_bytes_per_param = 4;
-  } else {
-    return false;
+  // {name, weights, gradients, optimizer state} per parameter (memory.hpp says whence); an
+  // alias is written as the name it stands for.
+  struct Row {
+    const char* name;
+    const char* written;
+    double weights, gradients, optimizer;
+  };
+  static constexpr Row kRows[] = {
+      {"mixed", "mixed", 2, 2, 12},
+      {"bf16-mixed", "mixed", 2, 2, 12},
+      {"fp16-mixed", "fp16-mixed", 2, 2, 12},
+      {"bf16", "bf16", 2, 2, 4},
+      {"fp32", "fp32", 4, 4, 8},
+      {"fp64", "fp64", 8, 8, 16},
+  };
+  for (const Row& row : kRows) {
+    if (name != row.name) continue;
+    weight_bytes_per_param = row.weights, gradient_bytes_per_param = row.gradients,
+    optimizer_bytes_per_param = row.optimizer;
+    precision = row.written;
+    return true;
   }
-  precision = name;
-  return true;
+  return false;
 }
 
 std::vector<MemoryBreakdown> static_memory(const PipelineModel& model, const MemoryModel& memory,

@@ -53,7 +53,8 @@ void memory_model_keys(IO& io, T& m) {
   io.field("gradient_bytes_per_param", m.gradient_bytes_per_param, bytes_per_param());
   io.field("optimizer_bytes_per_param", m.optimizer_bytes_per_param, bytes_per_param());
   io.field("zero_stage", m.zero_stage, count().at_most(3, "the ZeRO stages 0 to 3").defaulted());
-  io.field("precision", m.precision, choice({"mixed", "bf16"}).defaulted());
+  io.field("precision", m.precision,
+           choice({"mixed", "fp16-mixed", "bf16", "fp32", "fp64"}).defaulted());
 }
 
 template <class IO, class T>

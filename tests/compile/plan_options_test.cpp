@@ -92,7 +92,8 @@ TEST(PlanOptions, EachBoundAndCheckSaysWhatWasExpected) {
   EXPECT_EQ(message_of({{"zero", -1}}), "plan: --zero must be 0, 1, 2 or 3, got -1");
   EXPECT_EQ(message_of({{"zero", 3}}), "");
   EXPECT_EQ(message_of({{"precision", std::string("fp8")}}),
-            "read: plan: --precision must be mixed or bf16, got \"fp8\"");
+            "read: plan: --precision must be mixed (or bf16-mixed), fp16-mixed, bf16, fp32 or "
+            "fp64, got \"fp8\"");
   EXPECT_EQ(message_of({{"precision", std::string("bf16")}}), "");
   EXPECT_EQ(message_of({{"recompute", std::string("some")}}),
             "plan: --recompute must be none, selective, full or auto, got \"some\"");

@@ -52,6 +52,33 @@ TEST(Memory, PartitionBoundIsStaticPlusInflightTimesPerMicrobatch) {
   EXPECT_EQ(memory_bound(zero, 1000, 4, 0, 145), 7000);
 }
 
+TEST(Memory, PrecisionNamesAndTheirBytes) {
+  // {weights, gradients, optimizer} per parameter; an alias is written as its name.
+  struct Want {
+    const char* name;
+    const char* written;
+    double weights, gradients, optimizer;
+  };
+  for (const Want& w : {Want{"mixed", "mixed", 2, 2, 12}, Want{"bf16-mixed", "mixed", 2, 2, 12},
+                        Want{"fp16-mixed", "fp16-mixed", 2, 2, 12}, Want{"bf16", "bf16", 2, 2, 4},
+                        Want{"fp32", "fp32", 4, 4, 8}, Want{"fp64", "fp64", 8, 8, 16}}) {
+    MemoryModel m;
+    ASSERT_TRUE(m.set_precision(w.name)) << w.name;
+    EXPECT_EQ(m.precision, w.written);
+    EXPECT_EQ(m.weight_bytes_per_param, w.weights) << w.name;
+    EXPECT_EQ(m.gradient_bytes_per_param, w.gradients) << w.name;
+    EXPECT_EQ(m.optimizer_bytes_per_param, w.optimizer) << w.name;
+  }
+  MemoryModel m;
+  EXPECT_FALSE(m.set_precision("fp16"));  // pure fp16 is no regime the runtime trains
+  EXPECT_FALSE(m.set_precision("float32"));
+  EXPECT_EQ(m.precision, "mixed");
+  // fp32 under ZeRO-2 over 2 replicas: 4 + 4 / 2 + 8 / 2 = 10 bytes per parameter.
+  ASSERT_TRUE(m.set_precision("fp32"));
+  m.zero_stage = 2;
+  EXPECT_EQ(m.static_bytes(1000, 2), 10000);
+}
+
 TEST(Memory, ResidencyChargesActivationsFromForwardToLastBackward) {
   const PipelineModel m = little_v();
   // Device 0: stage 0 holds microbatch 0 over [0, 10] and 1 over [2, 12], each 100 + 5 (its

@@ -14,12 +14,30 @@ PYTHON_DIR = os.path.join(ROOT, "python")
 sys.path.insert(0, PYTHON_DIR)  # the pulse_runtime package, uninstalled
 
 SKIP_RETURN_CODE = 77  # CTest reports the test as skipped (SKIP_RETURN_CODE in CMakeLists)
+MIN_TORCH = (2, 6)
 
-try:
-    import torch  # noqa: F401
-    TORCH_ERROR = None
-except ImportError as e:  # only a machine without python3-torch gets here
-    TORCH_ERROR = f"PyTorch is not importable ({e}); install Debian's python3-torch"
+# tests/torch/CMakeLists.txt sets PULSE_REQUIRE_TORCH=2.6 unless configured with
+# -DPULSE_REQUIRE_TORCH=OFF: then a missing or older PyTorch fails the test instead of
+# skipping it (CI must never report a torch test skipped for the version).
+REQUIRED = os.environ.get("PULSE_REQUIRE_TORCH", "0") not in ("", "0")
+
+
+def _torch_error():
+    try:
+        import torch
+    except ImportError as e:
+        return f"PyTorch is not importable by {sys.executable} ({e})"
+    version = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
+    if version < MIN_TORCH:
+        return (f"PyTorch {torch.__version__} under {sys.executable} is older than "
+                f"{MIN_TORCH[0]}.{MIN_TORCH[1]}")
+    return None
+
+
+TORCH_ERROR = _torch_error()
+if TORCH_ERROR:
+    TORCH_ERROR += ("; scripts/setup.sh makes build-venv/ with PyTorch 2.13.0 (configure with "
+                    "-DPULSE_TORCH_PYTHON=build-venv/bin/python)")
 
 requires_torch = unittest.skipIf(TORCH_ERROR is not None, TORCH_ERROR or "")
 
@@ -38,7 +56,18 @@ def run(cmd, cwd=ROOT, **kw):
     return proc
 
 
+PROFILE_PRECISION = {"fp64": "fp64", "fp32": "fp32", "bf16": "bf16", "mixed": "mixed"}
+
+
 def plan(binary, model, out, *options):
+    """`pulse-plan plan` on the CPU cluster. Without --precision in `options`, the plan is made
+    for the regime the profile was measured in (its `dtype`: fp64, fp32, bf16 or mixed), as
+    pulse-run then runs it (a plan for another precision is refused)."""
+    if "--precision" not in options:
+        with open(model) as f:
+            dtype = json.load(f).get("dtype")
+        if dtype in PROFILE_PRECISION:
+            options = (*options, "--precision", PROFILE_PRECISION[dtype])
     run([binary, "plan", "--model", model, "--cluster", CPU_CLUSTER, "-o", out, "--quiet",
          *options])
     with open(out) as f:
@@ -67,6 +96,9 @@ def main(argv_options):
         p.add_argument(*args, **kwargs)
     opts, rest = p.parse_known_args()
     if TORCH_ERROR is not None:
+        if REQUIRED:
+            print(f"FAIL: {TORCH_ERROR} (PULSE_REQUIRE_TORCH)")
+            sys.exit(1)
         print(f"SKIP: {TORCH_ERROR}")
         sys.exit(SKIP_RETURN_CODE)
     return opts, [sys.argv[0]] + rest

@@ -8,7 +8,7 @@
   (below): V, wave and split-backward plans with skips train with the gradients of
   one-process training (float64, 1e-9). A negative control: a producer's backward run before
   its consumer's leaves the skip's gradient unused, and the adapter says so.
-- Torch2 (PyTorch 2.6 or later, else skipped with the reason): the same plans on
+- Torch2 (PyTorch 2.6 or later, as every test here): the same plans on
   `_PipelineScheduleRuntime` loaded from `pulse-plan export --format torch-csv`, one gloo
   process per rank (examples/torch_pipelining.py), gradients equal one process.
 
@@ -230,14 +230,11 @@ class Emulated(unittest.TestCase):
 
 @common.requires_torch
 class Torch2(unittest.TestCase):
-    """The adapter on PyTorch's own runtime: needs PyTorch 2.6+ (skipped otherwise)."""
+    """The adapter on PyTorch's own runtime (PyTorch 2.6+, which common.main requires)."""
 
     def setUp(self):
         from pulse_runtime import pipelining
-        try:
-            pipelining.require_pipelining()
-        except pipelining.PipeliningUnavailable as e:
-            self.skipTest(str(e))
+        pipelining.require_pipelining()
         self.tmp = tempfile.TemporaryDirectory()
         self.addCleanup(self.tmp.cleanup)
 
@@ -294,20 +291,7 @@ class Torch2(unittest.TestCase):
         self.run_plan("--dp", "1", "--pp", "2", "--global-batch", "4", "--split-backward", waves=True)
 
 
-def skip_unless_pipelining(argv):
-    """Exit 77 (CTest: skipped) when only Torch2 is asked for and this PyTorch lacks
-    _PipelineScheduleRuntime, with the reason."""
-    from pulse_runtime import pipelining
-    if argv[1:] == ["Torch2"]:
-        try:
-            pipelining.require_pipelining()
-        except pipelining.PipeliningUnavailable as e:
-            print(f"SKIP: {e}")
-            sys.exit(common.SKIP_RETURN_CODE)
-
-
 if __name__ == "__main__":
     OPTS, argv = common.main([(("--device",), {"default": "cpu",
                                                "help": "Torch2: cpu (gloo) or cuda (NCCL)"})])
-    skip_unless_pipelining(argv)
     unittest.main(argv=argv)

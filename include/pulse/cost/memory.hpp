@@ -42,15 +42,19 @@
 
 namespace pulse {
 
-/// Per-parameter bytes of the training state, by precision, and how ZeRO shards them.
+/// Per-parameter bytes of the training state, by precision, and how ZeRO shards them. The
+/// names are the runtime's too (pulse-run --precision, pulse-profile --precision, docs/torch.md):
 ///
-///   precision "mixed" (the default): 2 + 2 + 12 = 16 bytes: half-precision weights and
-///     gradients, an fp32 master copy and Adam's fp32 m and v (ZeRO paper, Rajbhandari et al.
-///     2020, section 3.1: "2Psi + 2Psi + 12Psi"; ../shared/reference/models_hw.md section 0).
-///     PyTorch autocast keeps fp32 weights (4) and gradients (4) with Adam's m and v (8): the
-///     same 16 split otherwise.
-///   precision "bf16" (pure bf16): 2 + 2 + 4 = 8 bytes: bf16 weights and gradients, Adam's m
-///     and v in bf16, no master copy.
+///   "mixed" (the default; alias "bf16-mixed"): bf16 compute with fp32 master weights,
+///     2 + 2 + 12 = 16 bytes: half-precision weights and gradients, an fp32 master copy and
+///     Adam's fp32 m and v (ZeRO paper, Rajbhandari et al. 2020, section 3.1: "2Psi + 2Psi +
+///     12Psi"; ../shared/reference/models_hw.md section 0). PyTorch autocast keeps fp32 weights
+///     (4) and gradients (4) with Adam's m and v (8): the same 16 split otherwise.
+///   "fp16-mixed": the same with fp16 compute and loss scaling: 2 + 2 + 12.
+///   "bf16" (pure bf16): 2 + 2 + 4 = 8 bytes: bf16 weights and gradients, Adam's m and v in
+///     bf16, no master copy.
+///   "fp32": 4 + 4 + 8 = 16 bytes, everything in fp32; "fp64": 8 + 8 + 16 = 32 (the runtime's
+///     exact tests train in it).
 ///
 /// Activations are the profile's either way (its `dtype` and assumptions say which regime
 /// they were counted in; docs/plans.md).
@@ -65,7 +69,7 @@ struct MemoryModel {
   double optimizer_bytes_per_param = 12;
   int zero_stage = 0;
 
-  /// The bytes per parameter of `precision` ("mixed" or "bf16"); false for another name.
+  /// The bytes per parameter of the precision `name` (above); false for another name.
   bool set_precision(const std::string& name);
 
   std::int64_t weight_bytes(std::int64_t params) const {
