@@ -334,13 +334,14 @@ struct Search {
         return list_input(rooms.back());
       };
     }
-    open.memory_curve_points = 0;
-    open.max_order_evaluations = 0;
-    in.key = detail::request_image(open);
-    open.max_evaluations = open.exact_max_ops = open.max_nodes = open.seed = 0;
+    // The staircase's key: the request without what the staircase does not depend on (the
+    // budget, the curve, the order search's limit; the integer program's limits and the wall
+    // clock, which the ladder does not use: a staircase the clock cut short is not kept).
+    open.memory_curve_points = open.max_order_evaluations = 0;
+    open.max_nodes = open.exact_max_ops = open.seed = 0;
     open.max_seconds = 0;
-    open.allreduce_s.clear();
-    in.pool_key = detail::request_image(open);
+    in.memo = r.memo;
+    in.key = {detail::schedule_key(open), in.wide_list};
     in.stop = [this] { return !go_on(); };
     in.expired = [this] { return deadline.expired(); };
     in.offer = [this](Schedule s, const std::string& how) {
@@ -503,7 +504,8 @@ Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound) {
   a.heuristic_makespan_s = best.timeline.makespan_s;
   const detail::OpGraph graph = detail::build_op_graph(*r.model, r.split_backward);
   if (with_bound) {
-    a.lower_bound_s = detail::recall_bound(r, [&] {
+    const detail::RoomKey key{*r.model, r.split_backward, r.num_microbatches, mem.room};
+    a.lower_bound_s = detail::recall_bound(r.memo, key, [&] {
       const auto relaxation = detail::memory_relaxation(graph, *r.model, mem.room);
       return detail::schedule_lower_bound(graph, r.num_microbatches, relaxation);
     });

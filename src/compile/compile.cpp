@@ -57,6 +57,7 @@ Result<CompiledPlan> compile_checked(const ModelProfile& model, const ClusterPro
   if (auto curved = memory_curve_pass(kept, *plan, clock); !curved) return curved.error();
   plan->pass_times = clock.times();
   plan->safety_limit_hits = cache.safety_limit_hits;
+  plan->memo_counts = cache.memo.counts();
   plan->derived_times = inputs.derived_times;
   return plan;
 }

@@ -10,6 +10,7 @@
 
 #include "pulse/compile/compile.hpp"
 #include "pulse/graph/layer_graph.hpp"
+#include "pulse/schedule/schedule_memo.hpp"
 
 namespace pulse::detail {
 
@@ -38,7 +39,8 @@ struct CacheKey {
 };
 
 /// What one compile_plan call computes once and looks up after: the layer graphs at each
-/// microbatch size, placements, and every (configuration, family) at each stage it reached.
+/// microbatch size, placements, every (configuration, family) at each stage it reached, and
+/// the schedule synthesizer's memo.
 /// Pulse compares itself with the baselines by the baselines' own computations, which share
 /// most of their work with its own search.
 struct CompileCache {
@@ -46,6 +48,7 @@ struct CompileCache {
   std::map<int, LayerGraph> blind_graphs;  ///< The same without skip edges.
   std::map<std::vector<std::int64_t>, Placement> placements;
   std::map<CacheKey, Result<CompiledPlan>> plans;
+  ScheduleMemo memo;          ///< Every synthesis request of the compile carries it.
   int safety_limit_hits = 0;  ///< Syntheses the wall-clock safety limit stopped.
 };
 

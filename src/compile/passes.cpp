@@ -196,6 +196,7 @@ ScheduleRequest schedule_request(const CompileInputs& in, const CompiledPlan& pl
   request.activation_budget = activation_budget(*in.options, *in.cluster);
   request.allreduce_s = allreduce_times(plan.model, plan.ranks, in.options->memory, *in.cluster,
                                         plan.num_microbatches);
+  request.memo = &in.cache->memo;
   request.max_nodes = in.options->solver_max_nodes;
   request.max_seconds = in.options->solver_max_seconds;
   // The memory curve is drawn once, for the plan kept (memory_curve_pass).

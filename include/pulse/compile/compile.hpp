@@ -28,6 +28,7 @@
 #include "pulse/profile/derive.hpp"
 #include "pulse/profile/profile.hpp"
 #include "pulse/profile/scaling.hpp"
+#include "pulse/schedule/schedule_memo.hpp"
 #include "pulse/schedule/synthesize.hpp"
 #include "pulse/simulate/evaluate.hpp"
 #include "pulse/simulate/schedule.hpp"
@@ -108,6 +109,9 @@ struct CompiledPlan : Degrees {
   /// kept) that the wall-clock safety limit stopped before their work limits did: when
   /// non-zero, the plan may differ from run to run, and the command says so.
   int safety_limit_hits = 0;
+  /// How often the compile's schedule memo computed and recalled (not in the plan: what the
+  /// memo saved, and that a compile's memo is its own).
+  ScheduleMemo::AllCounts memo_counts;
   /// Set when the model profile had no times for the cluster's device type and they were
   /// derived from another device's (profile/derive.hpp).
   std::optional<DerivedTimes> derived_times;

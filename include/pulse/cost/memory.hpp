@@ -109,6 +109,7 @@ struct MemoryBreakdown {
   std::int64_t total() const {
     return weights + gradients + optimizer + activations + skip_cache + workspace;
   }
+  bool operator==(const MemoryBreakdown&) const = default;
 };
 
 /// Static training state per device for the model's stages under `memory` at `dp`.

@@ -90,6 +90,8 @@ struct LinkClass {
   std::string name;
   double bandwidth_bytes_per_s = 0;
   double latency_s = 0;
+
+  bool operator==(const LinkClass&) const = default;
 };
 
 struct ClusterProfile {
