@@ -44,11 +44,13 @@ std::string shortfall_message(const CompileInputs& in, const Config& c, const Fa
 
 const LayerGraph& cached_graph(const CompileInputs& in, int microbatch_size, bool blind) {
   auto& graphs = blind ? in.cache->blind_graphs : in.cache->graphs;
-  auto it = graphs.find(microbatch_size);
+  // The model planned is the one of the options' recomputation mode (request_limits.cpp).
+  const std::pair<std::string, int> key{in.options->recompute, microbatch_size};
+  auto it = graphs.find(key);
   if (it != graphs.end()) return it->second;
   ModelProfile model = *in.model;
   if (blind) model.skips.clear();
-  return graphs.emplace(microbatch_size, LayerGraph::build(model, in.device_type, microbatch_size))
+  return graphs.emplace(key, LayerGraph::build(model, in.device_type, microbatch_size))
       .first->second;
 }
 

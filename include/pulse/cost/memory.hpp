@@ -34,6 +34,7 @@
 //                             stages hold their activations for part of the stay only)
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -88,6 +89,9 @@ struct MemoryModel {
   std::int64_t static_bytes(std::int64_t params, int dp) const {
     return weight_share(params, dp) + gradient_share(params, dp) + optimizer_bytes(params, dp);
   }
+
+  /// Field by field: the compiler's cache keeps answers by it (compile/compile_internal.hpp).
+  auto operator<=>(const MemoryModel&) const = default;
 
  private:
   double sharded(double per_param, int from_stage, int dp) const {
