@@ -73,6 +73,9 @@ std::size_t hash_of(const VAutoKey& key);
 template <class Key, class Value>
 class MemoTable {
  public:
+  /// Keeps the last `kept` values.
+  explicit MemoTable(std::size_t kept = 4) : kept_most_(kept) {}
+
   /// The value kept for a key equal to `key`, counted as recalled; else nothing, counted as
   /// computed (the caller computes it next).
   std::optional<Value> recall(const Key& key) {
@@ -92,7 +95,7 @@ class MemoTable {
     const std::size_t hash = hash_of(key);
     const std::lock_guard<std::mutex> hold(lock_);
     kept_.push_back(Entry{hash, std::move(key), std::move(value)});
-    if (kept_.size() > kKept) kept_.pop_front();
+    if (kept_.size() > kept_most_) kept_.pop_front();
   }
 
   ScheduleMemo::Counts counts() const {
@@ -101,13 +104,12 @@ class MemoTable {
   }
 
  private:
-  // A handful: the equal requests of one plan come close together.
-  static constexpr std::size_t kKept = 4;
   struct Entry {
     std::size_t hash = 0;
     Key key;
     Value value;
   };
+  std::size_t kept_most_;
   mutable std::mutex lock_;
   std::deque<Entry> kept_;
   ScheduleMemo::Counts counts_;
@@ -115,9 +117,16 @@ class MemoTable {
 
 struct LadderCandidates;  // ladder_search.cpp
 
+/// Bounds kept: a number and a key each, and a level asks for one per configuration and
+/// family of each alternative (a few hundred at most on the shipped profiles).
+inline constexpr std::size_t kKeptBounds = 512;
+
+/// A handful of each, as the equal requests of one plan come close together; but the bounds
+/// of every configuration a level 0 screen asks for (synthesis_lower_bound), to be found
+/// again when they are synthesized.
 struct MemoTables {
   MemoTable<ScheduleKey, ScheduleAnswer> answers;
-  MemoTable<RoomKey, double> bounds;
+  MemoTable<RoomKey, double> bounds{kKeptBounds};
   MemoTable<LadderKey, std::shared_ptr<const LadderCandidates>> ladders;
   MemoTable<RoomKey, std::shared_ptr<const std::vector<StairMember>>> seeds;
   MemoTable<VAutoKey, std::shared_ptr<const VAutoSearch>> v_auto_pools;

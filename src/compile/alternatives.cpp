@@ -224,92 +224,123 @@ Result<double> level_bound(const Level& level, CompileCache& cache, PassClock& c
   return bound;
 }
 
-// Why a level of axis recompute is not planned, if it is not: no plan of it can beat `kept`
-// (one already kept is never replaced by one no faster, and a later level loses ties).
-Result<std::optional<std::string>> not_planned(const Level& level, const CompiledPlan* kept,
-                                               CompileCache& cache, PassClock& clock) {
-  if (!kept) return std::optional<std::string>{};
-  auto bound = level_bound(level, cache, clock);
-  if (!bound) return bound.error();
-  // A relative margin far above the rounding of either figure: a level within it is planned.
-  if (!std::isfinite(*bound) || *bound <= kept->evaluation.iteration_s * (1 + 1e-9)) {
-    return std::optional<std::string>{};
-  }
-  return std::optional<std::string>{fmt::format(
-      "not planned: its lower bound on time, {}, is above the plan kept so far ({}, {})",
-      format_seconds(*bound), kept->options.recompute,
-      format_seconds(kept->evaluation.iteration_s))};
-}
-
-// The comparison across levels, in order: what is kept so far, and the record.
-struct Across {
-  std::optional<LevelPlan> kept;
-  std::size_t kept_level_row = 0;
-  std::optional<Error> first_error;
+// One level through the comparison: its record (its own row when the levels are searched,
+// then its rows'), its bound, and its plan or why it has none.
+struct LevelRun {
+  Level level;
+  bool searched = false;
+  bool open = false;  // prepared: to be planned, or screened by its bound
+  double bound = std::numeric_limits<double>::infinity();
   std::vector<AlternativeAnswer> record;
+  std::optional<LevelPlan> plan;
+  std::optional<Error> error;  // why a searched level has no plan (infeasible)
 };
 
-// One level of a job: prepared, screened, planned and recorded. An error that ends the job.
-Status run_level(const JobInputs& job, const Alternative& alternative, Across& across,
-                 CompileCache& cache, PassClock& clock) {
-  const bool searched = alternative.axis == Axis::recompute;
-  const std::size_t level_row = across.record.size();
-  AlternativeAnswer row = stated_row(alternative);
-  if (searched) {
+// A level's error: with one level, or when the request is bad (bad under every mode), it
+// ends the job as it is; else it is the level's answer.
+Status settle(LevelRun& run, Error error) {
+  if (!run.searched || error.kind != ErrorKind::infeasible) return error;
+  run.record.front().reason = error.message;
+  run.error = std::move(error);
+  return Ok{};
+}
+
+// The level's own row, and its request against the profiles.
+Status open_level(const JobInputs& job, const Alternative& alternative, LevelRun& run,
+                  CompileCache& cache) {
+  run.level.alternative = alternative;
+  run.searched = alternative.axis == Axis::recompute;
+  if (run.searched) {
+    AlternativeAnswer row = stated_row(alternative);
     const std::string& mode = alternative.label;
     row.recomputed_layers =
         static_cast<int>(recomputed_layers(mode, *job.model, 0, job.model->layers.size()).size());
-    if (mode != "none" && row.recomputed_layers == 0) {
-      row.reason = "recomputes no layer of this model";
-      across.record.push_back(std::move(row));
-      return Ok{};
-    }
-    across.record.push_back(row);
+    const bool idle = mode != "none" && row.recomputed_layers == 0;  // the model of none
+    if (idle) row.reason = "recomputes no layer of this model";
+    run.record.push_back(std::move(row));
+    if (idle) return Ok{};
   }
-  Level level{alternative, {}, 0, {}};
-  Result<LevelPlan> planned = LevelPlan{};
-  if (Status s = prepare(job, level, cache); !s) {
-    planned = s.error();
-  } else {
-    const CompiledPlan* kept = across.kept ? &across.kept->plan : nullptr;
-    auto why_not = searched ? not_planned(level, kept, cache, clock)
-                            : Result<std::optional<std::string>>{std::nullopt};
-    if (!why_not) return why_not.error();
-    if (*why_not) {
-      across.record[level_row].reason = **why_not;
-      return Ok{};
-    }
-    planned = plan_level(level, cache, clock, across.record);
-  }
-  if (!planned) {
-    // A bad request is bad under every mode: its error as it is.
-    if (!searched || planned.error().kind != ErrorKind::infeasible) return planned.error();
-    across.record[level_row].reason = planned.error().message;
-    if (!across.first_error) across.first_error = planned.error();
-    return Ok{};
-  }
-  if (searched) state_figures(across.record[level_row], planned->plan);
-  if (!across.kept || faster_plan(planned->plan, across.kept->plan)) {
-    across.kept = std::move(*planned);
-    across.kept_level_row = level_row;
-  }
+  if (Status s = prepare(job, run.level, cache); !s) return settle(run, s.error());
+  run.open = true;
   return Ok{};
+}
+
+// Plans an open level, unless no plan of it can beat `kept`'s: one kept is never replaced by
+// one no faster. A relative margin far above the rounding of either figure: a level within
+// it is planned.
+Status run_level(LevelRun& run, const LevelRun* kept, CompileCache& cache, PassClock& clock) {
+  if (kept) {
+    const CompiledPlan& plan = kept->plan->plan;
+    if (std::isfinite(run.bound) && run.bound > plan.evaluation.iteration_s * (1 + 1e-9)) {
+      run.record.front().reason =
+          fmt::format("not planned: its lower bound on time, {}, is above the plan of {} ({})",
+                      format_seconds(run.bound), plan.options.recompute,
+                      format_seconds(plan.evaluation.iteration_s));
+      return Ok{};
+    }
+  }
+  Result<LevelPlan> planned = plan_level(run.level, cache, clock, run.record);
+  if (!planned) return settle(run, planned.error());
+  if (run.searched) state_figures(run.record.front(), planned->plan);
+  run.plan = std::move(*planned);
+  return Ok{};
+}
+
+// The order levels are planned in: as listed; searched levels by their bounds, least first,
+// so that the one likeliest to win sets the bar the others are screened against.
+Result<std::vector<std::size_t>> planning_order(std::vector<LevelRun>& runs, CompileCache& cache,
+                                                PassClock& clock) {
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (!runs[i].open) continue;
+    order.push_back(i);
+    if (!runs[i].searched) continue;
+    auto bound = level_bound(runs[i].level, cache, clock);
+    if (!bound) return bound.error();
+    runs[i].bound = *bound;
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return runs[a].bound < runs[b].bound; });
+  return order;
 }
 
 }  // namespace
 
 Result<CompiledPlan> compare_alternatives(const JobInputs& job, CompileCache& cache,
                                           PassClock& clock) {
-  Across across;
   const std::vector<Alternative> levels = levels_of(*job.options);
-  for (const Alternative& level : levels) {
-    if (Status s = run_level(job, level, across, cache, clock); !s) return s.error();
+  std::vector<LevelRun> runs(levels.size());  // in place: a level's profiles point into it
+  for (std::size_t i = 0; i < levels.size(); ++i) {
+    if (Status s = open_level(job, levels[i], runs[i], cache); !s) return s.error();
   }
-  if (!across.kept) return *across.first_error;
-  across.record[across.kept->row].chosen = true;
-  if (levels.front().axis == Axis::recompute) across.record[across.kept_level_row].chosen = true;
-  CompiledPlan plan = std::move(across.kept->plan);
-  plan.alternatives = std::move(across.record);
+  auto order = planning_order(runs, cache, clock);
+  if (!order) return order.error();
+  std::optional<std::size_t> kept;
+  for (std::size_t i : *order) {
+    if (Status s = run_level(runs[i], kept ? &runs[*kept] : nullptr, cache, clock); !s) {
+      return s.error();
+    }
+    if (!runs[i].plan) continue;
+    // The fastest level's plan; of two as fast, the one listed first.
+    const CompiledPlan& mine = runs[i].plan->plan;
+    if (!kept || faster_plan(mine, runs[*kept].plan->plan) ||
+        (!faster_plan(runs[*kept].plan->plan, mine) && i < *kept)) {
+      kept = i;
+    }
+  }
+  if (!kept) {
+    for (const LevelRun& run : runs) {
+      if (run.error) return *run.error;  // the first level's, as listed
+    }
+    return internal_error("level 0: no level planned and none failed");
+  }
+  LevelRun& won = runs[*kept];
+  won.record[won.plan->row].chosen = true;
+  if (won.searched) won.record.front().chosen = true;
+  CompiledPlan plan = std::move(won.plan->plan);
+  for (LevelRun& run : runs) {
+    plan.alternatives.insert(plan.alternatives.end(), run.record.begin(), run.record.end());
+  }
   state_verdicts(plan);
   return plan;
 }

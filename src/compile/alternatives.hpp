@@ -9,10 +9,12 @@
 // mode: the layers' times and bytes differ), so it has three levels, each itself a row of
 // axis recompute; anything else has one level. Within a level the fastest row that may be
 // adopted wins (a sharded plan adopted puts the search of the plan it replaces beside its
-// own) and gets its memory curve; across levels, the fastest level's plan wins. A level
-// whose lower bound on time (tune_lower_bound over its rows) is above the plan already kept
-// could not win and is not planned. Every level shares the job's placements and schedule
-// memo; its graphs and plans are its own (the cache keys them by the mode).
+// own) and gets its memory curve; across levels, the fastest level's plan wins (of two as
+// fast, the one listed first). Searched levels are planned in the order of their lower
+// bounds on time (tune_lower_bound over their rows: placement and the synthesizer's bound
+// under memory, no schedule), least first, and a level whose bound is above the plan kept
+// so far could not win and is not planned. Every level shares the job's placements and
+// schedule memo; its graphs and plans are its own (the cache keys them by the mode).
 //
 // The next axis is one row: an Axis value and its rows in level_rows (or, when it plans
 // another model, a level in levels_of), each with the options it plans and states and its

@@ -140,9 +140,10 @@ double iteration_lower_bound(const CompileInputs& in, const CompiledPlan& plan);
 /// each family synthesized in full; the fastest plan, with every candidate and why it lost.
 Result<CompiledPlan> tune(const CompileInputs& in, PassClock& clock);
 
-/// No plan tune(in) returns has a shorter iteration: the least iteration_lower_bound of
-/// every (configuration, family) it would place (placed here, in `in.cache`, where tune
-/// finds them); infinity when none places. An internal error as it is.
+/// No plan tune(in) returns has a shorter iteration: the least, over every (configuration,
+/// family) it would place (placed here, in `in.cache`, where tune finds them), of the larger
+/// of iteration_lower_bound and the synthesizer's bound under memory (schedule_bound);
+/// infinity when none places. An internal error as it is.
 Result<double> tune_lower_bound(const CompileInputs& in, PassClock& clock);
 
 /// The families the options ask to search: the strategy's, or the one --family names.

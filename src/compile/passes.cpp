@@ -227,6 +227,12 @@ void note_safety_limit(const CompileInputs& in, bool counted, const ScheduleAnsw
 
 }  // namespace
 
+double schedule_bound(const CompileInputs& in, const CompiledPlan& placed) {
+  CompiledPlan plan = placed;
+  plan.static_bytes = static_memory(plan.model, in.options->memory, plan.dp);
+  return synthesis_lower_bound(schedule_request(in, plan, Effort::screen));
+}
+
 CompiledPlan start_plan(const CompileInputs& in, const Config& c, const Family& f) {
   CompiledPlan plan;
   static_cast<Degrees&>(plan) = c;

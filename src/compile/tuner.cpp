@@ -27,6 +27,7 @@
 #include <fmt/format.h>
 
 #include "compile_internal.hpp"
+#include "passes.hpp"
 #include "pulse/base/limits.hpp"
 #include "pulse/base/units.hpp"
 #include "pulse/graph/layer_graph.hpp"
@@ -482,7 +483,9 @@ Result<double> tune_lower_bound(const CompileInputs& in, PassClock& clock) {
         if (placed.error().kind == ErrorKind::internal) return placed.error();
         continue;
       }
-      bound = std::min(bound, iteration_lower_bound(in, *placed));
+      // Its iteration is no shorter than either bound (the schedule's is its makespan's).
+      const double pair = std::max(iteration_lower_bound(in, *placed), schedule_bound(in, *placed));
+      bound = std::min(bound, pair);
     }
   }
   return bound;

@@ -9,10 +9,10 @@
 // same answer, later. Nothing is kept between jobs: two jobs with two memos cannot see each
 // other's answers.
 //
-// Each table is keyed by a typed key compared field by field (solver/schedule/memo_keys.hpp:
+// Each table is keyed by a typed key compared field by field (solver/schedule/answer_memo.hpp:
 // the request and the pipeline model by their defaulted operator==, so a field added to
-// either is compared without anyone remembering to), and keeps its last few entries: the
-// equal requests of one plan come close together.
+// either is compared without anyone remembering to), and keeps its last few entries (the
+// equal requests of one plan come close together), the lower bounds more.
 #pragma once
 
 #include <memory>

@@ -83,7 +83,7 @@ struct ScheduleRequest {
   ScheduleMemo* memo = nullptr;
 
   /// Every field, the model by its address and the memo too (the memo's keys compare the
-  /// model by value and leave the memo out: solver/schedule/memo_keys.hpp).
+  /// model by value and leave the memo out: solver/schedule/answer_memo.hpp).
   bool operator==(const ScheduleRequest&) const = default;
 };
 
@@ -103,6 +103,12 @@ struct ScheduleAnswer : ScheduleSearch {
 /// capacity or the activation budget. Fails (infeasible) only when not even one microbatch
 /// in flight fits a device.
 Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& request);
+
+/// The bound synthesize_schedule starts from for `request` (before an exact integer program
+/// may raise it): no schedule within its memory is shorter. Infinity when not even one
+/// microbatch in flight fits a device (no schedule at all). Kept in `request.memo`, where the
+/// synthesis finds it again.
+double synthesis_lower_bound(const ScheduleRequest& request);
 
 /// The second objective and the memory curve for an answer already chosen, for a caller
 /// that synthesizes many candidates with memory_curve_points 0 and keeps one (the
