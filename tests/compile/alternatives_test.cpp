@@ -142,18 +142,26 @@ TEST(Alternatives, TheOptionsSayWhatMayBeAdopted) {
 }
 
 TEST(Alternatives, TwoJobsInOneProcessKeepTheirOwnMemo) {
-  // Each job computes every synthesis it needs: the second finds nothing of the first's
-  // (a memo shared by the process would hand it the first job's last answers).
+  // Each job computes every synthesis it needs, whatever ran before it in the process: the
+  // same job again finds nothing of the first's (a memo shared by the process would hand it
+  // the first's last answers), and after another job it counts what it did the first time
+  // (state shared by the jobs would add the other's lookups, or leave nothing to compute).
   const Inputs in = shipped("uvit-l2-256", "dgx1-v100-16gb-1n");
-  PlanOptions o;
-  o.pp = 2;
-  o.microbatch_size = 4;
-  o.strategy = Strategy::v_naive;
-  const CompiledPlan first = compile_ok(in, o);
-  const CompiledPlan second = compile_ok(in, o);
+  PlanOptions a;
+  a.pp = 2;
+  a.microbatch_size = 4;
+  a.strategy = Strategy::v_naive;
+  PlanOptions b = a;
+  b.microbatch_size = 2;
+  const CompiledPlan first = compile_ok(in, a);
+  const CompiledPlan again = compile_ok(in, a);
+  const CompiledPlan other = compile_ok(in, b);
+  const CompiledPlan after = compile_ok(in, a);
   EXPECT_GT(first.memo_counts.answers.computed, 0);
-  EXPECT_EQ(second.memo_counts, first.memo_counts);
-  EXPECT_EQ(second.evaluation.iteration_s, first.evaluation.iteration_s);
+  EXPECT_GT(other.memo_counts.answers.computed, 0);
+  EXPECT_EQ(again.memo_counts, first.memo_counts);
+  EXPECT_EQ(after.memo_counts, first.memo_counts);
+  EXPECT_EQ(after.evaluation.iteration_s, first.evaluation.iteration_s);
 }
 
 }  // namespace
