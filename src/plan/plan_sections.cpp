@@ -430,7 +430,7 @@ void alternative_keys(IO& io, T& a) {
   io.field("strategy", a.strategy, text());
   io.field("recompute", a.recompute, choice({"none", "selective", "full"}));
   io.field("zero_stage", a.zero_stage, count().at_most(3, "the ZeRO stages 0 to 3"));
-  io.field("precision", a.precision, choice({"mixed", "bf16"}));
+  io.field("precision", a.precision, text());  // options.memory.precision's vocabulary
   io.field("adoptable", a.adoptable, flag());
   io.field("feasible", a.feasible, flag());
   io.field("chosen", a.chosen, flag());
