@@ -1,148 +1,89 @@
-// Requests are compared by a byte image of every field and of the model they point to
-// (doubles by their bits). The static_asserts below fail when one of these structs gains a
-// member: the member must then be added to the image, or two requests that differ in it
-// would share an answer.
+// The memo's keys and its answers (see answer_memo.hpp). The hashes mix a few fields that
+// tell requests of one plan apart (M, the budget, the work limits, the stage times); the
+// comparison that decides is the keys' defaulted operator==.
 
 #include "answer_memo.hpp"
 
-#include <cstring>
-#include <deque>
-#include <mutex>
-#include <string>
-#include <type_traits>
-#include <utility>
+#include <functional>
 
 namespace pulse::detail {
 
 namespace {
 
-static_assert(sizeof(ScheduleRequest) == 128,
-              "a new ScheduleRequest field: add it to request_image()");
-static_assert(sizeof(PipelineModel) == 160, "a new PipelineModel field: add it to request_image()");
-static_assert(sizeof(StageLayout) == 56, "a new StageLayout field: add it to request_image()");
-static_assert(sizeof(StageCost) == 56, "a new StageCost field: add it to request_image()");
-static_assert(sizeof(Transfer) == 136, "a new Transfer field: add it to request_image()");
-static_assert(sizeof(SkipPlacement) == 24, "a new SkipPlacement field: add it to request_image()");
-static_assert(sizeof(MemoryBreakdown) == 48,
-              "a new MemoryBreakdown field: add it to request_image()");
-
-class Image {
- public:
-  template <typename T>
-  Image& operator<<(const T& value) {
-    static_assert(std::is_arithmetic_v<T> || std::is_enum_v<T>);
-    char raw[sizeof(T)];
-    std::memcpy(raw, &value, sizeof(T));
-    bytes_.append(raw, sizeof(T));
-    return *this;
-  }
-  Image& operator<<(const std::string& s) {
-    *this << s.size();
-    bytes_ += s;
-    return *this;
-  }
-  template <typename T>
-  Image& operator<<(const std::vector<T>& v) {
-    *this << v.size();
-    for (const T& x : v) *this << x;
-    return *this;
-  }
-  Image& operator<<(const StageCost& s) {
-    return *this << s.forward_s << s.backward_s << s.backward_weight_s << s.params
-                 << s.activation_bytes << s.recompute_workspace_bytes << s.largest_layer_params;
-  }
-  Image& operator<<(const Bytes& b) { return *this << b.activation << b.skip << b.carried; }
-  Image& operator<<(const Transfer& t) {
-    return *this << t.from << t.to << t.main_path << t.forward << t.backward << t.forward_messages
-                 << t.backward_messages << t.forward_s << t.backward_s << t.skips << t.carried;
-  }
-  Image& operator<<(const SkipPlacement& k) {
-    return *this << k.skip << k.producer_stage << k.consumer_stage << k.local << k.bytes;
-  }
-  Image& operator<<(const LinkClass& l) {
-    return *this << l.name << l.bandwidth_bytes_per_s << l.latency_s;
-  }
-  Image& operator<<(const MemoryBreakdown& m) {
-    return *this << m.weights << m.gradients << m.optimizer << m.activations << m.skip_cache
-                 << m.workspace;
-  }
-  Image& operator<<(const PipelineModel& m) {
-    return *this << m.layout.first_layer << m.layout.device << m.layout.num_devices << m.routing
-                 << m.overlap_comm << m.stages << m.transfers << m.skips << m.links;
-  }
-  std::string take() { return std::move(bytes_); }
-
- private:
-  std::string bytes_;
-};
-
-}  // namespace
-
-std::string request_image(const ScheduleRequest& r) {
-  Image i;
-  i << *r.model << r.family << r.num_microbatches << r.static_bytes << r.memory_capacity
-    << r.activation_budget << r.memory_curve_points << r.allreduce_s << r.split_backward
-    << r.max_nodes << r.max_seconds << r.exact_max_ops << r.max_evaluations
-    << r.max_order_evaluations << r.seed << r.probe_smaller_budget;
-  return i.take();
+std::size_t mix(std::size_t seed, std::size_t value) {
+  return seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
 }
 
-namespace {
-
-// A handful: the equal requests of one plan come close together.
-constexpr std::size_t kKept = 4;
-
-std::mutex& lock() {
-  static std::mutex m;
-  return m;
+template <class T>
+std::size_t mix_in(std::size_t seed, const T& value) {
+  return mix(seed, std::hash<T>{}(value));
 }
-std::deque<std::pair<std::string, ScheduleAnswer>>& kept() {
-  static std::deque<std::pair<std::string, ScheduleAnswer>> k;
-  return k;
+
+std::size_t hash_model(const PipelineModel& m) {
+  std::size_t h = mix_in(m.stages.size(), m.transfers.size());
+  for (const StageCost& s : m.stages) {
+    h = mix_in(mix_in(h, s.forward_s), s.backward_s);
+    h = mix_in(h, s.activation_bytes);
+  }
+  for (LayerId l : m.layout.first_layer) h = mix_in(h, l);
+  return h;
+}
+
+std::size_t hash_room(std::size_t h, const std::vector<std::int64_t>& room) {
+  for (std::int64_t r : room) h = mix_in(h, r);
+  return h;
 }
 
 }  // namespace
+
+ScheduleKey schedule_key(const ScheduleRequest& request) {
+  ScheduleKey key{request, *request.model};
+  key.request.model = nullptr;
+  key.request.memo = nullptr;
+  return key;
+}
+
+std::size_t hash_of(const ScheduleKey& key) {
+  const ScheduleRequest& r = key.request;
+  std::size_t h = mix_in(hash_model(key.model), r.num_microbatches);
+  h = mix_in(mix_in(h, r.activation_budget), r.memory_capacity);
+  h = mix_in(mix_in(h, r.max_evaluations), r.max_order_evaluations);
+  h = mix_in(mix_in(h, r.split_backward), r.probe_smaller_budget);
+  for (const MemoryBreakdown& m : r.static_bytes) h = mix_in(h, m.total());
+  return h;
+}
+
+std::size_t hash_of(const RoomKey& key) {
+  const std::size_t h =
+      mix_in(mix_in(hash_model(key.model), key.num_microbatches), key.split_backward);
+  return hash_room(h, key.room);
+}
+
+std::size_t hash_of(const LadderKey& key) {
+  return mix_in(hash_of(key.open), key.wide_list);
+}
+
+std::size_t hash_of(const VAutoKey& key) {
+  return mix_in(mix_in(mix_in(std::size_t{0}, key.pp), key.num_microbatches), key.budget);
+}
 
 std::optional<ScheduleAnswer> recall_answer(const ScheduleRequest& request) {
-  if (request.model == nullptr) return std::nullopt;
-  const std::string key = request_image(request);
-  const std::lock_guard<std::mutex> hold(lock());
-  for (const auto& [k, answer] : kept()) {
-    if (k == key) return answer;
-  }
-  return std::nullopt;
+  if (request.memo == nullptr || request.model == nullptr) return std::nullopt;
+  return request.memo->tables().answers.recall(schedule_key(request));
 }
 
 void remember_answer(const ScheduleRequest& request, const ScheduleAnswer& answer) {
-  if (request.model == nullptr || answer.status == SolveStatus::time_limit) return;
-  std::string key = request_image(request);
-  const std::lock_guard<std::mutex> hold(lock());
-  kept().emplace_back(std::move(key), answer);
-  if (kept().size() > kKept) kept().pop_front();
+  if (request.memo == nullptr || request.model == nullptr) return;
+  if (answer.status == SolveStatus::time_limit) return;
+  request.memo->tables().answers.keep(schedule_key(request), answer);
 }
 
-double recall_bound(const ScheduleRequest& request, const std::function<double()>& compute) {
-  // What the bound depends on: the model, M, the split, the memory (capacity, static state,
-  // budget); not the searches' limits.
-  ScheduleRequest same = request;
-  same.family = ScheduleFamily::synthesized;
-  same.memory_curve_points = same.max_nodes = same.exact_max_ops = same.seed = 0;
-  same.max_evaluations = same.max_order_evaluations = 0;
-  same.max_seconds = 0;
-  same.allreduce_s.clear();
-  const std::string key = request_image(same);
-  static std::mutex lock;
-  static std::deque<std::pair<std::string, double>> kept;
-  {
-    const std::lock_guard<std::mutex> hold(lock);
-    for (const auto& [k, bound] : kept) {
-      if (k == key) return bound;
-    }
-  }
+double recall_bound(ScheduleMemo* memo, const RoomKey& key,
+                    const std::function<double()>& compute) {
+  if (memo == nullptr) return compute();
+  if (auto kept = memo->tables().bounds.recall(key)) return *kept;
   const double bound = compute();
-  const std::lock_guard<std::mutex> hold(lock);
-  kept.emplace_back(key, bound);
-  if (kept.size() > kKept) kept.pop_front();
+  memo->tables().bounds.keep(key, bound);
   return bound;
 }
 

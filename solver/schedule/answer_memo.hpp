@@ -1,32 +1,145 @@
-// The synthesizer's answers to the last few requests of this process (internal). A plan
-// synthesizes the same request more than once: families that cut the model alike (v,
-// v-released and v-naive on a model whose cuts have one choice; chain and chain-relayed
-// without skips) give equal pipeline models. A synthesis is a pure function of its request
-// (deterministic work limits, a fixed seed), so an equal request gets the answer again;
-// an answer the wall-clock safety limit cut short is not kept. See answer_memo.cpp.
+// The memo's tables and keys (internal; the memo itself is include/pulse/schedule/
+// schedule_memo.hpp). Each key is what one cached computation depends on, compared field by
+// field by a defaulted operator==: the request, the pipeline model and what they hold compare
+// every member they have, so a member added to any of them is compared as soon as it exists
+// (no byte image, no sizeof guard). A hash of a few fields skips most comparisons; equal keys
+// hash alike, and a field the hash leaves out only costs a comparison. See answer_memo.cpp.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <deque>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
-#include <string>
+#include <utility>
+#include <vector>
 
+#include "pulse/cost/pipeline_model.hpp"
+#include "pulse/schedule/schedule_memo.hpp"
 #include "pulse/schedule/synthesize.hpp"
+#include "staircase.hpp"
+#include "v_auto.hpp"
 
 namespace pulse::detail {
 
-/// Every field of `request` and of its model, as bytes (doubles by their bits): equal
-/// images, equal requests.
-std::string request_image(const ScheduleRequest& request);
+/// A whole synthesis (synthesize_schedule): every field of the request, and its model by
+/// value.
+struct ScheduleKey {
+  ScheduleRequest request;  ///< With its model and memo pointers null.
+  PipelineModel model;
+  bool operator==(const ScheduleKey&) const = default;
+};
 
-/// The answer kept for a request equal to `request` in every field and in its model.
+/// What a computation over one pipeline's memory depends on: the model, the split backward,
+/// M and each device's room for activations (capacity less static state, within the
+/// budget). The lower bound (a configuration's screen and full synthesis share it) and the
+/// published schedules' pool (v_seeds.hpp) are keyed by it.
+struct RoomKey {
+  PipelineModel model;
+  bool split_backward = false;
+  int num_microbatches = 0;
+  std::vector<std::int64_t> room;
+  bool operator==(const RoomKey&) const = default;
+};
+
+/// The ladder's staircase (ladder_search.cpp): the request without what the staircase does
+/// not depend on (its budget, its memory curve, its order search's work limit, the integer
+/// program's limits, the wall clock), and whether the policy search at the wide room adds
+/// its list schedules, which it does.
+struct LadderKey {
+  ScheduleKey open;
+  bool wide_list = false;
+  bool operator==(const LadderKey&) const = default;
+};
+
+/// V-auto's candidates (v_auto.hpp): P, M and the budget in stage activations.
+struct VAutoKey {
+  int pp = 0;
+  int num_microbatches = 0;
+  int budget = 0;
+  bool operator==(const VAutoKey&) const = default;
+};
+
+ScheduleKey schedule_key(const ScheduleRequest& request);
+
+std::size_t hash_of(const ScheduleKey& key);
+std::size_t hash_of(const RoomKey& key);
+std::size_t hash_of(const LadderKey& key);
+std::size_t hash_of(const VAutoKey& key);
+
+/// One table: the last few values computed, by key.
+template <class Key, class Value>
+class MemoTable {
+ public:
+  /// Keeps the last `kept` values.
+  explicit MemoTable(std::size_t kept = 4) : kept_most_(kept) {}
+
+  /// The value kept for a key equal to `key`, counted as recalled; else nothing, counted as
+  /// computed (the caller computes it next).
+  std::optional<Value> recall(const Key& key) {
+    const std::size_t hash = hash_of(key);
+    const std::lock_guard<std::mutex> hold(lock_);
+    for (const Entry& e : kept_) {
+      if (e.hash == hash && e.key == key) {
+        ++counts_.recalled;
+        return e.value;
+      }
+    }
+    ++counts_.computed;
+    return std::nullopt;
+  }
+
+  void keep(Key key, Value value) {
+    const std::size_t hash = hash_of(key);
+    const std::lock_guard<std::mutex> hold(lock_);
+    kept_.push_back(Entry{hash, std::move(key), std::move(value)});
+    if (kept_.size() > kept_most_) kept_.pop_front();
+  }
+
+  ScheduleMemo::Counts counts() const {
+    const std::lock_guard<std::mutex> hold(lock_);
+    return counts_;
+  }
+
+ private:
+  struct Entry {
+    std::size_t hash = 0;
+    Key key;
+    Value value;
+  };
+  std::size_t kept_most_;
+  mutable std::mutex lock_;
+  std::deque<Entry> kept_;
+  ScheduleMemo::Counts counts_;
+};
+
+struct LadderCandidates;  // ladder_search.cpp
+
+/// Bounds kept: a number and a key each, and a level asks for one per configuration and
+/// family of each alternative (a few hundred at most on the shipped profiles).
+inline constexpr std::size_t kKeptBounds = 512;
+
+/// A handful of each, as the equal requests of one plan come close together; but the bounds
+/// of every configuration a level 0 screen asks for (synthesis_lower_bound), to be found
+/// again when they are synthesized.
+struct MemoTables {
+  MemoTable<ScheduleKey, ScheduleAnswer> answers;
+  MemoTable<RoomKey, double> bounds{kKeptBounds};
+  MemoTable<LadderKey, std::shared_ptr<const LadderCandidates>> ladders;
+  MemoTable<RoomKey, std::shared_ptr<const std::vector<StairMember>>> seeds;
+  MemoTable<VAutoKey, std::shared_ptr<const VAutoSearch>> v_auto_pools;
+};
+
+/// The answer `request.memo` keeps for an equal request; nothing without a memo.
 std::optional<ScheduleAnswer> recall_answer(const ScheduleRequest& request);
 
-/// Keeps `answer` for `request` (not when its status is time_limit).
+/// Keeps `answer` for `request` in its memo (not when its status is time_limit: the wall
+/// clock cut it short, and another run may get further).
 void remember_answer(const ScheduleRequest& request, const ScheduleAnswer& answer);
 
-/// The lower bound kept for a request whose model, microbatches and memory are those of
-/// `request` (a plan's screen and full synthesis of a configuration share it), else
-/// `compute()`'s, then kept.
-double recall_bound(const ScheduleRequest& request, const std::function<double()>& compute);
+/// The lower bound `memo` keeps for `key`, else `compute()`'s, then kept.
+double recall_bound(ScheduleMemo* memo, const RoomKey& key, const std::function<double()>& compute);
 
 }  // namespace pulse::detail

@@ -11,15 +11,13 @@
 // Every member and every rung's result that fits the budget goes to the synthesizer. With
 // more memory the members that fit are a superset and more rungs run: the best can only get
 // shorter. (The heuristic list schedule and the exact ILP are the synthesizer's, outside
-// the ladder.) The staircase of a request is kept for the process: a plan's screen, full
+// the ladder.) The staircase of a request is kept in the job's memo: a plan's screen, full
 // synthesis and memory trims ask for it again with other budgets.
 
 #include "ladder_search.hpp"
 
 #include <algorithm>
-#include <deque>
 #include <memory>
-#include <mutex>
 
 #include "order_search.hpp"
 #include "pulse/schedule/v_families.hpp"
@@ -27,16 +25,17 @@
 
 namespace pulse::detail {
 
+// The staircase of one request, and the policy search's work it took.
+struct LadderCandidates {
+  std::vector<StairMember> members;
+  int list_evaluations = 0;
+};
+
 namespace {
 
 // Rungs at most: every member of a short staircase (V-Min's memory through V-Half's,
 // V-auto's and ZB-V's to the list schedules holding more), else this many spread over it.
 constexpr int kRungs = 12;
-
-struct Candidates {
-  std::vector<StairMember> members;
-  int list_evaluations = 0;
-};
 
 bool within(const std::vector<std::int64_t>& peaks, const std::vector<std::int64_t>& room) {
   for (std::size_t d = 0; d < peaks.size(); ++d) {
@@ -45,16 +44,16 @@ bool within(const std::vector<std::int64_t>& peaks, const std::vector<std::int64
   return true;
 }
 
-Candidates staircase_of(const LadderInput& in) {
+LadderCandidates staircase_of(const LadderInput& in) {
   const PipelineModel& m = *in.model;
   const int M = in.num_microbatches;
   Staircase stairs(m, M, in.wide_room);
-  for (StairMember& s : v_seeds({&m, M, in.wide_room, in.pool_key})) {
+  for (StairMember& s : v_seeds({&m, M, in.wide_room, in.memo})) {
     stairs.add(std::move(s.schedule), s.method);
   }
   if (auto s = v_family_schedule({&m, M, VFamily::zb_v, zbv_room(m)}))
     stairs.add(std::move(*s), "zb-v");
-  Candidates out;
+  LadderCandidates out;
   if (in.wide_list) {
     SearchInput list = in.list;
     list.seen = [&stairs](const Schedule& s) { stairs.add(s, "list-search"); };
@@ -64,22 +63,15 @@ Candidates staircase_of(const LadderInput& in) {
   return out;
 }
 
-// The staircases of the last few requests (by `key`), as computing one is most of a
-// synthesis and a plan asks for the same several times.
-std::shared_ptr<const Candidates> candidates(const LadderInput& in) {
-  static std::mutex lock;
-  static std::deque<std::pair<std::string, std::shared_ptr<const Candidates>>> kept;
-  if (!in.key.empty()) {
-    const std::lock_guard<std::mutex> hold(lock);
-    for (const auto& [k, v] : kept) {
-      if (k == in.key) return v;
-    }
+// The staircase, from the job's memo when it has it, as computing one is most of a synthesis
+// and a plan asks for the same several times.
+std::shared_ptr<const LadderCandidates> candidates(const LadderInput& in) {
+  if (in.memo) {
+    if (auto kept = in.memo->tables().ladders.recall(in.key)) return *kept;
   }
-  auto found = std::make_shared<const Candidates>(staircase_of(in));
-  if (in.key.empty() || (in.expired && in.expired())) return found;  // cut short: not kept
-  const std::lock_guard<std::mutex> hold(lock);
-  kept.emplace_back(in.key, found);
-  if (kept.size() > 4) kept.pop_front();
+  auto found = std::make_shared<const LadderCandidates>(staircase_of(in));
+  if (!in.memo || (in.expired && in.expired())) return found;  // cut short: not kept
+  in.memo->tables().ladders.keep(in.key, found);
   return found;
 }
 
@@ -162,7 +154,7 @@ void climb(const LadderInput& in, const StairMember& rung, Share share, Carried&
 
 LadderResult ladder_search(const LadderInput& in) {
   LadderResult out;
-  const std::shared_ptr<const Candidates> stairs = candidates(in);
+  const std::shared_ptr<const LadderCandidates> stairs = candidates(in);
   out.list_evaluations = stairs->list_evaluations;
   for (const StairMember& member : stairs->members) {
     if (within(member.peaks, in.room)) in.offer(member.schedule, member.method);

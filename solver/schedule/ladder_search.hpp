@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "answer_memo.hpp"
 #include "policy_search.hpp"
 #include "pulse/cost/memory.hpp"
 #include "pulse/cost/pipeline_model.hpp"
@@ -35,10 +36,12 @@ struct LadderInput {
   std::function<SearchInput(std::int64_t budget)> list_at;
   long rung_list_op_replays = 0, rung_order_op_replays = 0;
   int max_list_evaluations = 0, max_order_evaluations = 0;
-  /// What the staircase depends on (the request without its budget), to find it again
-  /// when the plan asks with another budget; and what the published schedules' pool
-  /// depends on (v_seeds.hpp). Empty: not kept.
-  std::string key, pool_key;
+  /// The job's memo (schedule_memo.hpp), where the staircase is kept by `key` (what it
+  /// depends on: the request without its budget) to be found again when the plan asks with
+  /// another budget, and the published schedules' pool by its own (v_seeds.hpp). Null: not
+  /// kept.
+  ScheduleMemo* memo = nullptr;
+  LadderKey key;
   std::function<bool()> stop;     ///< The wall-clock limit, or the answer at its bound.
   std::function<bool()> expired;  ///< The wall-clock limit.
   /// Hands a candidate to the synthesizer (which replays it and keeps it if it fits the

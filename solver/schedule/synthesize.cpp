@@ -334,13 +334,14 @@ struct Search {
         return list_input(rooms.back());
       };
     }
-    open.memory_curve_points = 0;
-    open.max_order_evaluations = 0;
-    in.key = detail::request_image(open);
-    open.max_evaluations = open.exact_max_ops = open.max_nodes = open.seed = 0;
+    // The staircase's key: the request without what the staircase does not depend on (the
+    // budget, the curve, the order search's limit; the integer program's limits and the wall
+    // clock, which the ladder does not use: a staircase the clock cut short is not kept).
+    open.memory_curve_points = open.max_order_evaluations = 0;
+    open.max_nodes = open.exact_max_ops = open.seed = 0;
     open.max_seconds = 0;
-    open.allreduce_s.clear();
-    in.pool_key = detail::request_image(open);
+    in.memo = r.memo;
+    in.key = {detail::schedule_key(open), in.wide_list};
     in.stop = [this] { return !go_on(); };
     in.expired = [this] { return deadline.expired(); };
     in.offer = [this](Schedule s, const std::string& how) {
@@ -397,6 +398,21 @@ struct Search {
 };
 
 Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound);
+
+// The one-machine relaxations' bound under the memory rule (lower_bound.hpp), from the job's
+// memo when it has it: it depends on the model, the split, M and the room alone.
+double relaxed_bound(const detail::OpGraph& graph, const ScheduleRequest& r, const Memory& mem) {
+  const auto relaxation = detail::memory_relaxation(graph, *r.model, mem.room);
+  return detail::schedule_lower_bound(graph, r.num_microbatches, relaxation);
+}
+
+double memory_bound(const ScheduleRequest& r, const Memory& mem, const detail::OpGraph* graph) {
+  const detail::RoomKey key{*r.model, r.split_backward, r.num_microbatches, mem.room};
+  return detail::recall_bound(r.memo, key, [&] {
+    if (graph) return relaxed_bound(*graph, r, mem);
+    return relaxed_bound(detail::build_op_graph(*r.model, r.split_backward), r, mem);
+  });
+}
 
 // A smaller synthesis of the same request with at most `budget` bytes of activations per
 // device (the curve's effort, or with `full` the request's own, as `plan --activation-budget`
@@ -502,12 +518,7 @@ Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound) {
   a.activation_budget = r.activation_budget;
   a.heuristic_makespan_s = best.timeline.makespan_s;
   const detail::OpGraph graph = detail::build_op_graph(*r.model, r.split_backward);
-  if (with_bound) {
-    a.lower_bound_s = detail::recall_bound(r, [&] {
-      const auto relaxation = detail::memory_relaxation(graph, *r.model, mem.room);
-      return detail::schedule_lower_bound(graph, r.num_microbatches, relaxation);
-    });
-  }
+  if (with_bound) a.lower_bound_s = memory_bound(r, mem, &graph);
   if (r.family != ScheduleFamily::synthesized) return fixed_schedule(r, mem, best, a);
   Search search{r, mem, deadline, best, a, r.max_seconds <= 0};
   if (search.ladder_applies()) {
@@ -542,6 +553,12 @@ Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& r) {
   if (auto held = hold_peaks(r, *a); !held) return held.error();
   detail::remember_answer(r, *a);
   return a;
+}
+
+double synthesis_lower_bound(const ScheduleRequest& r) {
+  const Memory mem = memory_of(r);
+  if (!check_room(r, mem)) return std::numeric_limits<double>::infinity();
+  return memory_bound(r, mem, nullptr);
 }
 
 Status trim_memory(const ScheduleRequest& r, ScheduleAnswer& answer) {

@@ -14,11 +14,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <memory>
-#include <mutex>
-#include <tuple>
 
+#include "answer_memo.hpp"
 #include "dualpipev.hpp"
 #include "pulse/cost/memory.hpp"
 #include "pulse/schedule/v_families.hpp"
@@ -48,23 +46,14 @@ double to_ms(double seconds) {
 }
 
 // V-auto's candidates depend on P, M and the budget alone, and one plan synthesizes the
-// same V several times (the families v, v-released and v-naive): the last few sets are kept
-// for the process, a pure function's results.
-std::shared_ptr<const VAutoSearch> pool_of(int P, int M, int budget) {
-  using Key = std::tuple<int, int, int>;
-  static std::mutex lock;
-  static std::deque<std::pair<Key, std::shared_ptr<const VAutoSearch>>> kept;
-  const Key key{P, M, budget};
-  {
-    const std::lock_guard<std::mutex> hold(lock);
-    for (const auto& [k, v] : kept) {
-      if (k == key) return v;
-    }
+// same V several times (the families v, v-released and v-naive): the job's memo keeps them.
+std::shared_ptr<const VAutoSearch> pool_of(int P, int M, int budget, ScheduleMemo* memo) {
+  const VAutoKey key{P, M, budget};
+  if (memo) {
+    if (auto kept = memo->tables().v_auto_pools.recall(key)) return *kept;
   }
   auto found = std::make_shared<const VAutoSearch>(v_auto_pool(P, M, budget));
-  const std::lock_guard<std::mutex> hold(lock);
-  kept.emplace_back(key, found);
-  if (kept.size() > 4) kept.pop_front();
+  if (memo) memo->tables().v_auto_pools.keep(key, found);
   return found;
 }
 
@@ -79,12 +68,13 @@ int v_auto_budget(const PipelineModel& m, const std::vector<std::int64_t>& room,
   return static_cast<int>(std::min<std::int64_t>(2 * P, most / least));
 }
 
-void add_v_auto(Staircase& pool, int P, int M, int budget) {
+void add_v_auto(Staircase& pool, int P, int M, int budget, ScheduleMemo* memo) {
   std::vector<int> budgets{budget};
   // Below room for 2M the authors do not release warm-up W ops (few microbatches).
   if (M <= P && budget >= 2 * M) budgets.push_back(2 * M - 1);
   for (int b : budgets) {
-    for (const VAutoCandidate& c : pool_of(P, M, b)->candidates) {
+    const std::shared_ptr<const VAutoSearch> found = pool_of(P, M, b, memo);  // alive in the loop
+    for (const VAutoCandidate& c : found->candidates) {
       pool.add(slot_rows_schedule(c.rows), "v-auto");
     }
   }
@@ -123,7 +113,7 @@ std::vector<StairMember> pool_of(const VSeedRequest& r) {
     if (auto z = zbv_fill_pick({P, M, costs, budget})) pool.add(std::move(z->schedule), "zb-v");
   }
   if (1000L * P * 6 * (4L * P + M + 1) <= kVAutoBlockSlots) {
-    add_v_auto(pool, P, M, v_auto_budget(m, r.room, pool.holds().per_stage()));
+    add_v_auto(pool, P, M, v_auto_budget(m, r.room, pool.holds().per_stage()), r.memo);
   }
   for (VFamily f : {VFamily::v_half, VFamily::v_min}) {
     pool.add(slot_pattern_schedule(m, M, f), v_family_name(f));
@@ -136,20 +126,13 @@ std::vector<StairMember> pool_of(const VSeedRequest& r) {
 
 std::vector<StairMember> v_seeds(const VSeedRequest& r) {
   if (r.model == nullptr || !is_two_stage_v(r.model->layout)) return {};
-  static std::mutex lock;
-  static std::deque<std::pair<std::string, std::vector<StairMember>>> kept;
-  if (!r.key.empty()) {
-    const std::lock_guard<std::mutex> hold(lock);
-    for (const auto& [k, v] : kept) {
-      if (k == r.key) return v;
-    }
-  }
-  std::vector<StairMember> found = pool_of(r);
-  if (r.key.empty()) return found;
-  const std::lock_guard<std::mutex> hold(lock);
-  kept.emplace_back(r.key, found);
-  if (kept.size() > 4) kept.pop_front();
-  return found;
+  if (!r.memo) return pool_of(r);
+  // Every schedule of the pool splits the backward (I and W ops).
+  const RoomKey key{*r.model, true, r.num_microbatches, r.room};
+  if (auto kept = r.memo->tables().seeds.recall(key)) return **kept;
+  auto found = std::make_shared<const std::vector<StairMember>>(pool_of(r));
+  r.memo->tables().seeds.keep(key, found);
+  return *found;
 }
 
 }  // namespace pulse::detail

@@ -8,10 +8,10 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include "pulse/cost/pipeline_model.hpp"
+#include "pulse/schedule/schedule_memo.hpp"
 #include "staircase.hpp"
 #include "v_auto.hpp"
 
@@ -22,9 +22,11 @@ struct VSeedRequest {
   int num_microbatches = 1;
   /// Per device: the bytes activations (and skip caches) may hold.
   std::vector<std::int64_t> room;
-  /// What the pool depends on (the model, M, the room), to find it again when a plan asks
-  /// once more (its screen, its full synthesis, its memory trims); empty: not kept.
-  std::string key;
+  /// The job's memo (schedule_memo.hpp), where the pool is kept by what it depends on (the
+  /// model, M, the room) to be found again when a plan asks once more (its screen, its full
+  /// synthesis, its memory trims), and V-auto's candidates by P, M and the budget. Null: not
+  /// kept.
+  ScheduleMemo* memo = nullptr;
 };
 
 /// The pool's staircase (empty off a two-stage V); methods "zb-v", "v-auto", "v-half",

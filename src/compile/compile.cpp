@@ -1,8 +1,11 @@
 // The driver: the pass list, by level (HiGHS labels its levels the same way).
 //
-//   Level 0  compile_checked   the request against the profiles; the search; pulse against
-//                              each baseline's own answer; the memory curve of the plan kept
-//                              (--recompute auto: once per mode, recompute_search.cpp)
+//   Level 0  compile_checked   the table of alternatives (alternatives.hpp): pulse's own
+//                              search, each baseline's own answer, sharded data parallelism,
+//                              each recomputation mode under --recompute auto; each level's
+//                              request against the profiles, every row planned by level 1
+//                              with the job's one cache, compared once, recorded once; the
+//                              memory curve of the plan kept
 //   Level 1  tune (tuner.cpp)  every configuration x family: placed, screened, finished
 //   Level 2  placed_family,    the passes of one configuration and family (passes.hpp), each
 //            compile_family    timed under the name --stats prints; answers cached by stage
@@ -13,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "alternatives.hpp"
 #include "compile_internal.hpp"
 #include "passes.hpp"
 #include "pulse/compile/plan_options.hpp"
@@ -29,41 +33,24 @@ Result<CompiledPlan> compile_plan(const ModelProfile& model, const ClusterProfil
 namespace detail {
 
 Result<CompiledPlan> compile_checked(const ModelProfile& model, const ClusterProfile& cluster,
-                                     const PlanOptions& given, PassClock& clock) {
-  if (given.recompute == "auto") return compile_recompute_auto(model, cluster, given, clock);
-  PlanOptions options = given;
-  PlannedInputs inputs;
-  if (auto scaled = scale_inputs(model, cluster, options, inputs); !scaled) return scaled.error();
-  auto device_type = check_request(*inputs.model, *inputs.cluster, options);
-  if (!device_type) return device_type.error();
-  CompileCache cache;
-  const CompileInputs in{inputs.model, inputs.cluster, &options, *device_type, &cache};
-  if (options.pp && options.microbatch_size) {  // one configuration: its errors as they are
-    const int dp = options.dp.value_or(std::max(1, inputs.cluster->num_devices() / *options.pp));
-    if (auto config = resolve_config(in, *options.pp, dp, *options.microbatch_size); !config) {
-      return config.error();
-    }
-  }
-  Result<CompiledPlan> plan = tune(in, clock);  // level 1
-  if (options.strategy == Strategy::pulse) {
-    plan = against_baselines(in, std::move(plan), clock);
-    plan = against_sharded(in, std::move(plan), clock);
-  }
+                                     const PlanOptions& options, PassClock& clock) {
+  CompileCache cache;  // the job's: every alternative's graphs, placements, plans, syntheses
+  Result<CompiledPlan> plan = compare_alternatives({&model, &cluster, &options}, cache, clock);
   if (!plan) return plan;
-  // The plan kept may be a sharded one (against_sharded): its curve under its own options.
-  const PlanOptions kept_options = plan->options;
-  CompileInputs kept = in;
-  kept.options = &kept_options;
-  if (auto curved = memory_curve_pass(kept, *plan, clock); !curved) return curved.error();
   plan->pass_times = clock.times();
   plan->safety_limit_hits = cache.safety_limit_hits;
-  plan->derived_times = inputs.derived_times;
+  plan->memo_counts = cache.memo.counts();
   return plan;
+}
+
+Variant variant_of(const PlanOptions& options) {
+  return {options.recompute, options.memory, options.pp && options.microbatch_size, options.cuts};
 }
 
 const Result<CompiledPlan>& placed_family(const CompileInputs& in, const Config& c, const Family& f,
                                           PassClock& clock) {
-  const CacheKey key{c.pp, c.dp, c.microbatch_size, f.name, Reached::placed};
+  const CacheKey key{variant_of(*in.options), c.pp,   c.dp,
+                     c.microbatch_size,       f.name, Reached::placed};
   if (auto it = in.cache->plans.find(key); it != in.cache->plans.end()) return it->second;
   auto keep = [&](Result<CompiledPlan> r) -> auto& {
     return in.cache->plans.emplace(key, std::move(r)).first->second;
@@ -92,8 +79,9 @@ const Result<CompiledPlan>& placed_family(const CompileInputs& in, const Config&
 const Result<CompiledPlan>& compile_family(const CompileInputs& in, const Config& c,
                                            const Family& f, Effort effort, PassClock& clock) {
   const bool full = effort == Effort::full && f.schedule == ScheduleFamily::synthesized;
-  const CacheKey key{c.pp, c.dp, c.microbatch_size, f.name,
-                     full ? Reached::synthesized : Reached::screened};
+  const CacheKey key{
+      variant_of(*in.options), c.pp,   c.dp,
+      c.microbatch_size,       f.name, full ? Reached::synthesized : Reached::screened};
   if (auto it = in.cache->plans.find(key); it != in.cache->plans.end()) return it->second;
   auto keep = [&](Result<CompiledPlan> r) -> auto& {
     return in.cache->plans.emplace(key, std::move(r)).first->second;

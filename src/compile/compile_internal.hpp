@@ -1,15 +1,17 @@
-// What the driver's sources share (compile.cpp, passes.cpp, tuner.cpp, baselines.cpp,
-// request_limits.cpp, plan_job.cpp). Private to src/compile.
+// What the driver's sources share (compile.cpp, passes.cpp, tuner.cpp, alternatives.cpp,
+// verdicts.cpp, request_limits.cpp, plan_job.cpp). Private to src/compile.
 #pragma once
 
 #include <compare>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pulse/compile/compile.hpp"
 #include "pulse/graph/layer_graph.hpp"
+#include "pulse/schedule/schedule_memo.hpp"
 
 namespace pulse::detail {
 
@@ -26,8 +28,28 @@ enum class Effort { screen, full };
 /// is its screen.
 enum class Reached { placed, screened, synthesized };
 
-/// A (configuration, family) at the stage it reached: what the cache keeps answers by.
+/// What the passes' answers depend on, beyond the configuration and the family, among the
+/// options the alternatives of level 0 vary (alternatives.hpp): the model planned (its
+/// recomputation mode), the memory model (precision, ZeRO stage), whether the exact integer
+/// program may run (pp and the microbatch size both given: passes.cpp) and a given cut. The
+/// options every alternative of one job shares (the split, the activation budget, the
+/// solver's limits, the scales) are not in it; an axis that varies one of them adds it here.
+struct Variant {
+  std::string recompute;
+  MemoryModel memory;
+  bool exact = false;
+  std::vector<std::string> cuts;
+
+  auto operator<=>(const Variant&) const = default;
+};
+
+/// The variant `options` plan.
+Variant variant_of(const PlanOptions& options);
+
+/// A (configuration, family) of a variant at the stage it reached: what the cache keeps
+/// answers by.
 struct CacheKey {
+  Variant variant;
   int pp = 0;
   int dp = 0;
   int microbatch_size = 0;
@@ -37,15 +59,19 @@ struct CacheKey {
   auto operator<=>(const CacheKey&) const = default;
 };
 
-/// What one compile_plan call computes once and looks up after: the layer graphs at each
-/// microbatch size, placements, and every (configuration, family) at each stage it reached.
+/// What one compile job computes once and looks up after, for every alternative of level 0
+/// alike: the layer graphs of each recomputation mode at each microbatch size, placements
+/// (which depend on the cluster alone: every mode shares them), every (variant,
+/// configuration, family) at each stage it reached, and the schedule synthesizer's memo.
 /// Pulse compares itself with the baselines by the baselines' own computations, which share
 /// most of their work with its own search.
 struct CompileCache {
-  std::map<int, LayerGraph> graphs;        ///< By microbatch size.
-  std::map<int, LayerGraph> blind_graphs;  ///< The same without skip edges.
+  /// By (recomputation mode, microbatch size).
+  std::map<std::pair<std::string, int>, LayerGraph> graphs;
+  std::map<std::pair<std::string, int>, LayerGraph> blind_graphs;  ///< The same without skips.
   std::map<std::vector<std::int64_t>, Placement> placements;
   std::map<CacheKey, Result<CompiledPlan>> plans;
+  ScheduleMemo memo;          ///< Every synthesis request of the job carries it.
   int safety_limit_hits = 0;  ///< Syntheses the wall-clock safety limit stopped.
 };
 
@@ -114,6 +140,12 @@ double iteration_lower_bound(const CompileInputs& in, const CompiledPlan& plan);
 /// each family synthesized in full; the fastest plan, with every candidate and why it lost.
 Result<CompiledPlan> tune(const CompileInputs& in, PassClock& clock);
 
+/// No plan tune(in) returns has a shorter iteration: the least, over every (configuration,
+/// family) it would place (placed here, in `in.cache`, where tune finds them), of the larger
+/// of iteration_lower_bound and the synthesizer's bound under memory (schedule_bound);
+/// infinity when none places. An internal error as it is.
+Result<double> tune_lower_bound(const CompileInputs& in, PassClock& clock);
+
 /// The families the options ask to search: the strategy's, or the one --family names.
 std::vector<const Family*> searched_families(const PlanOptions& options);
 
@@ -128,25 +160,5 @@ std::int64_t largest_peak_bytes(const CompiledPlan& p);
 
 /// True when `a` is faster than `b` (samples per second; ties: fewer bytes moved).
 bool faster_plan(const CompiledPlan& a, const CompiledPlan& b);
-
-/// For pulse: each baseline strategy's own answer (tuned or fixed as the options say),
-/// computed as `--strategy NAME` computes it, sharing `in.cache`; the fastest of them and
-/// `own` wins. Records the baselines' figures in the winner's `versus` (baselines.cpp).
-Result<CompiledPlan> against_baselines(const CompileInputs& in, Result<CompiledPlan> own,
-                                       PassClock& clock);
-
-/// For pulse on two devices or more: sharded data parallelism alone (`--pp 1 --zero 2`
-/// and `--zero 3` for the same options), planned by the same passes; the faster replaces
-/// `own` when the options leave pp open (or set it to 1) and no family. Records the answers
-/// and the verdict, against the runner-up, in the winner's `pipeline_or_not` (sharded.cpp).
-Result<CompiledPlan> against_sharded(const CompileInputs& in, Result<CompiledPlan> own,
-                                     PassClock& clock);
-
-/// --recompute auto: compile_checked under none, selective and full (a mode that selects
-/// no layer of the model is not planned); the fastest plan is kept, with every mode's
-/// answer and the verdict in its `recompute_search` (recompute_search.cpp).
-Result<CompiledPlan> compile_recompute_auto(const ModelProfile& model,
-                                            const ClusterProfile& cluster,
-                                            const PlanOptions& options, PassClock& clock);
 
 }  // namespace pulse::detail

@@ -44,11 +44,13 @@ std::string shortfall_message(const CompileInputs& in, const Config& c, const Fa
 
 const LayerGraph& cached_graph(const CompileInputs& in, int microbatch_size, bool blind) {
   auto& graphs = blind ? in.cache->blind_graphs : in.cache->graphs;
-  auto it = graphs.find(microbatch_size);
+  // The model planned is the one of the options' recomputation mode (request_limits.cpp).
+  const std::pair<std::string, int> key{in.options->recompute, microbatch_size};
+  auto it = graphs.find(key);
   if (it != graphs.end()) return it->second;
   ModelProfile model = *in.model;
   if (blind) model.skips.clear();
-  return graphs.emplace(microbatch_size, LayerGraph::build(model, in.device_type, microbatch_size))
+  return graphs.emplace(key, LayerGraph::build(model, in.device_type, microbatch_size))
       .first->second;
 }
 
@@ -196,6 +198,7 @@ ScheduleRequest schedule_request(const CompileInputs& in, const CompiledPlan& pl
   request.activation_budget = activation_budget(*in.options, *in.cluster);
   request.allreduce_s = allreduce_times(plan.model, plan.ranks, in.options->memory, *in.cluster,
                                         plan.num_microbatches);
+  request.memo = &in.cache->memo;
   request.max_nodes = in.options->solver_max_nodes;
   request.max_seconds = in.options->solver_max_seconds;
   // The memory curve is drawn once, for the plan kept (memory_curve_pass).
@@ -223,6 +226,12 @@ void note_safety_limit(const CompileInputs& in, bool counted, const ScheduleAnsw
 }
 
 }  // namespace
+
+double schedule_bound(const CompileInputs& in, const CompiledPlan& placed) {
+  CompiledPlan plan = placed;
+  plan.static_bytes = static_memory(plan.model, in.options->memory, plan.dp);
+  return synthesis_lower_bound(schedule_request(in, plan, Effort::screen));
+}
 
 CompiledPlan start_plan(const CompileInputs& in, const Config& c, const Family& f) {
   CompiledPlan plan;

@@ -47,6 +47,11 @@ Status replace_pass(const CompileInputs& in, const Config& c, CompiledPlan& plan
 
 /// "memory limits": each device's static state, and how many microbatches it can hold in
 /// flight whatever the order of its ops (cost/memory.hpp).
+/// No schedule of the placed plan `placed` within each device's memory has a shorter
+/// makespan: the synthesizer's bound (synthesis_lower_bound), kept in the job's memo where
+/// the plan's syntheses find it; infinity when not one microbatch fits a device.
+double schedule_bound(const CompileInputs& in, const CompiledPlan& placed);
+
 void memory_limits_pass(const CompileInputs& in, CompiledPlan& plan, PassClock& clock);
 
 /// "schedule": the synthesizer (list schedules, searches, integer programs) at `effort`, or

@@ -299,6 +299,7 @@ Plan build_plan(const CompiledPlan& p, const ModelProfile& model, const ClusterP
   plan.search = p.candidates;
   plan.pipeline_or_not = p.pipeline_or_not;
   plan.recompute_search = p.recompute_search;
+  plan.alternatives = p.alternatives;
   plan.warnings = plan_warnings(plan);
   return plan;
 }

@@ -21,17 +21,46 @@
 // too few layers, not scheduled by its bound, or slower by what share.
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 
 #include <fmt/format.h>
 
 #include "compile_internal.hpp"
+#include "passes.hpp"
 #include "pulse/base/limits.hpp"
 #include "pulse/base/units.hpp"
 #include "pulse/graph/layer_graph.hpp"
 #include "pulse/simulate/evaluate.hpp"
 
 namespace pulse::detail {
+
+std::int64_t p2p_bytes(const CompiledPlan& p) {
+  return p.model.bytes_per_microbatch().total() * p.num_microbatches * p.dp;
+}
+
+FamilyOutcome outcome_of(const Family& f, const CompiledPlan* plan, bool synthesized) {
+  FamilyOutcome o;
+  o.family = f.name;
+  o.synthesized = synthesized;
+  if (!plan) return o;
+  o.feasible = true;
+  o.all_skips_local = plan->partition.all_skips_local;
+  o.iteration_s = plan->evaluation.iteration_s;
+  o.samples_per_s = plan->evaluation.samples_per_s;
+  o.p2p_bytes_per_iteration = p2p_bytes(*plan);
+  return o;
+}
+
+std::vector<const Family*> searched_families(const PlanOptions& options) {
+  std::vector<const Family*> out;
+  // --family narrows pulse's own search; a baseline strategy always has its one family.
+  const bool narrowed = options.family && options.strategy == Strategy::pulse;
+  for (const Family& f : families(options.strategy)) {
+    if (!narrowed || options.family == f.name) out.push_back(&f);
+  }
+  return out;
+}
 
 namespace {
 
@@ -439,6 +468,24 @@ double iteration_lower_bound(const CompileInputs& in, const CompiledPlan& plan) 
     // of the stages before it follow.
     if (!in.options->split_backward) {
       bound = std::max(bound, last_op_end + chain(first[d], false));
+    }
+  }
+  return bound;
+}
+
+Result<double> tune_lower_bound(const CompileInputs& in, PassClock& clock) {
+  double bound = std::numeric_limits<double>::infinity();
+  for (const Trial& t : enumerate(in)) {
+    for (const Family* f : searched_families(*in.options)) {
+      if (!t.config) break;
+      const Result<CompiledPlan>& placed = placed_family(in, *t.config, *f, clock);
+      if (!placed) {
+        if (placed.error().kind == ErrorKind::internal) return placed.error();
+        continue;
+      }
+      // Its iteration is no shorter than either bound (the schedule's is its makespan's).
+      const double pair = std::max(iteration_lower_bound(in, *placed), schedule_bound(in, *placed));
+      bound = std::min(bound, pair);
     }
   }
   return bound;

@@ -426,6 +426,26 @@ void recompute_search_keys(IO& io, T& x) {
   io.objects("modes", x.modes, [](auto& sub, auto& a) { recompute_answer_keys(sub, a); });
 }
 
+template <class IO, class T>
+void alternative_keys(IO& io, T& a) {
+  io.field("axis", a.axis, text());
+  io.field("label", a.label, text());
+  io.field("strategy", a.strategy, text());
+  io.field("recompute", a.recompute, choice({"none", "selective", "full"}));
+  io.field("zero_stage", a.zero_stage, count().at_most(3, "the ZeRO stages 0 to 3"));
+  io.field("precision", a.precision, text());  // options.memory.precision's vocabulary
+  io.field("adoptable", a.adoptable, flag());
+  io.field("feasible", a.feasible, flag());
+  io.field("chosen", a.chosen, flag());
+  io.field("pp", a.pp, count(1));
+  io.field("dp", a.dp, count(1));
+  io.field("family", a.family, text());
+  io.field("configuration", a.configuration, text());
+  io.field("p2p_bytes_per_iteration", a.p2p_bytes_per_iteration, bytes());
+  io.field("recomputed_layers", a.recomputed_layers, count());
+  answer_figure_keys(io, a);
+}
+
 // The whole plan. `schema` is checked before anything else (plan_codec.cpp), so it is
 // written here and not read. The degrees come before every index they bound.
 template <class IO, class P>
@@ -456,6 +476,7 @@ void all_keys(IO& io, P& p) {
             [](auto& sub, auto& x) { pipeline_or_not_keys(sub, x); });
   io.object("recompute_search", p.recompute_search,
             [](auto& sub, auto& x) { recompute_search_keys(sub, x); });
+  io.objects("alternatives", p.alternatives, [](auto& sub, auto& x) { alternative_keys(sub, x); });
   io.list("warnings", p.warnings, note().defaulted());
 }
 

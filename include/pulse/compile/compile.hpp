@@ -28,6 +28,7 @@
 #include "pulse/profile/derive.hpp"
 #include "pulse/profile/profile.hpp"
 #include "pulse/profile/scaling.hpp"
+#include "pulse/schedule/schedule_memo.hpp"
 #include "pulse/schedule/synthesize.hpp"
 #include "pulse/simulate/evaluate.hpp"
 #include "pulse/simulate/schedule.hpp"
@@ -82,11 +83,12 @@ struct PlanOptions {
 struct CompiledPlan : Degrees {
   PlanOptions options;
   Strategy strategy = Strategy::pulse;
-  int device_type = 0;                    ///< Index into the model's device_types.
-  bool skips_nested = false;              ///< No two skips of the model cross (the graph pass).
-  const Family* family = nullptr;         ///< How it was cut, placed and scheduled.
-  std::vector<FamilyOutcome> families;    ///< Every family tried at this configuration.
-  std::vector<BaselineAnswer> baselines;  ///< Pulse only: each baseline's own answer.
+  int device_type = 0;                  ///< Index into the model's device_types.
+  bool skips_nested = false;            ///< No two skips of the model cross (the graph pass).
+  const Family* family = nullptr;       ///< How it was cut, placed and scheduled.
+  std::vector<FamilyOutcome> families;  ///< Every family tried at this configuration.
+  /// Pulse only: each baseline's own answer (a view of `alternatives`).
+  std::vector<BaselineAnswer> baselines;
   /// ranks[r][d]: the cluster rank of pipeline device d in data-parallel replica r.
   std::vector<std::vector<RankId>> ranks;
   Placement placement;  ///< How ranks were chosen.
@@ -99,15 +101,22 @@ struct CompiledPlan : Degrees {
   ScheduleAnswer solver;  ///< How the schedule was found (its schedule/timeline moved out).
   Evaluation evaluation;  ///< Iteration, throughput, bubble, all-reduce (the evaluate pass).
   std::vector<Candidate> candidates;  ///< Configurations tried, best first (the plan's search).
-  /// Pulse only: the plan against sharded data parallelism alone (sharded.cpp).
+  /// Pulse on two devices or more: the plan against sharded data parallelism alone (a view
+  /// of `alternatives`).
   std::optional<PipelineOrNot> pipeline_or_not;
-  /// --recompute auto: every mode's answer (recompute_search.cpp).
+  /// --recompute auto: every mode's answer (a view of `alternatives`).
   std::optional<RecomputeSearch> recompute_search;
+  /// Level 0's table (src/compile/alternatives.hpp): every alternative the plan was weighed
+  /// against, as planned, the chosen one marked; the three members above are its views.
+  std::vector<AlternativeAnswer> alternatives;
   std::vector<PassTime> pass_times;
   /// Schedule syntheses of this compile (any configuration or family, not only the plan
   /// kept) that the wall-clock safety limit stopped before their work limits did: when
   /// non-zero, the plan may differ from run to run, and the command says so.
   int safety_limit_hits = 0;
+  /// How often the job's schedule memo computed and recalled (not in the plan: what the
+  /// memo saved, and that a job's memo is its own).
+  ScheduleMemo::AllCounts memo_counts;
   /// Set when the model profile had no times for the cluster's device type and they were
   /// derived from another device's (profile/derive.hpp).
   std::optional<DerivedTimes> derived_times;

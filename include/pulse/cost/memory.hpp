@@ -34,6 +34,7 @@
 //                             stages hold their activations for part of the stay only)
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -93,6 +94,9 @@ struct MemoryModel {
     return weight_share(params, dp) + gradient_share(params, dp) + optimizer_bytes(params, dp);
   }
 
+  /// Field by field: the compiler's cache keeps answers by it (compile/compile_internal.hpp).
+  auto operator<=>(const MemoryModel&) const = default;
+
  private:
   double sharded(double per_param, int from_stage, int dp) const {
     return zero_stage >= from_stage && dp > 1 ? per_param / dp : per_param;
@@ -113,6 +117,7 @@ struct MemoryBreakdown {
   std::int64_t total() const {
     return weights + gradients + optimizer + activations + skip_cache + workspace;
   }
+  bool operator==(const MemoryBreakdown&) const = default;
 };
 
 /// Static training state per device for the model's stages under `memory` at `dp`.

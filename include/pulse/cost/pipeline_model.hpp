@@ -33,6 +33,8 @@ struct StageLayout {
   StageId stage_of(LayerId layer) const;
   /// Stages of a device in execution order.
   std::vector<StageId> stages_on(DeviceId d) const;
+
+  bool operator==(const StageLayout&) const = default;
 };
 
 /// The V: 2P stages, stage d and stage 2P-1-d on device d.
@@ -62,6 +64,8 @@ struct StageCost {
   /// (one microbatch at a time), beyond what activation_bytes keeps; 0 without recomputation.
   std::int64_t recompute_workspace_bytes = 0;
   std::int64_t largest_layer_params = 0;  ///< What ZeRO-3 gathers at once (cost/memory.hpp).
+
+  bool operator==(const StageCost&) const = default;
 };
 
 /// Bytes of one direction of a transfer, by what they are.
@@ -70,6 +74,7 @@ struct Bytes {
   std::int64_t skip = 0;
   std::int64_t carried = 0;
   std::int64_t total() const { return activation + skip + carried; }
+  bool operator==(const Bytes&) const = default;
 };
 
 /// Tensors sent after F(from, m) to stage `to`; their gradients return after B(to, m).
@@ -85,6 +90,8 @@ struct Transfer {
   double backward_s = 0;
   std::vector<int> skips;    ///< ModelProfile::skips indices whose bytes ride on it.
   std::vector<int> carried;  ///< Main path: ModelProfile::carried indices it moves forward.
+
+  bool operator==(const Transfer&) const = default;
 };
 
 /// Where one skip lives.
@@ -94,6 +101,8 @@ struct SkipPlacement {
   StageId consumer_stage = 0;
   bool local = false;      ///< Producer and consumer stages on one device: no byte moves.
   std::int64_t bytes = 0;  ///< Per microbatch.
+
+  bool operator==(const SkipPlacement&) const = default;
 };
 
 struct PipelineModel {
@@ -114,6 +123,9 @@ struct PipelineModel {
   std::vector<std::int64_t> device_params() const;
   /// P2P bytes of one microbatch through one pipeline, both directions.
   Bytes bytes_per_microbatch() const;
+
+  /// Field by field: what the schedule memo compares requests by (schedule/schedule_memo.hpp).
+  bool operator==(const PipelineModel&) const = default;
 };
 
 /// Derives the stage-level model from a layout. Links are [pipeline device][pipeline device].

@@ -90,9 +90,9 @@ struct PlanParallelism : Degrees {
 };
 
 // The planner's findings below (FamilyOutcome, BaselineAnswer, Candidate, ScheduleSearch,
-// PlanPlacement) are declared once, here: the compiler fills them and the codec writes and
-// reads the same structs. A figure is std::optional where a plan states it only for what was
-// feasible; `reason` is absent for the chosen one.
+// PlanPlacement, AlternativeAnswer and its views) are declared once, here: the compiler fills
+// them and the codec writes and reads the same structs. A figure is std::optional where a plan
+// states it only for what was feasible; `reason` is absent for the chosen one.
 
 /// `partition.families[]`: how one family did at the plan's configuration.
 struct FamilyOutcome {
@@ -432,6 +432,37 @@ struct RecomputeSearch {
   std::vector<RecomputeAnswer> modes;
 };
 
+/// `alternatives[]`: one alternative of level 0 as planned (compile/alternatives.hpp), the
+/// record the plan's verdicts are views of (`partition.versus.baselines`,
+/// `pipeline_or_not.sharded`, `recompute_search.modes`). Its axis: "own" (the strategy's
+/// own search), "strategy" (a baseline strategy's own answer for the same options),
+/// "sharding" (pp 1 over every device at a ZeRO stage), "recompute" (a recomputation mode
+/// under --recompute auto: its figures are those of the plan its level kept). Every axis
+/// value it planned is stated, so what the plan chose reads off the row marked `chosen`.
+struct AlternativeAnswer {
+  std::string axis;
+  std::string label;     ///< "pulse", "v-naive", "ZeRO-2", "selective", ...
+  std::string strategy;  ///< The strategy it planned.
+  std::string recompute;
+  int zero_stage = 0;
+  std::string precision;
+  bool adoptable = false;  ///< Whether its plan could have been the plan, had it been fastest.
+  bool feasible = false;
+  bool chosen = false;
+  std::optional<int> pp;
+  std::optional<int> dp;
+  std::optional<int> microbatch_size;
+  std::optional<std::string> family;  ///< The family its plan used.
+  std::optional<double> iteration_s;
+  std::optional<double> samples_per_s;
+  std::optional<std::int64_t> peak_memory_bytes;
+  std::optional<std::int64_t> p2p_bytes_per_iteration;
+  std::optional<std::string> configuration;  ///< "pp 4 x dp 2, microbatch 1".
+  /// "recompute" rows: the layers the mode recomputes in this model.
+  std::optional<int> recomputed_layers;
+  std::optional<std::string> reason;  ///< Why it has no figures, or was not planned.
+};
+
 struct Plan {
   std::string file;  ///< Where it was read from, for messages (not a JSON key).
   std::string schema = kPlanSchema;
@@ -455,6 +486,7 @@ struct Plan {
   std::vector<Candidate> search;
   std::optional<PipelineOrNot> pipeline_or_not;
   std::optional<RecomputeSearch> recompute_search;
+  std::optional<std::vector<AlternativeAnswer>> alternatives;
   /// What the plan should make its user look again at (bubble above 50%, a device above 95%
   /// of its usable memory, one microbatch in flight per device); empty: nothing.
   std::vector<std::string> warnings;

@@ -122,6 +122,8 @@ struct LinkClass {
   std::string name;
   double bandwidth_bytes_per_s = 0;
   double latency_s = 0;
+
+  bool operator==(const LinkClass&) const = default;
 };
 
 struct ClusterProfile {

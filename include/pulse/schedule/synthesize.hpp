@@ -39,6 +39,7 @@
 #include "pulse/cost/pipeline_model.hpp"
 #include "pulse/plan/plan.hpp"
 #include "pulse/plan/strategy.hpp"
+#include "pulse/schedule/schedule_memo.hpp"
 #include "pulse/simulate/schedule.hpp"
 #include "pulse/simulate/simulate.hpp"
 
@@ -77,6 +78,13 @@ struct ScheduleRequest {
   /// Search once more, with this effort, at 3/4 of the peak found and keep what is better
   /// (synthesize.cpp, probe_smaller_budget): the plan's own synthesis, not the tuner's screen.
   bool probe_smaller_budget = false;
+  /// What the job has synthesized already (schedule_memo.hpp); null: everything is computed.
+  /// Not part of what is asked: answers with and without one are the same.
+  ScheduleMemo* memo = nullptr;
+
+  /// Every field, the model by its address and the memo too (the memo's keys compare the
+  /// model by value and leave the memo out: solver/schedule/answer_memo.hpp).
+  bool operator==(const ScheduleRequest&) const = default;
 };
 
 /// The schedule, and how it was found (ScheduleSearch, plan/plan.hpp: the figures the plan's
@@ -95,6 +103,12 @@ struct ScheduleAnswer : ScheduleSearch {
 /// capacity or the activation budget. Fails (infeasible) only when not even one microbatch
 /// in flight fits a device.
 Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& request);
+
+/// The bound synthesize_schedule starts from for `request` (before an exact integer program
+/// may raise it): no schedule within its memory is shorter. Infinity when not even one
+/// microbatch in flight fits a device (no schedule at all). Kept in `request.memo`, where the
+/// synthesis finds it again.
+double synthesis_lower_bound(const ScheduleRequest& request);
 
 /// The second objective and the memory curve for an answer already chosen, for a caller
 /// that synthesizes many candidates with memory_curve_points 0 and keeps one (the

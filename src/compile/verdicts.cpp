@@ -1,0 +1,212 @@
+// The plan's verdicts as views of level 0's record (alternatives.hpp): each baseline's own
+// answer (`partition.versus.baselines`), pipeline or not (`pipeline_or_not`: the plan against
+// sharded data parallelism alone, in numbers), the recomputation modes (`recompute_search`).
+// Each reads the rows of the record and the plan kept, nothing else.
+
+#include <algorithm>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "alternatives.hpp"
+#include "pulse/base/units.hpp"
+
+namespace pulse::detail {
+
+namespace {
+
+using Rows = std::vector<const AlternativeAnswer*>;
+
+// The rows of the level the plan was kept from (its recomputation mode), of one axis.
+Rows rows_of(const CompiledPlan& plan, Axis axis) {
+  Rows out;
+  for (const AlternativeAnswer& a : plan.alternatives) {
+    if (a.axis == axis_name(axis) &&
+        (axis == Axis::recompute || a.recompute == plan.options.recompute)) {
+      out.push_back(&a);
+    }
+  }
+  return out;
+}
+
+// Each baseline's own answer. None when neither the level's own search nor any baseline had
+// a plan (the plan kept is then a sharded one, with nothing of the kind to compare).
+std::vector<BaselineAnswer> baselines_of(const CompiledPlan& plan) {
+  const Rows own = rows_of(plan, Axis::own);
+  const Rows strategies = rows_of(plan, Axis::strategy);
+  const auto feasible = [](const AlternativeAnswer* a) { return a->feasible; };
+  std::vector<BaselineAnswer> out;
+  if (std::none_of(own.begin(), own.end(), feasible) &&
+      std::none_of(strategies.begin(), strategies.end(), feasible)) {
+    return out;
+  }
+  for (const AlternativeAnswer* a : strategies) {
+    out.push_back(
+        {a->label, a->feasible, a->samples_per_s, a->p2p_bytes_per_iteration, a->configuration});
+  }
+  return out;
+}
+
+ShardedAnswer sharded_of(const AlternativeAnswer& a) {
+  ShardedAnswer s;
+  s.zero_stage = a.zero_stage;
+  s.dp = a.dp.value_or(1);
+  s.feasible = a.feasible;
+  s.microbatch_size = a.microbatch_size;
+  s.iteration_s = a.iteration_s;
+  s.samples_per_s = a.samples_per_s;
+  s.peak_memory_bytes = a.peak_memory_bytes;
+  s.reason = a.reason;
+  return s;
+}
+
+std::string verdict_of(const CompiledPlan& p) {
+  if (p.pp > 1) return "pipeline";
+  return p.options.memory.zero_stage >= 2 ? "sharded data parallel" : "data parallel";
+}
+
+// One answer in words: "pp 4 x dp 2, microbatch 4, at 678.21 ms per iteration".
+struct Described {
+  std::string what;
+  double iteration_s = 0;
+};
+
+Described described(int pp, int dp, int zero, int microbatch_size, double iteration_s) {
+  std::string what =
+      pp > 1 ? fmt::format("pp {} x dp {}", pp, dp) : fmt::format("data parallel over {}", dp);
+  if (zero > 0) what += fmt::format(" (ZeRO-{})", zero);
+  return {fmt::format("{}, microbatch {}, at {} per iteration", what, microbatch_size,
+                      format_seconds(iteration_s)),
+          iteration_s};
+}
+
+Described described(const CompiledPlan& p) {
+  return described(p.pp, p.dp, p.options.memory.zero_stage, p.microbatch_size,
+                   p.evaluation.iteration_s);
+}
+
+// The best answer of the other kind than `kept`: for a pipeline, the fastest sharded one;
+// for data parallelism, the fastest pipelined configuration searched. Those are in the
+// kept plan's search: its own, or, for a sharded plan adopted, beside its own those of the
+// pipelined plan it replaced (merged_search), in their order. Their ZeRO stage is the
+// level's own search's.
+std::optional<Described> other_kind(const CompiledPlan& kept,
+                                    const std::vector<ShardedAnswer>& sharded, int own_zero) {
+  std::optional<Described> best;
+  if (kept.pp > 1) {
+    for (const ShardedAnswer& a : sharded) {
+      if (a.feasible && (!best || *a.iteration_s < best->iteration_s)) {
+        best = described(1, a.dp, a.zero_stage, *a.microbatch_size, *a.iteration_s);
+      }
+    }
+    return best;
+  }
+  for (const Candidate& c : kept.candidates) {
+    if (c.pp > 1 && c.feasible && (!best || *c.iteration_s < best->iteration_s)) {
+      best = described(c.pp, c.dp, own_zero, c.microbatch_size, *c.iteration_s);
+    }
+  }
+  return best;
+}
+
+std::string note_of(const CompiledPlan& kept, const std::optional<Described>& other,
+                    const std::vector<ShardedAnswer>& sharded) {
+  const Described mine = described(kept);
+  if (other) {
+    return fmt::format("{} beats {} by {:.2f}x", mine.what, other->what,
+                       other->iteration_s / mine.iteration_s);
+  }
+  if (kept.pp == 1) {
+    return fmt::format("{}: no pipelined configuration came close (search[] says why each lost)",
+                       mine.what);
+  }
+  std::string why;
+  for (const ShardedAnswer& a : sharded) {
+    why += fmt::format("; ZeRO-{}: {}", a.zero_stage, a.reason.value_or(""));
+  }
+  return fmt::format("{}: sharded data parallelism does not fit{}", mine.what, why);
+}
+
+std::optional<PipelineOrNot> pipeline_or_not_of(const CompiledPlan& plan) {
+  const Rows rows = rows_of(plan, Axis::sharding);
+  if (rows.empty()) return std::nullopt;
+  PipelineOrNot v;
+  for (const AlternativeAnswer* a : rows) v.sharded.push_back(sharded_of(*a));
+  const int own_zero = rows_of(plan, Axis::own).front()->zero_stage;
+  v.verdict = verdict_of(plan);
+  v.note = note_of(plan, other_kind(plan, v.sharded, own_zero), v.sharded);
+  return v;
+}
+
+RecomputeAnswer mode_of(const AlternativeAnswer& a) {
+  RecomputeAnswer m;
+  m.mode = a.label;
+  m.layers = a.recomputed_layers.value_or(0);
+  m.feasible = a.feasible;
+  m.pp = a.pp;
+  m.microbatch_size = a.microbatch_size;
+  m.iteration_s = a.iteration_s;
+  m.samples_per_s = a.samples_per_s;
+  m.peak_memory_bytes = a.peak_memory_bytes;
+  m.reason = a.reason;
+  return m;
+}
+
+// "full: pp 16, microbatch 1, 59.938 s per iteration, 8.13x faster than none (487.064 s)".
+std::string note_of(const RecomputeSearch& s) {
+  const auto chosen = std::find_if(s.modes.begin(), s.modes.end(),
+                                   [&](const RecomputeAnswer& a) { return a.mode == s.chosen; });
+  const RecomputeAnswer* runner_up = nullptr;
+  for (const RecomputeAnswer& a : s.modes) {
+    if (!a.feasible || a.mode == s.chosen) continue;
+    if (!runner_up || *a.samples_per_s > *runner_up->samples_per_s) runner_up = &a;
+  }
+  std::string out = fmt::format("{}: pp {}, microbatch {}, {:.3f} s per iteration", chosen->mode,
+                                *chosen->pp, *chosen->microbatch_size, *chosen->iteration_s);
+  if (!runner_up) return out + "; no other mode planned (modes[] says why)";
+  return out + fmt::format(", {:.2f}x the throughput of {} ({:.3f} s per iteration)",
+                           *chosen->samples_per_s / *runner_up->samples_per_s, runner_up->mode,
+                           *runner_up->iteration_s);
+}
+
+std::optional<RecomputeSearch> recompute_search_of(const CompiledPlan& plan) {
+  const Rows rows = rows_of(plan, Axis::recompute);
+  if (rows.empty()) return std::nullopt;
+  RecomputeSearch s;
+  for (const AlternativeAnswer* a : rows) s.modes.push_back(mode_of(*a));
+  s.chosen = plan.options.recompute;
+  s.note = note_of(s);
+  return s;
+}
+
+}  // namespace
+
+std::vector<Candidate> merged_search(const CompiledPlan& sharded, const CompiledPlan* before,
+                                     int zero) {
+  std::vector<Candidate> out = sharded.candidates;
+  for (Candidate& c : out) c.zero_stage = c.zero_stage.value_or(zero);
+  if (before) {
+    for (Candidate c : before->candidates) {
+      if (c.chosen) {
+        c.chosen = false;
+        c.reason = fmt::format("slower than data parallel over {} (ZeRO-{}), microbatch {}",
+                               sharded.dp, zero, sharded.microbatch_size);
+      }
+      out.push_back(std::move(c));
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.chosen != b.chosen) return a.chosen;
+    if (a.feasible != b.feasible) return a.feasible;
+    return a.feasible && *a.samples_per_s > *b.samples_per_s;
+  });
+  return out;
+}
+
+void state_verdicts(CompiledPlan& plan) {
+  plan.baselines = baselines_of(plan);
+  plan.pipeline_or_not = pipeline_or_not_of(plan);
+  plan.recompute_search = recompute_search_of(plan);
+}
+
+}  // namespace pulse::detail

@@ -1,0 +1,269 @@
+// The schedule memo (include/pulse/schedule/schedule_memo.hpp, solver/schedule/answer_memo.hpp):
+// a memo is its owner's alone, a key differing in any one field misses, and answers are the
+// same with a memo, without one, and recalled from one.
+
+#include "pulse/schedule/schedule_memo.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "pulse/schedule/synthesize.hpp"
+#include "schedule/answer_memo.hpp"
+#include "support/test_support.hpp"
+
+namespace pulse {
+namespace {
+
+// A V over P devices of 2P one-layer stages (F = 1, I = 1.2, W = 0.8), a skip from the
+// first layer to the last, links of finite bandwidth: transfers, skips and links to flip.
+PipelineModel v_model(int P) {
+  std::vector<test::LayerSpec> layers(2 * P, test::LayerSpec{1.0, 10, 100, 1000});
+  std::vector<LayerId> first;
+  for (int k = 0; k <= 2 * P; ++k) first.push_back(k);
+  const LayerGraph g = LayerGraph::build(test::make_model(layers, {{0, 2 * P - 1}}), 0, 1);
+  PipelineModel m = build_pipeline_model(g, v_layout(first, P), SkipRouting::direct,
+                                         test::uniform_links(P, 1e6, 1e-4), false);
+  for (StageCost& s : m.stages) {
+    s.backward_s = 2.0;
+    s.backward_weight_s = 0.8;
+  }
+  return m;
+}
+
+ScheduleRequest request(const PipelineModel& m, int M, bool split) {
+  ScheduleRequest r;
+  r.model = &m;
+  r.num_microbatches = M;
+  r.static_bytes.assign(m.num_devices(), MemoryBreakdown{});
+  r.memory_capacity = std::int64_t{1} << 30;
+  r.split_backward = split;
+  r.allreduce_s.assign(m.num_devices(), 0.5);
+  return r;
+}
+
+ScheduleAnswer solve(const ScheduleRequest& r) {
+  auto a = synthesize_schedule(r);
+  EXPECT_TRUE(a.ok()) << (a.ok() ? "" : a.error().message);
+  return a.ok() ? *a : ScheduleAnswer{};
+}
+
+// Everything an answer states: the figures of ScheduleSearch, the status, every op in order.
+void expect_same(const ScheduleAnswer& a, const ScheduleAnswer& b, const std::string& what) {
+  EXPECT_EQ(a.method, b.method) << what;
+  EXPECT_EQ(a.status, b.status) << what;
+  EXPECT_EQ(a.makespan_s, b.makespan_s) << what;
+  EXPECT_EQ(a.lower_bound_s, b.lower_bound_s) << what;
+  EXPECT_EQ(a.heuristic_makespan_s, b.heuristic_makespan_s) << what;
+  EXPECT_EQ(a.list_evaluations, b.list_evaluations) << what;
+  EXPECT_EQ(a.order_evaluations, b.order_evaluations) << what;
+  EXPECT_EQ(a.peak_activation_bytes, b.peak_activation_bytes) << what;
+  EXPECT_EQ(a.schedule.device_ops, b.schedule.device_ops) << what;
+  ASSERT_EQ(a.memory_curve.size(), b.memory_curve.size()) << what;
+  for (std::size_t i = 0; i < a.memory_curve.size(); ++i) {
+    EXPECT_EQ(a.memory_curve[i].makespan_s, b.memory_curve[i].makespan_s) << what;
+  }
+}
+
+TEST(ScheduleMemo, TwoMemosComputeTheSameRequestTwice) {
+  const PipelineModel m = v_model(2);
+  ScheduleMemo first, second;
+  ScheduleRequest r = request(m, 4, false);
+  r.memo = &first;
+  solve(r);
+  solve(r);
+  EXPECT_EQ(first.counts().answers, (ScheduleMemo::Counts{1, 1}));  // computed, then recalled
+  r.memo = &second;
+  solve(r);
+  EXPECT_EQ(second.counts().answers, (ScheduleMemo::Counts{1, 0}));  // nothing of the first's
+  EXPECT_EQ(first.counts().answers, (ScheduleMemo::Counts{1, 1}));
+}
+
+TEST(ScheduleMemo, APlantedAnswerStaysInItsMemo) {
+  const PipelineModel m = v_model(2);
+  ScheduleMemo planted, clean;
+  ScheduleRequest r = request(m, 4, false);
+  r.memo = &planted;
+  ScheduleAnswer wrong;
+  wrong.method = "planted";
+  wrong.makespan_s = 1e-3;
+  detail::remember_answer(r, wrong);
+  EXPECT_EQ(solve(r).method, "planted");  // the memo is consulted...
+  r.memo = &clean;
+  const ScheduleAnswer a = solve(r);  // ...and only its owner's
+  EXPECT_NE(a.method, "planted");
+  r.memo = nullptr;
+  expect_same(a, solve(r), "without a memo");
+}
+
+TEST(ScheduleMemo, AnswersAreTheSameWithoutAMemoAndRecalled) {
+  // A chain of blocking sends (the policy and order searches), and a V with a split
+  // backward (the ladder: its staircase, the published schedules' pool and V-auto's
+  // candidates go through the memo), each at two budgets and with the memory curve.
+  const PipelineModel v = v_model(2);
+  for (const bool split : {false, true}) {
+    ScheduleMemo memo;
+    for (const std::int64_t budget : {std::int64_t{0}, std::int64_t{300}}) {
+      ScheduleRequest r = request(v, 6, split);
+      r.activation_budget = budget;
+      r.memory_curve_points = 2;
+      const ScheduleAnswer none = solve(r);
+      r.memo = &memo;
+      const std::string what =
+          "split " + std::to_string(split) + ", budget " + std::to_string(budget);
+      expect_same(none, solve(r), what + ", computed");
+      expect_same(none, solve(r), what + ", recalled");
+    }
+    const ScheduleMemo::AllCounts c = memo.counts();
+    EXPECT_EQ(c.answers, (ScheduleMemo::Counts{2, 2}));
+    if (split) {
+      // The staircase does not depend on the budget: the second budget finds the first's.
+      EXPECT_GE(c.ladders.recalled, 1);
+      EXPECT_GE(c.seeds.computed, 1);
+      EXPECT_GE(c.v_auto_pools.computed, 1);
+    }
+  }
+}
+
+TEST(ScheduleMemo, AScreenAndAFullSynthesisShareTheirBound) {
+  // The bound depends on the model, the split, M and the room, not on the searches' work.
+  const PipelineModel m = v_model(2);
+  ScheduleMemo memo;
+  ScheduleRequest r = request(m, 4, false);
+  r.memo = &memo;
+  r.max_evaluations = 24;
+  r.max_order_evaluations = 0;
+  solve(r);
+  r.max_evaluations = 400;
+  r.max_order_evaluations = 2000;
+  r.probe_smaller_budget = true;
+  solve(r);
+  EXPECT_EQ(memo.counts().bounds, (ScheduleMemo::Counts{1, 1}));
+  EXPECT_EQ(memo.counts().answers, (ScheduleMemo::Counts{2, 0}));
+}
+
+using Flip = std::function<void(ScheduleRequest&, PipelineModel&)>;
+
+// One flip per field of the request and of the pipeline model (and of what it holds).
+std::vector<std::pair<std::string, Flip>> request_flips() {
+  return {
+      {"family", [](auto& r, auto&) { r.family = ScheduleFamily::gpipe; }},
+      {"num_microbatches", [](auto& r, auto&) { ++r.num_microbatches; }},
+      {"static_bytes", [](auto& r, auto&) { ++r.static_bytes[1].optimizer; }},
+      {"memory_capacity", [](auto& r, auto&) { ++r.memory_capacity; }},
+      {"activation_budget", [](auto& r, auto&) { r.activation_budget = 1000; }},
+      {"memory_curve_points", [](auto& r, auto&) { r.memory_curve_points = 1; }},
+      {"allreduce_s", [](auto& r, auto&) { r.allreduce_s[1] += 1e-9; }},
+      {"split_backward", [](auto& r, auto&) { r.split_backward = !r.split_backward; }},
+      {"max_nodes", [](auto& r, auto&) { ++r.max_nodes; }},
+      {"max_seconds", [](auto& r, auto&) { r.max_seconds += 1; }},
+      {"exact_max_ops", [](auto& r, auto&) { ++r.exact_max_ops; }},
+      {"max_evaluations", [](auto& r, auto&) { ++r.max_evaluations; }},
+      {"max_order_evaluations", [](auto& r, auto&) { ++r.max_order_evaluations; }},
+      {"seed", [](auto& r, auto&) { ++r.seed; }},
+      {"probe_smaller_budget", [](auto& r, auto&) { r.probe_smaller_budget = true; }},
+      {"layout.first_layer", [](auto&, auto& m) { ++m.layout.first_layer.back(); }},
+      {"layout.device", [](auto&, auto& m) { m.layout.device[0] = 1; }},
+      {"layout.num_devices", [](auto&, auto& m) { ++m.layout.num_devices; }},
+      {"routing", [](auto&, auto& m) { m.routing = SkipRouting::forwarded; }},
+      {"overlap_comm", [](auto&, auto& m) { m.overlap_comm = true; }},
+      {"stages.forward_s", [](auto&, auto& m) { m.stages[2].forward_s += 1e-9; }},
+      {"stages.backward_s", [](auto&, auto& m) { m.stages[2].backward_s += 1e-9; }},
+      {"stages.backward_weight_s", [](auto&, auto& m) { m.stages[2].backward_weight_s = 0; }},
+      {"stages.params", [](auto&, auto& m) { ++m.stages[2].params; }},
+      {"stages.activation_bytes", [](auto&, auto& m) { ++m.stages[2].activation_bytes; }},
+      {"stages.recompute_workspace_bytes",
+       [](auto&, auto& m) { ++m.stages[2].recompute_workspace_bytes; }},
+      {"stages.largest_layer_params", [](auto&, auto& m) { ++m.stages[2].largest_layer_params; }},
+      {"transfers.from", [](auto&, auto& m) { ++m.transfers[0].from; }},
+      {"transfers.to", [](auto&, auto& m) { ++m.transfers[0].to; }},
+      {"transfers.main_path",
+       [](auto&, auto& m) { m.transfers[0].main_path = !m.transfers[0].main_path; }},
+      {"transfers.forward", [](auto&, auto& m) { ++m.transfers[0].forward.activation; }},
+      {"transfers.forward.skip", [](auto&, auto& m) { ++m.transfers[0].forward.skip; }},
+      {"transfers.forward.carried", [](auto&, auto& m) { ++m.transfers[0].forward.carried; }},
+      {"transfers.backward", [](auto&, auto& m) { ++m.transfers[0].backward.activation; }},
+      {"transfers.forward_messages", [](auto&, auto& m) { ++m.transfers[0].forward_messages; }},
+      {"transfers.backward_messages", [](auto&, auto& m) { ++m.transfers[0].backward_messages; }},
+      {"transfers.forward_s", [](auto&, auto& m) { m.transfers[0].forward_s += 1e-9; }},
+      {"transfers.backward_s", [](auto&, auto& m) { m.transfers[0].backward_s += 1e-9; }},
+      {"transfers.skips", [](auto&, auto& m) { m.transfers[0].skips.push_back(0); }},
+      {"transfers.carried", [](auto&, auto& m) { m.transfers[0].carried.push_back(0); }},
+      {"skips.skip", [](auto&, auto& m) { ++m.skips[0].skip; }},
+      {"skips.producer_stage", [](auto&, auto& m) { ++m.skips[0].producer_stage; }},
+      {"skips.consumer_stage", [](auto&, auto& m) { --m.skips[0].consumer_stage; }},
+      {"skips.local", [](auto&, auto& m) { m.skips[0].local = !m.skips[0].local; }},
+      {"skips.bytes", [](auto&, auto& m) { ++m.skips[0].bytes; }},
+      {"links.name", [](auto&, auto& m) { m.links[0][1].name = "other"; }},
+      {"links.bandwidth", [](auto&, auto& m) { m.links[0][1].bandwidth_bytes_per_s *= 2; }},
+      {"links.latency", [](auto&, auto& m) { m.links[0][1].latency_s *= 2; }},
+  };
+}
+
+TEST(ScheduleMemo, ARequestDifferingInAnyOneFieldMissesTheAnswer) {
+  const PipelineModel m = v_model(2);
+  ASSERT_FALSE(m.transfers.empty());
+  ASSERT_FALSE(m.skips.empty());
+  ScheduleMemo memo;
+  ScheduleRequest kept = request(m, 4, false);
+  kept.memo = &memo;
+  ScheduleAnswer answer;
+  answer.method = "kept";
+  detail::remember_answer(kept, answer);
+  {
+    // The same request (another copy of the model) hits: the model is compared by value.
+    PipelineModel copy = m;
+    ScheduleRequest same = kept;
+    same.model = &copy;
+    ASSERT_TRUE(detail::recall_answer(same));
+  }
+  for (const auto& [name, flip] : request_flips()) {
+    PipelineModel copy = m;
+    ScheduleRequest r = kept;
+    r.model = &copy;
+    flip(r, copy);
+    EXPECT_FALSE(detail::recall_answer(r)) << name;
+  }
+}
+
+TEST(ScheduleMemo, TheOtherKeysMissWhenAnyOneFieldDiffers) {
+  const PipelineModel m = v_model(2);
+  PipelineModel other = m;
+  other.stages[1].forward_s += 1e-9;
+  const detail::RoomKey room{m, true, 4, {100, 200}};
+  const std::vector<std::pair<std::string, detail::RoomKey>> rooms = {
+      {"model", {other, true, 4, {100, 200}}},
+      {"split_backward", {m, false, 4, {100, 200}}},
+      {"num_microbatches", {m, true, 5, {100, 200}}},
+      {"room", {m, true, 4, {100, 201}}},
+  };
+  detail::MemoTable<detail::RoomKey, double> bounds;
+  bounds.keep(room, 1.0);
+  EXPECT_TRUE(bounds.recall(detail::RoomKey{m, true, 4, {100, 200}}));
+  for (const auto& [name, key] : rooms) EXPECT_FALSE(bounds.recall(key)) << name;
+
+  ScheduleRequest open = request(m, 4, true);
+  const detail::LadderKey ladder{detail::schedule_key(open), true};
+  ScheduleRequest more = open;
+  ++more.max_evaluations;
+  detail::MemoTable<detail::LadderKey, int> ladders;
+  ladders.keep(ladder, 1);
+  EXPECT_TRUE(ladders.recall(detail::LadderKey{detail::schedule_key(open), true}));
+  EXPECT_FALSE(ladders.recall(detail::LadderKey{detail::schedule_key(more), true})) << "open";
+  EXPECT_FALSE(ladders.recall(detail::LadderKey{detail::schedule_key(open), false})) << "wide_list";
+
+  detail::MemoTable<detail::VAutoKey, int> pools;
+  pools.keep({4, 8, 6}, 1);
+  EXPECT_TRUE(pools.recall({4, 8, 6}));
+  EXPECT_FALSE(pools.recall({5, 8, 6})) << "pp";
+  EXPECT_FALSE(pools.recall({4, 9, 6})) << "num_microbatches";
+  EXPECT_FALSE(pools.recall({4, 8, 7})) << "budget";
+  EXPECT_EQ(pools.counts(), (ScheduleMemo::Counts{3, 1}));
+}
+
+}  // namespace
+}  // namespace pulse
