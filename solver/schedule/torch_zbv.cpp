@@ -18,7 +18,7 @@ namespace pulse::detail {
 
 namespace {
 
-std::vector<Op> rank_order(int P, int M, int rank) {
+std::vector<Op> zbv_rank_order(int P, int M, int rank) {
   const int n_micro = std::max(2 * P - 1, M);
   const int c0 = rank, c1 = 2 * P - 1 - rank;
   int f0 = 0, f1 = 0, b0 = 0, b1 = 0;
@@ -64,7 +64,7 @@ Schedule torch_zbv_schedule(int P, int M) {
   Schedule s;
   s.split_backward = true;
   s.policy = "zbv-zero-bubble";
-  for (int r = 0; r < P; ++r) s.device_ops.push_back(rank_order(P, M, r));
+  for (int r = 0; r < P; ++r) s.device_ops.push_back(zbv_rank_order(P, M, r));
   return s;
 }
 
