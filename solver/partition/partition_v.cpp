@@ -98,19 +98,20 @@ class VDynamicProgram {
   void keep_most_promising(int level);
   void build_crossing_tables();
   void build_skip_grid();
-  // One device's encoder segment fixed: from state `from` (at `from_index`), device d takes
-  // E = [from.i + 1, i2]; what is left for its decoder segment D = [j2, from.j - 1].
+  // One device's encoder segment fixed: from state (i, j) = `from` (at `from_index`), device
+  // d takes E = [i + 1, i2]; what is left for its decoder segment D = [j2, j - 1]. Passed by
+  // value, so that the loops keep it in registers.
   struct Step {
-    int d, i2, rest;  // rest: devices after d, which need 2 * rest layers
+    int d, i, j, i2, rest;  // rest: devices after d, which need 2 * rest layers
     double bound, spp, compute_e;
     bool time;
-    const State& from;
+    const State* from;
     int from_index;
   };
 
   void expand(int d, const State& from, int from_index, double bound);
-  bool expand_exact(const Step& step, int j2_min, int j2_hi);
-  void expand_bounded(const Step& step, int j2_min, int j2_hi);
+  bool expand_exact(Step step, int j2_min, int j2_hi);
+  void expand_bounded(Step step, int j2_min, int j2_hi);
   std::optional<DeviceCost> edge(const Step& step, int j2) const;
   void take(const Step& step, int j2, const DeviceCost& cost);
   void relax(int level, int i, int j, const DpValue& v, int parent, const DeviceCost& cost);
@@ -320,8 +321,9 @@ bool VDynamicProgram::within(const DeviceCost& c, double bound) const {
   return c.load <= bound && c.memory <= request_.memory_capacity;
 }
 
-void VDynamicProgram::relax(int level, int i, int j, const DpValue& v, int parent,
-                            const DeviceCost& cost) {
+// Inlined into the loops of expand, as edge and take are (below).
+[[gnu::always_inline]] inline void VDynamicProgram::relax(int level, int i, int j, const DpValue& v,
+                                                          int parent, const DeviceCost& cost) {
   const std::size_t key = static_cast<std::size_t>(i + 1) * (num_layers_ + 1) + j;
   std::vector<State>& states = levels_[level];
   if (slot_[key] == 0) {
@@ -334,9 +336,13 @@ void VDynamicProgram::relax(int level, int i, int j, const DpValue& v, int paren
 }
 
 // Device d's cost for D = [j2, j-1] after E, if it stays within the bound and leaves the
-// devices after it able to hold the remaining weights and their state.
-std::optional<DeviceCost> VDynamicProgram::edge(const Step& step, int j2) const {
-  const int i = step.from.i, j = step.from.j, i2 = step.i2;
+// devices after it able to hold the remaining weights and their state. edge, take and relax
+// run once per transition: inlined into the loops below (as edge and take were lambdas
+// there), bench_partition --repeat 1 runs the 24.10 G instructions it ran before the split
+// (cachegrind); called, 26.21 G.
+[[gnu::always_inline]] inline std::optional<DeviceCost> VDynamicProgram::edge(const Step& step,
+                                                                              int j2) const {
+  const int i = step.i, j = step.j, i2 = step.i2;
   if (local_only_ && max_producer_crossing_[j2] > i2) return std::nullopt;
   const DeviceCost cost = side_cost(step.d, i, j, i2, j2);
   if (!within(cost, step.bound)) return std::nullopt;
@@ -347,9 +353,10 @@ std::optional<DeviceCost> VDynamicProgram::edge(const Step& step, int j2) const 
   return cost;
 }
 
-void VDynamicProgram::take(const Step& step, int j2, const DeviceCost& cost) {
+[[gnu::always_inline]] inline void VDynamicProgram::take(const Step& step, int j2,
+                                                         const DeviceCost& cost) {
   relax(step.d + 1, step.i2, j2,
-        detail::extend(step.from.value, cost, objective_, request_.memory_capacity),
+        detail::extend(step.from->value, cost, objective_, request_.memory_capacity),
         step.from_index, cost);
 }
 
@@ -380,7 +387,7 @@ void VDynamicProgram::expand(int d, const State& from, int from_index, double bo
       while (fits < num_layers_ && p.compute[fits + 1] <= cap) ++fits;
       j2_hi = std::min(j2_hi, fits);
     }
-    const Step step{d, i2, rest, bound, spp, compute_e, time, from, from_index};
+    const Step step{d, i, j, i2, rest, bound, spp, compute_e, time, &from, from_index};
     const int j2_min = i2 + 1 + 2 * rest;
     if (!bounded_) {
       if (!expand_exact(step, j2_min, j2_hi)) return;
@@ -392,9 +399,9 @@ void VDynamicProgram::expand(int d, const State& from, int from_index, double bo
 
 // Every decoder segment of the exact DP, j2 from j2_hi down; false once the run is over its
 // transition budget.
-bool VDynamicProgram::expand_exact(const Step& step, int j2_min, int j2_hi) {
+bool VDynamicProgram::expand_exact(Step step, int j2_min, int j2_hi) {
   const LayerPrefix& p = prefix_;
-  const int i = step.from.i, j = step.from.j, d = step.d;
+  const int i = step.i, j = step.j, d = step.d;
   // D grows as j2 falls, and with it the device's weights, their state and its
   // activations: once those alone (skips aside) pass the bound (memory) or the device
   // (time), no smaller j2 is within.
@@ -425,9 +432,9 @@ bool VDynamicProgram::expand_exact(const Step& step, int j2_min, int j2_hi) {
 }
 
 // Bounded search: only the fullest decoder segment, the smallest j2 that passes.
-void VDynamicProgram::expand_bounded(const Step& step, int j2_min, int j2_hi) {
+void VDynamicProgram::expand_bounded(Step step, int j2_min, int j2_hi) {
   const LayerPrefix& p = prefix_;
-  const int j = step.from.j;
+  const int j = step.j;
   int lo = j2_min;
   if (step.time) {
     const double room = step.bound - step.compute_e;
