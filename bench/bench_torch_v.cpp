@@ -4,13 +4,15 @@
 //   build/bench_torch_v --self-check     (the restatement checks alone; CTest runs this)
 //
 // PyTorch ships two schedules with Pulse's placement (stage d and 2P-1-d on rank d),
-// ScheduleZBVZeroBubble and ScheduleDualPipeV. Both are fixed orders with no cost input. Their
-// order generation is restated below from pytorch/pytorch
-// torch/distributed/pipelining/schedules.py at commit 00722e648b740f91d0e71494baa17891749fd291
-// (`ScheduleZBVZeroBubble._calculate_single_rank_operations`,
-// `ScheduleDualPipeV._calculate_single_rank_operations` with its helpers `add_action`,
-// `add_overlap_f_b`, `add_weight_action_if_pending`, and `_validate_schedule`'s counts).
-// Nothing is copied; the functions say in their own words what those do.
+// ScheduleZBVZeroBubble and ScheduleDualPipeV. Both are fixed orders with no cost input. Both
+// come from the registry of published schedules (include/pulse/schedule/published.hpp):
+// "zbv-zero-bubble" restates pytorch/pytorch torch/distributed/pipelining/schedules.py at
+// commit 00722e648b740f91d0e71494baa17891749fd291
+// (`ScheduleZBVZeroBubble._calculate_single_rank_operations`, solver/schedule/torch_zbv.cpp),
+// and "dualpipev" restates DeepSeek's DualPipeV, whose order PyTorch's
+// `ScheduleDualPipeV._calculate_single_rank_operations` (with `add_action`,
+// `add_overlap_f_b`, `add_weight_action_if_pending`) gives too: the self-check holds both to
+// orders worked through PyTorch's functions by hand, and to `_validate_schedule`'s counts.
 //
 // For every model (SD2 512, SDXL 1024, U-ViT H/2 256, Hunyuan-DiT 1024), pp 4 and 8, with and
 // without a split backward, and M = 2P and 4P microbatches of one sample: `pulse-plan plan
@@ -18,9 +20,10 @@
 // unbounded (PyTorch's schedules do not bound memory, so neither does pulse here), then each
 // PyTorch order replayed by the same simulator on that plan's pipeline model (same stage
 // costs, transfers and links). With a split backward, a full backward in DualPipeV's order
-// (its OVERLAP_F_B pairs and zero-bubble-less steps) becomes I then W in place, which can only
+// (its OVERLAP_F_B pairs and zero-bubble-less steps) is I then W in place, which can only
 // help it (its input gradient leaves earlier). Without a split backward, every I becomes a full
-// backward in place and the W ops are dropped: what a runtime that cannot split has to run.
+// backward in place and the W ops are dropped: what a runtime that cannot split has to run
+// (the registry's rule for a V schedule asked without a split backward).
 // DualPipeV needs M >= 2P (PyTorch raises otherwise). Columns: makespans in ms, pulse's ratio
 // to the better of the two, the stage-cost spread (largest over smallest F + B of a stage),
 // the verdict. The summary counts rows where pulse is slower (the target: none).
@@ -30,11 +33,13 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "pulse/compile/compile.hpp"
 #include "pulse/profile/profile.hpp"
+#include "pulse/schedule/published.hpp"
 
 using namespace pulse;
 
@@ -49,134 +54,33 @@ struct Action {
 };
 using RankActions = std::vector<std::vector<Action>>;  // per rank, in order
 
-// --- ScheduleZBVZeroBubble ----------------------------------------------------------------
-
-/// The ZB-V order of one rank: F of its first chunk for the warm-up, then pairs, then F/I/W of
-/// its second chunk; a steady phase of F0 I0 W0 F1 I1 W1; a cool-down of I's and the W's left.
-/// Microbatches are padded to 2P-1 and the padding dropped afterwards, as PyTorch does.
-/// `warmup_shift` (0 in PyTorch) exists only for the negative control.
-std::vector<Action> zbv_rank(int P, int M, int rank, int warmup_shift = 0) {
-  const int n_micro = std::max(2 * P - 1, M);
-  const int c0 = rank, c1 = 2 * P - 1 - rank;
-  int f0 = 0, f1 = 0, b0 = 0, b1 = 0;
-  std::vector<Action> ops;
-  auto add = [&](int stage, char kind, int& counter) { ops.push_back({stage, kind, counter++}); };
-  for (int i = 0; i < 2 * (P - rank) - 1 + warmup_shift; ++i) add(c0, 'F', f0);
-  for (int i = 0; i < rank; ++i) {
-    add(c1, 'F', f1);
-    add(c0, 'F', f0);
-  }
-  for (int i = 0; i < P - rank; ++i) {
-    add(c1, 'F', f1);
-    ops.push_back({c1, 'I', b1});
-    add(c1, 'W', b1);
-  }
-  while (f1 < f0 || f0 < n_micro) {
-    if (f0 < n_micro) add(c0, 'F', f0);
-    ops.push_back({c0, 'I', b0});
-    add(c0, 'W', b0);
-    add(c1, 'F', f1);
-    ops.push_back({c1, 'I', b1});
-    add(c1, 'W', b1);
-  }
-  int w0 = b0, w1 = b1;
-  for (int i = 0; i < rank; ++i) {
-    add(c0, 'I', b0);
-    add(c1, 'I', b1);
-  }
-  for (int i = 0; i < P - rank; ++i) {
-    add(c0, 'I', b0);
-    add(c0, 'W', w0);
-  }
-  while (w1 < b1) add(c1, 'W', w1);
-  while (w0 < b0) add(c0, 'W', w0);
-  std::erase_if(ops, [M](const Action& a) { return a.mb >= M; });
-  return ops;
+/// The V of 2P stages on P devices, stage d and 2P-1-d on device d: all PyTorch's orders
+/// need of a pipeline (they take no costs).
+PipelineModel v_of(int P) {
+  std::vector<LayerId> first;
+  for (int k = 0; k <= 2 * P; ++k) first.push_back(k);
+  PipelineModel m;
+  m.layout = v_layout(first, P);
+  return m;
 }
 
-RankActions zbv(int P, int M, int warmup_shift = 0) {
+/// PyTorch's order `name` on P ranks for M microbatches, as actions: each op of the
+/// registry's schedule (split backward) with its letter.
+std::optional<RankActions> torch_order(const char* name, int P, int M) {
+  const PipelineModel v = v_of(P);
+  const auto schedule = published_schedule_named(name);
+  const auto s =
+      schedule ? published_schedule(*schedule, {&v, M}) : Result<Schedule>(schedule.error());
+  if (!s) return std::nullopt;
   RankActions out;
-  for (int r = 0; r < P; ++r) out.push_back(zbv_rank(P, M, r, warmup_shift));
+  for (const auto& ops : s->device_ops) {
+    out.emplace_back();
+    for (const Op& op : ops) out.back().push_back({op.stage, op_letter(op.kind), op.mb});
+  }
   return out;
 }
 
-// --- ScheduleDualPipeV --------------------------------------------------------------------
-
-/// DualPipeV's eight steps for one rank. Counters per (stage, kind) give each action its
-/// microbatch; a full backward advances the I and W counters together; an I queues its W,
-/// which a later "W if pending" step takes oldest first. An OVERLAP_F_B pair is emitted as its
-/// two sub-actions in order (PyTorch's runtime runs them one after the other).
-std::vector<Action> dualpipev_rank(int P, int M, int rank) {
-  const int s0 = rank, s1 = 2 * P - 1 - rank;
-  std::vector<int> fwd(2 * P, 0), inp(2 * P, 0);
-  std::vector<Action> ops, weights;  // weights: queued W's
-  auto action = [&](int stage, char kind) {
-    if (kind == 'F') {
-      ops.push_back({stage, 'F', fwd[stage]++});
-    } else if (kind == 'B') {
-      ops.push_back({stage, 'B', inp[stage]++});
-    } else {  // 'I'
-      ops.push_back({stage, 'I', inp[stage]});
-      weights.push_back({stage, 'W', inp[stage]++});
-    }
-  };
-  auto pending_weight = [&] {
-    if (weights.empty()) return;
-    ops.push_back(weights.front());
-    weights.erase(weights.begin());
-  };
-  auto overlap = [&](int forward_stage, int backward_stage) {
-    action(forward_stage, 'F');
-    action(backward_stage, 'B');
-  };
-  for (int i = 0; i < (P - rank - 1) * 2; ++i) action(s0, 'F');
-  for (int i = 0; i < rank + 1; ++i) {
-    action(s0, 'F');
-    action(s1, 'F');
-  }
-  for (int i = 0; i < P - rank - 1; ++i) {
-    action(s1, 'I');
-    pending_weight();
-    action(s1, 'F');
-  }
-  for (int i = 0; i < M - 2 * P + rank + 1; ++i) {
-    if (i == 0 && rank == P - 1) {
-      action(s0, 'F');
-      action(s1, 'B');
-    } else {
-      overlap(s0, s1);
-    }
-    overlap(s1, s0);
-  }
-  for (int i = 0; i < P - rank - 1; ++i) {
-    action(s1, 'B');
-    overlap(s1, s0);
-  }
-  bool zero_bubble = false;
-  const int step6 = rank + 1;
-  for (int i = 0; i < step6; ++i) {
-    if (i == step6 / 2 && rank % 2 == 1) zero_bubble = true;
-    action(s1, zero_bubble ? 'I' : 'B');
-    if (i == step6 / 2 && rank % 2 == 0) zero_bubble = true;
-    action(s0, zero_bubble ? 'I' : 'B');
-  }
-  for (int i = 0; i < P - rank - 1; ++i) {
-    pending_weight();
-    action(s0, zero_bubble ? 'I' : 'B');
-  }
-  for (int i = 0; i < rank + 1; ++i) pending_weight();
-  return ops;
-}
-
-/// PyTorch raises for fewer microbatches than stages.
-std::optional<RankActions> dualpipev(int P, int M) {
-  if (M < 2 * P) return std::nullopt;
-  RankActions out;
-  for (int r = 0; r < P; ++r) out.push_back(dualpipev_rank(P, M, r));
-  return out;
-}
-
-// --- checks and conversion ------------------------------------------------------------------
+// --- checks ---------------------------------------------------------------------------------
 
 /// `_validate_schedule`'s rules: per stage M forwards, as many I's as W's, B + (I + W)/2 = M;
 /// a B or I only after its F, a W only after its I; each stage on one rank. Empty: valid.
@@ -207,36 +111,29 @@ std::string validate(const RankActions& ranks, int P, int M) {
   return {};
 }
 
-/// The order as a pulse Schedule (header comment: how B, I and W are mapped).
-Schedule to_schedule(const RankActions& ranks, bool split, const char* name) {
-  Schedule out;
-  out.policy = name;
-  out.split_backward = split;
-  for (const auto& rank : ranks) {
-    std::vector<Op> ops;
-    for (const Action& a : rank) {
-      if (a.kind == 'F') {
-        ops.push_back({OpKind::forward, a.stage, a.mb});
-      } else if (split && a.kind == 'B') {
-        ops.push_back({OpKind::backward_input, a.stage, a.mb});
-        ops.push_back({OpKind::backward_weight, a.stage, a.mb});
-      } else if (split) {
-        ops.push_back(
-            {a.kind == 'I' ? OpKind::backward_input : OpKind::backward_weight, a.stage, a.mb});
-      } else if (a.kind != 'W') {
-        ops.push_back({OpKind::backward, a.stage, a.mb});
-      }
-    }
-    out.device_ops.push_back(ops);
-  }
-  return out;
-}
-
 std::string text(const std::vector<Action>& ops) {
   std::string s;
   for (const Action& a : ops) s += std::to_string(a.stage) + a.kind + std::to_string(a.mb) + " ";
   if (!s.empty()) s.pop_back();
   return s;
+}
+
+/// A hand-worked order with its full backwards run as I then W ("3B1" -> "3I1 3W1"): what a
+/// split backward makes of them.
+std::string split_form(const std::string& order) {
+  std::string out, word;
+  std::istringstream in(order);
+  while (in >> word) {
+    const std::size_t b = word.find('B');
+    if (!out.empty()) out += ' ';
+    if (b == std::string::npos) {
+      out += word;
+    } else {
+      out += word.substr(0, b) + "I" + word.substr(b + 1) + " " + word.substr(0, b) + "W" +
+             word.substr(b + 1);
+    }
+  }
+  return out;
 }
 
 // --- the restatement checked by hand ---------------------------------------------------------
@@ -252,9 +149,9 @@ constexpr const char* kDualPipeV[] = {
     "0F0 0F1 0F2 3F0 3I0 3W0 3F1 0F3 3B1 3F2 0B0 3B2 3F3 0B1 3B3 0I2 0W2 0I3 0W3",
     "1F0 2F0 1F1 2F1 1F2 2B0 2F2 1B0 1F3 2B1 2F3 1B1 2B2 1B2 2I3 1I3 2W3 1W3"};
 
-/// 0 when the restatement matches the hand-worked orders, passes PyTorch's own checks for
-/// every P and M used, and the negative control (ZB-V with one warm-up forward too many) is
-/// rejected; otherwise 1, with what failed on stderr.
+/// 0 when the registry's orders match the hand-worked ones, pass PyTorch's own checks for
+/// every P and M used, and the negative controls are rejected; otherwise 1, with what failed
+/// on stderr.
 int self_check() {
   int failures = 0;
   auto expect = [&](bool ok, const std::string& what) {
@@ -263,29 +160,35 @@ int self_check() {
       ++failures;
     }
   };
-  const RankActions z = zbv(2, 4);
-  const auto d = dualpipev(2, 4);
+  const auto z = torch_order("zbv-zero-bubble", 2, 4);
+  const auto d = torch_order("dualpipev", 2, 4);
   for (int r = 0; r < 2; ++r) {
-    expect(text(z[r]) == kZbv[r], "ZB-V P 2 M 4 rank " + std::to_string(r) + ": " + text(z[r]));
-    expect(d && text((*d)[r]) == kDualPipeV[r],
+    expect(z && text((*z)[r]) == kZbv[r],
+           "ZB-V P 2 M 4 rank " + std::to_string(r) + ": " + (z ? text((*z)[r]) : ""));
+    expect(d && text((*d)[r]) == split_form(kDualPipeV[r]),
            "DualPipeV P 2 M 4 rank " + std::to_string(r) + ": " + (d ? text((*d)[r]) : ""));
   }
   for (int P : {2, 4, 8}) {
     for (int M : {P, 2 * P, 4 * P, 4 * P + 3}) {
       const std::string at = " P " + std::to_string(P) + " M " + std::to_string(M);
-      expect(validate(zbv(P, M), P, M).empty(), "ZB-V invalid" + at);
-      const auto dp = dualpipev(P, M);
+      const auto zp = torch_order("zbv-zero-bubble", P, M);
+      expect(zp && validate(*zp, P, M).empty(), "ZB-V invalid" + at);
+      const auto dp = torch_order("dualpipev", P, M);
       expect(M < 2 * P ? !dp : dp && validate(*dp, P, M).empty(), "DualPipeV" + at);
     }
   }
-  // Negative controls: a ZB-V with one more warm-up forward is a valid schedule but not
-  // PyTorch's order, and the hand-worked orders reject it; an order with a W before its I,
-  // or a forward missing, is rejected by PyTorch's own rules.
-  expect(text(zbv(2, 4, 1)[0]) != kZbv[0], "negative control: shifted warm-up not detected");
-  RankActions swapped = zbv(2, 4);
+  // Negative controls: a ZB-V with its third warm-up forward after its first forward of the
+  // second stage is a valid schedule but not PyTorch's order, and the hand-worked orders
+  // reject it; an order with a W before its I, or a forward missing, is rejected by
+  // PyTorch's own rules.
+  RankActions shifted = *z;
+  std::swap(shifted[0][2], shifted[0][3]);  // 0F2 3F0 -> 3F0 0F2
+  expect(validate(shifted, 2, 4).empty() && text(shifted[0]) != kZbv[0],
+         "negative control: a shifted warm-up not detected");
+  RankActions swapped = *z;
   std::swap(swapped[0][4], swapped[0][5]);  // 3I0 3W0 -> 3W0 3I0
   expect(validate(swapped, 2, 4) == "W before its I", "negative control: W before I");
-  RankActions missing = zbv(2, 4);
+  RankActions missing = *z;
   missing[1].erase(missing[1].begin());  // drop 1F0 (and so 1I0 runs before any F)
   expect(!validate(missing, 2, 4).empty(), "negative control: a missing forward");
   if (failures == 0) std::printf("self-check: restated ZB-V and DualPipeV orders ok\n");
@@ -341,9 +244,11 @@ void run_row(const Row& row, const ModelProfile& model, const ClusterProfile& cl
     return;
   }
   const double pulse = makespan_ms(*plan, plan->schedule);
-  const double z = makespan_ms(*plan, to_schedule(zbv(P, M), split, "torch-zbv"));
-  const auto dp = dualpipev(P, M);
-  const double d = dp ? makespan_ms(*plan, to_schedule(*dp, split, "torch-dualpipev")) : NAN;
+  const PublishedRequest torch{&plan->model, M, split};
+  const auto zs = published_schedule(PublishedSchedule::zbv_zero_bubble, torch);
+  const double z = zs ? makespan_ms(*plan, *zs) : NAN;
+  const auto dp = published_schedule(PublishedSchedule::dualpipev, torch);
+  const double d = dp ? makespan_ms(*plan, *dp) : NAN;
   const double best = std::isnan(d) ? z : std::min(z, d);
   const double ratio = pulse / best, sp = spread(plan->model);
   std::string verdict = "ok";

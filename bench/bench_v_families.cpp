@@ -6,8 +6,8 @@
 // sail-sg/zero-bubble-pipeline-parallelism), run once offline on every instance: their
 // op orders replayed by pulse-plan's simulator, with the peak memory under pulse-plan's
 // memory rule, are recorded in tests/schedule/fixtures/zero_bubble_peers.json (its
-// "source" block says how), and DeepSeek's DualPipeV order (restated in
-// solver/schedule/dualpipev.cpp) is replayed here. An instance is a V of 2P one-layer
+// "source" block says how), and DeepSeek's DualPipeV order (the registry's dualpipev,
+// include/pulse/schedule/published.hpp) is replayed here. An instance is a V of 2P one-layer
 // stages with given F, I, W times and activation bytes, links of one latency (sends overlap
 // compute), M microbatches of size 1, a split backward. Groups: "synthetic" (P 4 and 8,
 // M 8 to 64, uniform, F/I/W = 1/1.2/0.8, a UNet-like ramp over the devices, a ramp along
@@ -40,8 +40,8 @@
 
 #include <fmt/format.h>
 
-#include "dualpipev.hpp"
 #include "pulse/compile/compile.hpp"
+#include "pulse/schedule/published.hpp"
 #include "pulse/simulate/simulate.hpp"
 #include "support/v_peers.hpp"
 
@@ -142,9 +142,9 @@ std::vector<Peer> peers_of(const test::PeerInstance& in) {
     const std::string label = r.max_mem > 0 ? fmt::format("{}@{}", r.family, r.max_mem) : r.family;
     out.push_back({label, r.family, r.makespan_ms, r.peak_bytes});
   }
-  // DualPipeV, restated, replayed on the same pipeline model.
-  if (auto s = detail::dualpipev_schedule(in.num_devices, in.num_microbatches)) {
-    const PipelineModel pm = test::peer_pipeline_model(in);
+  // DualPipeV, restated (published.hpp), replayed on the same pipeline model.
+  const PipelineModel pm = test::peer_pipeline_model(in);
+  if (auto s = published_schedule(PublishedSchedule::dualpipev, {&pm, in.num_microbatches})) {
     const std::vector<MemoryBreakdown> none(in.num_devices);
     if (auto t = simulate(pm, *s, in.num_microbatches, none)) {
       std::int64_t peak = 0;

@@ -45,7 +45,9 @@ packages=(
 )
 # The sanitized build (and scripts/fuzz.sh): clang, its ASan/UBSan/libFuzzer runtimes (only
 # recommended by clang, hence named), llvm-symbolizer for file:line in reports.
-if [ "$run_tests" -eq 1 ]; then packages+=(clang libclang-rt-14-dev llvm); fi
+# clang-format: the CTest `format` (tests/layers/check_format.py) holds every C++ file to
+# .clang-format.
+if [ "$run_tests" -eq 1 ]; then packages+=(clang libclang-rt-14-dev llvm clang-format); fi
 # Runs a step and says how long it took (CI's log reads as the list of steps with times).
 timed() {
   local step=$1 start=$SECONDS

@@ -98,7 +98,22 @@ class VDynamicProgram {
   void keep_most_promising(int level);
   void build_crossing_tables();
   void build_skip_grid();
+  // One device's encoder segment fixed: from state (i, j) = `from` (at `from_index`), device
+  // d takes E = [i + 1, i2]; what is left for its decoder segment D = [j2, j - 1]. Passed by
+  // value, so that the loops keep it in registers.
+  struct Step {
+    int d, i, j, i2, rest;  // rest: devices after d, which need 2 * rest layers
+    double bound, spp, compute_e;
+    bool time;
+    const State* from;
+    int from_index;
+  };
+
   void expand(int d, const State& from, int from_index, double bound);
+  bool expand_exact(Step step, int j2_min, int j2_hi);
+  void expand_bounded(Step step, int j2_min, int j2_hi);
+  std::optional<DeviceCost> edge(const Step& step, int j2) const;
+  void take(const Step& step, int j2, const DeviceCost& cost);
   void relax(int level, int i, int j, const DpValue& v, int parent, const DeviceCost& cost);
   DeviceCost side_cost(int d, int i, int j, int i2, int j2) const;
   DeviceCost middle_cost(int i, int j) const;
@@ -306,8 +321,9 @@ bool VDynamicProgram::within(const DeviceCost& c, double bound) const {
   return c.load <= bound && c.memory <= request_.memory_capacity;
 }
 
-void VDynamicProgram::relax(int level, int i, int j, const DpValue& v, int parent,
-                            const DeviceCost& cost) {
+// Inlined into the loops of expand, as edge and take are (below).
+[[gnu::always_inline]] inline void VDynamicProgram::relax(int level, int i, int j, const DpValue& v,
+                                                          int parent, const DeviceCost& cost) {
   const std::size_t key = static_cast<std::size_t>(i + 1) * (num_layers_ + 1) + j;
   std::vector<State>& states = levels_[level];
   if (slot_[key] == 0) {
@@ -317,6 +333,31 @@ void VDynamicProgram::relax(int level, int i, int j, const DpValue& v, int paren
   } else if (detail::better(v, states[slot_[key] - 1].value)) {
     states[slot_[key] - 1] = State{i, j, v, parent, cost};
   }
+}
+
+// Device d's cost for D = [j2, j-1] after E, if it stays within the bound and leaves the
+// devices after it able to hold the remaining weights and their state. edge, take and relax
+// run once per transition: inlined into the loops below (as edge and take were lambdas
+// there), bench_partition --repeat 1 runs the 24.10 G instructions it ran before the split
+// (cachegrind); called, 26.21 G.
+[[gnu::always_inline]] inline std::optional<DeviceCost> VDynamicProgram::edge(const Step& step,
+                                                                              int j2) const {
+  const int i = step.i, j = step.j, i2 = step.i2;
+  if (local_only_ && max_producer_crossing_[j2] > i2) return std::nullopt;
+  const DeviceCost cost = side_cost(step.d, i, j, i2, j2);
+  if (!within(cost, step.bound)) return std::nullopt;
+  const double rest_static =
+      step.spp * static_cast<double>(prefix_.params_in(i2 + 1, j2 - 1)) - step.rest;
+  const double per_device = step.time ? static_cast<double>(request_.memory_capacity) : step.bound;
+  if (rest_static > step.rest * per_device) return std::nullopt;
+  return cost;
+}
+
+[[gnu::always_inline]] inline void VDynamicProgram::take(const Step& step, int j2,
+                                                         const DeviceCost& cost) {
+  relax(step.d + 1, step.i2, j2,
+        detail::extend(step.from->value, cost, objective_, request_.memory_capacity),
+        step.from_index, cost);
 }
 
 void VDynamicProgram::expand(int d, const State& from, int from_index, double bound) {
@@ -346,78 +387,79 @@ void VDynamicProgram::expand(int d, const State& from, int from_index, double bo
       while (fits < num_layers_ && p.compute[fits + 1] <= cap) ++fits;
       j2_hi = std::min(j2_hi, fits);
     }
+    const Step step{d, i, j, i2, rest, bound, spp, compute_e, time, &from, from_index};
     const int j2_min = i2 + 1 + 2 * rest;
-    // Device d's cost for D = [j2, j-1], if it stays within the bound and leaves the devices
-    // after it able to hold the remaining weights and their state.
-    auto edge = [&](int j2) -> std::optional<DeviceCost> {
-      if (local_only_ && max_producer_crossing_[j2] > i2) return std::nullopt;
-      const DeviceCost cost = side_cost(d, i, j, i2, j2);
-      if (!within(cost, bound)) return std::nullopt;
-      const double rest_static = spp * static_cast<double>(p.params_in(i2 + 1, j2 - 1)) - rest;
-      if (rest_static > rest * (time ? static_cast<double>(request_.memory_capacity) : bound)) {
-        return std::nullopt;
-      }
-      return cost;
-    };
-    auto take = [&](int j2, const DeviceCost& cost) {
-      relax(d + 1, i2, j2, detail::extend(from.value, cost, objective_, request_.memory_capacity),
-            from_index, cost);
-    };
     if (!bounded_) {
-      // D grows as j2 falls, and with it the device's weights, their state and its
-      // activations: once those alone (skips aside) pass the bound (memory) or the device
-      // (time), no smaller j2 is within.
-      const std::int64_t params_e = p.params_in(i + 1, i2);
-      const std::int64_t act_e = p.activation_in(i + 1, i2);
-      const double memory_limit = time ? static_cast<double>(request_.memory_capacity) : bound;
-      bool full = false;
-      for (int j2 = j2_hi; j2 >= j2_min; --j2) {
-        if (time && compute_e + p.compute_in(j2, j - 1) > bound) break;
-        if (++transitions_ > budget_) {
-          over_budget_ = true;
-          return;
-        }
-        // The rest are still counted, as they were before this shortcut, so the models
-        // that switch to the bounded search (and their plans) stay the same.
-        if (full) continue;
-        const std::int64_t least =
-            memory_bound(request_.memory, params_e + p.params_in(j2, j - 1), request_.dp,
-                         request_.inflight[d], act_e + p.activation_in(j2, j - 1));
-        if (static_cast<double>(least) > memory_limit) {
-          full = true;
-          continue;
-        }
-        if (const auto cost = edge(j2)) take(j2, *cost);
-      }
+      if (!expand_exact(step, j2_min, j2_hi)) return;
+    } else {
+      expand_bounded(step, j2_min, j2_hi);
+    }
+  }
+}
+
+// Every decoder segment of the exact DP, j2 from j2_hi down; false once the run is over its
+// transition budget.
+bool VDynamicProgram::expand_exact(Step step, int j2_min, int j2_hi) {
+  const LayerPrefix& p = prefix_;
+  const int i = step.i, j = step.j, d = step.d;
+  // D grows as j2 falls, and with it the device's weights, their state and its
+  // activations: once those alone (skips aside) pass the bound (memory) or the device
+  // (time), no smaller j2 is within.
+  const std::int64_t params_e = p.params_in(i + 1, step.i2);
+  const std::int64_t act_e = p.activation_in(i + 1, step.i2);
+  const double memory_limit =
+      step.time ? static_cast<double>(request_.memory_capacity) : step.bound;
+  bool full = false;
+  for (int j2 = j2_hi; j2 >= j2_min; --j2) {
+    if (step.time && step.compute_e + p.compute_in(j2, j - 1) > step.bound) break;
+    if (++transitions_ > budget_) {
+      over_budget_ = true;
+      return false;
+    }
+    // The rest are still counted, as they were before this shortcut, so the models
+    // that switch to the bounded search (and their plans) stay the same.
+    if (full) continue;
+    const std::int64_t least =
+        memory_bound(request_.memory, params_e + p.params_in(j2, j - 1), request_.dp,
+                     request_.inflight[d], act_e + p.activation_in(j2, j - 1));
+    if (static_cast<double>(least) > memory_limit) {
+      full = true;
       continue;
     }
-    // Bounded search: only the fullest decoder segment, the smallest j2 that passes.
-    int lo = j2_min;
-    if (time) {
-      const double room = bound - compute_e;
-      lo = std::max(lo, static_cast<int>(std::lower_bound(p.compute.begin(), p.compute.end(),
-                                                          p.compute[j] - room) -
-                                         p.compute.begin()));
-      // The search works on a rearranged sum; settle rounding with the test the loop uses.
-      while (lo > j2_min && compute_e + p.compute_in(lo - 1, j - 1) <= bound) --lo;
-      while (lo <= j2_hi && compute_e + p.compute_in(lo, j - 1) > bound) ++lo;
+    if (const auto cost = edge(step, j2)) take(step, j2, *cost);
+  }
+  return true;
+}
+
+// Bounded search: only the fullest decoder segment, the smallest j2 that passes.
+void VDynamicProgram::expand_bounded(Step step, int j2_min, int j2_hi) {
+  const LayerPrefix& p = prefix_;
+  const int j = step.j;
+  int lo = j2_min;
+  if (step.time) {
+    const double room = step.bound - step.compute_e;
+    lo = std::max(lo, static_cast<int>(std::lower_bound(p.compute.begin(), p.compute.end(),
+                                                        p.compute[j] - room) -
+                                       p.compute.begin()));
+    // The search works on a rearranged sum; settle rounding with the test the loop uses.
+    while (lo > j2_min && step.compute_e + p.compute_in(lo - 1, j - 1) <= step.bound) --lo;
+    while (lo <= j2_hi && step.compute_e + p.compute_in(lo, j - 1) > step.bound) ++lo;
+  }
+  int fullest = j2_hi + 1;
+  for (int j2 = lo; j2 <= j2_hi; ++j2) {
+    if (const auto cost = edge(step, j2)) {
+      take(step, j2, *cost);
+      fullest = j2;
+      break;
     }
-    int fullest = j2_hi + 1;
-    for (int j2 = lo; j2 <= j2_hi; ++j2) {
-      if (const auto cost = edge(j2)) {
-        take(j2, *cost);
-        fullest = j2;
-        break;
-      }
-    }
-    // And the emptiest, where skip locality may rule out every continuation of the fullest:
-    // a second way on. Without that constraint the fullest always has one at U = infinity.
-    if (!local_only_ || request_.graph->skip_pairs().empty()) continue;
-    for (int j2 = j2_hi; j2 > fullest; --j2) {
-      if (const auto cost = edge(j2)) {
-        take(j2, *cost);
-        break;
-      }
+  }
+  // And the emptiest, where skip locality may rule out every continuation of the fullest:
+  // a second way on. Without that constraint the fullest always has one at U = infinity.
+  if (!local_only_ || request_.graph->skip_pairs().empty()) return;
+  for (int j2 = j2_hi; j2 > fullest; --j2) {
+    if (const auto cost = edge(step, j2)) {
+      take(step, j2, *cost);
+      break;
     }
   }
 }

@@ -24,6 +24,7 @@
 #include "pulse/base/units.hpp"
 #include "pulse/cost/memory.hpp"
 #include "pulse/schedule/list_schedule.hpp"
+#include "pulse/schedule/published.hpp"
 #include "pulse/schedule/v_families.hpp"
 
 namespace pulse {
@@ -152,11 +153,13 @@ class Deadline {
   Clock::time_point start_;
 };
 
-Schedule first_list_schedule(const ScheduleRequest& r, const std::vector<int>& memory_cap) {
+// The published 1F1B (published.hpp) with its in-flight limits within the memory cap.
+Result<Schedule> first_list_schedule(const ScheduleRequest& r, const std::vector<int>& memory_cap) {
   std::vector<int> limits = default_inflight(r.model->layout, r.num_microbatches);
   for (std::size_t d = 0; d < limits.size(); ++d) limits[d] = std::min(limits[d], memory_cap[d]);
-  return list_schedule(*r.model, r.num_microbatches, limits, r.split_backward,
-                       ListPolicy::backward_first(r.model->layout.num_stages()));
+  PublishedRequest one_f_one_b{r.model, r.num_microbatches, r.split_backward};
+  one_f_one_b.inflight_limit = std::move(limits);
+  return published_schedule(PublishedSchedule::one_f_one_b, one_f_one_b);
 }
 
 // Moves the best schedule into the answer, with its makespan and its gap to the bound.
@@ -183,8 +186,10 @@ Result<ScheduleAnswer> fixed_schedule(const ScheduleRequest& r, const Memory& me
       }
     }
     best.have = false;
-    if (!best.offer(gpipe_schedule(*r.model, r.num_microbatches, r.split_backward), r, mem,
-                    "gpipe")) {
+    auto gpipe = published_schedule(PublishedSchedule::gpipe,
+                                    {r.model, r.num_microbatches, r.split_backward});
+    if (!gpipe) return gpipe.error();
+    if (!best.offer(std::move(*gpipe), r, mem, "gpipe")) {
       return internal_error("the GPipe schedule did not replay");
     }
   } else {
@@ -231,12 +236,12 @@ void offer_families(const ScheduleRequest& r, const Memory& mem, Best& best) {
   const int M = r.num_microbatches;
   std::vector<std::int64_t> room = zbv_room(*r.model);
   for (std::size_t d = 0; d < room.size(); ++d) room[d] = std::min(room[d], mem.room[d]);
-  if (auto s = v_family_schedule({r.model, M, VFamily::zb_v, room})) {
-    best.offer(std::move(*s), r, mem, "zb-v");
-  }
-  for (VFamily f : {VFamily::v_half, VFamily::v_min}) {
-    if (auto s = v_family_schedule({r.model, M, f, {}}))
-      best.offer(std::move(*s), r, mem, v_family_name(f));
+  PublishedRequest request{r.model, M, true, std::move(room)};
+  for (PublishedSchedule f :
+       {PublishedSchedule::zb_v, PublishedSchedule::v_half, PublishedSchedule::v_min}) {
+    if (auto s = published_schedule(f, request)) {
+      best.offer(std::move(*s), r, mem, published_schedule_name(f));
+    }
   }
 }
 
@@ -511,7 +516,9 @@ Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound) {
   // The heuristic: issue 2's V 1F1B list schedule (backward first, the round-trip minimum
   // in flight). Everything after it can only replace it with something better.
   Best best;
-  if (!best.offer(first_list_schedule(r, mem.safe_cap), r, mem, "list")) {
+  auto first = first_list_schedule(r, mem.safe_cap);
+  if (!first) return first.error();
+  if (!best.offer(std::move(*first), r, mem, "list")) {
     return internal_error("the list schedule did not replay");
   }
   ScheduleAnswer a;

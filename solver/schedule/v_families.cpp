@@ -1,13 +1,13 @@
 // The published V families (see include/pulse/schedule/v_families.hpp): ZB-V by its greedy
-// (zbv_greedy.cpp), V-Half and V-Min from their repeating patterns (slot_pattern.cpp).
+// (zbv_greedy.cpp), V-Half and V-Min from their repeating patterns (slot_pattern.cpp), each
+// through the registry of published schedules (published.cpp).
 
 #include "pulse/schedule/v_families.hpp"
 
 #include <algorithm>
 
 #include "pulse/cost/memory.hpp"
-#include "slot_pattern.hpp"
-#include "zbv_greedy.hpp"
+#include "pulse/schedule/published.hpp"
 
 namespace pulse {
 
@@ -45,15 +45,12 @@ std::vector<std::int64_t> zbv_room(const PipelineModel& model) {
 }
 
 std::optional<Schedule> v_family_schedule(const VFamilyRequest& r) {
-  if (r.model == nullptr || r.num_microbatches < 1 || !is_two_stage_v(r.model->layout)) {
-    return std::nullopt;
-  }
-  if (r.family != VFamily::zb_v) {
-    return detail::slot_pattern_schedule(*r.model, r.num_microbatches, r.family);
-  }
-  const std::vector<std::int64_t> room =
-      r.activation_room.empty() ? zbv_room(*r.model) : r.activation_room;
-  return detail::zbv_schedule(*r.model, r.num_microbatches, room);
+  static constexpr PublishedSchedule kPublished[] = {
+      PublishedSchedule::zb_v, PublishedSchedule::v_half, PublishedSchedule::v_min};
+  PublishedRequest request{r.model, r.num_microbatches, true, r.activation_room};
+  auto s = published_schedule(kPublished[static_cast<int>(r.family)], request);
+  if (!s) return std::nullopt;
+  return std::move(*s);
 }
 
 }  // namespace pulse

@@ -15,23 +15,19 @@
 //      only if that variant allows), and W ops first whenever memory is full;
 //   3. the remaining W ops.
 // Passes repeat with the previous pass's idle times approved while the largest drops.
-// Where the authors' code asserts, the variant raises, and so does their create_schedule.
+// Where the authors' code asserts, the variant raises, and so does their create_schedule:
+// here the pass stops there (Filler::raised) and the variant gives no schedule.
 
 #include "zbv_fill.hpp"
 
 #include <algorithm>
 #include <array>
 #include <deque>
+#include <optional>
 
 namespace pulse::detail {
 
 namespace {
-
-struct FillRaised {};
-
-void fill_check(bool ok) {
-  if (!ok) throw FillRaised{};
-}
 
 enum Cat : int { kCatF = 0, kCatB = 1, kCatW = 2 };
 
@@ -64,14 +60,17 @@ class Filler {
 
   void run() {
     warm_up();
-    for (int round = 0; round < 2 * M_; ++round) {
+    for (int round = 0; round < 2 * M_ && !raised_; ++round) {
       backwards();
       forwards();
     }
     for (int i = 0; i < S_; ++i) {
-      while (!pending_[i].empty()) put_w(i);
+      while (!raised_ && !pending_[i].empty()) put_w(i);
     }
   }
+
+  /// Where the authors' code asserts: the pass stopped there, and its schedule is none.
+  bool raised() const { return raised_; }
 
   double largest(int stage = -1) const {
     double most = 0;
@@ -94,20 +93,25 @@ class Filler {
     return end_[static_cast<std::size_t>(node)];
   }
 
+  // The authors' assertion: false (and the pass stops) where theirs fails.
+  bool check(bool ok) {
+    raised_ = raised_ || !ok;
+    return ok;
+  }
   void put(int cat, int chunk, int stage);
   void put_w(int stage) {
-    fill_check(!pending_[stage].empty());
+    if (!check(!pending_[stage].empty())) return;
     const int chunk = pending_[stage].front();
     pending_[stage].pop_front();
     put(kCatW, chunk, stage);
   }
   // W ops into the wait for the input `node` (-1: none), and one more past the share.
   void fill(int stage, long node, bool one_more_allowed) {
-    while (!pending_[stage].empty() && node >= 0 &&
+    while (!raised_ && !pending_[stage].empty() && node >= 0 &&
            end_at(node) + c_ >= cur_[stage] + cost_[kCatW]) {
       put_w(stage);
     }
-    if (!pending_[stage].empty() &&
+    if (!raised_ && !pending_[stage].empty() &&
         end_at(node) + c_ - cur_[stage] > largest(stage) - bubble_[stage] && one_more_allowed) {
       put_w(stage);
     }
@@ -122,6 +126,7 @@ class Filler {
   const Variant v_;
   std::vector<double> approved_;
   double max_approved_ = -1;
+  bool raised_ = false;
   double cost_[3] = {1, 1, 1};
   static constexpr int kMem[3] = {1, 0, -1};
   std::vector<std::array<int, 6>> count_;  // [stage][cat * 2 + chunk]
@@ -134,19 +139,19 @@ class Filler {
 };
 
 void Filler::put(int cat, int chunk, int stage) {
+  if (raised_) return;
   const double no_bubble = cur_[stage] + cost_[cat];
   double end = no_bubble;
   const int n = count_[stage][cat * 2 + chunk];
-  fill_check(n < M_);
-  fill_check(mem_[stage] + kMem[cat] <= max_mem_);
+  if (!check(n < M_) || !check(mem_[stage] + kMem[cat] <= max_mem_)) return;
   if (cat > 0 || chunk > 0) {
     const int last = cat * 2 + chunk - 1;
-    fill_check(end_at(cat < 2 ? id(last / 2, last % 2, stage, n) : id(kCatB, chunk, stage, n)) >=
-               0);
+    const long before = cat < 2 ? id(last / 2, last % 2, stage, n) : id(kCatB, chunk, stage, n);
+    if (!check(end_at(before) >= 0)) return;
   }
   if (cat < 2 && ((chunk == 1 && stage < S_ - 1) || (chunk == 0 && stage > 0))) {
     const long input = id(cat, chunk, chunk == 1 ? stage + 1 : stage - 1, n);
-    fill_check(end_at(input) >= 0);
+    if (!check(end_at(input) >= 0)) return;
     end = std::max(end, end_at(input) + c_ + cost_[cat]);
   }
   if (count_[stage][0] > 0) bubble_[stage] += end - no_bubble;
@@ -166,8 +171,8 @@ void Filler::warm_up() {
       continue;
     }
     const double arrival = end_at(id(kCatF, 1, i + 1, 0)) + c_;
-    while (mem_[i] + kMem[kCatF] * (2 + i * 2) <= max_mem_ && cur_[i] + cost_[kCatF] <= arrival &&
-           count_[i][0] < M_) {
+    while (!raised_ && mem_[i] + kMem[kCatF] * (2 + i * 2) <= max_mem_ &&
+           cur_[i] + cost_[kCatF] <= arrival && count_[i][0] < M_) {
       for (int j = 0; j <= i; ++j) put(kCatF, 0, j);
     }
     put(kCatF, 1, i);
@@ -178,7 +183,7 @@ void Filler::warm_up() {
       const auto &mine = count_[i], &above = count_[i - 1];
       return mine[0] + mine[1] < above[0] + above[1] || (mine[1] <= above[1] && above[1] < M_);
     };
-    while (behind()) {
+    while (!raised_ && behind()) {
       for (int j = S_ - 1; j >= i; --j) {
         if (count_[j][chunk] < M_) put(kCatF, chunk, j);
       }
@@ -189,8 +194,9 @@ void Filler::warm_up() {
 
 void Filler::backwards() {
   for (int i = 0; i < S_; ++i) {
-    while (mem_[i] + kMem[kCatB] > max_mem_) put_w(i);
+    while (!raised_ && mem_[i] + kMem[kCatB] > max_mem_) put_w(i);
   }
+  if (raised_) return;
   std::vector<int> chunk0, chunk1;
   for (int i = 0; i < S_; ++i) {
     if (count_[i][3] >= count_[i][2]) {
@@ -206,6 +212,7 @@ void Filler::backwards() {
   for (auto it = chunk1.rbegin(); it != chunk1.rend(); ++it) turns.push_back({*it, 1});
   for (int i : chunk0) turns.push_back({i, 0});
   for (const auto& [i, chunk] : turns) {
+    if (raised_) return;
     long input = -1;
     if (chunk == 1 && i < S_ - 1) input = id(kCatB, 1, i + 1, count_[i][3]);
     if (chunk == 0 && i > 0) input = id(kCatB, 0, i - 1, count_[i][2]);
@@ -215,7 +222,7 @@ void Filler::backwards() {
 }
 
 void Filler::forwards() {
-  for (int i = 0; i < S_; ++i) {
+  for (int i = 0; i < S_ && !raised_; ++i) {
     if (count_[i][1] >= M_) continue;
     int chunk = -1;
     if (count_[i][1] >= count_[i][0]) {
@@ -228,7 +235,7 @@ void Filler::forwards() {
       chunk = 0;
     }
     if (chunk < 0) continue;
-    while (mem_[i] + kMem[kCatF] > max_mem_) put_w(i);
+    while (!raised_ && mem_[i] + kMem[kCatF] > max_mem_) put_w(i);
     long input = -1;
     if (chunk == 0 && i > 0) input = id(kCatF, 0, i - 1, count_[i][0]);
     if (chunk == 1 && i < S_ - 1) input = id(kCatF, 1, i + 1, count_[i][1]);
@@ -259,14 +266,16 @@ ZbvFill Filler::result() const {
 }
 
 // One variant: a pass, then passes with its idle times approved while the largest drops
-// (the authors' recursion). Raises where a pass raises.
-ZbvFill refine(const ZbvFillRequest& r, Variant v, std::vector<double> approved) {
+// (the authors' recursion). None where a pass raises, as their recursion then raises.
+std::optional<ZbvFill> refine(const ZbvFillRequest& r, Variant v, std::vector<double> approved) {
   Filler pass(r, v, std::move(approved));
   pass.run();
+  if (pass.raised()) return std::nullopt;
   ZbvFill mine = pass.result();
   if (pass.max_approved() < 0 || mine.largest_bubble < pass.max_approved()) {
-    ZbvFill deeper = refine(r, v, pass.bubbles());
-    if (deeper.largest_bubble < mine.largest_bubble) return deeper;
+    std::optional<ZbvFill> deeper = refine(r, v, pass.bubbles());
+    if (!deeper) return std::nullopt;
+    if (deeper->largest_bubble < mine.largest_bubble) return deeper;
   }
   return mine;
 }
@@ -278,10 +287,7 @@ std::vector<ZbvFill> zbv_fill_variants(const ZbvFillRequest& r) {
   if (r.num_devices < 1 || r.num_microbatches < 1) return out;
   for (bool fill_b : {true, false}) {
     for (bool fill_f : {true, false}) {
-      try {
-        out.push_back(refine(r, Variant{fill_f, fill_b}, {}));
-      } catch (const FillRaised&) {
-      }
+      if (auto variant = refine(r, Variant{fill_f, fill_b}, {})) out.push_back(std::move(*variant));
     }
   }
   return out;

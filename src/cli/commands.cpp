@@ -53,78 +53,88 @@ int report(const Error& error) {
   return exit_code(error.kind);
 }
 
-po::options_description options_from(const std::vector<OptionRecord>& table) {
-  po::options_description o("options");
-  for (const OptionRecord& r : table) {
-    const std::optional<OptionValue>& d = r.default_value;
-    switch (r.kind) {
-      case OptionKind::flag:
-        o.add_options()(r.name, r.help.c_str());
-        break;
-      case OptionKind::integer: {
-        auto* v = po::value<int>()->value_name(r.value_name);
-        o.add_options()(r.name, d ? v->default_value(std::get<int>(*d)) : v, r.help.c_str());
-        break;
-      }
-      case OptionKind::number: {
-        auto* v = po::value<double>()->value_name(r.value_name);
-        o.add_options()(r.name, d ? v->default_value(std::get<double>(*d)) : v, r.help.c_str());
-        break;
-      }
-      case OptionKind::text: {
-        auto* v = po::value<std::string>()->value_name(r.value_name);
-        o.add_options()(r.name, d ? v->default_value(std::get<std::string>(*d)) : v,
-                        r.help.c_str());
-        break;
-      }
+void add_option(po::options_description& o, const char* name, const char* value_name,
+                OptionKind kind, const std::string& help, const std::optional<OptionValue>& d) {
+  switch (kind) {
+    case OptionKind::flag:
+      o.add_options()(name, help.c_str());
+      break;
+    case OptionKind::integer: {
+      auto* v = po::value<int>()->value_name(value_name);
+      o.add_options()(name, d ? v->default_value(std::get<int>(*d)) : v, help.c_str());
+      break;
     }
+    case OptionKind::number: {
+      auto* v = po::value<double>()->value_name(value_name);
+      o.add_options()(name, d ? v->default_value(std::get<double>(*d)) : v, help.c_str());
+      break;
+    }
+    case OptionKind::text: {
+      auto* v = po::value<std::string>()->value_name(value_name);
+      o.add_options()(name, d ? v->default_value(std::get<std::string>(*d)) : v, help.c_str());
+      break;
+    }
+    case OptionKind::texts:
+      o.add_options()(name,
+                      po::value<std::vector<std::string>>()->value_name(value_name)->composing(),
+                      help.c_str());
+      break;
   }
-  return o;
 }
 
-std::vector<GivenOption> given_options(const po::variables_map& vm,
-                                       const std::vector<OptionRecord>& table) {
-  std::vector<GivenOption> out;
-  for (const OptionRecord& r : table) {
-    const std::string name = r.long_name();
-    if (!vm.count(name)) continue;
-    switch (r.kind) {
-      case OptionKind::flag:
-        out.push_back({name, true});
-        break;
-      case OptionKind::integer:
-        out.push_back({name, vm[name].as<int>()});
-        break;
-      case OptionKind::number:
-        out.push_back({name, vm[name].as<double>()});
-        break;
-      case OptionKind::text:
-        out.push_back({name, vm[name].as<std::string>()});
-        break;
+std::optional<GivenOption> given_option(const po::variables_map& vm, const std::string& name,
+                                        OptionKind kind) {
+  if (!vm.count(name) || vm[name].defaulted()) return std::nullopt;
+  switch (kind) {
+    case OptionKind::flag:
+      return GivenOption{name, true};
+    case OptionKind::integer:
+      return GivenOption{name, vm[name].as<int>()};
+    case OptionKind::number:
+      return GivenOption{name, vm[name].as<double>()};
+    case OptionKind::text:
+      return GivenOption{name, vm[name].as<std::string>()};
+    case OptionKind::texts:
+      return GivenOption{name, vm[name].as<std::vector<std::string>>()};
+  }
+  return std::nullopt;
+}
+
+void print_note(const std::string& note) {
+  std::cerr << "pulse-plan: " << note << "\n";
+}
+
+int report_all(const std::vector<Error>& errors, int exit_code) {
+  for (const Error& e : errors) report(e);
+  return exit_code;
+}
+
+SplitArguments split_positional(const std::vector<std::string>& args,
+                                const po::options_description& options) {
+  SplitArguments out;
+  auto takes_value = [&](const std::string& name) {
+    const po::option_description* d = options.find_nothrow(name, false, false, false);
+    return d != nullptr && d->semantic()->max_tokens() > 0;
+  };
+  bool rest_positional = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (rest_positional || a == "-" || a.empty() || a[0] != '-') {
+      out.positional.push_back(a);
+      continue;
     }
+    if (a == "--") {
+      rest_positional = true;
+      continue;
+    }
+    out.options.push_back(a);
+    // "--name VALUE" and "-o VALUE" take the next word; "--name=VALUE" and "-oVALUE" do not.
+    const bool is_long = a.rfind("--", 0) == 0;
+    const std::string name = is_long ? a.substr(2) : a.substr(0, 2);
+    const bool joined = is_long ? a.find('=') != std::string::npos : a.size() > 2;
+    if (!joined && takes_value(name) && i + 1 < args.size()) out.options.push_back(args[++i]);
   }
   return out;
-}
-
-Status write_verdict_outputs(std::string_view command, const std::vector<Output>& outputs,
-                             bool passed, std::string_view without) {
-  if (passed) return write_outputs(outputs);
-  std::vector<Output> streams;
-  std::vector<std::string> files;
-  for (const Output& o : outputs) {
-    if (o.path == "-") {
-      streams.push_back(o);
-    } else {
-      files.push_back(o.path);
-    }
-  }
-  if (!files.empty()) {
-    std::cerr << fmt::format(
-        "pulse-plan: {}: not written, as the command fails: {} (run it "
-        "without {} to write them)\n",
-        command, fmt::join(files, ", "), without);
-  }
-  return write_outputs(streams);
 }
 
 bool stderr_is_terminal() {

@@ -1,13 +1,14 @@
 // The pulse-plan command table and the helpers every subcommand shares.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <boost/program_options.hpp>
 
-#include "pulse/base/io.hpp"
+#include "pulse/base/options.hpp"
 #include "pulse/base/result.hpp"
 #include "pulse/compile/plan_options.hpp"
 
@@ -33,20 +34,44 @@ Result<boost::program_options::variables_map> parse_options(
     const std::string& command, const std::vector<std::string>& args,
     const boost::program_options::options_description& options);
 
-/// A parser for a library option table (compile/plan_options.hpp): each record's name,
-/// value, default and help, in table order, under the heading "options".
-boost::program_options::options_description options_from(const std::vector<OptionRecord>& table);
+/// Adds one option of a library table to `options`: its name, value, default and help.
+void add_option(boost::program_options::options_description& options, const char* name,
+                const char* value_name, OptionKind kind, const std::string& help,
+                const std::optional<OptionValue>& default_value);
 
-/// What `vm` holds for the records of `table`, for read_plan_job.
+/// What `vm` holds for the option `name` of `kind`, when the command line gave it (an option
+/// left at its default is not given).
+std::optional<GivenOption> given_option(const boost::program_options::variables_map& vm,
+                                        const std::string& name, OptionKind kind);
+
+/// A parser for a library option table (compile/plan_options.hpp for `plan`, a JobOption
+/// table of base/options.hpp for the tools): each record's name, value, default and help,
+/// in table order, under the heading "options".
+template <class Record>
+boost::program_options::options_description options_from(const std::vector<Record>& table) {
+  boost::program_options::options_description o("options");
+  for (const Record& r : table)
+    add_option(o, r.name, r.value_name, r.kind, r.help, r.default_value);
+  return o;
+}
+
+/// What `vm` holds for the records of `table`, for the job's read (read_plan_job,
+/// read_simulate_job, ...).
+template <class Record>
 std::vector<GivenOption> given_options(const boost::program_options::variables_map& vm,
-                                       const std::vector<OptionRecord>& table);
+                                       const std::vector<Record>& table) {
+  std::vector<GivenOption> out;
+  for (const Record& r : table) {
+    if (auto g = given_option(vm, r.long_name(), r.kind)) out.push_back(std::move(*g));
+  }
+  return out;
+}
 
-/// A command whose verdict fails (simulate --check, diff's --fail-if-* thresholds) exits
-/// non-zero, and a command that exits non-zero leaves no file: of `outputs`, only those for
-/// stdout ("-") are written; the files are named on stderr as not written, with how to get
-/// them (`without`: "--check", "the --fail-if-* thresholds").
-Status write_verdict_outputs(std::string_view command, const std::vector<Output>& outputs,
-                             bool passed, std::string_view without);
+/// Prints a job's note on stderr: "pulse-plan: <note>" (a NoteSink, tools/tool_job.hpp).
+void print_note(const std::string& note);
+
+/// Prints every error (report) and returns `exit_code`: a job's run ends so.
+int report_all(const std::vector<Error>& errors, int exit_code);
 
 /// True when stderr is a terminal (progress and colour go there only then).
 bool stderr_is_terminal();

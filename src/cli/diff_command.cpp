@@ -1,28 +1,16 @@
-// pulse-plan diff: two plans side by side, with CI switches.
-#include <unistd.h>
-
-#include <cmath>
-#include <cstdlib>
+// pulse-plan diff: two plans side by side, with CI switches. The options are the library's
+// table and the job the library's run_diff_job (tools/diff_job.hpp): this file parses, calls
+// and prints.
 #include <iostream>
 
-#include <fmt/format.h>
-
 #include "commands.hpp"
-#include "pulse/base/io.hpp"
-#include "pulse/plan/plan.hpp"
-#include "pulse/plan/plan_codec.hpp"
-#include "pulse/profile/scaling.hpp"
-#include "pulse/tools/diff.hpp"
-#include "pulse/tools/replay.hpp"
+#include "pulse/tools/diff_job.hpp"
 
 namespace pulse::cli {
 
 namespace po = boost::program_options;
 
 namespace {
-
-/// Exit code when a --fail-if threshold trips (the report is still printed).
-constexpr int kThresholdExit = 4;
 
 constexpr const char* kDiffHelp =
     R"txt(usage: pulse-plan diff OLD NEW [--format table|json|markdown|html] [-o FILE]
@@ -89,102 +77,11 @@ exit codes: 0 report written; 2 bad usage or a plan that cannot be read; 3 inter
 4 a --fail-if threshold tripped (the report is written, the reason is on stderr).
 )txt";
 
+// The job's options (the library's table), then the command line's own.
 po::options_description diff_options() {
-  po::options_description o("options");
-  o.add_options()("format", po::value<std::string>()->value_name("NAME")->default_value("table"),
-                  "table, json, markdown or html")("json", "the same as --format json")(
-      "output,o", po::value<std::string>()->value_name("FILE"),
-      "write here (atomically) instead of stdout")(
-      "fail-if-slower", po::value<double>()->value_name("PCT"),
-      "exit 4 if NEW's samples/s is more than PCT percent below OLD's")(
-      "fail-if-more-traffic", po::value<double>()->value_name("PCT"),
-      "exit 4 if NEW moves more than PCT percent more P2P bytes per sample")(
-      "color", po::value<std::string>()->value_name("WHEN")->default_value("auto"),
-      "auto, always or never (the table only)")(
-      "compute-scale", po::value<std::string>()->value_name("F"),
-      "replay both plans with every stage time x F (0.001 to 1000)")(
-      "link-scale", po::value<std::string>()->value_name("F"),
-      "replay both plans with every link F times as fast (0.001 to 1000)")(
-      "allow-changed-inputs",
-      "accepted for old scripts; a recalibrated profile is shown, not refused")("help,h",
-                                                                                "this help");
+  po::options_description o = options_from(diff_option_table());
+  o.add_options()("help,h", "this help");
   return o;
-}
-
-Result<bool> use_color(const std::string& when, bool to_stdout) {
-  if (when == "always") return true;
-  if (when == "never") return false;
-  if (when != "auto") {
-    return usage_error(
-        fmt::format("diff: --color must be auto, always or never, got \"{}\"", when));
-  }
-  const char* no_color = std::getenv("NO_COLOR");
-  const char* term = std::getenv("TERM");
-  return to_stdout && ::isatty(STDOUT_FILENO) == 1 && (no_color == nullptr || *no_color == '\0') &&
-         !(term != nullptr && std::string(term) == "dumb");
-}
-
-Result<std::optional<double>> threshold(const po::variables_map& vm, const char* name) {
-  if (!vm.count(name)) return std::optional<double>{};
-  const double v = vm[name].as<double>();
-  if (!std::isfinite(v) || v < 0) {
-    return usage_error(fmt::format("diff: --{} must be a percentage >= 0, got {}", name, v));
-  }
-  return std::optional<double>{v};
-}
-
-Result<double> scale(const po::variables_map& vm, const char* name) {
-  if (!vm.count(name)) return 1.0;
-  const std::string text = vm[name].as<std::string>();
-  if (const std::optional<double> v = parse_scale(text)) {
-    if (auto s = check_scale_limit("diff", fmt::format("--{}", name), *v); !s) return s.error();
-    return *v;
-  }
-  return usage_error(fmt::format("diff: --{} must be a positive, finite number, got \"{}\"{}", name,
-                                 text,
-                                 text == "range-low" || text == "range-high"
-                                     ? " (the time range is the model profile's: plan with it)"
-                                     : ""));
-}
-
-// The reasons the thresholds trip, one line each; empty when none does.
-std::vector<std::string> tripped(const PlanDiff& d, std::optional<double> slower,
-                                 std::optional<double> traffic) {
-  std::vector<std::string> out;
-  if (slower && d.slowdown_pct > *slower) {
-    out.push_back(
-        fmt::format("{} is {:.1f}% slower than {} (samples/s), over the "
-                    "--fail-if-slower {} threshold",
-                    d.new_name, d.slowdown_pct, d.old_name, *slower));
-  }
-  if (traffic && d.traffic_increase_pct > *traffic) {
-    out.push_back(std::isfinite(d.traffic_increase_pct)
-                      ? fmt::format("{} moves {:.1f}% more point-to-point bytes per sample than "
-                                    "{}, over the --fail-if-more-traffic {} threshold",
-                                    d.new_name, d.traffic_increase_pct, d.old_name, *traffic)
-                      : fmt::format("{} moves point-to-point bytes, {} moved none "
-                                    "(--fail-if-more-traffic {})",
-                                    d.new_name, d.old_name, *traffic));
-  }
-  return out;
-}
-
-// The output format: --format, or json for --json; --color only with the table.
-Result<std::string> output_format(const po::variables_map& vm) {
-  const std::string format = vm["format"].as<std::string>();
-  if (format != "table" && format != "json" && format != "markdown" && format != "html") {
-    return usage_error(
-        fmt::format("diff: --format must be table, json, markdown or html, got \"{}\"", format));
-  }
-  if (vm.count("json") && !vm["format"].defaulted() && format != "json") {
-    return usage_error(
-        fmt::format("diff: --json and --format {} ask for two formats; give one of them", format));
-  }
-  const std::string chosen = vm.count("json") ? "json" : format;
-  if (!vm["color"].defaulted() && chosen != "table") {
-    return usage_error(fmt::format("diff: --color applies to --format table, not {}", chosen));
-  }
-  return chosen;
 }
 
 }  // namespace
@@ -198,63 +95,11 @@ int diff_command(const std::vector<std::string>& args) {
     std::cout << kDiffHelp << options << kDiffExamples;
     return 0;
   }
-  if (split.positional.size() != 2) {
-    return report(usage_error(
-        fmt::format("diff: expected two plan files, OLD and NEW, got {} (see pulse-plan diff "
-                    "--help)",
-                    split.positional.size())));
-  }
-  auto format = output_format(*vm);
-  if (!format) return report(format.error());
-  const std::string output = vm->count("output") ? (*vm)["output"].as<std::string>() : "-";
-  auto color = use_color((*vm)["color"].as<std::string>(), output == "-");
-  if (!color) return report(color.error());
-  auto slower = threshold(*vm, "fail-if-slower");
-  if (!slower) return report(slower.error());
-  auto traffic = threshold(*vm, "fail-if-more-traffic");
-  if (!traffic) return report(traffic.error());
-  auto compute = scale(*vm, "compute-scale");
-  if (!compute) return report(compute.error());
-  auto links = scale(*vm, "link-scale");
-  if (!links) return report(links.error());
-  if (auto s = check_output_paths(
-          "diff", {{"the old plan", split.positional[0]}, {"the new plan", split.positional[1]}},
-          {vm->count("output") ? NamedPath{"-o", output} : NamedPath{"", "-"}});
-      !s) {
-    return report(s.error());
-  }
-  auto a = load_plan(split.positional[0]);
-  auto b = load_plan(split.positional[1]);
-  if (!a || !b) {
-    if (!a) report(a.error());
-    if (!b) report(b.error());
-    return 2;
-  }
-  if (auto agree = check_inputs_agree(*a, *b); !agree) {
-    return report(agree.error());
-  }
-  if (vm->count("compute-scale") || vm->count("link-scale")) {
-    // Both plans replayed under the scaled costs; their figures are what is compared.
-    auto ra = replay_plan({&*a, nullptr, *compute, *links});
-    auto rb = replay_plan({&*b, nullptr, *compute, *links});
-    if (!ra || !rb) {
-      if (!ra) report(ra.error());
-      if (!rb) report(rb.error());
-      return 2;
-    }
-    a = std::move(ra->figures);
-    b = std::move(rb->figures);
-  }
-  const PlanDiff d = diff_plans({&*a, &*b});
-  const std::string text = *format == "json"       ? format_diff_json(d)
-                           : *format == "markdown" ? format_diff_markdown(d)
-                           : *format == "html"     ? format_diff_html(d, *a, *b)
-                                                   : format_diff_table(d, {*color});
-  // The report is written even when a gate trips: CI keeps it as the artifact of a red build.
-  if (auto written = write_outputs({{output, text}}); !written) return report(written.error());
-  const std::vector<std::string> reasons = tripped(d, *slower, *traffic);
-  for (const std::string& r : reasons) std::cerr << "pulse-plan: diff: " << r << "\n";
-  return reasons.empty() ? 0 : kThresholdExit;
+  auto job = read_diff_job(split.positional, given_options(*vm, diff_option_table()));
+  if (!job) return report(job.error());
+  job->on_note = print_note;
+  const DiffRun run = run_diff_job(*job);
+  return report_all(run.errors, run.exit_code());
 }
 
 }  // namespace pulse::cli

@@ -1,45 +1,14 @@
-// pulse-plan validate: an independent check of a plan against its profiles.
+// pulse-plan validate: an independent check of a plan against its profiles. The options are
+// the library's table and the job the library's run_validate_job (tools/validate_job.hpp):
+// this file parses, calls and prints.
 #include <iostream>
 
-#include <fmt/format.h>
-
 #include "commands.hpp"
-#include "pulse/base/text.hpp"
-#include "pulse/plan/plan.hpp"
-#include "pulse/plan/plan_codec.hpp"
-#include "pulse/tools/validate.hpp"
+#include "pulse/tools/validate_job.hpp"
 
 namespace pulse::cli {
 
 namespace po = boost::program_options;
-
-SplitArguments split_positional(const std::vector<std::string>& args,
-                                const po::options_description& options) {
-  SplitArguments out;
-  auto takes_value = [&](const std::string& name) {
-    const po::option_description* d = options.find_nothrow(name, false, false, false);
-    return d != nullptr && d->semantic()->max_tokens() > 0;
-  };
-  bool rest_positional = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (rest_positional || a == "-" || a.empty() || a[0] != '-') {
-      out.positional.push_back(a);
-      continue;
-    }
-    if (a == "--") {
-      rest_positional = true;
-      continue;
-    }
-    out.options.push_back(a);
-    // "--name VALUE" and "-o VALUE" take the next word; "--name=VALUE" and "-oVALUE" do not.
-    const bool is_long = a.rfind("--", 0) == 0;
-    const std::string name = is_long ? a.substr(2) : a.substr(0, 2);
-    const bool joined = is_long ? a.find('=') != std::string::npos : a.size() > 2;
-    if (!joined && takes_value(name) && i + 1 < args.size()) out.options.push_back(args[++i]);
-  }
-  return out;
-}
 
 namespace {
 
@@ -82,25 +51,11 @@ exit codes: 0 valid; 1 violations found; 2 bad usage, or a plan or profile that 
 read; 3 internal error.
 )txt";
 
+// The job's options (the library's table), then the command line's own.
 po::options_description validate_options() {
-  po::options_description o("options");
-  o.add_options()("model", po::value<std::string>()->value_name("FILE"),
-                  "model profile the plan was made from")(
-      "cluster", po::value<std::string>()->value_name("FILE"),
-      "cluster profile the plan was made for")("help,h", "this help");
+  po::options_description o = options_from(validate_option_table());
+  o.add_options()("help,h", "this help");
   return o;
-}
-
-std::string summary(const Plan& p, const ModelProfile& m, const ClusterProfile& c) {
-  int local = 0;
-  for (const PlanSkip& s : p.skips) local += s.local ? 1 : 0;
-  auto n = [](std::size_t count, const char* one, const char* many) {
-    return fmt::format("{} {}", count, count == 1 ? one : many);
-  };
-  return fmt::format("{} on {}: {} on {}, {}, {}, {}/{} skips local", m.name, c.name,
-                     n(p.num_stages(), "stage", "stages"), n(p.pp(), "device", "devices"),
-                     n(p.parallelism.num_microbatches, "microbatch", "microbatches"),
-                     n(p.num_ops(), "op", "ops"), local, p.skips.size());
 }
 
 }  // namespace
@@ -114,43 +69,11 @@ int validate_command(const std::vector<std::string>& args) {
     std::cout << kValidateHelp << options << kValidateExamples;
     return 0;
   }
-  if (split.positional.size() != 1) {
-    return report(usage_error(
-        fmt::format("validate: expected one plan file, got {} (see pulse-plan validate --help)",
-                    split.positional.size())));
-  }
-  for (const char* required : {"model", "cluster"}) {
-    if (!vm->count(required)) {
-      return report(usage_error(fmt::format(
-          "validate: --{} FILE is required (see pulse-plan validate --help)", required)));
-    }
-  }
-  // Structural problems are violations here (exit 1), listed with the others.
-  auto plan = load_plan(split.positional[0], PlanCheck::shape_only);
-  auto model = load_model_profile((*vm)["model"].as<std::string>());
-  auto cluster = load_cluster_profile((*vm)["cluster"].as<std::string>());
-  if (!plan || !model || !cluster) {
-    if (!plan) report(plan.error());
-    if (!model) report(model.error());
-    if (!cluster) report(cluster.error());
-    return 2;
-  }
-  const ValidateResult result = validate_plan({&*plan, &*model, &*cluster});
-  const std::string name = printable(split.positional[0]);
-  for (const std::string& s : result.skipped) {
-    std::cerr << fmt::format("pulse-plan: {}: not checked: {}\n", name, s);
-  }
-  if (result.ok()) {
-    std::cout << fmt::format("{}: valid ({})\n", name, printable(summary(*plan, *model, *cluster)));
-    return 0;
-  }
-  for (const Violation& v : result.violations) {
-    std::cout << fmt::format("{}: {}: {}\n", name, v.check, v.message);
-  }
-  std::cout << std::flush;
-  std::cerr << fmt::format("pulse-plan: {}: invalid plan: {} violation{}\n", name, result.total,
-                           result.total == 1 ? "" : "s");
-  return 1;
+  auto job = read_validate_job(split.positional, given_options(*vm, validate_option_table()));
+  if (!job) return report(job.error());
+  job->on_note = print_note;
+  const ValidateRun run = run_validate_job(*job);
+  return report_all(run.errors, run.exit_code());
 }
 
 }  // namespace pulse::cli

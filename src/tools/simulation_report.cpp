@@ -1,10 +1,94 @@
+// The simulation report (simulation_report.hpp): as text, and as JSON.
 #include "pulse/tools/simulation_report.hpp"
 
+#include <map>
+
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "pulse/base/io.hpp"
+#include "pulse/base/text.hpp"
+#include "pulse/base/units.hpp"
 
 namespace pulse {
+
+namespace {
+
+std::string gib(std::int64_t bytes) {
+  return fmt::format("{:.2f}", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+}
+
+}  // namespace
+
+std::string simulation_report_text(const std::string& name, const Plan& plan, const Replay& r,
+                                   const std::vector<FigureDifference>& differences) {
+  const PlanParallelism& par = plan.parallelism;
+  const Evaluation& e = r.evaluation;
+  std::string out;
+  auto line = [&out](const std::string& s) { out += s + "\n"; };
+  line(fmt::format("{}: replayed with {}", name, r.cost_source));
+  line(
+      fmt::format("  {} {}, pp {} x dp {}, {} stages, microbatch size {}, {} microbatches, "
+                  "global batch {}{}",
+                  plan.inputs.model.name.empty() ? "plan" : plan.inputs.model.name,
+                  plan.options.strategy ? "(" + *plan.options.strategy + ")" : "", par.pp, par.dp,
+                  plan.num_stages(), par.microbatch_size, par.num_microbatches, par.global_batch,
+                  r.schedule.split_backward ? ", split backward" : ""));
+  const double exposed = e.iteration_s - r.timeline.makespan_s;
+  line(fmt::format("  iteration   {:>12}  (pipeline {} + exposed all-reduce {})",
+                   format_seconds(e.iteration_s), format_seconds(r.timeline.makespan_s),
+                   format_seconds(exposed)));
+  line(fmt::format("  throughput  {:>12.2f}  samples/s", e.samples_per_s));
+  line(fmt::format("  bubble      {:>11.1f}%  of pipeline device time idle", 100 * e.bubble_ratio));
+  line("");
+  line(
+      "  device  compute_s  send_s  idle_s  allreduce_s  in-flight  peak GiB = weights + grads "
+      "+ optim + activ + skips  capacity GiB");
+  for (int d = 0; d < par.pp; ++d) {
+    const DeviceTimeline& t = r.timeline.devices[d];
+    const MemoryBreakdown& m = t.peak;
+    line(fmt::format(
+        "  {:>6}  {:>9.6f}  {:>6.4f}  {:>6.4f}  {:>11.6f}  {:>9}  {:>8} = {:>7} + "
+        "{:>5} + {:>5} + {:>5} + {:>5}  {:>12}",
+        d, t.compute_s, t.send_s, t.idle_s, e.allreduce[d].seconds, t.max_inflight, gib(m.total()),
+        gib(m.weights), gib(m.gradients), gib(m.optimizer), gib(m.activations), gib(m.skip_cache),
+        r.capacity_bytes > 0 ? gib(r.capacity_bytes) : "-"));
+  }
+  for (int d = 0; d < par.pp; ++d) {
+    const std::int64_t peak = r.timeline.devices[d].peak.total();
+    if (r.capacity_bytes > 0 && peak > r.capacity_bytes) {
+      line(fmt::format("  device {} does not fit: peak {} exceeds the usable {} by {}", d,
+                       format_bytes(peak), format_bytes(r.capacity_bytes),
+                       format_bytes(peak - r.capacity_bytes)));
+    }
+  }
+  line("");
+  const PlanComm& comm = r.figures.comm;
+  line(fmt::format("  P2P per iteration  {} (activations {}, skips {}, carried {})",
+                   format_bytes(comm.p2p_bytes_per_iteration),
+                   format_bytes(comm.activation_bytes_per_iteration.value_or(0)),
+                   format_bytes(comm.skip_bytes_per_iteration),
+                   format_bytes(comm.carried_bytes_per_iteration.value_or(0))));
+  std::string classes;
+  for (const auto& [cls, bytes] :
+       comm.p2p_bytes_per_link_class.value_or(std::map<std::string, std::int64_t>{})) {
+    classes += fmt::format("{}{} {}", classes.empty() ? "" : ", ", cls, format_bytes(bytes));
+  }
+  line(fmt::format("  by link class      {}", classes.empty() ? "none" : classes));
+  line(fmt::format("  all-reduce         {}",
+                   format_bytes(comm.allreduce_bytes_per_iteration.value_or(0))));
+  line("");
+  if (differences.empty()) {
+    line("  matches the plan's comm and predicted figures");
+  } else {
+    line(fmt::format("  {} figure{} differ{} from the plan's (plan -> replay):", differences.size(),
+                     differences.size() == 1 ? "" : "s", differences.size() == 1 ? "s" : ""));
+    for (const FigureDifference& d : differences) {
+      line(fmt::format("    {}: {} -> {}", d.path, d.plan, d.replay));
+    }
+  }
+  return printable(out, LineBreaks::keep);  // names from the plan, shown on a terminal
+}
 
 std::string simulation_report_json(const std::string& plan_name, std::string_view plan_text,
                                    const Replay& replay,

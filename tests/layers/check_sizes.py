@@ -2,8 +2,8 @@
 """Sizes a newcomer can read (docs/architecture.md, issue 26), checked on the source tree:
 
   1. No C++ file in src/ or solver/ is over 800 lines.
-  2. No function in src/compile or src/cli is over 100 lines (from its signature's line to
-     its closing brace).
+  2. No function in any folder of src/ or solver/ is over 100 lines (from its signature's
+     line to its closing brace).
   3. src/cli/plan_command.cpp is under 250 lines: the driver is the library's, the command
      parses, calls and prints.
 
@@ -15,18 +15,19 @@ not a class, enum, namespace or initializer opens a function body, which ends at
 
 Prints every violation; exit 1 if there is any. --self-test runs the scanner on planted
 sources (a 101-line function, braces in comments and raw strings, a constructor with a
-braced member initializer) and fails unless it measures each as written by hand.
+braced member initializer) and fails unless it measures each as written by hand, and on a
+tree with that 101-line function in solver/ and fails unless the rule finds it there.
 """
 
 import pathlib
 import re
 import sys
+import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 MAX_FILE_LINES = 800
 MAX_FUNCTION_LINES = 100
-FUNCTION_FOLDERS = ["src/compile", "src/cli"]
 FILE_FOLDERS = ["src", "solver"]
 PLAN_COMMAND = "src/cli/plan_command.cpp"
 MAX_PLAN_COMMAND_LINES = 249
@@ -126,6 +127,12 @@ def functions(text):
     return found
 
 
+def function_folders(root):
+    """Every folder of src/ and solver/ (src/base ... solver/schedule), each reported apart."""
+    return [str(d.relative_to(root)) for top in FILE_FOLDERS for d in sorted((root / top).iterdir())
+            if d.is_dir()]
+
+
 def lines_of(text):
     return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
 
@@ -139,7 +146,7 @@ def check(root):
             n = lines_of(path.read_text())
             if n > MAX_FILE_LINES:
                 problems.append(f"{path.relative_to(root)}: {n} lines, over {MAX_FILE_LINES}")
-    for folder in FUNCTION_FOLDERS:
+    for folder in function_folders(root):
         for path in sorted((root / folder).rglob("*")):
             if path.suffix not in SUFFIXES:
                 continue
@@ -159,7 +166,7 @@ def check(root):
 def longest(root):
     """The longest function of each folder and the longest file: what the report quotes."""
     out = []
-    for folder in FUNCTION_FOLDERS:
+    for folder in function_folders(root):
         best = (0, "")
         for path in sorted((root / folder).rglob("*")):
             if path.suffix in SUFFIXES:
@@ -205,7 +212,17 @@ def self_test():
     expected = {"Point": 3, "small": 7, "long_one": 101}
     ok = found == expected
     print(f"self-test: measured {found}, expected {expected}: {'ok' if ok else 'FAILED'}")
-    return 0 if ok else 1
+    # The rule reaches every folder: the 101-line function planted in solver/ is found.
+    with tempfile.TemporaryDirectory() as tmp:
+        root = pathlib.Path(tmp)
+        for folder in ("src/cli", "solver/partition"):
+            (root / folder).mkdir(parents=True)
+        (root / "solver/partition/dp.cpp").write_text(SELF_TEST)
+        problems = check(root)
+    planted = ["solver/partition/dp.cpp:21: long_one is 101 lines, over 100"]
+    print(f"self-test: planted in solver/, found {problems}: "
+          f"{'ok' if problems == planted else 'FAILED'}")
+    return 0 if ok and problems == planted else 1
 
 
 def main():

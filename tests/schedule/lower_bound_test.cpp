@@ -5,8 +5,8 @@
 #include <random>
 
 #include "pulse/schedule/list_schedule.hpp"
+#include "pulse/schedule/published.hpp"
 #include "pulse/schedule/synthesize.hpp"
-#include "pulse/schedule/v_families.hpp"
 #include "pulse/simulate/simulate.hpp"
 #include "schedule/op_graph.hpp"
 #include "support/test_support.hpp"
@@ -115,9 +115,11 @@ TEST(LowerBound, NeverAboveAScheduleWithinTheRoom) {
         check(list_schedule(m, M, std::vector<int>(P, k), split, p));
       }
     }
-    for (VFamily fam : {VFamily::zb_v, VFamily::v_half, VFamily::v_min}) {
+    for (PublishedSchedule fam :
+         {PublishedSchedule::zb_v, PublishedSchedule::v_half, PublishedSchedule::v_min}) {
       if (!split) continue;
-      if (auto s = v_family_schedule({&m, M, fam, std::vector<std::int64_t>(P, room)})) check(*s);
+      const PublishedRequest r{&m, M, true, std::vector<std::int64_t>(P, room)};
+      if (auto s = published_schedule(fam, r)) check(*s);
     }
   }
 }

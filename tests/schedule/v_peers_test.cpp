@@ -15,11 +15,11 @@
 
 #include <fmt/format.h>
 
+#include "pulse/schedule/published.hpp"
 #include "pulse/schedule/synthesize.hpp"
 #include "pulse/schedule/v_families.hpp"
 #include "pulse/simulate/schedule_check.hpp"
 #include "pulse/simulate/simulate.hpp"
-#include "schedule/dualpipev.hpp"
 #include "schedule/v_auto.hpp"
 #include "schedule/zbv_fill.hpp"
 #include "support/test_support.hpp"
@@ -41,19 +41,18 @@ detail::ScalarCosts costs_of(const test::PeerInstance& in) {
   return {in.f_ms, in.b_ms, in.w_ms, in.delay_ms};
 }
 
-// Our restatement of one run, or nullopt where it finds nothing.
+// Our restatement of one run (the registry's schedule of the family: the authors' own ZB-V
+// is its zb-v-fill), or nullopt where it finds nothing.
 std::optional<Schedule> restated(const test::PeerInstance& in, const test::PeerRun& run) {
-  const int P = in.num_devices, M = in.num_microbatches;
-  if (run.family == "zb-v") {
-    auto z = detail::zbv_fill_pick({P, M, costs_of(in), run.max_mem});
-    return z ? std::optional<Schedule>(std::move(z->schedule)) : std::nullopt;
-  }
-  if (run.family == "v-auto") {
-    auto rows = detail::v_auto_pick(P, M, costs_of(in), run.max_mem);
-    return rows ? std::optional<Schedule>(detail::slot_rows_schedule(*rows)) : std::nullopt;
-  }
+  const auto family = published_schedule_named(run.family == "zb-v" ? "zb-v-fill" : run.family);
+  EXPECT_TRUE(family.ok()) << run.family;
+  if (!family) return std::nullopt;
   const PipelineModel m = test::peer_pipeline_model(in);
-  return v_family_schedule({&m, M, run.family == "v-half" ? VFamily::v_half : VFamily::v_min, {}});
+  PublishedRequest r{&m, in.num_microbatches};
+  r.max_mem = run.max_mem;
+  r.scalar_costs = ScalarStageCosts{in.f_ms, in.b_ms, in.w_ms, in.delay_ms};
+  auto s = published_schedule(*family, r);
+  return s ? std::optional<Schedule>(std::move(*s)) : std::nullopt;
 }
 
 // What differs between a recorded run and `mine` (empty: nothing).
@@ -146,15 +145,20 @@ TEST(VPeers, DualPipeVFollowsItsSteps) {
   // B1 (W deferred), W, F1; step 4 (M - 2P + 1 = 1) F0 B1 F1 B0 with W at once; step 5
   // B1 F1 B0; step 6 (one pair, the middle one, deferred from B0 on even ranks) B1 B0;
   // step 7 W B0 (deferred); step 8 one W.
-  const auto s = detail::dualpipev_schedule(2, 4);
-  ASSERT_TRUE(s);
+  test::PeerInstance two;  // a V of four one-layer stages; the order needs no costs
+  two.num_devices = 2;
+  two.num_microbatches = 4;
+  two.stages.resize(4);
+  const PipelineModel m = test::peer_pipeline_model(two);
+  const auto s = published_schedule(PublishedSchedule::dualpipev, {&m, 4});
+  ASSERT_TRUE(s.ok());
   std::string rank0;
   for (const Op& op : s->device_ops[0])
     rank0 += fmt::format("{}{}.{} ", op_letter(op.kind), op.stage, op.mb);
   EXPECT_EQ(rank0,
             "F0.0 F0.1 F0.2 F3.0 I3.0 W3.0 F3.1 F0.3 I3.1 W3.1 F3.2 I0.0 W0.0 I3.2 W3.2 F3.3 "
             "I0.1 W0.1 I3.3 W3.3 I0.2 W0.2 I0.3 W0.3 ");
-  EXPECT_FALSE(detail::dualpipev_schedule(2, 3));  // DualPipeV needs M >= 2P
+  EXPECT_FALSE(published_schedule(PublishedSchedule::dualpipev, {&m, 3}).ok());  // M >= 2P
 }
 
 }  // namespace

@@ -8,21 +8,14 @@
 
 #include <optional>
 #include <string>
-#include <variant>
 #include <vector>
 
+#include "pulse/base/options.hpp"
 #include "pulse/base/result.hpp"
 #include "pulse/compile/compile.hpp"
 #include "pulse/compile/plan_job.hpp"
 
 namespace pulse {
-
-/// What an option's value is on the command line: present or not, a whole number, a number
-/// or text (parsed by the record's read, such as "8GiB" or "range-high").
-enum class OptionKind { flag, integer, number, text };
-
-/// A value as the command line gives it: a flag's presence, an integer, a number or text.
-using OptionValue = std::variant<bool, int, double, std::string>;
 
 struct OptionRecord;
 using OptionRead = Status (*)(const OptionValue& value, PlanJob& job);
@@ -58,12 +51,6 @@ struct OptionRecord {
 
 /// Every option of the plan job, in the order `plan --help` lists them.
 const std::vector<OptionRecord>& plan_option_table();
-
-/// One option as the command line gave it: its long name and its value.
-struct GivenOption {
-  std::string name;
-  OptionValue value;
-};
 
 /// The job the given options describe: each read in table order, an absent one as its
 /// default; a required one absent, or a value that does not parse, is a usage error. The
