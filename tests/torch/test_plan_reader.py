@@ -11,12 +11,16 @@
 - Fuzz: hypothesis (derandomized: the same examples every run; PULSE_FUZZ_EXAMPLES of them,
   default 400) mutates real plans the planner under test writes (values replaced by random
   JSON, keys and elements deleted, duplicated, swapped, integers nudged, values borrowed
-  from elsewhere in the plan, and bytes of the text truncated, inserted or replaced), and
+  from elsewhere in the plan, lists the runtime reads reordered, and bytes of the text
+  truncated, inserted or replaced), and
   read_plan must either refuse with one PlanError line naming the file and a JSON path (or
   what is wrong with the file), or accept a plan whose structure everything downstream reads
   without an exception: the launch check, the plan bound to the model (messages, send
-  sequences, ranks), and the torchtitan export's readers. Any other exception fails. A table
-  of what happened is printed.
+  sequences, ranks), and the torchtitan export's readers; and of an accepted plan, every rank
+  must find its place in the rank groups and its samples in the global batch, and the ranks'
+  iteration must run to its end by the messages plan.py derives (no op waiting forever, no
+  message sent and never received). Any other exception fails. A table of what happened is
+  printed.
 """
 
 import copy
@@ -148,6 +152,11 @@ class Fuzz(common.TempDirCase):
         self.assertGreater(sum(v for k, v in target.counts.items() if k != "accepted"), 0)
 
 
+# The sections the runtime reads (plan_doc.read_plan).
+READ = {"options", "parallelism", "stages", "skips", "carried", "transfers", "schedule",
+        "rank_map", "predicted"}
+
+
 def json_values():
     from hypothesis import strategies as st
     scalars = (st.none() | st.booleans() | st.integers(-2 ** 64, 2 ** 64)
@@ -192,8 +201,14 @@ def mutated(data, base, paths):
     """The text of `base` after one to three edits (module docstring)."""
     from hypothesis import strategies as st
     doc = copy.deepcopy(base)
+    sections = sorted(k for k in paths if k)
     for _ in range(data.draw(st.integers(1, 3))):
-        section = data.draw(st.sampled_from(sorted(k for k in paths if k)))
+        if data.draw(st.integers(0, 3)) == 0:  # a quarter: reorder a list the runtime reads
+            reorder(data, doc, paths)
+            continue
+        # Nine edits in ten where the runtime reads; the rest only the schema checks.
+        section = data.draw(st.sampled_from(sorted(READ) if data.draw(st.integers(0, 9)) else
+                                            sections))
         where = data.draw(st.sampled_from(paths[section]))
         found = locate(doc, where)
         if found is None:
@@ -228,6 +243,36 @@ def mutated(data, base, paths):
         text = text[:at] if edit == "truncate" else \
             text[:at] + char + text[at + (edit == "replace"):]
     return text
+
+
+def reorder(data, doc, paths):
+    """Two elements of one of the lists the runtime reads (a device's ops, the stages, the
+    ranks, a rank group, the transfers, the skips, a stage's layers) swapped, or one moved
+    to another place."""
+    from hypothesis import strategies as st
+    kind = data.draw(st.sampled_from(["ops", "stages", "ranks", "groups", "transfers", "skips",
+                                      "layers"]))
+    try:
+        items = {"ops": lambda: doc["schedule"][pick(data, doc["schedule"])]["ops"],
+                 "stages": lambda: doc["stages"], "ranks": lambda: doc["rank_map"]["ranks"],
+                 "groups": lambda: doc["rank_map"][data.draw(st.sampled_from(
+                     ["pipeline_groups", "data_parallel_groups"]))],
+                 "transfers": lambda: doc["transfers"], "skips": lambda: doc["skips"],
+                 "layers": lambda: doc["stages"][pick(data, doc["stages"])]["layers"]}[kind]()
+    except (KeyError, IndexError, TypeError):
+        return  # an earlier edit took it away
+    if not isinstance(items, list) or len(items) < 2:
+        return
+    a, b = pick(data, items), pick(data, items)
+    if data.draw(st.booleans()):
+        items[a], items[b] = items[b], items[a]
+    else:
+        items.insert(b, items.pop(a))
+
+
+def pick(data, items):
+    from hypothesis import strategies as st
+    return data.draw(st.integers(0, len(items) - 1))
 
 
 class Target:
@@ -283,11 +328,10 @@ class Target:
         for a in plan.schedule:
             for b in plan.schedule:
                 plan.send_sequence(a, b)
-        for rank in range(plan.world_size):
-            info = plan.rank_info(rank)
-            assert rank in plan.pipeline_ranks(info.dp_index)
         for s in range(len(plan.stages) - 1):
             plan.carried_crossing(s)
+        ranks_of(plan)
+        runs_to_the_end(plan)
         self.counts["accepted"] = self.counts.get("accepted", 0) + 1
 
     def print_table(self):
@@ -296,6 +340,57 @@ class Target:
         for kind, count in sorted(self.counts.items()):
             print(f"  {kind:<34}{count:>6}")
         sys.stdout.flush()
+
+
+def ranks_of(plan):
+    """What each rank reads of the rank map (Worker.__init__, comm.Comm): its place, its
+    pipeline's ranks and its data-parallel group, and the samples of its microbatches."""
+    for rank in range(plan.world_size):
+        info = plan.rank_info(rank)
+        assert plan.pipeline_ranks(info.dp_index)[info.pipeline_device] == rank, rank
+        assert sum(rank in g for g in plan.data_parallel_groups) == 1, rank
+        assert rank in plan.data_parallel_groups[info.pipeline_device], rank
+        assert plan.stages_on(info.pipeline_device), rank
+        last = ((info.dp_index + 1) * plan.num_microbatches) * plan.microbatch_size
+        assert last <= plan.global_batch, (rank, last, plan.global_batch)
+
+
+def runs_to_the_end(plan):
+    """The ranks' iteration, by the messages plan.py derives (an op waits for the messages
+    awaited before it, sent when their op ran) and the values a device keeps for itself (an
+    op needs the one before it in the pipeline when both run on this device: the main path,
+    the saved forward, I before W): every op runs, and every message sent is received."""
+    last, device = len(plan.stages) - 1, plan.stage_device
+    at = {d: 0 for d in plan.schedule}
+    done, sent, received = set(), set(), set()
+
+    def local_need(op, s, mb):
+        if op == "F":
+            return ("F", s - 1, mb) if s > 0 and device[s - 1] == device[s] else None
+        if op == "W":
+            return ("I", s, mb)
+        if s == last:
+            return ("F", s, mb)
+        return (op, s + 1, mb) if device[s + 1] == device[s] else None
+
+    progress = True
+    while progress:
+        progress = False
+        for d, ops in plan.schedule.items():
+            while at[d] < len(ops):
+                op, s, mb = ops[at[d]]
+                awaited = [(m.id, mb) for m in plan.awaited_before(op, s)]
+                need = local_need(op, s, mb)
+                if any(k not in sent for k in awaited) or need is not None and need not in done:
+                    break
+                received.update(awaited)
+                sent.update((m.id, mb) for m in plan.sent_after(op, s))
+                done.add((op, s, mb))
+                at[d] += 1
+                progress = True
+    stuck = {d: ops[at[d]] for d, ops in plan.schedule.items() if at[d] < len(ops)}
+    assert not stuck, f"accepted, but the ranks wait forever at {stuck}"
+    assert sent == received, f"accepted, but sent and never received: {sorted(sent - received)[:3]}"
 
 
 if __name__ == "__main__":
