@@ -59,7 +59,7 @@ timed() {
 # The PyTorch the runtime and its tests use: a virtual environment from Debian's python3 with
 # PyTorch from pip (2.13.0, a CPU wheel, unless PULSE_TORCH_SPEC says otherwise) and what the
 # runtime and its tests import: jsonschema (pulse-run validates plans against the schema),
-# numpy, hypothesis (the plan reader's fuzz test, tests/torch/test_plan_fuzz.py). Kept when
+# numpy, hypothesis (the plan reader's fuzz test, tests/torch/test_plan_reader.py). Kept when
 # it already holds all of them with PyTorch 2.6+; made again otherwise.
 torch_venv() {
   local check='import sys, torch, jsonschema, numpy, hypothesis
