@@ -3,6 +3,7 @@
 // sized by the degrees, never by anything larger.
 #include "pulse/plan/plan_check.hpp"
 
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -10,6 +11,8 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include "pulse/cost/cost_model.hpp"
 
 namespace pulse {
 
@@ -222,8 +225,11 @@ class ClaimsCheck {
 
   std::vector<PlanProblem> run() {
     degrees();
+    memory();
+    figures();
     layers();
     skips();
+    carried();
     op_order();
     ranks();
     if (count_ > kMaxProblemsShown) {
@@ -241,6 +247,41 @@ class ClaimsCheck {
   void degrees() {
     if (auto wrong = global_batch_contradiction(plan_.parallelism)) {
       fail("degrees", JsonPath{}.key("parallelism").key("global_batch"), std::move(*wrong));
+    }
+  }
+
+  // A runtime trains by the precision's name; the memory figures come from the bytes beside it.
+  void memory() {
+    std::string wrong = plan_.options.memory.precision_contradiction();
+    if (!wrong.empty()) {
+      fail("options", JsonPath{}.key("options").key("memory").key("precision"), std::move(wrong));
+    }
+  }
+
+  // samples_per_s is global_batch / iteration_s (evaluate.hpp): a reader that compares plans
+  // (diff and its gates) must not take one without the other. Both are rounded as written,
+  // the iteration to 1 ns and the rate to 1e-6, which bounds how far apart they may be; an
+  // iteration under the plans' 1 ns resolution is none a plan states.
+  void figures() {
+    if (global_batch_contradiction(plan_.parallelism)) return;  // an echo of that
+    const PlanPredicted& x = plan_.predicted;
+    const JsonPath at = JsonPath{}.key("predicted");
+    const double batch = plan_.parallelism.global_batch;
+    if (x.iteration_s < kTimeQuantum_s) {
+      fail("predicted", at.key("iteration_s"),
+           fmt::format("expected at least the plans' 1 ns resolution, got {:g} s", x.iteration_s));
+      return;
+    }
+    const double slack = 1e-6 + 1e-9 * x.samples_per_s;
+    const double least = batch / (x.iteration_s + kTimeQuantum_s) - slack;
+    const double most = x.iteration_s > kTimeQuantum_s
+                            ? batch / (x.iteration_s - kTimeQuantum_s) + slack
+                            : std::numeric_limits<double>::infinity();
+    if (x.samples_per_s < least || x.samples_per_s > most) {
+      fail("predicted", at.key("samples_per_s"),
+           fmt::format("samples_per_s {:.6f} is not global_batch {} / iteration_s {:.9f} = {:.6f}",
+                       x.samples_per_s, plan_.parallelism.global_batch, x.iteration_s,
+                       batch / x.iteration_s));
     }
   }
 
@@ -289,6 +330,22 @@ class ClaimsCheck {
              fmt::format("skip \"{}\" says local {}; it runs from stage {} (device {}) to stage "
                          "{} (device {})",
                          k.label(), k.local, k.producer_stage, from, k.consumer_stage, to));
+      }
+    }
+  }
+
+  // A runtime sends the carried tensors a transfer names by their $.carried[] entries.
+  void carried() {
+    std::set<std::string> names;
+    for (const PlanCarried& c : plan_.carried) names.insert(c.name);
+    for (std::size_t i = 0; i < plan_.transfers.size(); ++i) {
+      const auto& listed = plan_.transfers[i].carried;
+      if (!listed) continue;
+      for (std::size_t j = 0; j < listed->size(); ++j) {
+        if (names.count((*listed)[j])) continue;
+        fail("transfers", JsonPath{}.key("transfers").at(i).key("carried").at(j),
+             fmt::format("\"{}\" is not a carried tensor of this plan ($.carried[].name)",
+                         (*listed)[j]));
       }
     }
   }

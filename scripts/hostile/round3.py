@@ -1,0 +1,137 @@
+"""The third catalogue's classes on the CLI's side (issue 41): keys a plan carries that
+validate checked less strictly than simulate, figures that contradict each other, per-layer
+numbers too large to derive times from, device aliases, and given cuts. Each case is a
+refusal (or an acceptance) the issue asks for, run as the other parts' cases are."""
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+
+from . import hooks
+from .common import (CPU, DGX, PROF, TINY, TINY_J, TIMEOUT, case, cfg, cluster_case, load,
+                     model_case, tiny_with, wj)
+
+KEYS, FIGURES, NUMBERS, NAMES, CUTS, MOVED = ('r3-keys', 'r3-figures', 'r3-numbers', 'r3-names',
+                                              'r3-cuts', 'r3-moved')
+SMALL = PROF + '/models/small-unet-cpu.json'
+H100 = PROF + '/clusters/dgx-h100-1n.json'
+
+# The plans these cases edit, made once by the binary under test (as common.BASE_SPECS).
+BASES = {
+    'tiny.json': (TINY, DGX, ['--pp', '2']),
+    'tiny-full.json': (TINY, DGX, ['--pp', '2', '--recompute', 'full']),
+    'small-cpu.json': (SMALL, CPU, ['--pp', '2']),
+    'h100.json': (TINY, H100, ['--pp', '2']),
+}
+
+
+def base_plan(name):
+    path = cfg.base + '/r3-' + name
+    if not os.path.exists(path):
+        model, cluster, extra = BASES[name]
+        os.makedirs(cfg.base, exist_ok=True)
+        r = subprocess.run(['nice', '-n', '10', 'timeout', str(TIMEOUT), cfg.bin, 'plan', '--model',
+                            model, '--cluster', cluster, '-q', '-o', path] + extra,
+                           capture_output=True)
+        if r.returncode != 0:
+            raise RuntimeError('base plan %s failed: %s' % (name, r.stderr.decode()))
+    return load(path)
+
+
+def stages_digest(stages):
+    """plan.cpp's stages_digest, as a user who read it would recompute it after an edit."""
+    def t(x):
+        return '-' if x is None else '%.9f' % x
+    text = ''
+    for s in stages:
+        text += '%d %d %s %s %s %d' % (s['id'], s['device'], t(s.get('forward_s')),
+                                       t(s.get('backward_s')), t(s.get('backward_weight_s')),
+                                       len(s['layers']))
+        for name in s['layers']:
+            text += '\x1f%d:%s' % (len(name.encode()), name)
+        text += '\n'
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def command(c, name):
+    model, cluster, _ = BASES[name]
+    return {
+        'validate': ['validate', 'bad.json', '--model', model, '--cluster', cluster],
+        'simulate': ['simulate', 'bad.json', '--check', '-o', 'out.txt'],
+        'simulate-cluster': ['simulate', 'bad.json', '--cluster', cluster, '--check', '-o',
+                             'out.txt'],
+        'diff': ['diff', 'good.json', 'bad.json', '-o', 'out.txt'],
+        'diff-gate': ['diff', 'good.json', 'bad.json', '--format', 'markdown',
+                      '--fail-if-slower', '5', '-o', 'out.md'],
+        'export': ['export', 'bad.json', '--format', 'torch-csv', '-o', 'out.csv'],
+    }[c]
+
+
+def edited(cls, tag, name, mutate, expect, msg, note=''):
+    """One case per command in `expect` ({command: exit codes}) on an edited copy of a base."""
+    for c, codes in expect.items():
+        def setup(d, name=name, mutate=mutate):
+            doc = base_plan(name)
+            wj(d + '/good.json', doc, indent=1)
+            mutate(doc)
+            wj(d + '/bad.json', doc, indent=1)
+        case(cls, '%s-%s' % (tag, c), command(c, name), expect=codes, msg=msg, setup=setup,
+             outputs=('out.txt', 'out.md', 'out.csv', 'out.stages.json'), note=note)
+
+
+# ================================================================ keys validate checks
+def key_cases():
+    def sha(d):
+        d['partition']['stages_sha256'] = '0' * 64
+    edited(KEYS, 'k-stages-sha256-edited', 'tiny.json', sha,
+           {'validate': (1,), 'simulate': (2,)}, r'stages_sha256')
+
+    def precision(d):
+        d['options']['memory']['precision'] = 'fp32'  # beside 2 + 2 + 12 bytes
+    edited(KEYS, 'k-precision-contradicts-bytes', 'tiny.json', precision,
+           {'validate': (1,), 'simulate': (2,), 'diff': (2,), 'export': (2,)},
+           r'options\.memory\.precision')
+
+    def workspace(d):
+        d['stages'][0]['recompute_workspace_bytes_per_microbatch'] = 1
+    edited(KEYS, 'k-recompute-workspace-edited', 'tiny-full.json', workspace, {'validate': (1,)},
+           r'recompute_workspace_bytes_per_microbatch')
+
+    def foreign(d):
+        d['stages'][0]['recomputed'].append(d['stages'][1]['layers'][0])
+    edited(KEYS, 'k-recomputed-names-another-stages-layer', 'tiny-full.json', foreign,
+           {'validate': (1,)}, r'recomputed names')
+
+    def dropped(d):
+        del d['stages'][0]['recomputed']
+    edited(KEYS, 'k-recomputed-list-dropped', 'tiny-full.json', dropped, {'validate': (1,)},
+           r'recomputed is missing')
+
+    def carried(d):
+        t = next(t for t in d['transfers'] if t.get('carried'))
+        t['carried'].append('not_a_tensor')
+    edited(KEYS, 'k-carried-tensor-not-in-plan', 'small-cpu.json', carried,
+           {'validate': (1,), 'simulate': (2,), 'simulate-cluster': (2,), 'export': (2,)},
+           r'not_a_tensor')
+
+
+# ================================================================ figures that disagree
+def figure_cases():
+    def rate(d):
+        d['predicted']['samples_per_s'] *= 3
+    edited(FIGURES, 'f-samples-contradict-iteration', 'tiny.json', rate,
+           {'simulate': (2,), 'diff': (2,), 'diff-gate': (2,)}, r'predicted\.samples_per_s',
+           note='the gate never decides on a rate the plan contradicts')
+
+    def tiny_iteration(d):
+        d['predicted']['iteration_s'] = 1e-300
+        d['predicted']['samples_per_s'] = d['parallelism']['global_batch'] * 1e300
+    edited(FIGURES, 'f-iteration-below-1ns', 'tiny.json', tiny_iteration,
+           {'diff': (2,), 'diff-gate': (2,), 'simulate': (2,)}, r'predicted\.iteration_s',
+           note='no 300-digit percentages')
+
+
+def cases():
+    key_cases()
+    figure_cases()
