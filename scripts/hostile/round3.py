@@ -132,6 +132,33 @@ def figure_cases():
            note='no 300-digit percentages')
 
 
+# ================================================================ per-layer numbers
+def layer_index(name):
+    return next(i for i, l in enumerate(TINY_J['layers']) if l['name'] == name)
+
+
+def number_cases():
+    """tiny-unet has V100 times only: on an H100 cluster its times are derived from the
+    device specs and each layer's FLOPs (profile/derive.hpp)."""
+    enc1 = layer_index('enc1')
+    for tag, flops, expect, msg in [('1e300', 1e300, (2,), r'forward_flops_per_sample.*enc1'),
+                                    ('1e19', 1e19, (2,), r'forward_flops_per_sample.*enc1'),
+                                    ('at-the-limit', 1e18, (0,), None)]:
+        model_case(NUMBERS, 'n-layer-flops-%s' % tag,
+                   tiny_with(('layers.%d.forward_flops_per_sample' % enc1, flops)),
+                   extra=('--pp', '2'), cluster=H100, expect=expect, msg=msg,
+                   note='derived times finite, or the layer named')
+    h100 = load(H100)
+    for tag, key, value in [('peak-tiny', 'peak_flops', {'fp16': 1e-300, 'bf16': 1e-300}),
+                            ('peak-huge', 'peak_flops', {'fp16': 1e300, 'bf16': 1e300}),
+                            ('bandwidth-huge', 'memory_bytes_per_s', 1e300)]:
+        doc = json.loads(json.dumps(h100))
+        doc['device']['spec'][key] = value
+        cluster_case(NUMBERS, 'n-device-spec-%s' % tag, doc, extra=('--pp', '2'),
+                     msg=r'cluster\.json.*spec\.' + key)
+
+
 def cases():
     key_cases()
     figure_cases()
+    number_cases()
