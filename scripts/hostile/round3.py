@@ -158,7 +158,33 @@ def number_cases():
                      msg=r'cluster\.json.*spec\.' + key)
 
 
+# ================================================================ device aliases
+def alias_cases():
+    """A plan for the H100 replayed on a cluster that names the same device by an alias its
+    spec lists (or a name derive.hpp knows): the planner takes them as one device."""
+    def setup(device_type):
+        def run(d):
+            shutil.copy(base_plan_path('h100.json'), d + '/p.json')
+            c = load(H100)
+            c['device']['type'] = device_type
+            wj(d + '/cluster.json', c, indent=1)
+        return run
+    for tag, name, expect in [('spec-alias', 'H100-SXM5-80GB', (0,)),
+                              ('torch-name', 'NVIDIA H100 80GB HBM3', (0,)),
+                              ('another-device', 'A100-SXM', (2,))]:
+        case(NAMES, 'a-simulate-cluster-%s' % tag,
+             ['simulate', 'p.json', '--cluster', 'cluster.json', '--check', '-o', 'out.txt'],
+             expect=expect, setup=setup(name), outputs=('out.txt',),
+             msg=r'p\.json.*device_type' if expect == (2,) else None)
+
+
+def base_plan_path(name):
+    base_plan(name)
+    return cfg.base + '/r3-' + name
+
+
 def cases():
     key_cases()
     figure_cases()
     number_cases()
+    alias_cases()

@@ -44,7 +44,7 @@ ValidateResult Validator::run() {
   if (device_type_ < 0) {
     skip_model_checks("no times for the cluster's device type");
   } else if (plan_.parallelism.device_type &&
-             *plan_.parallelism.device_type != cluster_.device_type) {
+             !cluster_.names_device(*plan_.parallelism.device_type)) {
     skip_model_checks("the plan is for another device type");
   } else if (!layers) {
     skip_model_checks("the stages do not cover the model");
@@ -93,7 +93,7 @@ void Validator::check_inputs() {
                                  short_hash(in.claimed.sha256)));
     }
   }
-  if (plan_.parallelism.device_type && *plan_.parallelism.device_type != cluster_.device_type) {
+  if (plan_.parallelism.device_type && !cluster_.names_device(*plan_.parallelism.device_type)) {
     fail("inputs",
          fmt::format("the plan is for device type \"{}\", cluster {} has \"{}\"",
                      *plan_.parallelism.device_type, cluster_.name, cluster_.device_type));
