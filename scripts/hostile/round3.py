@@ -183,8 +183,48 @@ def base_plan_path(name):
     return cfg.base + '/r3-' + name
 
 
+# ================================================================ given cuts
+def plan_keeps_cut(pp, cuts):
+    def post(d, r, fails, quest):
+        if r.returncode != 0:
+            return
+        doc = load(os.path.join(d, 'plan.json'))
+        got = (doc['parallelism']['pp'], [s['layers'][0] for s in doc['stages'][1:]])
+        if got != (pp, cuts):
+            fails.append('expected pp %d with stages starting at %s, got %s' % (pp, cuts, got))
+    return post
+
+
+def cut_cases():
+    cuts = ['enc1', 'mid0', 'dec1']
+    plan = ['plan', '--model', TINY, '--cluster', DGX, '-o', 'plan.json', '--cuts',
+            ','.join(cuts)]
+    case(CUTS, 'c-four-stages-on-eight-devices', plan, expect=(0,), outputs=('plan.json',),
+         post=hooks.all_of(plan_keeps_cut(2, cuts), hooks.plan_validates('plan.json', TINY, DGX)),
+         note='4 stages: the V at pp 2, not pp 1 data parallelism with the cut recorded')
+    case(CUTS, 'c-pp1', plan + ['--pp', '1'], expect=(2,), outputs=('plan.json',),
+         msg=r'--pp 1')
+    case(CUTS, 'c-family-w2', plan + ['--family', 'w2'], expect=(2,), outputs=('plan.json',),
+         msg=r'4 stages', note='w2 has 4 stages only at pp 1')
+    case(CUTS, 'c-pp3-no-family', plan + ['--pp', '3'], expect=(2,), outputs=('plan.json',),
+         msg=r'--pp 3')
+    case(CUTS, 'c-dp-leaves-one-device', plan + ['--dp', '8'], expect=(2,),
+         outputs=('plan.json',), msg=r'4 stages')
+
+    def pp1_plan(d):
+        r = subprocess.run([cfg.bin, 'plan', '--model', TINY, '--cluster', DGX, '--pp', '1',
+                            '--family', 'w2', '-q', '-o', d + '/dp.json'], capture_output=True)
+        assert r.returncode == 0, r.stderr
+    case(CUTS, 'c-partition-from-a-pp1-plan',
+         ['plan', '--model', TINY, '--cluster', DGX, '-o', 'plan.json', '--partition-from',
+          'dp.json'], expect=(0,), setup=pp1_plan, outputs=('plan.json',),
+         post=hooks.plan_validates('plan.json', TINY, DGX),
+         note='its 4 stages (w2 on one device) planned as a pipeline')
+
+
 def cases():
     key_cases()
     figure_cases()
     number_cases()
     alias_cases()
+    cut_cases()
