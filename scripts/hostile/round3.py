@@ -222,9 +222,32 @@ def cut_cases():
          note='its 4 stages (w2 on one device) planned as a pipeline')
 
 
+# ================================================================ a layer moved
+def moved_cases():
+    """The last layer of stage 0 (enc1, the producer of skip enc1->dec1) moved to the head of
+    stage 1: with the digest as planned, recomputed by a user who read plan.cpp, or deleted."""
+    def move(d):
+        d['stages'][1]['layers'].insert(0, d['stages'][0]['layers'].pop())
+
+    def recomputed(d):
+        move(d)
+        d['partition']['stages_sha256'] = stages_digest(d['stages'])
+
+    def deleted(d):
+        move(d)
+        del d['partition']['stages_sha256']
+    every = {'validate': (1,), 'simulate': (2,), 'simulate-cluster': (2,), 'diff': (2,),
+             'export': (2,)}
+    edited(MOVED, 'm-layer-moved', 'tiny.json', move, every, r'stages_sha256|skips')
+    edited(MOVED, 'm-layer-moved-digest-recomputed', 'tiny.json', recomputed, every,
+           r'skips|layers')
+    edited(MOVED, 'm-layer-moved-digest-deleted', 'tiny.json', deleted, every, r'skips|layers')
+
+
 def cases():
     key_cases()
     figure_cases()
     number_cases()
     alias_cases()
     cut_cases()
+    moved_cases()

@@ -300,7 +300,13 @@ class ClaimsCheck {
   }
 
   // Transfers name the skips they carry, and runtimes cache skips by name: one name, one skip.
+  // A skip's layers are in the stages it names: a layer moved to another stage (the digest
+  // recomputed or deleted with it) leaves its skips' stages behind.
   void skips() {
+    std::map<std::string, StageId> stage_of;
+    for (const PlanStage& s : plan_.stages) {
+      for (const std::string& l : s.layers) stage_of.emplace(l, s.id);
+    }
     std::map<std::string, std::size_t> named;
     for (std::size_t i = 0; i < plan_.skips.size(); ++i) {
       const PlanSkip& k = plan_.skips[i];
@@ -311,6 +317,8 @@ class ClaimsCheck {
                          "its own",
                          k.label(), first->second));
       }
+      skip_layer(stage_of, k, at, "producer", k.producer, k.producer_stage);
+      skip_layer(stage_of, k, at, "consumer", k.consumer, k.consumer_stage);
       const DeviceId from = plan_.stages[k.producer_stage].device;
       const DeviceId to = plan_.stages[k.consumer_stage].device;
       if (k.producer_device && *k.producer_device != from) {
@@ -332,6 +340,19 @@ class ClaimsCheck {
                          k.label(), k.local, k.producer_stage, from, k.consumer_stage, to));
       }
     }
+  }
+
+  void skip_layer(const std::map<std::string, StageId>& stage_of, const PlanSkip& k,
+                  const JsonPath& at, const char* role, const std::string& layer, StageId stage) {
+    const auto it = stage_of.find(layer);
+    if (it != stage_of.end() && it->second == stage) return;
+    fail("skips", at.key(fmt::format("{}_stage", role)),
+         it == stage_of.end()
+             ? fmt::format("skip \"{}\" says {}_stage {}; its {} \"{}\" is in no stage", k.label(),
+                           role, stage, role, layer)
+             : fmt::format("skip \"{}\" says {}_stage {}; its {} \"{}\" is in stage {} "
+                           "($.stages[{}].layers)",
+                           k.label(), role, stage, role, layer, it->second, it->second));
   }
 
   // A runtime sends the carried tensors a transfer names by their $.carried[] entries.

@@ -393,6 +393,30 @@ TEST(PlanClaims, FiguresPrecisionAndCarriedTensorsAgree) {
   }
 }
 
+TEST(PlanClaims, ALayerMovedLeavesItsSkipsStagesBehind) {
+  // The V at pp 2 over tiny-unet: enc1, the last layer of stage 0 here, produces skip
+  // enc1->dec1. Moved to the head of stage 1 (the digest recomputed or deleted with it,
+  // as a user who read plan.cpp would), the skip still says producer_stage 0.
+  json doc = tiny_plan();
+  json& first = doc["stages"][0]["layers"];
+  ASSERT_EQ(first.back(), "enc1");
+  doc["stages"][1]["layers"].insert(doc["stages"][1]["layers"].begin(), first.back());
+  first.erase(first.size() - 1);
+  doc["partition"].erase("stages_sha256");
+  std::size_t k = 0;
+  while (doc["skips"][k]["producer"] != "enc1") ++k;
+  EXPECT_EQ(claims(doc), std::vector<std::string>{fmt::format(
+                             "skips: $.skips[{}].producer_stage: skip \"enc1->dec1\" says "
+                             "producer_stage 0; its producer \"enc1\" is in stage 1 "
+                             "($.stages[1].layers)",
+                             k)});
+  doc["stages"][1]["layers"][0] = "enc1_renamed";
+  EXPECT_EQ(claims(doc), std::vector<std::string>{fmt::format(
+                             "skips: $.skips[{}].producer_stage: skip \"enc1->dec1\" says "
+                             "producer_stage 0; its producer \"enc1\" is in no stage",
+                             k)});
+}
+
 TEST(PlanClaims, RanksAreNumberedNodeByNode) {
   const json& plan = two_node_plan();
   const json& ranks = plan["rank_map"]["ranks"];
