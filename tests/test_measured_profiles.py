@@ -36,6 +36,7 @@ import glob
 import json
 import os
 import re
+import sys
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -138,6 +139,30 @@ class MeasuredProfilesTest(unittest.TestCase):
                     self.assertEqual(step_inversions(profile, INVERSION_LIMIT), [])
                 else:
                     self.assertEqual(findings(profile, INVERSION_LIMIT)[1], [])
+
+    def test_the_profilers_verdict_catches_the_shipped_cpu_profile(self):
+        """small-unet-cpu was measured on a loaded machine before pulse-profile had a
+        verdict: two of its blocks take 20% and 12% longer at microbatch 1 than at 2. The
+        inversion check at the profiler's default --max-inversion (1.05) fails them, and the
+        verdict refuses to write such a profile (python/pulse_runtime/profilechecks.py, no
+        PyTorch needed)."""
+        sys.path.insert(0, os.path.join(ROOT, "python"))
+        from pulse_runtime.profilechecks import small_batch_findings, verdict
+        with open(os.path.join(ROOT, "profiles", "models", "small-unet-cpu.json")) as f:
+            profile = json.load(f)
+        sizes = profile["timing"]["microbatch_sizes"]
+
+        class Model:
+            block_names = [l["name"] for l in profile["layers"]]
+        by_size = {b: [{"forward_s": l["forward_s"]["CPU"][k], "backward_s":
+                        l["backward_s"]["CPU"][k]} for l in profile["layers"]]
+                   for k, b in enumerate(sizes)}
+        _, inversions = small_batch_findings(Model, by_size, sizes, PER_SAMPLE_LIMIT, 1.05)
+        self.assertEqual([i.split(":")[0] for i in inversions], ["embed", "down0_down"])
+        line, write = verdict({"inversion": inversions}, 0, cuda=False, thread_clock=False,
+                              keep=False)
+        self.assertFalse(write)
+        self.assertTrue(line.startswith("pulse-profile: 2 check(s) failed (inversion 2)"), line)
 
     def test_the_gpu_records_are_checked(self):
         records = [path for path, _ in shipped_measured() if GPU_RECORD.search(path)]
