@@ -15,7 +15,8 @@ the cost of reading, and what the first left open.
   (default a new temporary one), NNN-name/ with its inputs, cmd.txt (the command, with the
   cd), stdout.txt, stderr.txt and result.json; a summary goes to OUT/results.json. --only
   runs the cases whose name holds SUBSTR, --class those of one class (1 to 5, r2-outputs,
-  r2-signals, r2-writes, r2-lies, r2-reading, r2-first; r2 for all of the second); --list
+  r2-signals, r2-writes, r2-lies, r2-reading, r2-first; r2 for all of the second; r3 for the
+  third's); --list
   prints the cases (class, name, expected exits) without running them.
 
 A case FAILS on: a sanitizer report; exit 3 or a signal (unless the case expects it: a write
@@ -30,18 +31,19 @@ Runs one case at a time under `nice -n 10 timeout 300`. Exit status 1 when any c
 
 The parts, in scripts/hostile/: common.py (paths, the case list, input helpers), profiles.py,
 extremes.py, options.py, plans.py, outputs.py, extras.py (the first catalogue), round2.py
-(the second), runner.py (running and judging one case).
+(the second), round3.py (the CLI's side of the third, issue 41: r3-keys, r3-figures,
+r3-numbers, r3-names, r3-cuts, r3-moved), runner.py (running and judging one case).
 """
 import json
 import os
 import sys
 import tempfile
 
-from hostile import extras, extremes, options, outputs, plans, profiles, round2
+from hostile import extras, extremes, options, outputs, plans, profiles, round2, round3
 from hostile.common import CASE_LIST, cfg, make_bases
 from hostile.runner import run_case
 
-PARTS = (profiles, extremes, options, plans, outputs, extras, round2)
+PARTS = (profiles, extremes, options, plans, outputs, extras, round2, round3)
 
 
 def parse_args(argv):

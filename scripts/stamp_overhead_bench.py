@@ -30,7 +30,7 @@ def profile_once(model: str, sizes: str, repeats: int, out: str) -> list[tuple[i
     """(microbatch, plain step ms, stamped sum ms) from one pulse-profile run."""
     subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "profile_torch.py"),
                     "--model", model, "--sizes", sizes, "--warmup", "1",
-                    "--repeats", str(repeats), "--clock", "thread", "-o", out],
+                    "--repeats", str(repeats), "--clock", "thread", "--keep-failed", "-o", out],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(out) as f:
         lines = json.load(f)["provenance"]["assumptions"]

@@ -36,6 +36,7 @@ import glob
 import json
 import os
 import re
+import sys
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -73,8 +74,20 @@ def model_totals(profile, device):
     return [sum(t) for t in zip(*(totals(l, device) for l in profile["layers"]))]
 
 
-def findings(profile, limit, relative=False):
-    """(per-sample excesses, inversions) as (block, smaller size, larger size, ratio)."""
+def inversion_limit(profile):
+    """The limit the profile's Inversion check line states (pulse-profile's --max-inversion;
+    before it had its own option, the small-batch ratio), or None without one."""
+    for line in profile["provenance"].get("assumptions", []):
+        m = re.match(r"Inversion check \(a microbatch size taking more than ([\d.]+)x", line)
+        if m:
+            return float(m.group(1))
+    return None
+
+
+def findings(profile, limit, relative=False, inversion=None):
+    """(per-sample excesses, inversions) as (block, smaller size, larger size, ratio);
+    inversions at ``inversion`` (default: ``limit``)."""
+    inversion = limit if inversion is None else inversion
     sizes = profile["timing"]["microbatch_sizes"]
     per_sample, inversions = [], []
     for device in profile["timing"]["device_types"]:
@@ -87,7 +100,7 @@ def findings(profile, limit, relative=False):
                 scale = (model[k] / b0) / (model[k + 1] / b1) if relative else 1.0
                 if ratio > limit * scale:
                     per_sample.append((layer["name"], b0, b1, ratio))
-                if total[k] > limit * total[k + 1]:
+                if total[k] > inversion * total[k + 1]:
                     inversions.append((layer["name"], b0, b1, total[k] / total[k + 1]))
     return per_sample, inversions
 
@@ -127,6 +140,30 @@ class MeasuredProfilesTest(unittest.TestCase):
                 else:
                     self.assertEqual(findings(profile, INVERSION_LIMIT)[1], [])
 
+    def test_the_profilers_verdict_catches_the_shipped_cpu_profile(self):
+        """small-unet-cpu was measured on a loaded machine before pulse-profile had a
+        verdict: two of its blocks take 20% and 12% longer at microbatch 1 than at 2. The
+        inversion check at the profiler's default --max-inversion (1.05) fails them, and the
+        verdict refuses to write such a profile (python/pulse_runtime/profilechecks.py, no
+        PyTorch needed)."""
+        sys.path.insert(0, os.path.join(ROOT, "python"))
+        from pulse_runtime.profilechecks import small_batch_findings, verdict
+        with open(os.path.join(ROOT, "profiles", "models", "small-unet-cpu.json")) as f:
+            profile = json.load(f)
+        sizes = profile["timing"]["microbatch_sizes"]
+
+        class Model:
+            block_names = [l["name"] for l in profile["layers"]]
+        by_size = {b: [{"forward_s": l["forward_s"]["CPU"][k], "backward_s":
+                        l["backward_s"]["CPU"][k]} for l in profile["layers"]]
+                   for k, b in enumerate(sizes)}
+        _, inversions = small_batch_findings(Model, by_size, sizes, PER_SAMPLE_LIMIT, 1.05)
+        self.assertEqual([i.split(":")[0] for i in inversions], ["embed", "down0_down"])
+        line, write = verdict({"inversion": inversions}, 0, cuda=False, thread_clock=False,
+                              keep=False)
+        self.assertFalse(write)
+        self.assertTrue(line.startswith("pulse-profile: 2 check(s) failed (inversion 2)"), line)
+
     def test_the_gpu_records_are_checked(self):
         records = [path for path, _ in shipped_measured() if GPU_RECORD.search(path)]
         self.assertEqual(len(records), 2)
@@ -142,7 +179,8 @@ class MeasuredProfilesTest(unittest.TestCase):
 
     def test_small_batch_excess_is_stated_exactly(self):
         for path, profile in shipped_measured():
-            per_sample, inversions = findings(profile, PER_SAMPLE_LIMIT, relative_rule(profile))
+            per_sample, inversions = findings(profile, PER_SAMPLE_LIMIT, relative_rule(profile),
+                                              inversion_limit(profile))
             with self.subTest(profile=path):
                 self.assertEqual(stated(profile, "Small-batch check"),
                                  {(name, b0) for name, b0, _, _ in per_sample})

@@ -1,8 +1,9 @@
 """pulse-profile's command line: the options, each held to its range, checked before PyTorch is
 imported; profiler.measure does the rest (profiler.py's docstring says what is measured).
 
-Every refusal is one line and exit 2 (a measurement --strict refuses is exit 1, an internal
-error exit 3 with one line; PULSE_TRACEBACK=1 shows its traceback).
+Every refusal is one line and exit 2 (a measurement whose checks fail, or that --strict
+refuses, is exit 1 with the verdict's line; an internal error exit 3 with one line;
+PULSE_TRACEBACK=1 shows its traceback).
 """
 
 from __future__ import annotations
@@ -52,6 +53,10 @@ def parser() -> argparse.ArgumentParser:
                    help="flag a block whose per-sample time at a microbatch size exceeds this "
                    "times its per-sample time at the next larger size, beyond what the sum "
                    "over all blocks shows between those sizes (default 1.2)")
+    p.add_argument("--max-inversion", type=opt.number(1), default=1.05,
+                   help="fail a block that takes more than this times as long at a microbatch "
+                   "size as at the next larger one (default 1.05: the 5%% noise floor of "
+                   "docs/plans.md; no correct kernel needs longer for less work)")
     p.add_argument("--max-step-deviation", type=opt.number(0, 1, True, True), default=0.05,
                    help="flag a size whose blocks' summed time differs from the plain whole "
                    "step's by more than this fraction (default 0.05)")
@@ -60,7 +65,13 @@ def parser() -> argparse.ArgumentParser:
                    "this fraction: the block times then rest mostly on the attribution "
                    "(default 0.25)")
     p.add_argument("--strict", action="store_true",
-                   help="refuse (exit 1, write nothing) instead of flagging a block or a size")
+                   help="refuse (exit 1, write nothing) on any finding, the small-batch "
+                   "check's too")
+    p.add_argument("--keep-failed", action="store_true",
+                   help="write the profile although a step-sum, stamp-overhead or inversion "
+                   "check failed (exit 0; the failures are stated in its provenance)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="print every finding (default: the first few and the verdict)")
     p.add_argument("--precision", choices=NAMES,
                    help="the training regime measured, named as plan --precision and pulse-run "
                    "name it (default fp32)")
@@ -90,6 +101,8 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
     if args.precision and args.dtype:
         p.error("--precision and --dtype name the same thing: give one")
     args.precision = canonical(args.precision or args.dtype or "fp32")
+    if args.strict and args.keep_failed:
+        p.error("--strict refuses what --keep-failed keeps: give one")
     if args.clock == "thread" and (args.device == "cuda" or args.threads != 1):
         p.error("--clock thread needs the CPU and --threads 1")
     try:

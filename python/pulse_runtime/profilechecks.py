@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, Optional
 
 Row = dict  # one block: bytes and times (steptimer.Row)
 
@@ -14,7 +14,8 @@ def step_totals(by_size: dict[int, list[Row]], sizes: list[int]) -> list[float]:
 
 
 def small_batch_findings(model: Any, by_size: dict[int, list[Row]], sizes: list[int],
-                         limit: float) -> tuple[list[str], list[str]]:
+                         limit: float, inversion_limit: Optional[float] = None
+                         ) -> tuple[list[str], list[str]]:
     """Two checks on every block's forward + backward time between neighbouring sizes b < b':
 
     per-sample   time(b)/b over time(b')/b' more than limit x the same ratio of the sum over
@@ -22,10 +23,12 @@ def small_batch_findings(model: Any, by_size: dict[int, list[Row]], sizes: list[
                  A launch-bound model (on a GPU at small microbatches every block costs
                  about the same at b as at b') is not flagged block by block; the
                  provenance's whole-step line shows its times at every size.
-    inversion    time(b) > limit x time(b'): a smaller microbatch takes longer than a larger
-                 one, which no correct measurement of a sane kernel should show (the work
-                 could be padded to b'); a warm-up artifact or a pathological code path.
+    inversion    time(b) > inversion_limit x time(b') (default: limit): a smaller microbatch
+                 takes longer than a larger one, which no correct measurement of a sane
+                 kernel should show (the work could be padded to b'); a warm-up artifact,
+                 the machine's load, or a pathological code path.
     """
+    inversion_limit = limit if inversion_limit is None else inversion_limit
     per_sample, inversions = [], []
     steps = step_totals(by_size, sizes)
     for i, name in enumerate(model.block_names):
@@ -37,7 +40,7 @@ def small_batch_findings(model: Any, by_size: dict[int, list[Row]], sizes: list[
             if ratio > limit * model_ratio:
                 per_sample.append(f"{name}: per-sample time at microbatch {b0} is "
                                   f"{ratio:.2f}x that at {b1} (all blocks: {model_ratio:.2f}x)")
-            if t0 > limit * t1:
+            if t0 > inversion_limit * t1:
                 inversions.append(f"{name}: microbatch {b0} takes {t0 / t1:.2f}x as long as "
                                   f"microbatch {b1}")
     return per_sample, inversions
@@ -113,8 +116,38 @@ def check_lines(args: argparse.Namespace, summaries: list[dict],
         + ("no block flagged." if not per_sample else
            f"FLAGGED {len(per_sample)}: " + "; ".join(per_sample)
            + ". Plans at the smaller size pay for it."),
-        f"{INVERSION_LINE} (a microbatch size taking more than {limit}x as long as the next "
-        "larger one): " + ("no block flagged." if not inversions else
+        f"{INVERSION_LINE} (a microbatch size taking more than {args.max_inversion:g}x as "
+        "long as the next larger one): " + ("no block flagged." if not inversions else
                            f"FLAGGED {len(inversions)}: " + "; ".join(inversions)
                            + ". Likely an artifact; re-measure before planning on it."),
     ]
+
+
+# --- the verdict ------------------------------------------------------------------------------
+
+# The checks whose failure says the times are not the model's (the measurement, not the
+# model): a profile failing one is not written unless asked (--keep-failed). The small-batch
+# check describes the model (a small microbatch costs a block more per sample) and is stated,
+# not failed.
+FAILING_CHECKS = ("step-sum", "stamp-overhead", "inversion")
+
+
+def verdict(failed: dict[str, list[str]], flagged: int, *, cuda: bool, thread_clock: bool,
+            keep: bool) -> tuple[str, bool]:
+    """pulse-profile's closing line and whether the profile is written: ``failed`` maps each
+    of FAILING_CHECKS to its findings, ``flagged`` counts the small-batch check's."""
+    stated = (f"; the small-batch check flags {flagged} block(s) at a small microbatch, stated "
+              "in provenance.assumptions" if flagged else "")
+    count = sum(len(failed.get(c, [])) for c in FAILING_CHECKS)
+    if count == 0:
+        return f"pulse-profile: the {', '.join(FAILING_CHECKS)} checks passed{stated}", True
+    which = ", ".join(f"{c} {len(failed[c])}" for c in FAILING_CHECKS if failed.get(c))
+    ways = (["fewer jobs beside it on the GPU and its host"] if cuda else
+            ([] if thread_clock else ["--clock thread (the profiling thread's CPU time)"])
+            + ["fewer concurrent jobs on the machine"])
+    todo = "measure again with " + ", ".join(ways + ["more --repeats"])
+    outcome = ("written anyway (--keep-failed), the failures stated in its "
+               "provenance.assumptions" if keep else
+               "nothing written (--keep-failed writes it anyway)")
+    return (f"pulse-profile: {count} check(s) failed ({which}): the block times are the "
+            f"machine's load as much as the model's; {todo}; {outcome}{stated}"), keep

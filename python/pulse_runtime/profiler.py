@@ -44,7 +44,8 @@ from . import blocklist, models, profile_cli
 from .options import fail
 from .profile_cli import parse_args  # noqa: F401 (scripts/gpu_check_steps.py calls it here)
 from .precision import Precision, precision
-from .profilechecks import check_lines, method_lines, small_batch_findings, step_findings
+from .profilechecks import (FAILING_CHECKS, check_lines, method_lines, small_batch_findings,
+                            step_findings, verdict)
 from .steptimer import Clock, Row, account, attributed_step, plain_step, time_plain_step
 
 PROG = profile_cli.PROG
@@ -338,27 +339,43 @@ def provenance(args: argparse.Namespace, device_desc: tuple[str, str], summaries
     }
 
 
+# Findings printed before the verdict without --verbose (every one is in the provenance).
+SHOWN_FINDINGS = 3
+
+
+def print_findings(findings: dict[str, list[str]], verbose: bool) -> None:
+    """The failing checks' findings first, the small-batch check's only when verbose."""
+    lines = [f"pulse-profile: {check} check: {line}"
+             for check in FAILING_CHECKS + ("small-batch",) for line in findings[check]
+             if verbose or check != "small-batch"]
+    shown = lines if verbose else lines[:SHOWN_FINDINGS]
+    for line in shown:
+        print(line, file=sys.stderr)
+    if len(shown) < len(lines):
+        print(f"pulse-profile: ... and {len(lines) - len(shown)} more (--verbose lists them)",
+              file=sys.stderr)
+
+
 def run_profile(model: Any, args: argparse.Namespace,
-                device: torch.device) -> tuple[dict, list[dict], int]:
+                device: torch.device) -> tuple[dict, list[dict], dict[str, list[str]]]:
     """Measure ``model`` (already on ``device``, in train mode) as ``args`` say. Returns the
-    profile, the per-size whole-step summaries and the number of findings."""
+    profile, the per-size whole-step summaries and the findings by check ("small-batch" and
+    FAILING_CHECKS)."""
     kind, desc = device_description(device)
     device_type = args.device_type or (desc if kind == "CUDA" else "CPU")
     runs = measure_all(model, args, device, Clock(device, args.clock))
     by_size = {b: run.rows() for b, run in runs.items()}
     summaries = [runs[b].summary() for b in args.sizes]
     per_sample, inversions = small_batch_findings(model, by_size, args.sizes,
-                                                  args.max_small_batch_ratio)
+                                                  args.max_small_batch_ratio, args.max_inversion)
     steps = step_findings(summaries, "deviation", args.max_step_deviation)
     stamps = step_findings(summaries, "stamp_overhead", args.max_stamp_overhead)
-    for check, lines in (("small-batch", per_sample), ("inversion", inversions),
-                         ("step-sum", steps), ("stamp-overhead", stamps)):
-        for line in lines:
-            print(f"pulse-profile: {check} check: {line}", file=sys.stderr)
-    findings = (per_sample, inversions, steps, stamps)
-    prov = provenance(args, (kind, desc), summaries, findings)
+    findings = {"small-batch": per_sample, "inversion": inversions, "step-sum": steps,
+                "stamp-overhead": stamps}
+    print_findings(findings, getattr(args, "verbose", False))
+    prov = provenance(args, (kind, desc), summaries, (per_sample, inversions, steps, stamps))
     profile = build_profile(model, by_size, args, device_type, prov, args.precision)
-    return profile, summaries, sum(len(f) for f in findings)
+    return profile, summaries, findings
 
 
 def write_atomically(path: str, text: str) -> None:
@@ -389,19 +406,27 @@ def measure(args: argparse.Namespace) -> None:
         args.name = f"{stem.replace('_', '-')}-{device.type}"
     contention = Contention(args, device)
     try:
-        profile, _, count = run_profile(model, args, device)
+        profile, _, findings = run_profile(model, args, device)
     finally:
         contention.close()
+    count = sum(len(f) for f in findings.values())
     if count and args.strict:
         raise SystemExit(f"pulse-profile: {count} finding(s) over --max-small-batch-ratio "
-                         f"{args.max_small_batch_ratio:g}, --max-step-deviation "
+                         f"{args.max_small_batch_ratio:g}, --max-inversion "
+                         f"{args.max_inversion:g}, --max-step-deviation "
                          f"{args.max_step_deviation:g} or --max-stamp-overhead "
                          f"{args.max_stamp_overhead:g}; nothing written (--strict)")
+    line, write = verdict({c: findings[c] for c in FAILING_CHECKS}, len(findings["small-batch"]),
+                          cuda=device.type == "cuda", thread_clock=args.clock == "thread",
+                          keep=args.keep_failed)
+    if not write:
+        raise SystemExit(line)
     text = json.dumps(profile, indent=2) + "\n"
     if args.output:
         write_atomically(args.output, text)
     else:
         sys.stdout.write(text)
+    print(line, file=sys.stderr)
 
 
 if __name__ == "__main__":

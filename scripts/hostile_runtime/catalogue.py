@@ -274,7 +274,9 @@ def profile_cases():
             (["--device-type", "a\nb"], "--device-type"),
             (["--clock", "thread", "--threads", "2"], "--clock thread"),
             (["--model", "nofile.py:build"], "no file"),
-            (["--precision", "fp64", "--dtype", "float64"], "give one")):
+            (["--precision", "fp64", "--dtype", "float64"], "give one"),
+            (["--max-inversion", "0.9"], "--max-inversion"),
+            (["--strict", "--keep-failed"], "--keep-failed")):
         yield Case(c, " ".join(args)[:60], command="profile", args=args,
                    message=f"^pulse-profile: .*{msg}")
 

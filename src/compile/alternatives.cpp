@@ -44,8 +44,12 @@ std::vector<Alternative> level_rows(const PlanOptions& options, int devices) {
   std::vector<Alternative> rows{
       {Axis::own, strategy_name(options.strategy), options, options, Adoption::yes}};
   if (options.strategy != Strategy::pulse) return rows;
-  // A family or a cut asked for is pulse's answer; a baseline's only when it has none.
-  const bool narrowed = options.family || !options.cuts.empty();
+  // A family asked for is pulse's answer; a baseline's only when it has none. A given cut
+  // is the answer or the plan is refused: a baseline plans its own cut, which a plan that
+  // records the given one (options.cuts) must not hold.
+  const Adoption baseline = !options.cuts.empty() ? Adoption::no
+                            : options.family      ? Adoption::fallback
+                                                  : Adoption::yes;
   for (Strategy s :
        {Strategy::v_naive, Strategy::one_f_one_b, Strategy::one_f_one_b_direct, Strategy::gpipe}) {
     PlanOptions o = options;
@@ -53,12 +57,11 @@ std::vector<Alternative> level_rows(const PlanOptions& options, int devices) {
     o.family.reset();
     o.cuts.clear();  // each baseline's own cut, to compare the given one with
     o.progress = nullptr;
-    rows.push_back({Axis::strategy, strategy_name(s), o, options,
-                    narrowed ? Adoption::fallback : Adoption::yes});
+    rows.push_back({Axis::strategy, strategy_name(s), o, options, baseline});
   }
   if (devices < 2) return rows;
-  // Pulse plans without a pipeline only where the user left pp open.
-  const bool open = !options.family && !options.pp;
+  // Pulse plans without a pipeline only where the user left pp open and gave no cut.
+  const bool open = !options.family && !options.pp && options.cuts.empty();
   for (int zero : {2, 3}) {
     PlanOptions o = options;
     o.family.reset();

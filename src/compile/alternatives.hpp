@@ -43,7 +43,7 @@ enum class Adoption {
   yes,
   no,
   /// Only when the level's own search (its first row) has no plan: the baselines, when the
-  /// options ask for a family or give a cut.
+  /// options ask for a family (with a given cut they are never adopted: their cut is not it).
   fallback,
 };
 

@@ -212,11 +212,16 @@ Status read_precision(const OptionValue& value, PlanJob& job) {
       fmt::format("plan: --precision must be {}, got \"{}\"", kPrecisionNames, text_of(value)));
 }
 
-// A library caller may set the bytes per parameter by hand; the name must still be one.
+// A library caller may set the bytes per parameter by hand; the name must still be one, and
+// the bytes its (a plan states both, and a runtime trains by the name).
 Status check_precision(const OptionRecord&, const PlanOptions& o) {
-  if (MemoryModel{}.set_precision(o.memory.precision)) return Ok{};
-  return usage_error(
-      fmt::format("plan: --precision must be {}, got \"{}\"", kPrecisionNames, o.memory.precision));
+  if (!MemoryModel{}.set_precision(o.memory.precision)) {
+    return usage_error(fmt::format("plan: --precision must be {}, got \"{}\"", kPrecisionNames,
+                                   o.memory.precision));
+  }
+  const std::string wrong = o.memory.precision_contradiction();
+  if (wrong.empty()) return Ok{};
+  return usage_error(fmt::format("plan: {}; set the bytes with MemoryModel::set_precision", wrong));
 }
 
 Status check_recompute(const OptionRecord&, const PlanOptions& o) {

@@ -16,6 +16,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "compile_internal.hpp"
 #include "pulse/base/limits.hpp"
@@ -183,10 +184,52 @@ Status check_cut_layers(const ModelProfile& model, const PlanOptions& options) {
   return Ok{};
 }
 
+// A given cut is a pipeline: its stages on 2 devices or more, at a degree where a family
+// searched has as many stages (the V 2 x pp, a chain pp, k waves 2k x pp). At pp 1 every stage
+// would run on one device, data parallelism that throws the cut away, so the degree the cut
+// implies is 2 or more (the tuner tries those, pipeline_degrees); a cut no degree takes is
+// refused here, never planned as another partition.
+Status check_cut_degrees(const ClusterProfile& cluster, const PlanOptions& options) {
+  if (options.cuts.empty()) return Ok{};
+  const int stages = static_cast<int>(options.cuts.size()) + 1;
+  const auto takes = [&](int pp) {
+    for (const Family* f : searched_families(options)) {
+      if (f->num_stages(pp) == stages) return true;
+    }
+    return false;
+  };
+  if (options.pp == 1) {
+    return usage_error(fmt::format(
+        "plan: the given cut is a pipeline of {} stages; --pp 1 would run them all on one device "
+        "(data parallelism, the cut thrown away): give --pp 2 or more, or leave --pp out",
+        stages));
+  }
+  const auto sizes = [&](int pp) {
+    std::vector<int> out;
+    for (const Family* f : searched_families(options)) out.push_back(f->num_stages(pp));
+    return fmt::format("{}", fmt::join(out, ", "));
+  };
+  if (options.pp) {
+    if (takes(*options.pp)) return Ok{};
+    return usage_error(fmt::format(
+        "plan: the given cut has {} stages; at --pp {} the families searched have [{}] stages",
+        stages, *options.pp, sizes(*options.pp)));
+  }
+  const int most = std::min(kMaxPipelineDegree, cluster.num_devices() / options.dp.value_or(1));
+  for (int pp = 2; pp <= most; ++pp) {
+    if (takes(pp)) return Ok{};
+  }
+  return usage_error(fmt::format(
+      "plan: the given cut has {} stages, which no family searched makes at a pipeline degree "
+      "from 2 to {} (cluster {}{}): the V has 2 x pp stages, a chain pp, k waves 2k x pp",
+      stages, most, cluster.name, options.dp ? fmt::format(" at --dp {}", *options.dp) : ""));
+}
+
 Result<int> check_request(const ModelProfile& model, const ClusterProfile& cluster,
                           const PlanOptions& options) {
   // scale_inputs derived the cluster's device type when the model had none (or said why not).
   if (auto s = check_cut_layers(model, options); !s) return s.error();
+  if (auto s = check_cut_degrees(cluster, options); !s) return s.error();
   const int device_type = model.device_type_index(cluster.device_type);
   if (options.dp && *options.dp > cluster.num_devices()) {
     return usage_error(fmt::format("--dp {} needs at least {} devices; cluster {} has {}",

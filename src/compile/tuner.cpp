@@ -106,9 +106,11 @@ std::vector<int> pipeline_degrees(const CompileInputs& in) {
   std::vector<int> out;
   if (!o.cuts.empty()) {
     // A given cut of S stages: the degrees at which some family has S stages, whether or
-    // not they divide the cluster (the devices beyond pp x dp stay idle, as with --pp).
+    // not they divide the cluster (the devices beyond pp x dp stay idle, as with --pp). From
+    // 2: a cut is a pipeline, and at pp 1 its stages would share one device
+    // (check_cut_degrees refuses a cut no degree takes).
     const int stages = static_cast<int>(o.cuts.size()) + 1;
-    for (int p = 1; p <= std::min(kMaxPipelineDegree, o.dp ? n / *o.dp : n); ++p) {
+    for (int p = 2; p <= std::min(kMaxPipelineDegree, o.dp ? n / *o.dp : n); ++p) {
       for (const Family* f : searched_families(o)) {
         if (f->num_stages(p) == stages) {
           out.push_back(p);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <tuple>
 
+#include <fmt/format.h>
+
 namespace pulse {
 
 bool MemoryModel::set_precision(const std::string& name) {
@@ -29,6 +31,24 @@ bool MemoryModel::set_precision(const std::string& name) {
     return true;
   }
   return false;
+}
+
+std::string MemoryModel::precision_contradiction() const {
+  MemoryModel named;
+  if (!named.set_precision(precision)) {
+    return fmt::format("precision \"{}\" is not one of the names pulse-plan plans", precision);
+  }
+  const auto bytes = [](const MemoryModel& m) {
+    return std::tuple{m.weight_bytes_per_param, m.gradient_bytes_per_param,
+                      m.optimizer_bytes_per_param};
+  };
+  if (bytes(named) == bytes(*this)) return "";
+  return fmt::format(
+      "precision \"{}\" holds {:g} + {:g} + {:g} bytes per parameter (weights, gradients, "
+      "optimizer state), not the {:g} + {:g} + {:g} stated beside it",
+      precision, named.weight_bytes_per_param, named.gradient_bytes_per_param,
+      named.optimizer_bytes_per_param, weight_bytes_per_param, gradient_bytes_per_param,
+      optimizer_bytes_per_param);
 }
 
 std::vector<MemoryBreakdown> static_memory(const PipelineModel& model, const MemoryModel& memory,

@@ -3,6 +3,7 @@
 // sized by the degrees, never by anything larger.
 #include "pulse/plan/plan_check.hpp"
 
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -10,6 +11,8 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include "pulse/cost/cost_model.hpp"
 
 namespace pulse {
 
@@ -222,8 +225,11 @@ class ClaimsCheck {
 
   std::vector<PlanProblem> run() {
     degrees();
+    memory();
+    figures();
     layers();
     skips();
+    carried();
     op_order();
     ranks();
     if (count_ > kMaxProblemsShown) {
@@ -244,6 +250,41 @@ class ClaimsCheck {
     }
   }
 
+  // A runtime trains by the precision's name; the memory figures come from the bytes beside it.
+  void memory() {
+    std::string wrong = plan_.options.memory.precision_contradiction();
+    if (!wrong.empty()) {
+      fail("options", JsonPath{}.key("options").key("memory").key("precision"), std::move(wrong));
+    }
+  }
+
+  // samples_per_s is global_batch / iteration_s (evaluate.hpp): a reader that compares plans
+  // (diff and its gates) must not take one without the other. Both are rounded as written,
+  // the iteration to 1 ns and the rate to 1e-6, which bounds how far apart they may be; an
+  // iteration under the plans' 1 ns resolution is none a plan states.
+  void figures() {
+    if (global_batch_contradiction(plan_.parallelism)) return;  // an echo of that
+    const PlanPredicted& x = plan_.predicted;
+    const JsonPath at = JsonPath{}.key("predicted");
+    const double batch = plan_.parallelism.global_batch;
+    if (x.iteration_s < kTimeQuantum_s) {
+      fail("predicted", at.key("iteration_s"),
+           fmt::format("expected at least the plans' 1 ns resolution, got {:g} s", x.iteration_s));
+      return;
+    }
+    const double slack = 1e-6 + 1e-9 * x.samples_per_s;
+    const double least = batch / (x.iteration_s + kTimeQuantum_s) - slack;
+    const double most = x.iteration_s > kTimeQuantum_s
+                            ? batch / (x.iteration_s - kTimeQuantum_s) + slack
+                            : std::numeric_limits<double>::infinity();
+    if (x.samples_per_s < least || x.samples_per_s > most) {
+      fail("predicted", at.key("samples_per_s"),
+           fmt::format("samples_per_s {:.6f} is not global_batch {} / iteration_s {:.9f} = {:.6f}",
+                       x.samples_per_s, plan_.parallelism.global_batch, x.iteration_s,
+                       batch / x.iteration_s));
+    }
+  }
+
   void layers() {
     std::map<std::string, StageId> first;
     for (const PlanStage& s : plan_.stages) {
@@ -259,7 +300,13 @@ class ClaimsCheck {
   }
 
   // Transfers name the skips they carry, and runtimes cache skips by name: one name, one skip.
+  // A skip's layers are in the stages it names: a layer moved to another stage (the digest
+  // recomputed or deleted with it) leaves its skips' stages behind.
   void skips() {
+    std::map<std::string, StageId> stage_of;
+    for (const PlanStage& s : plan_.stages) {
+      for (const std::string& l : s.layers) stage_of.emplace(l, s.id);
+    }
     std::map<std::string, std::size_t> named;
     for (std::size_t i = 0; i < plan_.skips.size(); ++i) {
       const PlanSkip& k = plan_.skips[i];
@@ -270,6 +317,8 @@ class ClaimsCheck {
                          "its own",
                          k.label(), first->second));
       }
+      skip_layer(stage_of, k, at, "producer", k.producer, k.producer_stage);
+      skip_layer(stage_of, k, at, "consumer", k.consumer, k.consumer_stage);
       const DeviceId from = plan_.stages[k.producer_stage].device;
       const DeviceId to = plan_.stages[k.consumer_stage].device;
       if (k.producer_device && *k.producer_device != from) {
@@ -289,6 +338,35 @@ class ClaimsCheck {
              fmt::format("skip \"{}\" says local {}; it runs from stage {} (device {}) to stage "
                          "{} (device {})",
                          k.label(), k.local, k.producer_stage, from, k.consumer_stage, to));
+      }
+    }
+  }
+
+  void skip_layer(const std::map<std::string, StageId>& stage_of, const PlanSkip& k,
+                  const JsonPath& at, const char* role, const std::string& layer, StageId stage) {
+    const auto it = stage_of.find(layer);
+    if (it != stage_of.end() && it->second == stage) return;
+    fail("skips", at.key(fmt::format("{}_stage", role)),
+         it == stage_of.end()
+             ? fmt::format("skip \"{}\" says {}_stage {}; its {} \"{}\" is in no stage", k.label(),
+                           role, stage, role, layer)
+             : fmt::format("skip \"{}\" says {}_stage {}; its {} \"{}\" is in stage {} "
+                           "($.stages[{}].layers)",
+                           k.label(), role, stage, role, layer, it->second, it->second));
+  }
+
+  // A runtime sends the carried tensors a transfer names by their $.carried[] entries.
+  void carried() {
+    std::set<std::string> names;
+    for (const PlanCarried& c : plan_.carried) names.insert(c.name);
+    for (std::size_t i = 0; i < plan_.transfers.size(); ++i) {
+      const auto& listed = plan_.transfers[i].carried;
+      if (!listed) continue;
+      for (std::size_t j = 0; j < listed->size(); ++j) {
+        if (names.count((*listed)[j])) continue;
+        fail("transfers", JsonPath{}.key("transfers").at(i).key("carried").at(j),
+             fmt::format("\"{}\" is not a carried tensor of this plan ($.carried[].name)",
+                         (*listed)[j]));
       }
     }
   }

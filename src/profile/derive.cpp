@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "pulse/base/limits.hpp"
+
 namespace pulse {
 
 namespace {
@@ -178,6 +180,24 @@ std::optional<DerivedTimes> same_device_times(ModelProfile& model, const Cluster
   return std::nullopt;
 }
 
+// The limits (pulse/base/limits.hpp) keep a derived time finite; one a layer may take is the
+// loader's limit too, as if the profile had stated it.
+std::optional<Error> over_the_layer_limit(const ModelProfile& model, const Layer& layer,
+                                          const std::string& type) {
+  for (const auto* times : {&layer.forward_s.back(), &layer.backward_s.back()}) {
+    for (double t : *times) {
+      if (std::isfinite(t) && t <= kMaxLayerSeconds) continue;
+      return input_error(fmt::format(
+          "{}: layer \"{}\": its {} time derived for \"{}\" is {:g} s, over the {:g} s a "
+          "layer may take; its forward_flops_per_sample ({:g}) or the device specs' figures "
+          "are off",
+          model.file.path, layer.name, times == &layer.forward_s.back() ? "forward" : "backward",
+          type, t, kMaxLayerSeconds, layer.forward_flops_per_sample));
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Result<std::optional<DerivedTimes>> derive_device_times(ModelProfile& model,
@@ -205,6 +225,7 @@ Result<std::optional<DerivedTimes>> derive_device_times(ModelProfile& model,
         derived(layer.forward_s[source], layer, model, from, *to, to->spec->layer_floor_s));
     layer.backward_s.push_back(
         derived(layer.backward_s[source], layer, model, from, *to, 2 * to->spec->layer_floor_s));
+    if (auto over = over_the_layer_limit(model, layer, cluster.device_type)) return *over;
   }
   model.device_types.push_back(cluster.device_type);
   DerivedTimes out;

@@ -98,6 +98,16 @@ std::vector<std::string> read_string_list(JsonChecker& check, const json& obj, c
 
 namespace {
 
+// A device rate within pulse-plan's limits (pulse/base/limits.hpp), which keep every time a
+// derivation scales by it finite.
+bool in_rate_limits(JsonChecker& check, const JsonPath& path, double rate, double most,
+                    const char* unit) {
+  if (rate >= kMinDeviceRate && rate <= most) return true;
+  check.fail(path, fmt::format("expected {:g} to {:g} {} (pulse-plan's limits), got {:g}",
+                               kMinDeviceRate, most, unit, rate));
+  return false;
+}
+
 // `peak_flops`: {precision: FLOP/s}, at least one, each a finite number > 0.
 std::map<std::string, double> read_peaks(JsonChecker& check, const json& spec,
                                          const JsonPath& path) {
@@ -112,7 +122,10 @@ std::map<std::string, double> read_peaks(JsonChecker& check, const json& spec,
     return out;
   }
   for (const auto& [precision, value] : peaks->items()) {
-    if (auto peak = check.number(value, pp.key(precision), 0.0, true)) out[precision] = *peak;
+    auto peak = check.number(value, pp.key(precision), 0.0, true);
+    if (peak && in_rate_limits(check, pp.key(precision), *peak, kMaxPeakFlops, "FLOP/s")) {
+      out[precision] = *peak;
+    }
   }
   return out;
 }
@@ -135,6 +148,10 @@ std::optional<DeviceSpec> read_device_spec(JsonChecker& check, const json& value
   spec.peak_flops = read_peaks(check, value, path);
   spec.memory_bytes_per_s =
       check.number(value, path, "memory_bytes_per_s", 0.0, true).value_or(0.0);
+  if (spec.memory_bytes_per_s > 0) {
+    in_rate_limits(check, path.key("memory_bytes_per_s"), spec.memory_bytes_per_s,
+                   kMaxDeviceBytesPerSecond, "bytes per second");
+  }
   spec.memory_efficiency = check.number(value, path, "memory_efficiency", 0.0, true).value_or(0.0);
   if (spec.memory_efficiency > 1) {
     check.fail(path.key("memory_efficiency"),

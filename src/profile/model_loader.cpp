@@ -192,8 +192,10 @@ Layer read_layer(JsonChecker& check, const json& value, const JsonPath& raw_path
   layer.output_bytes_per_sample =
       check.integer(value, path, "output_bytes_per_sample", 0, true, kMaxBytesPerSample)
           .value_or(0);
-  layer.forward_flops_per_sample =
-      check.number(value, path, "forward_flops_per_sample", 0.0, false, false).value_or(0.0);
+  layer.forward_flops_per_sample = check
+                                       .number(value, path, "forward_flops_per_sample", 0.0, false,
+                                               false, kMaxLayerFlopsPerSample)
+                                       .value_or(0.0);
   return layer;
 }
 

@@ -44,6 +44,11 @@ std::int64_t ModelProfile::total_params() const {
   return total;
 }
 
+bool ClusterProfile::names_device(std::string_view type) const {
+  return type == device_type || (device_spec && device_spec->names(type)) ||
+         same_device(device_type, type);
+}
+
 const LinkClass& ClusterProfile::link(RankId a, RankId b) const {
   if (node_of(a) != node_of(b)) return link_classes.at(inter_node);
   return link_classes.at(intra_node.at(local_of(a)).at(local_of(b)));

@@ -83,7 +83,7 @@ void Rebuild::degrees() {
     return;
   }
   const ClusterProfile& c = *cluster_;
-  if (par.device_type && *par.device_type != c.device_type) {
+  if (par.device_type && !c.names_device(*par.device_type)) {
     check_.fail(JsonPath{}.key("parallelism").key("device_type"),
                 fmt::format("the plan's stage times are for {}, cluster {} ({}) has {}; plan "
                             "again for that cluster",

@@ -35,6 +35,7 @@ ValidateResult Validator::run() {
     finish();
     return std::move(out_);
   }
+  check_stated_keys();
   const bool layers = check_layers();
   const bool placement = check_placement();
   const auto skip_model_checks = [&](const char* why) {
@@ -43,7 +44,7 @@ ValidateResult Validator::run() {
   if (device_type_ < 0) {
     skip_model_checks("no times for the cluster's device type");
   } else if (plan_.parallelism.device_type &&
-             *plan_.parallelism.device_type != cluster_.device_type) {
+             !cluster_.names_device(*plan_.parallelism.device_type)) {
     skip_model_checks("the plan is for another device type");
   } else if (!layers) {
     skip_model_checks("the stages do not cover the model");
@@ -64,6 +65,7 @@ ValidateResult Validator::run() {
   // Last: only a plan that passed every other check is replayed.
   if (pm_.layout.num_stages() > 0) check_predicted_figures();
   check_summary();
+  check_stages_digest();
   finish();
   return std::move(out_);
 }
@@ -91,7 +93,7 @@ void Validator::check_inputs() {
                                  short_hash(in.claimed.sha256)));
     }
   }
-  if (plan_.parallelism.device_type && *plan_.parallelism.device_type != cluster_.device_type) {
+  if (plan_.parallelism.device_type && !cluster_.names_device(*plan_.parallelism.device_type)) {
     fail("inputs",
          fmt::format("the plan is for device type \"{}\", cluster {} has \"{}\"",
                      *plan_.parallelism.device_type, cluster_.name, cluster_.device_type));
@@ -119,6 +121,28 @@ void Validator::check_degrees() {
     fail("degrees", fmt::format("devices_total {} is not the {} devices of cluster {}",
                                 *x.devices_total, cluster_.num_devices(), cluster_.name));
   }
+}
+
+// The precision a runtime trains in must be the bytes per parameter the memory figures were
+// costed with.
+void Validator::check_stated_keys() {
+  if (std::string wrong = plan_.options.memory.precision_contradiction(); !wrong.empty()) {
+    fail("options", "$.options.memory.precision: " + wrong);
+  }
+}
+
+// The digest simulate holds the stages to (replay.cpp refuses a plan whose stages no longer
+// match it). An edit the stage checks found already explains a mismatch; only one they
+// could not see (the digest itself, or a change that agrees with the profiles) is listed.
+void Validator::check_stages_digest() {
+  const std::optional<std::string>& planned = plan_.partition.stages_sha256;
+  if (!planned || count_["stages"] + count_["layers"] + count_["placement"] > 0) return;
+  const std::string stated = stages_digest(plan_.stages);
+  if (*planned == stated) return;
+  fail("stages", fmt::format("$.partition.stages_sha256 is {}..., the stages as stated hash to "
+                             "{}...: the stages or the digest were edited after planning, and "
+                             "simulate will not replay them",
+                             short_hash(*planned), short_hash(stated)));
 }
 
 bool Validator::check_layers() {

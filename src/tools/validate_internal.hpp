@@ -74,6 +74,8 @@ class Validator {
 
   void check_inputs();
   void check_degrees();
+  void check_stated_keys();
+  void check_stages_digest();
   bool check_layers();
   bool check_placement();
   void build_model();

@@ -70,6 +70,9 @@ void Validator::check_stage_figures() {
     count("params", x.id, x.params, c.params);
     count("activation_bytes_per_microbatch", x.id, x.activation_bytes_per_microbatch,
           c.activation_bytes);
+    count("recompute_workspace_bytes_per_microbatch", x.id,
+          x.recompute_workspace_bytes_per_microbatch, c.recompute_workspace_bytes);
+    count("largest_layer_params", x.id, x.largest_layer_params, c.largest_layer_params);
     check_recomputed(x);
   }
   const std::vector<double> load = pm_.device_load();
@@ -93,6 +96,11 @@ void Validator::check_recomputed(const PlanStage& x) {
   const std::string mode = plan_.options.recompute.value_or("none");
   const std::vector<std::string> want = recomputed_layers(
       mode, given_, pm_.layout.first_layer[x.id], pm_.layout.first_layer[x.id + 1]);
+  if (!x.recomputed && !want.empty()) {
+    fail("stages", fmt::format("stage {}: recomputed is missing; --recompute {} selects [{}], "
+                               "which a runtime checkpoints by that list",
+                               x.id, mode, fmt::join(want, ", ")));
+  }
   if (x.recomputed && *x.recomputed != want) {
     fail("stages", fmt::format("stage {}: recomputed names [{}]; --recompute {} selects [{}]", x.id,
                                fmt::join(*x.recomputed, ", "), mode, fmt::join(want, ", ")));

@@ -43,6 +43,48 @@ TEST(GivenCut, IsPlannedAsGivenAndPassesValidate) {
   for (const Violation& x : v.violations) ADD_FAILURE() << x.check << ": " << x.message;
 }
 
+TEST(GivenCut, IsAPipelineOrRefused) {
+  // Four stages on 8 V100s: the V at pp 2 (or a chain at pp 4), never pp 1 x dp 8 with the
+  // stages on one device, nor sharded data parallelism, nor a baseline's own cut.
+  const test::Inputs in = test::shipped("tiny-unet", "dgx1-v100-32gb-1n");
+  PlanOptions o;
+  o.cuts = {"enc1", "mid0", "dec1"};
+  o.solver_max_seconds = 0.3;
+  const json doc = json::parse(test::plan_text(test::compile_ok(in, o), in.model, in.cluster));
+  EXPECT_EQ(doc["parallelism"]["pp"], 2);
+  EXPECT_EQ(doc["partition"]["method"], "given");
+  EXPECT_EQ(doc["stages"][1]["layers"][0], "enc1");
+  for (const json& c : doc["search"]) EXPECT_GE(c["pp"].get<int>(), 2) << c.dump();
+  const auto refused = [&](PlanOptions x) {
+    auto r = compile_plan(in.model, in.cluster, x);
+    EXPECT_FALSE(r.ok());
+    if (r.ok()) return std::string();
+    EXPECT_EQ(r.error().kind, ErrorKind::usage);
+    return r.error().message;
+  };
+  PlanOptions x = o;
+  x.pp = 1;
+  EXPECT_EQ(refused(x),
+            "plan: the given cut is a pipeline of 4 stages; --pp 1 would run them all on one "
+            "device (data parallelism, the cut thrown away): give --pp 2 or more, or leave --pp "
+            "out");
+  x.pp = 3;  // the V 6, w2 12, w3 18, a chain 3
+  EXPECT_EQ(refused(x).rfind("plan: the given cut has 4 stages; at --pp 3 the families searched "
+                             "have [",
+                             0),
+            0u);
+  x = o;
+  x.family = "w2";  // 4 stages only at pp 1
+  EXPECT_EQ(refused(x),
+            "plan: the given cut has 4 stages, which no family searched makes at a pipeline "
+            "degree from 2 to 8 (cluster dgx1-v100-32gb-1n): the V has 2 x pp stages, a chain "
+            "pp, k waves 2k x pp");
+  x = o;
+  x.dp = 8;  // one device a pipeline
+  EXPECT_NE(refused(x).find("from 2 to 1 (cluster dgx1-v100-32gb-1n at --dp 8)"),
+            std::string::npos);
+}
+
 TEST(GivenCut, ThePlannersOwnCutGivesItsOwnFigures) {
   const test::Inputs in = test::shipped("tiny-unet", "dgx1-v100-32gb-1n");
   PlanOptions o;
@@ -94,7 +136,14 @@ TEST(GivenCut, AReplayRefusesStagesEditedAfterPlanning) {
   json& layers = doc["stages"][1]["layers"];
   doc["stages"][0]["layers"].push_back(layers[0]);
   layers.erase(layers.begin());
-  auto edited = parse_plan(doc.dump(), "p.json");
+  // The readers refuse it already: enc2 produces skip enc2->dec2, which still says stage 1
+  // (check_plan_claims). The replay's own check is on the plan as read without them.
+  auto read = parse_plan(doc.dump(), "p.json");
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.error().message.find("producer_stage 1; its producer \"enc2\" is in stage 0"),
+            std::string::npos)
+      << read.error().message;
+  auto edited = parse_plan(doc.dump(), "p.json", PlanCheck::shape_only);
   ASSERT_TRUE(edited.ok()) << edited.error().message;
   auto refused = replay_plan({&*edited});
   ASSERT_FALSE(refused.ok());

@@ -338,6 +338,85 @@ TEST(PlanClaims, EachContradictionIsNamedWhereItIs) {
   }
 }
 
+// small-unet-cpu carries a time embedding with the main activation (the shipped CPU profile).
+const json& carried_plan() {
+  static const json doc = [] {
+    const test::Inputs in = test::shipped("small-unet-cpu", "cpu-localhost");
+    PlanOptions o;
+    o.pp = 2;
+    return json::parse(test::plan_text(test::compile_ok(in, o), in.model, in.cluster));
+  }();
+  return doc;
+}
+
+TEST(PlanClaims, FiguresPrecisionAndCarriedTensorsAgree) {
+  EXPECT_EQ(claims(carried_plan()), std::vector<std::string>{});
+  {  // samples_per_s is global_batch / iteration_s: diff and its gates read the one
+    json doc = tiny_plan();
+    const double iteration = doc["predicted"]["iteration_s"];
+    doc["predicted"]["samples_per_s"] = 2 * 16 / iteration;
+    EXPECT_EQ(claims(doc),
+              std::vector<std::string>{fmt::format(
+                  "predicted: $.predicted.samples_per_s: samples_per_s {:.6f} is not global_batch "
+                  "16 / iteration_s {:.9f} = {:.6f}",
+                  2 * 16 / iteration, iteration, 16 / iteration)});
+    // Both scaled together agree (the rounding of each as written is allowed).
+    doc["predicted"]["iteration_s"] = std::round(iteration / 3 * 1e9) / 1e9;
+    doc["predicted"]["samples_per_s"] = std::round(3 * 16 / iteration * 1e6) / 1e6;
+    EXPECT_EQ(claims(doc), std::vector<std::string>{});
+    // An iteration under the 1 ns the plans state times to makes 300-digit rates.
+    doc["predicted"]["iteration_s"] = 1e-300;
+    doc["predicted"]["samples_per_s"] = 1.6e301;
+    EXPECT_EQ(claims(doc), std::vector<std::string>{
+                               "predicted: $.predicted.iteration_s: expected at least the plans' "
+                               "1 ns resolution, got 1e-300 s"});
+  }
+  {
+    json doc = tiny_plan();
+    doc["options"]["memory"]["precision"] = "bf16";
+    EXPECT_EQ(claims(doc), std::vector<std::string>{
+                               "options: $.options.memory.precision: precision \"bf16\" holds 2 "
+                               "+ 2 + 4 bytes per parameter (weights, gradients, optimizer "
+                               "state), not the 2 + 2 + 12 stated beside it"});
+  }
+  {
+    json doc = carried_plan();
+    std::size_t at = 0;
+    while (at < doc["transfers"].size() && !doc["transfers"][at].contains("carried")) ++at;
+    ASSERT_LT(at, doc["transfers"].size());
+    doc["transfers"][at]["carried"].push_back("no_such_tensor");
+    const std::size_t k = doc["transfers"][at]["carried"].size() - 1;
+    EXPECT_EQ(claims(doc), std::vector<std::string>{fmt::format(
+                               "transfers: $.transfers[{}].carried[{}]: \"no_such_tensor\" is "
+                               "not a carried tensor of this plan ($.carried[].name)",
+                               at, k)});
+  }
+}
+
+TEST(PlanClaims, ALayerMovedLeavesItsSkipsStagesBehind) {
+  // The V at pp 2 over tiny-unet: enc1, the last layer of stage 0 here, produces skip
+  // enc1->dec1. Moved to the head of stage 1 (the digest recomputed or deleted with it,
+  // as a user who read plan.cpp would), the skip still says producer_stage 0.
+  json doc = tiny_plan();
+  json& first = doc["stages"][0]["layers"];
+  ASSERT_EQ(first.back(), "enc1");
+  doc["stages"][1]["layers"].insert(doc["stages"][1]["layers"].begin(), first.back());
+  first.erase(first.size() - 1);
+  doc["partition"].erase("stages_sha256");
+  std::size_t k = 0;
+  while (doc["skips"][k]["producer"] != "enc1") ++k;
+  EXPECT_EQ(claims(doc), std::vector<std::string>{fmt::format(
+                             "skips: $.skips[{}].producer_stage: skip \"enc1->dec1\" says "
+                             "producer_stage 0; its producer \"enc1\" is in stage 1 "
+                             "($.stages[1].layers)",
+                             k)});
+  doc["stages"][1]["layers"][0] = "enc1_renamed";
+  EXPECT_EQ(claims(doc), std::vector<std::string>{fmt::format(
+                             "skips: $.skips[{}].producer_stage: skip \"enc1->dec1\" says "
+                             "producer_stage 0; its producer \"enc1\" is in no stage",
+                             k)});
+}
+
 TEST(PlanClaims, RanksAreNumberedNodeByNode) {
   const json& plan = two_node_plan();
   const json& ranks = plan["rank_map"]["ranks"];

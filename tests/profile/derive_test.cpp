@@ -219,6 +219,21 @@ TEST(DeriveTimes, AnAliasInTheClustersSpecIsTheSameDevice) {
   EXPECT_EQ(m.device_type_index("B200"), 1);
 }
 
+TEST(DeriveTimes, ADerivedTimeOverTheLayerLimitNamesTheLayer) {
+  // plain: 10 ms forward at microbatch 1 on the V100, no FLOPs stated (all of it compute);
+  // on a device of 10^6 FLOP/s the factor is 125e12 / 1e6 = 1.25e8: 1.25e6 s, finite and
+  // over the 3600 s a layer may take.
+  ModelProfile m = two_layer_model({v100()});
+  const DeviceSpec slow = make_spec("Slow", kCuda, 1e6, 1e12, 1, 0);
+  auto d = derive_device_times(m, cluster_of(slow));
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.error().kind, ErrorKind::input);
+  EXPECT_EQ(d.error().message,
+            "two.json: layer \"plain\": its forward time derived for \"Slow\" is 1.25e+06 s, "
+            "over the 3600 s a layer may take; its forward_flops_per_sample (0) or the device "
+            "specs' figures are off");
+}
+
 TEST(DeriveTimes, WithoutASourceSpecTheErrorSaysWhatToAdd) {
   ModelProfile cpu = two_layer_model({}, {"CPU"});
   auto d = derive_device_times(cpu, cluster_of(h100()));

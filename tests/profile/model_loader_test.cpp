@@ -243,6 +243,19 @@ TEST(ModelLoader, TimesMustBeFiniteAndPositive) {
             "got a string \"fast\"");
 }
 
+TEST(ModelLoader, FlopsAndDeviceRatesHaveLimits) {
+  // Times derived from them (profile/derive.hpp) stay finite: 1e300 FLOPs at microbatch 2
+  // would overflow the compute time to inf, and the compute share to inf / inf = NaN.
+  EXPECT_EQ(
+      mutated_model_error([](json& j) { j["layers"][1]["forward_flops_per_sample"] = 1e300; }),
+      "m.json: $.layers[1].forward_flops_per_sample (layer \"mid\"): expected a number "
+      "<= 1e+18 (pulse-plan's limit), got 1e+300");
+  EXPECT_TRUE(parse_model_profile(
+                  model_with([](json& j) { j["layers"][1]["forward_flops_per_sample"] = 1e18; }),
+                  "m.json")
+                  .ok());  // the limit itself loads
+}
+
 // A number too large for a double (1e999) makes nlohmann throw out_of_range, not a parse
 // error; it is still an input error, located at the token.
 TEST(ModelLoader, NumberOverflowIsAnInputError) {

@@ -281,6 +281,30 @@ TEST(Replay, AnotherClusterOfTheSameDeviceTypeChangesOnlyWhatItChanges) {
   EXPECT_EQ(r->model.bytes_per_microbatch().total(), p.model.bytes_per_microbatch().total());
 }
 
+TEST(Replay, AClusterNamingThePlansDeviceByAnAliasIsThatDevice) {
+  // A plan for the H100 ("H100-SXM"); the same cluster naming its device as its spec's
+  // alias, or as PyTorch names it: the planner takes its times for one device, so does the
+  // replay. Another device is refused, naming the plan's.
+  const Inputs in = shipped("tiny-unet", "dgx-h100-1n");
+  const std::string text =
+      test::plan_text(compile_ok(in, options(Strategy::pulse, 2, 4)), in.model, in.cluster);
+  for (const char* alias : {"H100-SXM5-80GB", "NVIDIA H100 80GB HBM3"}) {
+    ClusterProfile renamed = in.cluster;
+    renamed.device_type = alias;
+    EXPECT_EQ(differences(text, &renamed), std::vector<std::string>{}) << alias;
+  }
+  ClusterProfile other = in.cluster;
+  other.device_type = "A100-SXM";
+  other.device_spec.reset();
+  auto r = replay_text(text, &other);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message.rfind("p.json: $.parallelism.device_type: the plan's stage times "
+                                    "are for H100-SXM",
+                                    0),
+            0u)
+      << r.error().message;
+}
+
 TEST(Replay, TraceOfAReplayHasOneCompleteEventPerOp) {
   const Inputs in = shipped("sd2-unet-512", "dgx1-v100-32gb-1n");
   const CompiledPlan p = compile_ok(in, options(Strategy::pulse, 4, 2));

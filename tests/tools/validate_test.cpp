@@ -206,6 +206,57 @@ TEST(Validate, StagesNameTheLayersTheyRecompute) {
       << got[1];
 }
 
+TEST(Validate, RecomputedLayersAndTheirMemoryAsTheModeSelectsThem) {
+  const Inputs in = shipped("sd2-unet-512", "atlas800-910a-1n");
+  PlanOptions o = pp(4);
+  o.recompute = "selective";
+  const json doc = plan_doc(in, o);
+  const std::int64_t workspace = doc["stages"][0]["recompute_workspace_bytes_per_microbatch"];
+  ASSERT_GT(workspace, 0);
+  // The workspace a recomputed layer rebuilds is a memory figure the stage states.
+  json edited = doc;
+  edited["stages"][0]["recompute_workspace_bytes_per_microbatch"] = 1;
+  EXPECT_EQ(lines(validate(edited, in)),
+            std::vector<std::string>{fmt::format(
+                "stages: stage 0: recompute_workspace_bytes_per_microbatch is 1, the model's "
+                "layers give {}",
+                workspace)});
+  // A stage that drops its list leaves a runtime checkpointing nothing.
+  edited = doc;
+  edited["stages"][0].erase("recomputed");
+  EXPECT_EQ(lines(validate(edited, in)),
+            std::vector<std::string>{"stages: stage 0: recomputed is missing; --recompute "
+                                     "selective selects [down0.attn0], which a runtime "
+                                     "checkpoints by that list"});
+}
+
+TEST(Validate, TheStagesDigestAndThePrecisionAsSimulateAndARuntimeReadThem) {
+  const Inputs in = shipped("tiny-unet", "dgx1-v100-32gb-1n");
+  const json doc = plan_doc(in, pp(2));
+  const std::string digest = doc["partition"]["stages_sha256"];
+  json edited = doc;
+  edited["partition"]["stages_sha256"] = std::string(64, '0');
+  EXPECT_EQ(lines(validate(edited, in)),
+            std::vector<std::string>{fmt::format(
+                "stages: $.partition.stages_sha256 is 000000000000..., the stages as stated hash "
+                "to {}...: the stages or the digest were edited after planning, and simulate "
+                "will not replay them",
+                digest.substr(0, 12))});
+  // An edit the stage checks name is not listed twice.
+  edited = doc;
+  edited["stages"][0]["forward_s"] = 2 * edited["stages"][0]["forward_s"].get<double>();
+  for (const std::string& l : lines(validate(edited, in))) {
+    EXPECT_EQ(l.find("stages_sha256"), std::string::npos) << l;
+  }
+  edited = doc;
+  edited["options"]["memory"]["precision"] = "fp32";
+  EXPECT_EQ(lines(validate(edited, in)),
+            std::vector<std::string>{
+                "options: $.options.memory.precision: precision \"fp32\" holds 4 + 4 + 8 bytes "
+                "per parameter (weights, gradients, optimizer state), not the 2 + 2 + 12 stated "
+                "beside it"});
+}
+
 TEST(Validate, ADerivedPlanIsCheckedAgainstTheTimesDerivedTheSameWay) {
   // tiny-unet has no H100 times: the plan's come from its V100 times (profile/derive.hpp),
   // and validate derives them again. Without derived_times in cost_model the plan claims
@@ -335,9 +386,10 @@ TEST_F(Corrupted, MemoryOverTheCap) {
   // 100 kB of optimizer state per parameter: device 0 holds 6M parameters, 600 GB.
   v_["options"]["memory"]["optimizer_bytes_per_param"] = 1e5;
   const ValidateResult r = validate(v_, in_);
-  ASSERT_EQ(r.violations.size(), 2u);
+  ASSERT_EQ(r.violations.size(), 3u);
+  EXPECT_EQ(r.violations[0].check, "options");  // 1e5 is no precision's
   for (int d = 0; d < 2; ++d) {
-    const Violation& v = r.violations[d];
+    const Violation& v = r.violations[d + 1];
     EXPECT_EQ(v.check, "memory");
     EXPECT_EQ(v.message.rfind(fmt::format("device {}: ", d), 0), 0u) << v.message;
     EXPECT_NE(v.message.find("microbatches in flight hold"), std::string::npos);

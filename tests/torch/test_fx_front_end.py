@@ -118,7 +118,7 @@ class FrontEnd(unittest.TestCase):
         prof_path = self.path("profile.json")
         common.run([sys.executable, os.path.join(common.ROOT, "scripts", "profile_torch.py"),
                     "--model", self.case["spec"], "--dtype", "float64", "--sizes", "1,2",
-                    "--warmup", "0", "--repeats", "1", "-o", prof_path])
+                    "--warmup", "0", "--repeats", "1", "--keep-failed", "-o", prof_path])
         with open(prof_path) as f:
             prof = json.load(f)
         import jsonschema

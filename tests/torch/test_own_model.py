@@ -44,7 +44,7 @@ def setUpModule():
         out = os.path.join(PROFILES["tmp"].name, f"{name}-mixed.json")
         common.run([sys.executable, os.path.join(common.ROOT, "scripts", "profile_torch.py"),
                     "--model", spec, "--dtype", "bfloat16", "--sizes", "1,2", "--warmup", "1",
-                    "--repeats", "1", "-o", out], timeout=600)
+                    "--repeats", "1", "--keep-failed", "-o", out], timeout=600)
         PROFILES[name] = out
 
 

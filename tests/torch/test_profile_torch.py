@@ -21,8 +21,10 @@ SCHEMA = os.path.join(common.ROOT, "schema", "model.schema.json")
 
 
 def profile(model_spec, out, *extra):
+    # Few repeats on a shared machine: what is checked here is the profile's structure, not
+    # its timing, so a failed timing check keeps it (--keep-failed).
     common.run([sys.executable, os.path.join(common.ROOT, "scripts", "profile_torch.py"),
-                "--model", model_spec, "-o", out, *extra])
+                "--model", model_spec, "--keep-failed", "-o", out, *extra])
     with open(out) as f:
         return json.load(f)
 
@@ -148,6 +150,80 @@ class ProfilerPieces(unittest.TestCase):
         self.assertTrue(per_sample[0].startswith("a: per-sample time at microbatch 1 is 3.00x"))
         self.assertEqual(inversions, ["a: microbatch 1 takes 1.50x as long as microbatch 2"])
         self.assertEqual(profiler.rotation([1, 2, 4], 4), [2, 4, 1])
+
+    def test_inversions_have_their_own_limit(self):
+        from pulse_runtime import profiler
+
+        class Model:
+            block_names = ["a"]
+        # 1.1 ms at microbatch 1, 1.0 ms at 2: inside the small-batch ratio, an inversion
+        # beyond the 5% noise floor.
+        by_size = {1: [{"forward_s": 0.5e-3, "backward_s": 0.6e-3}],
+                   2: [{"forward_s": 0.5e-3, "backward_s": 0.5e-3}]}
+        self.assertEqual(profiler.small_batch_findings(Model, by_size, [1, 2], 1.2), ([], []))
+        self.assertEqual(profiler.small_batch_findings(Model, by_size, [1, 2], 1.2, 1.05)[1],
+                         ["a: microbatch 1 takes 1.10x as long as microbatch 2"])
+
+    def test_verdict_counts_failed_checks_and_says_what_to_do(self):
+        from pulse_runtime.profilechecks import verdict
+        failed = {"step-sum": ["microbatch 1: -84.0%"], "stamp-overhead": [],
+                  "inversion": ["a: microbatch 1 takes 1.10x as long as microbatch 2",
+                                "b: microbatch 2 takes 1.07x as long as microbatch 4"]}
+        line, write = verdict(failed, 5, cuda=False, thread_clock=False, keep=False)
+        self.assertFalse(write)
+        self.assertEqual(line, "pulse-profile: 3 check(s) failed (step-sum 1, inversion 2): the "
+                         "block times are the machine's load as much as the model's; measure "
+                         "again with --clock thread (the profiling thread's CPU time), fewer "
+                         "concurrent jobs on the machine, more --repeats; nothing written "
+                         "(--keep-failed writes it anyway); the small-batch check flags 5 "
+                         "block(s) at a small microbatch, stated in provenance.assumptions")
+        line, write = verdict(failed, 0, cuda=False, thread_clock=True, keep=True)
+        self.assertTrue(write)
+        self.assertNotIn("--clock thread", line)
+        self.assertTrue(line.endswith("written anyway (--keep-failed), the failures stated in "
+                                      "its provenance.assumptions"), line)
+        self.assertIn("fewer jobs beside it on the GPU", verdict(failed, 0, cuda=True,
+                                                                 thread_clock=False,
+                                                                 keep=False)[0])
+        passed = {c: [] for c in failed}
+        self.assertEqual(verdict(passed, 0, cuda=False, thread_clock=False, keep=False),
+                         ("pulse-profile: the step-sum, stamp-overhead, inversion checks passed",
+                          True))
+
+    def test_a_profile_that_fails_its_checks_is_not_written_unless_kept(self):
+        import contextlib
+        import io
+        from pulse_runtime import profiler
+        real = profiler.run_profile
+        failing = {"small-batch": [], "step-sum": [], "stamp-overhead": [],
+                   "inversion": [f"l{i}: microbatch 1 takes 1.10x as long as microbatch 2"
+                                 for i in range(40)]}
+
+        def run_profile(model, args, device):
+            profiler.print_findings(failing, args.verbose)
+            return {"schema": "pulse.model/v1"}, [], failing
+        profiler.run_profile = run_profile
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                out = os.path.join(tmp, "p.json")
+                argv = ["--model", common.SMALL_UNET + ":build", "--sizes", "1", "-o", out]
+                said = io.StringIO()
+                with contextlib.redirect_stderr(said), self.assertRaises(SystemExit) as refused:
+                    profiler.main(argv)
+                self.assertTrue(str(refused.exception.code).startswith(
+                    "pulse-profile: 40 check(s) failed (inversion 40)"), refused.exception.code)
+                self.assertFalse(os.path.exists(out))
+                # Quiet by default: three findings and how many more, not forty lines.
+                self.assertEqual(said.getvalue().splitlines()[3],
+                                 "pulse-profile: ... and 37 more (--verbose lists them)")
+                self.assertEqual(len(said.getvalue().splitlines()), 4)
+                said = io.StringIO()
+                with contextlib.redirect_stderr(said):
+                    profiler.main(argv + ["--keep-failed"])
+                self.assertTrue(os.path.exists(out))
+                self.assertIn("written anyway (--keep-failed)", said.getvalue().splitlines()[-1])
+        finally:
+            profiler.run_profile = real
 
     def test_batch_one_convolution_matches_nn_conv2d(self):
         import torch

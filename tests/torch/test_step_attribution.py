@@ -235,7 +235,8 @@ class SmallUNetProfile(unittest.TestCase):
         out = os.path.join(tmp, "p.json")
         common.run([sys.executable, os.path.join(common.ROOT, "scripts", "profile_torch.py"),
                     "--model", common.SMALL_UNET + ":build", "--sizes", "1,2,4",
-                    "--warmup", "1", "--repeats", "9", "--clock", "thread", "-o", out])
+                    "--warmup", "1", "--repeats", "9", "--clock", "thread", "--keep-failed",
+                    "-o", out])
         with open(out) as f:
             return json.load(f)
 

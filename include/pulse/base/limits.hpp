@@ -57,6 +57,19 @@ inline constexpr double kMaxLayerSeconds = 3600;
 /// cost/cost_model.hpp), or every stage would round to 0 s (check_request).
 inline constexpr double kMinSlowestLayerSeconds = 1e-9;
 
+/// Work of one layer's forward for one sample, FLOPs ($.layers[].forward_flops_per_sample):
+/// 10^18, 200,000 times the largest shipped layer (SVD-XT's, 5.1e12). With the device specs'
+/// figures below, what a derivation computes from it (compute time = microbatch x FLOPs /
+/// peak; profile/derive.hpp) is finite: at most 2^20 x 10^18 / 10^6 = 1.05e18 s.
+inline constexpr double kMaxLayerFlopsPerSample = 1e18;
+/// A device spec's peak FLOP/s and memory bandwidth (bytes per second): from 10^6 (below any
+/// processor a model trains on) to 10^18 FLOP/s (400 times a B200's dense fp16) and 10^15
+/// bytes per second (125 times its HBM), so that the ratios a derivation scales times by stay
+/// within 10^12 of 1.
+inline constexpr double kMinDeviceRate = 1e6;
+inline constexpr double kMaxPeakFlops = 1e18;
+inline constexpr double kMaxDeviceBytesPerSecond = 1e15;
+
 /// Link bandwidth, bytes per second, and latency, seconds.
 inline constexpr double kMinLinkBandwidth = 1;
 inline constexpr double kMaxLinkBandwidth = 1e15;

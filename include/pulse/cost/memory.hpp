@@ -72,6 +72,10 @@ struct MemoryModel {
 
   /// The bytes per parameter of the precision `name` (above); false for another name.
   bool set_precision(const std::string& name);
+  /// Empty when the bytes per parameter are those of `precision` (set_precision's); else
+  /// what contradicts what, in words ("precision \"fp32\" holds 4 + 4 + 8 bytes per
+  /// parameter, not 2 + 2 + 12"). A plan states both, and a runtime trains by the name.
+  std::string precision_contradiction() const;
 
   std::int64_t weight_bytes(std::int64_t params) const {
     return scaled(params, weight_bytes_per_param);

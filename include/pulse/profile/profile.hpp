@@ -153,6 +153,10 @@ struct ClusterProfile {
   std::string allreduce = "ring";
 
   int num_devices() const { return devices_per_node * nodes; }
+  /// Whether `type` names this cluster's device: its type, an alias its device spec lists, or
+  /// another name derive.hpp knows ("NVIDIA H200" for "H200-SXM"), as the planner takes
+  /// a model's times for it (ModelProfile::device_type_index).
+  bool names_device(std::string_view type) const;
   int node_of(RankId r) const { return r / devices_per_node; }
   int local_of(RankId r) const { return r % devices_per_node; }
   /// The link between two distinct ranks.
