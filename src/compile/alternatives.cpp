@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "certificate.hpp"
 #include "passes.hpp"
 #include "pulse/base/units.hpp"
 #include "pulse/profile/recompute.hpp"
@@ -208,6 +209,10 @@ Result<LevelPlan> plan_level(const Level& level, CompileCache& cache, PassClock&
   if (auto curved = memory_curve_pass(inputs_of(level, kept_options, cache), *best, clock);
       !curved) {
     return curved.error();
+  }
+  if (auto certified = certificate_pass(inputs_of(level, kept_options, cache), *best, clock);
+      !certified) {
+    return certified.error();
   }
   best->derived_times = level.inputs.derived_times;
   return LevelPlan{std::move(*best), best_row};
