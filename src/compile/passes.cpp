@@ -33,7 +33,8 @@ std::string shortfall_message(const CompileInputs& in, const Config& c, const Fa
                        f.num_stages(c.pp), c.pp, f.name);
   }
   const MemoryShortfall& s = *shortfall;
-  return fmt::format(
+  if (s.weights_alone) {
+    return fmt::format(
         "{} does not fit {} at pp {} (dp {}, microbatch size {}): its weights, gradients and "
         "optimizer state alone put at least {} on the fullest pipeline device of any partition, "
         "{} more than the {} usable per device ({} minus {} reserved)",
