@@ -27,6 +27,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import copies_model  # noqa: E402  (issue 42's models of copied layers)
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PROFILES = ROOT / "profiles"
 
@@ -114,6 +117,16 @@ def cases(tmp):
                      "--pp", str(pp), "--dp", "1", "--microbatch-size", "1"]))
     out.append(("3999 layers, 1999 nested skips, pp 2 x dp 1", 10, None,
                 ["--model", model(3999, 1999), "--cluster", one, "--pp", "2", "--dp", "1"]))
+    def copies(n, skips):  # issue 42's new-user shapes: copies of tiny-unet's second layer
+        path = pathlib.Path(tmp) / f"tiny-x{n}-{skips}.json"
+        if not path.exists():
+            path.write_text(json.dumps(copies_model.copies_model(n, skips)))
+        return str(path)
+
+    out.append(("4001 tiny-unet layers, 2000 nested skips, pp 2 x dp 1 (does not fit)", 10, None,
+                ["--model", copies(4001, 2000), "--cluster", one, "--pp", "2", "--dp", "1"]))
+    out.append(("3001 tiny-unet layers, a chain, pp 4", 10, None,
+                ["--model", copies(3001, 0), "--cluster", one, "--pp", "4"]))
     for pp in (512, 1024):
         out.append((f"2048 layers, 1024 nested skips, pp {pp}, 1024 V100", 10, 1024,
                     ["--model", model(2048, 1024), "--cluster", nodes(128, 8), "--pp", str(pp)]))

@@ -159,6 +159,33 @@ std::optional<MemoryShortfall> smallest_shortfall(Program& memory_program,
   return shortfall;
 }
 
+/// Whether the weights' state alone (weights, gradients, optimizer state) overflows a device
+/// under every partition: some device holds at least ceil(params / pp) of the parameters,
+/// and every memory bound the DPs check is at least that many parameters' static bytes.
+/// Then no run of a time DP can admit a partition (each would try every upper bound in
+/// turn, the last unpruned), and the answer is the memory DP's shortfall at once.
+inline std::int64_t weights_alone_bytes(const PartitionRequest& request,
+                                        const LayerPrefix& prefix) {
+  const std::int64_t total = prefix.params[prefix.num_layers];
+  return request.memory.static_bytes((total + request.pp - 1) / request.pp, request.dp);
+}
+inline bool weights_alone_overflow(const PartitionRequest& request, const LayerPrefix& prefix) {
+  return weights_alone_bytes(request, prefix) > request.memory_capacity;
+}
+
+/// Past this many layers a memory DP run (the smallest shortfall below) takes seconds and
+/// the search for the most frugal partition minutes: where the weights alone overflow, the
+/// shortfall is their floor (MemoryShortfall::weights_alone).
+inline constexpr int kShortfallSearchMaxLayers = 1024;
+
+/// The shortfall from the weights' floor, when it is the answer (above); nullopt otherwise.
+inline std::optional<MemoryShortfall> weights_alone_shortfall(const PartitionRequest& request,
+                                                              const LayerPrefix& prefix) {
+  if (prefix.num_layers <= kShortfallSearchMaxLayers) return std::nullopt;
+  if (!weights_alone_overflow(request, prefix)) return std::nullopt;
+  return MemoryShortfall{0, weights_alone_bytes(request, prefix), request.memory_capacity, true};
+}
+
 /// Copies per-device loads and memory bounds into a result.
 inline void record_devices(const std::vector<DeviceCost>& devices, PartitionResult& result) {
   for (const DeviceCost& c : devices) {

@@ -250,8 +250,10 @@ PartitionAnswer partition_sequential(const PartitionRequest& request) {
   const double lower_bound = prefix.load_lower_bound(request.pp);
 
   SequentialDynamicProgram time_dp(request, Objective::time);
-  if (auto found = detail::solve_increasing(time_dp, lower_bound,
-                                            sequential_factors(time_dp, lower_bound))) {
+  if (detail::weights_alone_overflow(request, prefix)) {
+    // No time DP run can find a partition (partition_dp.hpp); skip to the shortfall.
+  } else if (auto found = detail::solve_increasing(time_dp, lower_bound,
+                                                   sequential_factors(time_dp, lower_bound))) {
     PartitionResult& r = outcome.result;
     r.layout = sequential_layout(found->first_layer, request.pp);
     r.method = request.routing == SkipRouting::direct ? "sequential-dp-direct" : "sequential-dp";
@@ -269,6 +271,7 @@ PartitionAnswer partition_sequential(const PartitionRequest& request) {
     outcome.status = r.exact ? SolveStatus::optimal : SolveStatus::feasible;
     return outcome;
   }
+  if ((outcome.shortfall = detail::weights_alone_shortfall(request, prefix))) return outcome;
   SequentialDynamicProgram memory_dp(request, Objective::memory);
   outcome.shortfall = detail::smallest_shortfall(memory_dp, request, prefix);
   return outcome;

@@ -608,8 +608,10 @@ PartitionAnswer partition_v(const PartitionRequest& request, SkipPolicy policy) 
                                       prefix.compute_in(0, 0) + prefix.compute_in(L - 1, L - 1));
 
   VDynamicProgram time_dp(request, policy, Objective::time);
-  if (auto found =
-          detail::solve_increasing(time_dp, lower_bound, detail::fine_upper_bound_factors())) {
+  if (detail::weights_alone_overflow(request, prefix)) {
+    // No time DP run can find a partition (partition_dp.hpp); skip to the shortfall.
+  } else if (auto found = detail::solve_increasing(time_dp, lower_bound,
+                                                   detail::fine_upper_bound_factors())) {
     outcome.result = to_result(*found, request, policy);
     outcome.result.lower_bound_s = lower_bound;
     bool local = true;
@@ -623,6 +625,7 @@ PartitionAnswer partition_v(const PartitionRequest& request, SkipPolicy policy) 
     return outcome;
   }
   if (policy == SkipPolicy::local_only) return outcome;  // the caller retries non-locally
+  if ((outcome.shortfall = detail::weights_alone_shortfall(request, prefix))) return outcome;
   // Nothing fits: find the partition with the smallest peak memory, to say by how much.
   VDynamicProgram memory_dp(request, policy, Objective::memory);
   outcome.shortfall = detail::smallest_shortfall(memory_dp, request, prefix);

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "certificate.hpp"
 #include "passes.hpp"
 #include "pulse/base/units.hpp"
 #include "pulse/profile/recompute.hpp"
@@ -185,6 +186,19 @@ Status prepare(const JobInputs& job, Level& level, CompileCache& cache) {
   return Ok{};
 }
 
+// Whether the level's answer is known before `row` is planned: its own row failed, and
+// neither `row` nor any row after it may be adopted (the sharded rows where pp was given),
+// so no plan can come out and the record of a level alone goes nowhere (a searched level's
+// goes into the plan: it is planned in full). A model that does not fit at the pp asked
+// for is refused without planning pp 1 over every device for a record nobody reads.
+bool unadoptable_from(const Level& level, const Alternative& row) {
+  if (level.alternative.axis == Axis::recompute) return false;
+  for (const Alternative* r = &row; r != level.rows.data() + level.rows.size(); ++r) {
+    if (r->adoption != Adoption::no) return false;
+  }
+  return true;
+}
+
 // The comparison within a level: every row planned, the fastest that may be adopted kept
 // (ties: the earlier row), with its memory curve; rows recorded in order.
 Result<LevelPlan> plan_level(const Level& level, CompileCache& cache, PassClock& clock,
@@ -194,6 +208,7 @@ Result<LevelPlan> plan_level(const Level& level, CompileCache& cache, PassClock&
   std::size_t best_row = 0;
   std::optional<Error> own_error;
   for (const Alternative& row : level.rows) {
+    if (own_error && !best && unadoptable_from(level, row)) return *own_error;
     Result<CompiledPlan> plan = tune(inputs_of(level, row.options, cache), clock);  // level 1
     if (!plan && plan.error().kind == ErrorKind::internal) return plan.error();
     if (&row == &level.rows.front() && !plan) own_error = plan.error();
@@ -211,6 +226,10 @@ Result<LevelPlan> plan_level(const Level& level, CompileCache& cache, PassClock&
   if (auto curved = memory_curve_pass(inputs_of(level, kept_options, cache), *best, clock);
       !curved) {
     return curved.error();
+  }
+  if (auto certified = certificate_pass(inputs_of(level, kept_options, cache), *best, clock);
+      !certified) {
+    return certified.error();
   }
   best->derived_times = level.inputs.derived_times;
   return LevelPlan{std::move(*best), best_row};

@@ -33,6 +33,15 @@ std::string shortfall_message(const CompileInputs& in, const Config& c, const Fa
                        f.num_stages(c.pp), c.pp, f.name);
   }
   const MemoryShortfall& s = *shortfall;
+  if (s.weights_alone) {
+    return fmt::format(
+        "{} does not fit {} at pp {} (dp {}, microbatch size {}): its weights, gradients and "
+        "optimizer state alone put at least {} on the fullest pipeline device of any partition, "
+        "{} more than the {} usable per device ({} minus {} reserved)",
+        model.name, cluster.name, c.pp, c.dp, c.microbatch_size, format_bytes(s.needed_bytes),
+        format_bytes(s.needed_bytes - s.capacity_bytes), format_bytes(s.capacity_bytes),
+        format_bytes(cluster.memory_bytes), format_bytes(cluster.reserved_bytes));
+  }
   return fmt::format(
       "{} does not fit {} at pp {} (dp {}, microbatch size {}): even the most memory-frugal "
       "partition, with one microbatch in flight, needs {} on pipeline device {}, {} more than "
@@ -175,17 +184,6 @@ void boundary_traffic(const PipelineModel& m, PlacementRequest& r) {
   }
 }
 
-// The activation budget in bytes per device (0: none): as given, or a fraction of the
-// device's usable memory.
-std::int64_t activation_budget(const PlanOptions& o, const ClusterProfile& cluster) {
-  if (o.activation_budget_fraction) {
-    const double bytes =
-        *o.activation_budget_fraction * static_cast<double>(cluster.usable_memory());
-    return std::max<std::int64_t>(1, static_cast<std::int64_t>(bytes));
-  }
-  return o.activation_budget_bytes.value_or(0);
-}
-
 // What the synthesizer is asked for `plan` at `effort`.
 ScheduleRequest schedule_request(const CompileInputs& in, const CompiledPlan& plan, Effort effort) {
   ScheduleRequest request;
@@ -226,6 +224,15 @@ void note_safety_limit(const CompileInputs& in, bool counted, const ScheduleAnsw
 }
 
 }  // namespace
+
+std::int64_t activation_budget(const PlanOptions& o, const ClusterProfile& cluster) {
+  if (o.activation_budget_fraction) {
+    const double bytes =
+        *o.activation_budget_fraction * static_cast<double>(cluster.usable_memory());
+    return std::max<std::int64_t>(1, static_cast<std::int64_t>(bytes));
+  }
+  return o.activation_budget_bytes.value_or(0);
+}
 
 double schedule_bound(const CompileInputs& in, const CompiledPlan& placed) {
   CompiledPlan plan = placed;

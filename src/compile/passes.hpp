@@ -45,6 +45,10 @@ void pipeline_model_pass(const CompileInputs& in, CompiledPlan& plan, const Pass
 Status replace_pass(const CompileInputs& in, const Config& c, CompiledPlan& plan, PassState& st,
                     PassClock& clock);
 
+/// The activation budget per device the options ask for (--activation-budget, bytes or a
+/// fraction of the usable memory); 0: none.
+std::int64_t activation_budget(const PlanOptions& o, const ClusterProfile& cluster);
+
 /// "memory limits": each device's static state, and how many microbatches it can hold in
 /// flight whatever the order of its ops (cost/memory.hpp).
 /// No schedule of the placed plan `placed` within each device's memory has a shorter

@@ -300,6 +300,7 @@ Plan build_plan(const CompiledPlan& p, const ModelProfile& model, const ClusterP
   plan.pipeline_or_not = p.pipeline_or_not;
   plan.recompute_search = p.recompute_search;
   plan.alternatives = p.alternatives;
+  plan.certificate = p.certificate;
   plan.warnings = plan_warnings(plan);
   return plan;
 }

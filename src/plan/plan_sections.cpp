@@ -446,6 +446,35 @@ void alternative_keys(IO& io, T& a) {
   answer_figure_keys(io, a);
 }
 
+template <class IO, class T>
+void certificate_keys(IO& io, T& x) {
+  io.field("bound_s", x.bound_s, seconds());
+  io.field("binding", x.binding,
+           choice({"device_work", "critical_path", "fill_drain", "allreduce", "memory"}));
+  io.field("gap", x.gap, number(Format::ratio, Range::positive));
+  io.field("device_work_s", x.device_work_s, seconds());
+  io.field("critical_path_s", x.critical_path_s, seconds());
+  io.field("fill_drain_s", x.fill_drain_s, seconds());
+  io.field("allreduce_s", x.allreduce_s, seconds());
+  io.field("memory_s", x.memory_s, seconds());
+  io.object("partition", x.partition, [](auto& sub, auto& c) {
+    sub.field("largest_layer_s", c.largest_layer_s, seconds());
+    sub.field("average_device_load_s", c.average_device_load_s, seconds());
+    sub.field("bound_s", c.bound_s, seconds());
+    sub.field("gap", c.gap, number(Format::ratio, Range::positive));
+  });
+  io.objects(
+      "published", x.published,
+      [](auto& sub, auto& g) {
+        sub.field("schedule", g.schedule, text());
+        sub.field("feasible", g.feasible, flag());
+        sub.field("iteration_s", g.iteration_s, seconds());
+        sub.field("gap", g.gap, number(Format::ratio, Range::positive));
+        sub.field("reason", g.reason, text());
+      },
+      Need::defaulted);
+}
+
 // The whole plan. `schema` is checked before anything else (plan_codec.cpp), so it is
 // written here and not read. The degrees come before every index they bound.
 template <class IO, class P>
@@ -477,6 +506,7 @@ void all_keys(IO& io, P& p) {
   io.object("recompute_search", p.recompute_search,
             [](auto& sub, auto& x) { recompute_search_keys(sub, x); });
   io.objects("alternatives", p.alternatives, [](auto& sub, auto& x) { alternative_keys(sub, x); });
+  io.object("certificate", p.certificate, [](auto& sub, auto& x) { certificate_keys(sub, x); });
   io.list("warnings", p.warnings, note().defaulted());
 }
 

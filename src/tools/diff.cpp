@@ -205,6 +205,13 @@ void placement_and_stages(PlanDiff& d, const Plan& a, const Plan& b) {
   }
 }
 
+// The plan's certificate in a cell: its bound, the term that binds, the plan's gap to it.
+std::string certificate_text(const Plan& p) {
+  if (!p.certificate) return "-";
+  const PlanCertificate& c = *p.certificate;
+  return fmt::format("{} ({}), {:.3f}x", format_seconds(c.bound_s), c.binding, c.gap);
+}
+
 void schedule_and_time(PlanDiff& d, const Plan& a, const Plan& b) {
   RowWriter sc(d, "schedule");
   sc.text("policy", "policy", a.schedule_info.policy.value_or(""),
@@ -221,6 +228,10 @@ void schedule_and_time(PlanDiff& d, const Plan& a, const Plan& b) {
   t.ratio("bubble_ratio", "bubble", x.bubble_ratio, y.bubble_ratio);
   t.seconds("allreduce_exposed_s", "all-reduce exposed", x.allreduce_exposed_s.value_or(0),
             y.allreduce_exposed_s.value_or(0));
+  // Plans from before certificates have none: their diff stays as it was.
+  if (a.certificate || b.certificate) {
+    t.text("certificate", "bound (gap)", certificate_text(a), certificate_text(b));
+  }
 }
 
 // Device time per sample of one plan: every pipeline device's time over an iteration

@@ -10,6 +10,7 @@
 
 #include "html_parts.hpp"
 #include "pulse/base/units.hpp"
+#include "pulse/plan/certificate.hpp"
 #include "pulse/tools/export.hpp"
 
 namespace pulse {
@@ -34,6 +35,9 @@ std::string plan_section(const Plan& p, double scale_s, int index) {
       p.pp(), p.parallelism.dp, p.num_stages(), p.parallelism.num_microbatches,
       p.parallelism.microbatch_size, format_seconds(p.predicted.iteration_s),
       p.predicted.samples_per_s, 100 * p.predicted.bubble_ratio);
+  if (p.certificate) {
+    out += fmt::format("<p class=\"note\">{}</p>\n", esc(certificate_line(*p.certificate)));
+  }
   out += "<h3>Schedule</h3>\n" +
          html::timeline_svg(p, scale_s, fmt::format("timeline-{}", index), kFrame) +
          html::stage_legend(p);

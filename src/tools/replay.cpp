@@ -316,6 +316,7 @@ Result<Replay> Rebuild::run() {
     if (link_scale_ != 1) out_.cost_source += fmt::format(", link times / {:g}", link_scale_);
   }
   if (compute_scale_ != 1) out_.cost_source += fmt::format(", stage times x{:g}", compute_scale_);
+  out_.own_costs = !cluster_ && link_scale_ == 1 && compute_scale_ == 1;
   out_.figures = plan_;
   out_.figures.schedule_info.makespan_s = out_.timeline.makespan_s;
   if (out_.figures.cost_model && (compute_scale_ != 1 || link_scale_ != 1)) {

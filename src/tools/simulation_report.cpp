@@ -9,6 +9,7 @@
 #include "pulse/base/io.hpp"
 #include "pulse/base/text.hpp"
 #include "pulse/base/units.hpp"
+#include "pulse/plan/certificate.hpp"
 
 namespace pulse {
 
@@ -16,6 +17,22 @@ namespace {
 
 std::string gib(std::int64_t bytes) {
   return fmt::format("{:.2f}", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+}
+
+// The certificate of the replayed stages: the plan's memory term still holds on its own
+// costs; the others are recomputed (a what-if replay moves them).
+PlanCertificate replayed_certificate(const Plan& plan, const Replay& r) {
+  std::vector<double> allreduce;
+  for (const AllReduce& a : r.evaluation.allreduce) allreduce.push_back(a.seconds);
+  std::optional<double> memory;
+  if (r.own_costs && plan.certificate) memory = plan.certificate->memory_s;
+  PlanCertificate c = iteration_bounds(r.model, plan.parallelism.num_microbatches,
+                                       r.schedule.split_backward, allreduce, memory);
+  if (r.own_costs && plan.certificate) {
+    c.partition = plan.certificate->partition;
+    c.published = plan.certificate->published;
+  }
+  return with_gap(std::move(c), r.evaluation.iteration_s);
 }
 
 }  // namespace
@@ -40,6 +57,7 @@ std::string simulation_report_text(const std::string& name, const Plan& plan, co
                    format_seconds(exposed)));
   line(fmt::format("  throughput  {:>12.2f}  samples/s", e.samples_per_s));
   line(fmt::format("  bubble      {:>11.1f}%  of pipeline device time idle", 100 * e.bubble_ratio));
+  line("  " + certificate_line(replayed_certificate(plan, r)));
   line("");
   line(
       "  device  compute_s  send_s  idle_s  allreduce_s  in-flight  peak GiB = weights + grads "

@@ -109,6 +109,8 @@ struct CompiledPlan : Degrees {
   /// Level 0's table (src/compile/alternatives.hpp): every alternative the plan was weighed
   /// against, as planned, the chosen one marked; the three members above are its views.
   std::vector<AlternativeAnswer> alternatives;
+  /// The plan's certificate (plan/certificate.hpp), on the plan kept only.
+  std::optional<PlanCertificate> certificate;
   std::vector<PassTime> pass_times;
   /// Schedule syntheses of this compile (any configuration or family, not only the plan
   /// kept) that the wall-clock safety limit stopped before their work limits did: when

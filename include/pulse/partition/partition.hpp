@@ -73,6 +73,10 @@ struct MemoryShortfall {
   DeviceId device = 0;
   std::int64_t needed_bytes = 0;
   std::int64_t capacity_bytes = 0;
+  /// needed_bytes is what the weights' state alone puts on the fullest device of any
+  /// partition (an even share of the parameters), not the most frugal partition's need: on
+  /// models past kShortfallSearchMaxLayers, where searching for that partition takes minutes.
+  bool weights_alone = false;
 };
 
 struct PartitionResult {

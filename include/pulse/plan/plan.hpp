@@ -463,6 +463,42 @@ struct AlternativeAnswer {
   std::optional<std::string> reason;  ///< Why it has no figures, or was not planned.
 };
 
+/// `certificate.partition`: the partition against what no partition of its family on as many
+/// devices can beat (per microbatch, compute only): the heaviest layer, the average device
+/// load, and under the V the first and last layer together (device 0 runs both).
+struct PartitionCertificate {
+  double largest_layer_s = 0;        ///< The heaviest layer's forward + backward.
+  double average_device_load_s = 0;  ///< Every layer's forward + backward over pp devices.
+  double bound_s = 0;                ///< partition.lower_bound_s: the largest of the above.
+  double gap = 0;                    ///< partition.objective_s / bound_s.
+};
+
+/// `certificate.published[]`: a published schedule (schedule/published.hpp) on the plan's
+/// own stages and devices, replayed by the same simulator, and its gap to the bound.
+struct PublishedGap {
+  std::string schedule;   ///< The registry's name: "1f1b", "zbv-torch", "dualpipev", ...
+  bool feasible = false;  ///< Generated, and within every device's memory.
+  std::optional<double> iteration_s;
+  std::optional<double> gap;          ///< iteration_s / certificate.bound_s.
+  std::optional<std::string> reason;  ///< Why it has no figures.
+};
+
+/// `certificate`: lower bounds on the iteration time that hold for every schedule of the
+/// plan's stages on its devices (plan/certificate.hpp says how each is derived), the one that
+/// binds, and the plan's gap to it.
+struct PlanCertificate {
+  double bound_s = 0;   ///< The largest term.
+  std::string binding;  ///< Its name: "device_work", "critical_path", "fill_drain", ...
+  double gap = 0;       ///< predicted.iteration_s / bound_s (1: the plan is optimal).
+  double device_work_s = 0;
+  double critical_path_s = 0;
+  double fill_drain_s = 0;
+  double allreduce_s = 0;
+  std::optional<double> memory_s;  ///< The synthesizer's bound under each device's memory.
+  std::optional<PartitionCertificate> partition;
+  std::vector<PublishedGap> published;
+};
+
 struct Plan {
   std::string file;  ///< Where it was read from, for messages (not a JSON key).
   std::string schema = kPlanSchema;
@@ -487,6 +523,7 @@ struct Plan {
   std::optional<PipelineOrNot> pipeline_or_not;
   std::optional<RecomputeSearch> recompute_search;
   std::optional<std::vector<AlternativeAnswer>> alternatives;
+  std::optional<PlanCertificate> certificate;
   /// What the plan should make its user look again at (bubble above 50%, a device above 95%
   /// of its usable memory, one microbatch in flight per device); empty: nothing.
   std::vector<std::string> warnings;

@@ -49,6 +49,8 @@ struct Replay {
   Plan figures;
   std::int64_t capacity_bytes = 0;  ///< Usable memory per device; 0 when the plan says none.
   std::string cost_source;          ///< "the plan's own cost model ..." or "cluster NAME (FILE)".
+  /// Replayed on the plan's own cost model, unscaled: what the plan states still holds.
+  bool own_costs = false;
 };
 
 /// Rebuilds and replays. Input errors (exit 2) name the plan file and JSON path of what is

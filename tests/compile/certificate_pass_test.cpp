@@ -1,0 +1,105 @@
+// The certificate over the shipped models: no schedule of a plan's stages that the
+// synthesizer or any published generator produces is shorter than the plan's bound, and the
+// bound holds the plan's own iteration.
+#include <gtest/gtest.h>
+
+#include "pulse/compile/compile.hpp"
+#include "pulse/cost/cost_model.hpp"
+#include "pulse/plan/certificate.hpp"
+#include "pulse/schedule/published.hpp"
+#include "pulse/simulate/evaluate.hpp"
+#include "pulse/simulate/simulate.hpp"
+#include "support/test_support.hpp"
+
+namespace pulse {
+namespace {
+
+using test::Inputs;
+
+// The bounds are whole nanoseconds; a simulated iteration, a sum of them, may carry float
+// error below half of one.
+constexpr double kHalfQuantum = kTimeQuantum_s / 2;
+
+// Each schedule of the registry on the plan's stages: none beats the bound without memory;
+// those within each device's memory do not beat the memory term either.
+void expect_published_above(const CompiledPlan& p, const Inputs& in, const std::string& what) {
+  const PlanCertificate& c = *p.certificate;
+  std::vector<double> allreduce;
+  for (const AllReduce& a : p.evaluation.allreduce) allreduce.push_back(a.seconds);
+  const double without_memory =
+      std::max({c.device_work_s, c.critical_path_s, c.fill_drain_s, c.allreduce_s});
+  for (PublishedSchedule which : published_schedules()) {
+    PublishedRequest r;
+    r.model = &p.model;
+    r.num_microbatches = p.num_microbatches;
+    r.split_backward = p.schedule.split_backward;
+    const Result<Schedule> s = published_schedule(which, r);
+    if (!s) continue;
+    const Result<Timeline> t =
+        simulate(p.model, *s, p.num_microbatches, p.static_bytes, Peaks::rule_only);
+    ASSERT_TRUE(t.ok()) << t.error().message;
+    const double iteration =
+        evaluate(p.model, *t, allreduce, p.global_batch, p.options.memory).iteration_s;
+    EXPECT_GE(iteration + kHalfQuantum, without_memory)
+        << what << " " << published_schedule_name(which);
+    if (c.memory_s && within_memory(*t, p.static_bytes, in.cluster.usable_memory())) {
+      EXPECT_GE(iteration + kHalfQuantum, *c.memory_s)
+          << what << " " << published_schedule_name(which);
+    }
+  }
+}
+
+TEST(CertificatePass, NoScheduleOfTheShippedModelsBeatsItsBound) {
+  const char* models[] = {"tiny-unet",          "sd2-unet-512",   "uvit-l2-256",
+                          "hunyuan-dit-g2-512", "flux1-dev-1024", "sdxl-unet-1024"};
+  for (const char* model : models) {
+    for (const char* cluster : {"dgx1-v100-32gb-1n", "atlas800-910a-1n"}) {
+      const Inputs in = test::shipped(model, cluster);
+      for (bool split : {false, true}) {
+        PlanOptions o;
+        o.split_backward = split;
+        const CompiledPlan p = test::compile_ok(in, o);
+        const std::string what = std::string(model) + " on " + cluster + (split ? " split" : "");
+        ASSERT_TRUE(p.certificate) << what;
+        const PlanCertificate& c = *p.certificate;
+        EXPECT_GE(p.evaluation.iteration_s + kHalfQuantum, c.bound_s) << what;
+        EXPECT_GE(c.gap, 1.0) << what;
+        EXPECT_GE(c.partition->gap, 1.0) << what;
+        for (const PublishedGap& g : c.published) {
+          if (g.gap) EXPECT_GE(*g.gap, 1.0) << what << " " << g.schedule;
+        }
+        expect_published_above(p, in, what);
+      }
+    }
+  }
+}
+
+TEST(CertificatePass, FillAndDrainMetExactlyByHand) {
+  // tests/simulate/evaluate_test.cpp's 1F1B plan (pp 2, M 4, F 1 s, B 2 s, 1.5 s blocking
+  // messages) on one replica: device 1 starts at 2.5 s, works 4 x 4.5 s and after its last
+  // backward the message (in its work) and device 0's B 2 s follow: 2.5 + 18 + 2 = 22.5 s,
+  // the makespan the test works out by hand. With 2 replicas the 12 s all-reduce after
+  // device 1's work binds: 2.5 + 18 + 12 = 32.5 s against the iteration's 34.5 s.
+  const ModelProfile model = test::make_model({{1.0, 1000, 100, 1000}, {1.0, 1000, 100, 1000}}, {});
+  const ClusterProfile cluster = test::make_cluster(2, 2, std::int64_t{1} << 30, 1000.0, 0.5);
+  for (int dp : {1, 2}) {
+    PlanOptions o;
+    o.strategy = Strategy::one_f_one_b;
+    o.pp = 2;
+    o.dp = dp;
+    o.global_batch = 4 * dp;
+    const auto p = compile_plan(model, cluster, o);
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    const PlanCertificate& c = *p->certificate;
+    EXPECT_DOUBLE_EQ(c.device_work_s, 18);
+    EXPECT_DOUBLE_EQ(c.critical_path_s, 9);
+    EXPECT_DOUBLE_EQ(c.fill_drain_s, 22.5);
+    EXPECT_DOUBLE_EQ(c.allreduce_s, dp == 1 ? 20.5 : 32.5);  // 2.5 + 18 + (0 or 12)
+    EXPECT_EQ(c.binding, dp == 1 ? "fill_drain" : "allreduce");
+    EXPECT_DOUBLE_EQ(c.bound_s, dp == 1 ? 22.5 : 32.5);
+    EXPECT_DOUBLE_EQ(c.gap, dp == 1 ? 1.0 : 34.5 / 32.5);
+  }
+}
+
+}  // namespace
+}  // namespace pulse
