@@ -34,6 +34,7 @@ TARGETS_OF_SCHEMA = {
     "pulse.model/v1": ["model_profile_fuzz", "plan_roundtrip_fuzz"],
     "pulse.cluster/v1": ["cluster_profile_fuzz"],
     "pulse.plan/v1": ["plan_reader_fuzz"],
+    "pulse.plan/v2": ["plan_reader_fuzz"],
 }
 TARGETS = sorted({t for targets in TARGETS_OF_SCHEMA.values() for t in targets})
 

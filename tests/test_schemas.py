@@ -145,7 +145,7 @@ class Schemas(unittest.TestCase):
                 model = os.path.join(run.tmp, words[words.index("--model") + 1])
                 cluster = os.path.join(run.tmp, words[words.index("--cluster") + 1])
                 outputs = [str(p) for p in run.tmp.rglob("*.json")
-                           if load(p).get("schema") == "pulse.plan/v1"]
+                           if load(p).get("schema") in ("pulse.plan/v1", "pulse.plan/v2")]
                 if run.stdout.startswith('{\n  "schema": "pulse.plan/'):
                     outputs.append(os.path.join(run.tmp, "stdout.plan.json"))
                     with open(outputs[-1], "w") as f:

@@ -60,7 +60,7 @@ def parser() -> argparse.ArgumentParser:
                formatter_class=argparse.RawDescriptionHelpFormatter,
                epilog="\n\n".join(__doc__.split("\n\n")[1:]))
     ranges = opt.RUN_RANGES
-    p.add_argument("--plan", required=True, help="a pulse.plan/v1 plan (pulse-plan plan -o)")
+    p.add_argument("--plan", required=True, help="a pulse.plan/v2 or v1 plan (pulse-plan plan -o)")
     p.add_argument("--model", required=True,
                    help="FILE.py:FUNCTION returning a block-list model or any traceable "
                    "nn.Module (docs/torch.md)")
@@ -84,7 +84,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--momentum", type=ranges["momentum"], default=0.0,
                    help="SGD momentum (default 0)")
     p.add_argument("--zero", choices=("plan", "0", "1", "2", "3"), default="plan",
-                   help="the ZeRO stage (default: the plan's options.memory.zero_stage; "
+                   help="the ZeRO stage (default: the plan's chosen.memory.zero_stage; "
                    "another runs with a warning)")
     p.add_argument("--seed", type=ranges["seed"], default=0,
                    help="model init; iteration i trains on the batch of seed + 1 + i")

@@ -1,4 +1,4 @@
-"""A pulse.plan/v1 plan as typed, read-only records, read once from JSON: the one place a
+"""A pulse.plan/v2 (or v1) plan as typed, read-only records, read once from JSON: the one place a
 runtime reads a plan.
 
 `read_plan(path)` refuses a plan that cannot be run, each time with one PlanError line naming
@@ -19,8 +19,15 @@ the file, the JSON path and what was expected (the runtimes exit 2 with it), in 
 Nothing here knows about a model: plan.py binds a PlanDoc to one (layer ranges, messages), and
 the PyTorch-pipelining adapter (pipelining.py) reads the same records.
 
+The modes a plan is executed in (ZeRO stage, precision, recomputation mode) are what the
+planner chose: a v2 plan's `chosen` (`chosen.memory.zero_stage`, `chosen.memory.precision`,
+`chosen.recompute`), whose `options` are the options as given (`options.memory.zero_stage` is
+null when --zero was not given, `options.recompute` may be `auto`); a v1 plan (or a v2 plan
+without `chosen`, written by hand) states them in `options` (`options.memory.zero_stage`,
+`options.memory.precision`, `options.recompute`). `PlanDoc.modes_path` names the section read.
+
 Optional keys, read when present:
-- `options.memory.precision`: the training regime the plan was made for (precision.py's
+- the precision (above): the training regime the plan was made for (precision.py's
   names; absent: `mixed`, the planner's default); an unknown name is a PlanError;
 - `predicted.devices[].memory`: the training state each pipeline device holds by the plan
   (weights, gradients, optimizer bytes), which the summary puts beside what a rank held;
@@ -39,7 +46,8 @@ from typing import Any, Callable, TypeVar
 from . import plan_json
 from .plan_json import PlanError
 
-SCHEMA = "pulse.plan/v1"
+SCHEMA = "pulse.plan/v2"  # the version the planner writes
+SCHEMAS = (SCHEMA, "pulse.plan/v1")  # the versions read
 OPS = ("F", "B", "I", "W")
 SIDES = ("encoder", "decoder", "chain", "")  # the stage kinds the runtimes execute
 PRECISIONS = ("mixed", "fp16-mixed", "bf16", "fp32", "fp64")  # options.PRECISIONS
@@ -157,6 +165,7 @@ class PlanDoc:
     predicted: Prediction
     precision: str = "mixed"
     recompute: str = "none"
+    modes_path: str = "$.options"  # where zero_stage, precision and recompute were read
 
     @property
     def stage_device(self) -> list[int]:
@@ -226,18 +235,22 @@ def read_plan(path: str) -> PlanDoc:
     if (path, sha256) in _READ:
         return _READ[path, sha256]
     raw = plan_json.parse(path, data)
-    if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
-        raise PlanError(f"{path}: not a {SCHEMA} plan ($.schema)")
+    if not isinstance(raw, dict) or raw.get("schema") not in SCHEMAS:
+        raise PlanError(f"{path}: not a {' or '.join(SCHEMAS)} plan ($.schema)")
     plan_json.walk(path, raw)
     plan_json.validate(path, raw)
     r = _Reader(path)
     options = r.get(raw, "options", dict, "$")
-    memory = r.get(options, "memory", dict, "$.options", {})
+    # The modes planned: v2's `chosen`, else (v1) the options, which then are what was planned.
+    modes_path = "$.chosen" if raw["schema"] != "pulse.plan/v1" and "chosen" in raw \
+        else "$.options"
+    modes = r.get(raw, "chosen", dict, "$") if modes_path == "$.chosen" else options
+    memory = r.get(modes, "memory", dict, modes_path, {})
     doc = PlanDoc(
         path=path, sha256=sha256,
         strategy=r.get(options, "strategy", str, "$.options"),
         split_backward=r.get(options, "split_backward", bool, "$.options", False),
-        zero_stage=r.get(memory, "zero_stage", int, "$.options.memory", 0),
+        zero_stage=_zero_stage(r, memory, modes_path),
         parallelism=_parallelism(r, r.get(raw, "parallelism", dict, "$"), "$.parallelism"),
         stages=tuple(r.items(raw, "stages", "$", lambda n, w: _stage(r, n, w))),
         skips=tuple(r.items(raw, "skips", "$", lambda n, w: _skip(r, n, w))),
@@ -246,19 +259,35 @@ def read_plan(path: str) -> PlanDoc:
         schedule=_schedule(r, raw),
         rank_map=_rank_map(r, r.get(raw, "rank_map", dict, "$"), "$.rank_map"),
         predicted=_prediction(r, r.get(raw, "predicted", dict, "$"), "$.predicted"),
-        precision=_precision(r, memory),
-        recompute=r.get(options, "recompute", str, "$.options", "none"))
+        precision=_precision(r, memory, modes_path),
+        recompute=_recompute(r, modes, modes_path),
+        modes_path=modes_path)
     check(doc)
     _READ[(path, sha256)] = doc
     return doc
 
 
-def _precision(r: _Reader, memory: dict) -> str:
-    name = r.get(memory, "precision", str, "$.options.memory", "mixed")
+def _zero_stage(r: _Reader, memory: dict, where: str) -> int:
+    zero = r.get(memory, "zero_stage", (int, type(None)), f"{where}.memory", 0)
+    if zero is None:  # a v2 plan without `chosen`: --zero not given, the stage planned is 0
+        return 0
+    return zero
+
+
+def _precision(r: _Reader, memory: dict, where: str) -> str:
+    name = r.get(memory, "precision", str, f"{where}.memory", "mixed")
     if name not in PRECISIONS:
-        raise PlanError(f"{r.path}: $.options.memory.precision: expected one of "
+        raise PlanError(f"{r.path}: {where}.memory.precision: expected one of "
                         f"{list(PRECISIONS)}, got {name!r}")
     return name
+
+
+def _recompute(r: _Reader, modes: dict, where: str) -> str:
+    mode = r.get(modes, "recompute", str, where, "none")
+    if mode not in ("none", "selective", "full"):  # "auto" is an option, never a mode planned
+        raise PlanError(f"{r.path}: {where}.recompute: expected none, selective or full (the "
+                        f"mode planned), got {mode!r}")
+    return mode
 
 
 def _parallelism(r: _Reader, node: dict, where: str) -> Parallelism:

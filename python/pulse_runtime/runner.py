@@ -81,7 +81,7 @@ def device_type(opts: RunOptions) -> str:
 
 
 def run_precision(opts: RunOptions, doc: PlanDoc) -> tuple[str, list[str]]:
-    """The precision that runs: the plan's (`options.memory.precision`), or the one asked for
+    """The precision that runs: the plan's (`chosen.memory.precision`; v1: `options.memory`), or the one asked for
     (--precision, --dtype) when it is the plan's too; another is refused (RunError naming
     both) unless --force-precision, which runs it with a warning."""
     asked = opts.precision or opts.dtype
@@ -96,7 +96,7 @@ def run_precision(opts: RunOptions, doc: PlanDoc) -> tuple[str, list[str]]:
         return name, []
     if not opts.force_precision:
         raise RunError(f"{doc.path}: the plan is made for precision {doc.precision} "
-                       f"($.options.memory.precision), this run asks for {name} ({flag}); plan "
+                       f"({doc.modes_path}.memory.precision), this run asks for {name} ({flag}); plan "
                        f"with --precision {name}, or pass --force-precision to run it anyway")
     return name, [f"running precision {name} on a plan made for {doc.precision} "
                   f"(--force-precision): the plan's memory and time figures are not this run's"]

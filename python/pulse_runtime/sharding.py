@@ -1,5 +1,5 @@
 """Sharded data parallelism, executed by PyTorch's own code, per pipeline stage over the
-stage's data-parallel group (the plan's `options.memory.zero_stage`):
+stage's data-parallel group (the plan's `chosen.memory.zero_stage`; v1: `options.memory.zero_stage`):
 
 - ZeRO-1: `torch.distributed.optim.ZeroRedundancyOptimizer` (optim.py): every replica holds
   the whole stage and its gradients (all-reduced), and the optimizer state of its share of
@@ -59,7 +59,7 @@ def require_fully_shard(zero_stage: int) -> Any:
         getattr(fsdp, "fully_shard")
         getattr(fsdp, "MixedPrecisionPolicy")
     except (ImportError, AttributeError) as e:
-        raise ShardingError(f"ZeRO-{zero_stage} (options.memory.zero_stage {zero_stage}) runs on "
+        raise ShardingError(f"ZeRO-{zero_stage} (chosen.memory.zero_stage {zero_stage}) runs on "
                             f"torch.distributed.fsdp.fully_shard, which PyTorch "
                             f"{torch.__version__} lacks ({e})") from None
     return fsdp

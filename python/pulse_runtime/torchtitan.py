@@ -148,7 +148,7 @@ def data_parallel(doc: PlanDoc) -> dict[str, Any]:
     if dp == 1:
         return {"data_parallel_shard_degree": 1, "data_parallel_replicate_degree": 1}
     if zero == 1:
-        raise ExportError(f"{doc.path}: ZeRO-1 (options.memory.zero_stage): torchtitan shards "
+        raise ExportError(f"{doc.path}: ZeRO-1 ({doc.modes_path[2:]}.memory.zero_stage): torchtitan shards "
                           f"optimizer state only together with gradients (FSDP); plan with "
                           f"--zero 0, 2 or 3")
     if zero == 0:
@@ -162,7 +162,7 @@ def training(doc: PlanDoc) -> dict[str, Any]:
     param = {"mixed": "bfloat16", "fp32": "float32"}.get(doc.precision)
     if param is None:
         raise ExportError(f"{doc.path}: precision {doc.precision} "
-                          f"(options.memory.precision): torchtitan trains mixed (bf16 with "
+                          f"({doc.modes_path[2:]}.memory.precision): torchtitan trains mixed (bf16 with "
                           f"fp32 master weights) or fp32")
     return {"local_batch_size": par.num_microbatches * par.microbatch_size,
             "global_batch_size": par.global_batch, "mixed_precision_param": param,

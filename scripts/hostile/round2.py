@@ -36,7 +36,7 @@ def fifo(name):
 # ================================================================ outputs that are not files
 def descriptor_outputs():
     """/dev/stdout, /dev/stderr, /dev/fd/N: written directly, never replaced."""
-    holds_plan = hooks.file_holds('captured.json', b'"schema": "pulse.plan/v1"')
+    holds_plan = hooks.file_holds('captured.json', b'"schema": "pulse.plan/v2"')
     for name, target, run in [('stdout', '/dev/stdout', hooks.stdout_to('captured.json')),
                               ('stderr', '/dev/stderr', hooks.stderr_to('captured.json')),
                               ('fd1', '/dev/fd/1', hooks.stdout_to('captured.json')),
@@ -84,7 +84,7 @@ def descriptor_outputs():
     case(OUT, 'o-link-to-dev-stdout', PLAN + ['-o', 'out'], expect=(0,), outputs=('captured.json',),
          setup=lambda d: os.symlink('/dev/stdout', d + '/out'), run=hooks.stdout_to('captured.json'),
          post=hooks.all_of(hooks.link_kept('out', '/dev/stdout', b''),
-                           hooks.file_holds('captured.json', b'pulse.plan/v1')))
+                           hooks.file_holds('captured.json', b'pulse.plan/v2')))
     case(OUT, 'o-link-to-dev-null', PLAN + ['-o', 'out'], expect=(0,),
          setup=lambda d: os.symlink('/dev/null', d + '/out'),
          post=hooks.link_kept('out', '/dev/null', b''))
@@ -100,15 +100,15 @@ def link_outputs():
         os.symlink('link2.json', d + '/link3.json')
     case(OUT, 'o-through-link', PLAN + ['-o', 'link.json'], expect=(0,),
          outputs=('real/plan.json',), setup=real,
-         post=hooks.link_kept('link.json', 'real/plan.json', b'pulse.plan/v1'))
+         post=hooks.link_kept('link.json', 'real/plan.json', b'pulse.plan/v2'))
     case(OUT, 'o-through-chain-of-links', PLAN + ['-o', 'link3.json'], expect=(0,),
          outputs=('real/plan.json',), setup=real,
          post=hooks.all_of(hooks.link_kept('link3.json', 'link2.json', b''),
-                           hooks.link_kept('link.json', 'real/plan.json', b'pulse.plan/v1')))
+                           hooks.link_kept('link.json', 'real/plan.json', b'pulse.plan/v2')))
     case(OUT, 'o-through-dangling-link', PLAN + ['-o', 'dangle.json'], expect=(0,),
          outputs=('sub/new.json',), setup=lambda d: (os.mkdir(d + '/sub'),
                                                      os.symlink('sub/new.json', d + '/dangle.json')),
-         post=hooks.link_kept('dangle.json', 'sub/new.json', b'pulse.plan/v1'))
+         post=hooks.link_kept('dangle.json', 'sub/new.json', b'pulse.plan/v2'))
     case(OUT, 'o-link-loop', PLAN + ['-o', 'a.json'], expect=(2,), msg=r'a\.json.*link',
          setup=lambda d: (os.symlink('b.json', d + '/a.json'), os.symlink('a.json', d + '/b.json')))
     case(OUT, 'o-trace-link-to-output', PLAN + ['-o', 'a.json', '--trace', 'l.json'], expect=(2,),
@@ -135,7 +135,7 @@ def special_outputs():
     """Named pipes, sockets, pseudo file systems, devices."""
     case(OUT, 'o-fifo-with-reader', PLAN + ['-o', 'pipe'], expect=(0,), setup=fifo('pipe'),
          outputs=('got.json',), run=hooks.fifo_reader('pipe', 'got.json'),
-         post=hooks.file_holds('got.json', b'pulse.plan/v1'))
+         post=hooks.file_holds('got.json', b'pulse.plan/v2'))
     case(OUT, 'o-trace-fifo-with-reader', PLAN + ['-o', 'plan.json', '--trace', 'pipe'],
          expect=(0,), setup=fifo('pipe'), outputs=('got.json', 'plan.json'),
          run=hooks.fifo_reader('pipe', 'got.json'), post=hooks.file_holds('got.json', b'traceEvents'))

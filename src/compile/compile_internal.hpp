@@ -158,7 +158,8 @@ FamilyOutcome outcome_of(const Family& f, const CompiledPlan* plan, bool synthes
 /// The largest peak memory of any device of the plan, in bytes.
 std::int64_t largest_peak_bytes(const CompiledPlan& p);
 
-/// True when `a` is faster than `b` (samples per second; ties: fewer bytes moved).
+/// True when `a` is faster than `b` (samples per second; ties: the smaller largest peak, then
+/// fewer bytes moved).
 bool faster_plan(const CompiledPlan& a, const CompiledPlan& b);
 
 }  // namespace pulse::detail

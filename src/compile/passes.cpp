@@ -33,22 +33,34 @@ std::string shortfall_message(const CompileInputs& in, const Config& c, const Fa
                        f.num_stages(c.pp), c.pp, f.name);
   }
   const MemoryShortfall& s = *shortfall;
+  // The cluster here has its usable memory capped at the headroom (scale_inputs): say so.
+  const double headroom = in.options->headroom_fraction();
+  const auto usable = static_cast<std::int64_t>(
+      std::llround(static_cast<double>(cluster.usable_memory()) / headroom));
+  const std::string capacity =
+      headroom == 1
+          ? fmt::format("the {} usable per device ({} minus {} reserved)",
+                        format_bytes(s.capacity_bytes), format_bytes(cluster.memory_bytes),
+                        format_bytes(cluster.reserved_bytes))
+          : fmt::format(
+                "the {} a device may fill (--headroom {:g} of its {} usable: {} minus "
+                "{} reserved)",
+                format_bytes(s.capacity_bytes), headroom, format_bytes(usable),
+                format_bytes(cluster.memory_bytes), format_bytes(cluster.memory_bytes - usable));
   if (s.weights_alone) {
     return fmt::format(
         "{} does not fit {} at pp {} (dp {}, microbatch size {}): its weights, gradients and "
         "optimizer state alone put at least {} on the fullest pipeline device of any partition, "
-        "{} more than the {} usable per device ({} minus {} reserved)",
+        "{} more than {}",
         model.name, cluster.name, c.pp, c.dp, c.microbatch_size, format_bytes(s.needed_bytes),
-        format_bytes(s.needed_bytes - s.capacity_bytes), format_bytes(s.capacity_bytes),
-        format_bytes(cluster.memory_bytes), format_bytes(cluster.reserved_bytes));
+        format_bytes(s.needed_bytes - s.capacity_bytes), capacity);
   }
   return fmt::format(
       "{} does not fit {} at pp {} (dp {}, microbatch size {}): even the most memory-frugal "
       "partition, with one microbatch in flight, needs {} on pipeline device {}, {} more than "
-      "the {} usable per device ({} minus {} reserved)",
+      "{}",
       model.name, cluster.name, c.pp, c.dp, c.microbatch_size, format_bytes(s.needed_bytes),
-      s.device, format_bytes(s.needed_bytes - s.capacity_bytes), format_bytes(s.capacity_bytes),
-      format_bytes(cluster.memory_bytes), format_bytes(cluster.reserved_bytes));
+      s.device, format_bytes(s.needed_bytes - s.capacity_bytes), capacity);
 }
 
 const LayerGraph& cached_graph(const CompileInputs& in, int microbatch_size, bool blind) {

@@ -35,9 +35,21 @@ PlanGivenOptions given_options(const PlanOptions& o) {
   if (scales.links != 1) g.link_scale = scales.links;
   g.activation_budget_bytes = o.activation_budget_bytes;
   g.activation_budget_fraction = o.activation_budget_fraction;
+  g.headroom = o.headroom;
   g.recompute = o.recompute;
-  g.memory = o.memory;
+  g.memory = PlanMemoryOptions(o.memory, o.zero_given);
   return g;
+}
+
+// What the planner chose (the options of the alternative kept) and kept to.
+PlanChosen chosen_options(const CompiledPlan& p, const std::vector<PlanStage>& stages) {
+  PlanChosen c;
+  c.memory = p.options.memory;
+  c.recompute = p.options.recompute;
+  for (const PlanStage& s : stages) c.recomputed_layers += s.recomputed_layers.value_or(0);
+  if (p.solver.activation_budget > 0) c.activation_budget_bytes = p.solver.activation_budget;
+  c.headroom = p.options.headroom_fraction();
+  return c;
 }
 
 PlanParallelism parallelism(const CompiledPlan& p, const ModelProfile& model,
@@ -266,11 +278,12 @@ Plan build_plan(const CompiledPlan& p, const ModelProfile& model, const ClusterP
   plan.generator = {"pulse-plan", kVersion};
   plan.inputs = {input(model.file, model.name, model.provenance),
                  input(cluster.file, cluster.name, cluster.provenance)};
-  plan.options = given_options(p.options);
+  plan.options = given_options(p.given);
   plan.parallelism = parallelism(p, model, cluster);
   plan.partition = partition(p);
   plan.stages = stages(p, model);
   plan.partition.stages_sha256 = stages_digest(plan.stages);
+  plan.chosen = chosen_options(p, plan.stages);
   plan.devices = devices(p, model);
   plan.skips = skips(p, model);
   plan.carried = carried(model);

@@ -104,7 +104,8 @@ std::vector<std::string> warnings(const Plan& plan, const CompiledPlan& p) {
 
 }  // namespace
 
-std::string plan_summary(const CompiledPlan& p, const ModelProfile& m, const ClusterProfile& c) {
+std::string plan_summary(const Plan& plan, const CompiledPlan& p, const ModelProfile& m,
+                         const ClusterProfile& c) {
   int local = 0;
   for (const SkipPlacement& s : p.model.skips) local += s.local ? 1 : 0;
   const CostScales& scales = p.options.scales;
@@ -114,14 +115,15 @@ std::string plan_summary(const CompiledPlan& p, const ModelProfile& m, const Clu
                          scales.compute_from.empty() ? "" : " (" + scales.compute_from + ")",
                          scales.links);
   }
-  if (p.options.recompute != "none") scaled += ", recompute " + p.options.recompute;
   if (p.derived_times) scaled += ", " + p.derived_times->summary;
+  // At pp 1 every skip is on its device and there are no stages to count.
+  const std::string skips =
+      p.pp > 1 ? fmt::format(", {}/{} skips local", local, p.model.skips.size()) : "";
   return fmt::format(
-      "{} on {} ({}): pp {} x dp {}, {} stages{}, microbatch {} x {}, {}/{} skips local, "
-      "iteration {} ({:.1f} samples/s), bubble {:.1f}%{}",
-      m.name, c.name, strategy_name(p.strategy), p.pp, p.dp, p.model.layout.num_stages(),
-      p.strategy == Strategy::pulse ? fmt::format(" ({})", p.family->name) : "", p.microbatch_size,
-      p.num_microbatches, local, p.model.skips.size(), format_seconds(p.evaluation.iteration_s),
+      "{} on {} ({}): {}, microbatch {} x {}{}, iteration {} ({:.1f} samples/s), "
+      "bubble {:.1f}%{}",
+      m.name, c.name, strategy_name(p.strategy), plan.layout(), p.microbatch_size,
+      p.num_microbatches, skips, format_seconds(p.evaluation.iteration_s),
       p.evaluation.samples_per_s, 100.0 * p.evaluation.bubble_ratio, scaled);
 }
 
@@ -151,7 +153,7 @@ PlanRun run_plan_job(const PlanJob& job) {
     run.errors.push_back(written.error());
     return run;
   }
-  run.summary = plan_summary(run.compiled, *in.model, *in.cluster);
+  run.summary = plan_summary(run.plan, run.compiled, *in.model, *in.cluster);
   run.warnings = warnings(run.plan, run.compiled);
   run.pass_times = clock.times();
   return run;

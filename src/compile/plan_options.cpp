@@ -224,6 +224,18 @@ Status check_precision(const OptionRecord&, const PlanOptions& o) {
   return usage_error(fmt::format("plan: {}; set the bytes with MemoryModel::set_precision", wrong));
 }
 
+Status check_headroom(const OptionRecord&, const PlanOptions& o) {
+  if (!o.headroom || (*o.headroom > 0 && *o.headroom <= 1)) return Ok{};
+  return usage_error(
+      fmt::format("plan: --headroom must be a fraction in (0, 1] of the usable memory, got {}",
+                  number_text(*o.headroom)));
+}
+
+Status read_headroom(const OptionValue& value, PlanJob& job) {
+  job.options.headroom = std::get<double>(value);
+  return Ok{};
+}
+
 Status check_recompute(const OptionRecord&, const PlanOptions& o) {
   if (is_recompute_mode(o.recompute) || o.recompute == "auto") return Ok{};
   return usage_error(
@@ -357,6 +369,12 @@ std::vector<OptionRecord> how_it_trains() {
              "fraction of the device's usable memory in (0, 1], written with a decimal point "
              "(0.5, 1.0; a bare 1 is one byte); default: what the device leaves",
              read_activation_budget, check_activation_budget),
+      option("headroom", "F", K::number,
+             fmt::format("cap every device's peak memory at F (0 to 1) of its usable memory "
+                         "(default {:g}: the allocator's share beyond the profile's reserve; "
+                         "1: all of it)",
+                         kDefaultHeadroom),
+             read_headroom, check_headroom),
   };
 }
 
@@ -446,6 +464,7 @@ Result<PlanJob> read_plan_job(const std::vector<GivenOption>& given) {
       if (auto read = r.read(*value, job); !read) return read.error();
     }
   }
+  job.options.zero_given = by_name.count("zero") > 0;  // the default is not a choice made
   return job;
 }
 

@@ -146,14 +146,16 @@ Status scale_inputs(const ModelProfile& model, const ClusterProfile& cluster, Pl
     return Error{resolved.error().kind, "plan: " + resolved.error().message};
   }
   if (auto s = check_scale_limit("plan", "--compute-scale", scales.compute); !s) return s.error();
-  if (scales.identity() && options.recompute == "none") return Ok{};
-  // The plan is made from the scaled (and recomputing) profiles and names the files as
-  // they are.
+  const double headroom = options.headroom_fraction();
+  if (scales.identity() && options.recompute == "none" && headroom == 1) return Ok{};
+  // The plan is made from the scaled (and recomputing) profiles, on devices whose usable
+  // memory is capped at the headroom, and names the files as they are.
   if (!out.scaled_model) out.scaled_model.emplace(model);
   out.model = &*out.scaled_model;
   out.cluster = &out.scaled_cluster.emplace(cluster);
   apply_scales(scales, *out.scaled_model, *out.scaled_cluster);
   apply_recompute(options.recompute, *out.scaled_model);
+  apply_headroom(headroom, *out.scaled_cluster);
   return Ok{};
 }
 

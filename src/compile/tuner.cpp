@@ -171,6 +171,14 @@ void record(Trial& t, const CompiledPlan* plan, bool synthesized) {
   t.candidate.peak_memory_bytes = peak;
 }
 
+// "38.1 MiB usable each", or with the usable memory capped below all of it, "36.2 MiB each
+// to fill at --headroom 0.95".
+std::string usable_each(const ClusterProfile& cluster, const PlanOptions& o) {
+  const std::string bytes = format_bytes(cluster.usable_memory());
+  if (o.headroom_fraction() == 1) return bytes + " usable each";
+  return fmt::format("{} each to fill at --headroom {:g}", bytes, o.headroom_fraction());
+}
+
 // The shallowest pipeline whose most memory-frugal partition (microbatch 1, one microbatch
 // in flight) fits, for the message when nothing in the cluster does.
 std::string smallest_shortfall(const CompileInputs& in) {
@@ -196,14 +204,13 @@ std::string smallest_shortfall(const CompileInputs& in) {
         v ? partition_v(r, SkipPolicy::allow_nonlocal).found() : partition_sequential(r).found();
     if (fits) {
       return fmt::format(
-          "{} needs at least {} {} devices ({} usable each) per pipeline, even "
+          "{} needs at least {} {} devices ({}) per pipeline, even "
           "with microbatch 1 and one microbatch in flight; the cluster has {}",
-          model.name, p, cluster.device_type, format_bytes(cluster.usable_memory()),
-          cluster.num_devices());
+          model.name, p, cluster.device_type, usable_each(cluster, o), cluster.num_devices());
     }
   }
-  return fmt::format("{} does not fit {} devices ({} usable each) even with one layer per stage",
-                     model.name, cluster.device_type, format_bytes(cluster.usable_memory()));
+  return fmt::format("{} does not fit {} devices ({}) even with one layer per stage", model.name,
+                     cluster.device_type, usable_each(cluster, o));
 }
 
 // Every candidate failed a consistency check: one reason if they share it (a fixed option

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "alternatives.hpp"
 #include "pulse/base/units.hpp"
@@ -112,6 +113,17 @@ std::optional<Described> other_kind(const CompiledPlan& kept,
 std::string note_of(const CompiledPlan& kept, const std::optional<Described>& other,
                     const std::vector<ShardedAnswer>& sharded) {
   const Described mine = described(kept);
+  if (other && other->iteration_s < mine.iteration_s) {  // the options ruled the other out
+    const PlanOptions& g = kept.given;
+    std::vector<std::string> given;
+    if (g.zero_given) given.push_back(fmt::format("--zero {}", g.memory.zero_stage));
+    if (g.pp) given.push_back(fmt::format("--pp {}", *g.pp));
+    if (g.family) given.push_back("--family " + *g.family);
+    return fmt::format(
+        "{} is {:.2f}x slower than {}, which the options given rule out ({})", mine.what,
+        mine.iteration_s / other->iteration_s, other->what,
+        given.empty() ? std::string("a cut given") : fmt::format("{}", fmt::join(given, ", ")));
+  }
   if (other) {
     return fmt::format("{} beats {} by {:.2f}x", mine.what, other->what,
                        other->iteration_s / mine.iteration_s);

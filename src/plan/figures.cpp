@@ -75,6 +75,27 @@ std::string gib(std::int64_t bytes) {
   return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1ull << 30));
 }
 
+// The options among `names` the plan's user did not give, as "--a, --b or --c", or "" when
+// all were given: a warning never suggests an option already given.
+std::string not_given(const Plan& plan, std::vector<std::string> names) {
+  const PlanGivenOptions& o = plan.options;
+  const auto given = [&](const std::string& name) {
+    if (name.rfind("--recompute", 0) == 0) return o.recompute.value_or("none") != "none";
+    if (name == "--zero") return o.memory.zero_stage.has_value();
+    if (name == "--activation-budget") {
+      return o.activation_budget_bytes.has_value() || o.activation_budget_fraction.has_value();
+    }
+    if (name == "--headroom") return o.headroom.has_value();
+    return false;
+  };
+  names.erase(std::remove_if(names.begin(), names.end(), given), names.end());
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::string> plan_warnings(const Plan& plan) {
@@ -87,12 +108,13 @@ std::vector<std::string> plan_warnings(const Plan& plan) {
     int inflight = 0;
     for (const PlanDevicePrediction& d : devices)
       inflight = std::max(inflight, d.max_inflight.value_or(0));
+    const std::string freeing = not_given(plan, {"--recompute auto", "--zero"});
     out.push_back(fmt::format(
         "bubble {:.1f}%: the devices idle more than half of the pipeline's time ({} "
-        "microbatches of {} over pp {}, at most {} in flight on a device); memory for more in "
-        "flight (--recompute auto, --zero), more microbatches per replica or a smaller pp would "
-        "fill it",
-        100 * x.bubble_ratio, par.num_microbatches, par.microbatch_size, par.pp, inflight));
+        "microbatches of {} over pp {}, at most {} in flight on a device); {}more microbatches "
+        "per replica or a smaller pp would fill it",
+        100 * x.bubble_ratio, par.num_microbatches, par.microbatch_size, par.pp, inflight,
+        freeing.empty() ? "" : "memory for more in flight (" + freeing + "), "));
   }
   bool one_each = par.pp > 1 && !devices.empty();
   std::string full;  // the devices above the line
@@ -107,18 +129,20 @@ std::vector<std::string> plan_warnings(const Plan& plan) {
     if (used > most) most = used, fullest = &d;
   }
   if (fullest) {
+    const std::string freeing =
+        not_given(plan, {"--recompute auto", "--zero", "--activation-budget", "--headroom"});
     out.push_back(fmt::format(
         "device(s) {} planned above {:.0f}% of usable memory, up to {:.1f}% ({} of {}): little "
-        "room for the allocator's fragmentation or a larger input; --recompute auto, --zero or "
-        "--activation-budget leave more",
+        "room for the allocator's fragmentation or a larger input{}",
         full, 100 * kMemoryWarning, 100 * most, gib(*fullest->peak_memory_bytes),
-        gib(*fullest->capacity_bytes)));
+        gib(*fullest->capacity_bytes), freeing.empty() ? "" : "; " + freeing + " leave more"));
   }
   if (one_each) {
-    out.push_back(fmt::format(
-        "one microbatch in flight per device: at pp {} memory lets no device overlap "
-        "microbatches, so the pipeline runs as a relay; --recompute or --zero frees memory",
-        par.pp));
+    const std::string freeing = not_given(plan, {"--recompute", "--zero"});
+    out.push_back(
+        fmt::format("one microbatch in flight per device: at pp {} memory lets no device overlap "
+                    "microbatches, so the pipeline runs as a relay{}",
+                    par.pp, freeing.empty() ? "" : "; " + freeing + " frees memory"));
   }
   return out;
 }

@@ -6,6 +6,52 @@
 
 namespace pulse {
 
+PlanMemoryOptions::PlanMemoryOptions(const MemoryModel& memory, bool zero_given)
+    : precision(memory.precision),
+      weight_bytes_per_param(memory.weight_bytes_per_param),
+      gradient_bytes_per_param(memory.gradient_bytes_per_param),
+      optimizer_bytes_per_param(memory.optimizer_bytes_per_param) {
+  if (zero_given) zero_stage = memory.zero_stage;
+}
+
+MemoryModel PlanMemoryOptions::model() const {
+  MemoryModel m;
+  m.precision = precision;
+  m.weight_bytes_per_param = weight_bytes_per_param;
+  m.gradient_bytes_per_param = gradient_bytes_per_param;
+  m.optimizer_bytes_per_param = optimizer_bytes_per_param;
+  m.zero_stage = zero_stage.value_or(0);
+  return m;
+}
+
+MemoryModel Plan::memory() const {
+  return chosen ? chosen->memory : options.memory.model();
+}
+
+std::string Plan::recompute() const {
+  return chosen ? chosen->recompute : options.recompute.value_or("none");
+}
+
+std::string Plan::verdict() const {
+  if (pp() > 1) return "pipeline";
+  return memory().zero_stage >= 2 ? "sharded data parallel" : "data parallel";
+}
+
+std::string Plan::mode() const {
+  const MemoryModel m = memory();
+  std::string out = fmt::format("ZeRO-{}", m.zero_stage);
+  if (const std::string r = recompute(); r != "none") out += ", recompute " + r;
+  if (m.precision != MemoryModel{}.precision) out += ", precision " + m.precision;
+  return out;
+}
+
+std::string Plan::layout() const {
+  if (pp() == 1) return fmt::format("data parallel x {}, {}, no pipeline", parallelism.dp, mode());
+  const bool family = strategy() == "pulse" && partition.family;
+  return fmt::format("pp {} x dp {}, {} stages{}, {}", pp(), parallelism.dp, num_stages(),
+                     family ? fmt::format(" ({})", *partition.family) : "", mode());
+}
+
 bool Plan::split_backward() const {
   if (schedule_info.split_backward) return *schedule_info.split_backward;
   for (const auto& ops : schedule) {

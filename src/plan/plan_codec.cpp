@@ -560,7 +560,7 @@ void check_byte_totals(JsonChecker& check, const Plan& plan) {
                      "num_microbatches {} x dp {})",
                      x.num_microbatches, x.dp),
          traffic * M * dp);
-  const MemoryModel& m = plan.options.memory;
+  const MemoryModel m = plan.memory();
   Wide state = 0, gradients = 0;
   for (const PlanStage& s : plan.stages) {
     const Wide params = static_cast<Wide>(s.params.value_or(0));
@@ -571,7 +571,7 @@ void check_byte_totals(JsonChecker& check, const Plan& plan) {
   }
   within(JsonPath{}.key("stages"),
          "the weights, gradients and optimizer state of every stage (params x "
-         "$.options.memory's bytes per parameter)",
+         "the bytes per parameter of $.chosen.memory, or of $.options.memory in a v1 plan)",
          state);
   within(JsonPath{}.key("stages"),
          fmt::format("an iteration's all-reduce bytes (2 x dp {} x every stage's gradients)", x.dp),
@@ -594,19 +594,21 @@ Result<Plan> parse_plan(std::string_view text, const std::string& file, PlanChec
     return check.error();
   }
   const json* tag = check.member(*root, JsonPath{}, "schema", true);
-  if (tag && *tag != kPlanSchema) {
+  if (tag && *tag != kPlanSchema && *tag != kPlanSchemaV1) {
     const std::string value = tag->is_string() ? tag->get<std::string>() : "";
     const bool model = value.rfind("pulse.model/", 0) == 0;
     const bool profile = model || value.rfind("pulse.cluster/", 0) == 0;
     check.fail(JsonPath{}.key("schema"),
                profile ? fmt::format("this is a {} profile (\"{}\"), expected a plan (\"{}\")",
                                      model ? "model" : "cluster", value, kPlanSchema)
-                       : fmt::format("expected \"{}\" (the version this pulse-plan reads), got {}",
-                                     kPlanSchema, describe(*tag)));
+                       : fmt::format("expected \"{}\" or \"{}\" (the versions this "
+                                     "pulse-plan reads), got {}",
+                                     kPlanSchema, kPlanSchemaV1, describe(*tag)));
     return check.error();
   }
   Plan plan;
   plan.file = file;
+  if (tag) plan.schema = tag->get<std::string>();  // a v1 plan writes back as v1
   // The degrees first: they bound every index and size everything read after them, so a
   // plan whose degrees are unreadable or over a limit is refused before the rest is read
   // (its other problems would be echoes of theirs).

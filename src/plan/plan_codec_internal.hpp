@@ -312,9 +312,9 @@ class PlanReader {
     }
     PlanReader sub(check_, *v, path_.key(key), plan_);
     if constexpr (is_optional_v<T>) {
-      typename T::value_type x{};
-      keys(sub, x);
-      value = std::move(x);
+      // Read in place: GCC 12 takes a local's defaulted std::string members (chosen's
+      // precision) for uninitialized once inlined (-Wmaybe-uninitialized).
+      keys(sub, value.emplace());
     } else {
       keys(sub, value);
     }
@@ -464,8 +464,11 @@ class KeyLister {
         need.value_or(is_optional_v<T> ? Need::optional : Need::required) == Need::required);
     KeyLister sub(out_, path_ + "." + std::string(key));
     if constexpr (is_optional_v<T>) {
-      typename std::remove_const_t<T>::value_type x{};
-      keys(sub, x);
+      // In an optional: GCC 12 takes a plain local's defaulted std::string members (chosen's
+      // precision) for uninitialized once inlined (-Wmaybe-uninitialized).
+      std::remove_const_t<T> x;
+      x.emplace();
+      keys(sub, *x);
     } else {
       std::remove_const_t<T> x{};
       keys(sub, x);

@@ -27,6 +27,10 @@ Spec bytes_per_param() {
       .defaulted();
 }
 
+Spec headroom_spec() {
+  return number(Format::ratio, Range::positive).at_most(1, "all of the usable memory");
+}
+
 template <class IO, class T>
 void generator_keys(IO& io, T& g) {
   io.field("name", g.name, text());
@@ -57,6 +61,27 @@ void memory_model_keys(IO& io, T& m) {
            choice({"mixed", "fp16-mixed", "bf16", "fp32", "fp64"}).defaulted());
 }
 
+// options.memory: the ZeRO stage as given, null when not (v2) or the stage planned (v1).
+template <class IO, class T>
+void memory_options_keys(IO& io, T& m) {
+  io.field("weight_bytes_per_param", m.weight_bytes_per_param, bytes_per_param());
+  io.field("gradient_bytes_per_param", m.gradient_bytes_per_param, bytes_per_param());
+  io.field("optimizer_bytes_per_param", m.optimizer_bytes_per_param, bytes_per_param());
+  io.field("zero_stage", m.zero_stage,
+           count().at_most(3, "the ZeRO stages 0 to 3").nullable_or_absent());
+  io.field("precision", m.precision,
+           choice({"mixed", "fp16-mixed", "bf16", "fp32", "fp64"}).defaulted());
+}
+
+template <class IO, class T>
+void chosen_keys(IO& io, T& c) {
+  io.object("memory", c.memory, [](auto& sub, auto& x) { memory_model_keys(sub, x); });
+  io.field("recompute", c.recompute, choice({"none", "selective", "full"}));
+  io.field("recomputed_layers", c.recomputed_layers, count());
+  io.field("activation_budget_bytes", c.activation_budget_bytes, bytes().nullable_or_absent());
+  io.field("headroom", c.headroom, headroom_spec());
+}
+
 template <class IO, class T>
 void options_keys(IO& io, T& o) {
   io.field("strategy", o.strategy, text());
@@ -73,9 +98,10 @@ void options_keys(IO& io, T& o) {
   io.field("activation_budget_bytes", o.activation_budget_bytes, bytes().nullable_or_absent());
   io.field("activation_budget_fraction", o.activation_budget_fraction,
            number(Format::ratio, Range::positive).nullable_or_absent());
-  io.field("recompute", o.recompute, choice({"none", "selective", "full"}));
+  io.field("headroom", o.headroom, headroom_spec().nullable_or_absent());
+  io.field("recompute", o.recompute, choice({"none", "selective", "full", "auto"}));
   io.object(
-      "memory", o.memory, [](auto& sub, auto& x) { memory_model_keys(sub, x); }, Need::defaulted);
+      "memory", o.memory, [](auto& sub, auto& x) { memory_options_keys(sub, x); }, Need::defaulted);
 }
 
 // The degrees that size the rest of a plan, with their limits: read first (degree_keys)
@@ -482,6 +508,7 @@ void all_keys(IO& io, P& p) {
   io.object("generator", p.generator, [](auto& sub, auto& x) { generator_keys(sub, x); });
   io.object("inputs", p.inputs, [](auto& sub, auto& x) { inputs_keys(sub, x); });
   io.object("options", p.options, [](auto& sub, auto& x) { options_keys(sub, x); });
+  io.object("chosen", p.chosen, [](auto& sub, auto& x) { chosen_keys(sub, x); });
   io.object("parallelism", p.parallelism, [](auto& sub, auto& x) { parallelism_keys(sub, x); });
   io.object("partition", p.partition, [](auto& sub, auto& x) { partition_keys(sub, x); });
   io.objects(

@@ -140,4 +140,11 @@ void apply_scales(const CostScales& scales, ModelProfile& model, ClusterProfile&
   scale_links(cluster, scales.links);
 }
 
+void apply_headroom(double fraction, ClusterProfile& cluster) {
+  if (fraction >= 1 || !(fraction > 0)) return;
+  const auto usable = static_cast<std::int64_t>(
+      std::floor(fraction * static_cast<double>(cluster.usable_memory())));
+  cluster.reserved_bytes = cluster.memory_bytes - usable;
+}
+
 }  // namespace pulse

@@ -171,6 +171,13 @@ void inputs_and_degrees(PlanDiff& d, const Plan& a, const Plan& b) {
     const double x = factor(a, get), y = factor(b, get);
     if (x != 1 || y != 1) in.text(key, label, fmt::format("x{:g}", x), fmt::format("x{:g}", y));
   }
+  RowWriter mode(d, "mode");
+  mode.text("verdict", "verdict", a.verdict(), b.verdict());
+  const MemoryModel ma = a.memory(), mb = b.memory();
+  mode.text("zero_stage", "ZeRO stage", fmt::format("ZeRO-{}", ma.zero_stage),
+            fmt::format("ZeRO-{}", mb.zero_stage));
+  mode.text("recompute", "recompute", a.recompute(), b.recompute());
+  mode.text("precision", "precision", ma.precision, mb.precision);
   RowWriter deg(d, "degrees");
   const PlanParallelism &x = a.parallelism, &y = b.parallelism;
   deg.count("pp", "pp", x.pp, y.pp);
@@ -178,14 +185,21 @@ void inputs_and_degrees(PlanDiff& d, const Plan& a, const Plan& b) {
   deg.count("microbatch_size", "microbatch size", x.microbatch_size, y.microbatch_size);
   deg.count("num_microbatches", "microbatches", x.num_microbatches, y.num_microbatches);
   deg.count("global_batch", "global batch", x.global_batch, y.global_batch);
-  deg.count("num_stages", "stages", a.num_stages(), b.num_stages());
+  if (a.pp() > 1 || b.pp() > 1) deg.count("num_stages", "stages", a.num_stages(), b.num_stages());
   deg.count("devices_used", "devices used", x.pp * x.dp, y.pp * y.dp);
   for (const DiffRow& r : d.rows) {
     if (r.section == "degrees" && r.change != Change::same) d.changed_degrees.push_back(r.key);
   }
 }
 
+// Both plans without a pipeline: one device runs the whole model, so there are no stages,
+// placements or moved layers to compare.
+bool no_pipelines(const Plan& a, const Plan& b) {
+  return a.pp() == 1 && b.pp() == 1;
+}
+
 void placement_and_stages(PlanDiff& d, const Plan& a, const Plan& b) {
+  if (no_pipelines(a, b)) return;
   RowWriter pl(d, "placement");
   pl.text("family", "family", a.partition.family.value_or("-"), b.partition.family.value_or("-"));
   pl.text("partition_method", "partition", a.partition.method, b.partition.method);
@@ -396,17 +410,31 @@ std::string time_parts(const SampleTime& x, const SampleTime& y) {
   return out;
 }
 
+// What changed in how the plans train, "ZeRO-0 -> ZeRO-2, recompute none -> selective", or "".
+std::string mode_change(const PlanDiff& d) {
+  std::string out;
+  for (const DiffRow& r : d.rows) {
+    if (r.section != "mode" || r.change == Change::same) continue;
+    const bool named = r.key == "zero_stage";  // "ZeRO-0 -> ZeRO-2" names itself
+    out += fmt::format("{}{}{} -> {}", out.empty() ? "" : ", ", named ? "" : r.label + " ",
+                       r.old_text, r.new_text);
+  }
+  return out;
+}
+
 std::string headline(const PlanDiff& d, const Plan& a, const Plan& b) {
+  const std::string& mode = d.mode_change;
   const double ra = a.predicted.samples_per_s, rb = b.predicted.samples_per_s;
   const int na = a.parallelism.pp * a.parallelism.dp, nb = b.parallelism.pp * b.parallelism.dp;
   const std::string devices =
       na == nb ? fmt::format("{} devices", na) : fmt::format("{} -> {} devices", na, nb);
-  std::string out = ra == rb || ra <= 0
-                        ? fmt::format("{} is as fast as {} ({:.1f} samples/s on {})", d.new_name,
-                                      d.old_name, rb, devices)
-                        : fmt::format("{} is {:.1f}% {} than {} ({:.1f} -> {:.1f} samples/s on {})",
-                                      d.new_name, 100 * std::fabs(rb / ra - 1),
-                                      rb < ra ? "slower" : "faster", d.old_name, ra, rb, devices);
+  std::string out = mode.empty() ? "" : mode + ": ";
+  out += ra == rb || ra <= 0
+             ? fmt::format("{} is as fast as {} ({:.1f} samples/s on {})", d.new_name, d.old_name,
+                           rb, devices)
+             : fmt::format("{} is {:.1f}% {} than {} ({:.1f} -> {:.1f} samples/s on {})",
+                           d.new_name, 100 * std::fabs(rb / ra - 1), rb < ra ? "slower" : "faster",
+                           d.old_name, ra, rb, devices);
   const SampleTime x = sample_time(a), y = sample_time(b);
   if (x.known && y.known && x.device_s != y.device_s) {
     const std::string parts = time_parts(x, y);
@@ -421,6 +449,36 @@ std::string headline(const PlanDiff& d, const Plan& a, const Plan& b) {
     }
   }
   return printable(out);
+}
+
+std::vector<DiffGate> gates(const PlanDiff& d, std::optional<double> slower,
+                            std::optional<double> traffic) {
+  std::vector<DiffGate> out;
+  if (slower) {
+    DiffGate g{"fail-if-slower", *slower, d.slowdown_pct, d.slowdown_pct > *slower, ""};
+    g.reason = fmt::format(
+        "{} is {:.1f}% {} than {} (samples/s), {} the --fail-if-slower {} "
+        "threshold",
+        d.new_name, std::fabs(d.slowdown_pct), d.slowdown_pct < 0 ? "faster" : "slower", d.old_name,
+        g.tripped ? "over" : "within", *slower);
+    out.push_back(std::move(g));
+  }
+  if (traffic) {
+    const double pct = d.traffic_increase_pct;
+    DiffGate g{"fail-if-more-traffic", *traffic, pct, pct > *traffic, ""};
+    g.reason = std::isfinite(pct)
+                   ? fmt::format(
+                         "{} moves {:.1f}% {} point-to-point bytes per sample than {}, "
+                         "{} the --fail-if-more-traffic {} threshold",
+                         d.new_name, std::fabs(pct), pct < 0 ? "fewer" : "more", d.old_name,
+                         g.tripped ? "over" : "within", *traffic)
+                   : fmt::format(
+                         "{} moves point-to-point bytes, {} moved none "
+                         "(--fail-if-more-traffic {})",
+                         d.new_name, d.old_name, *traffic);
+    out.push_back(std::move(g));
+  }
+  return out;
 }
 
 }  // namespace
@@ -450,7 +508,8 @@ PlanDiff diff_plans(const DiffRequest& r) {
   d.old_name = printable(!r.old_name.empty() ? r.old_name : same_base ? a.file : base_name(a.file));
   d.new_name = printable(!r.new_name.empty() ? r.new_name : same_base ? b.file : base_name(b.file));
   d.num_layers = static_cast<int>(b.layer_stages().size());
-  d.moved_layers = moved_layers(a, b);
+  d.pipelines = !no_pipelines(a, b);
+  if (d.pipelines) d.moved_layers = moved_layers(a, b);
   inputs_and_degrees(d, a, b);
   placement_and_stages(d, a, b);
   schedule_and_time(d, a, b);
@@ -465,7 +524,9 @@ PlanDiff diff_plans(const DiffRequest& r) {
   d.traffic_increase_pct = old_bytes > 0   ? 100.0 * (new_bytes / old_bytes - 1.0)
                            : new_bytes > 0 ? std::numeric_limits<double>::infinity()
                                            : 0.0;
+  d.mode_change = mode_change(d);
   d.headline = headline(d, a, b);
+  d.gates = gates(d, r.fail_if_slower_pct, r.fail_if_more_traffic_pct);
   return d;
 }
 

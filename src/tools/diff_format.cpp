@@ -92,6 +92,15 @@ std::string markdown_rows(const PlanDiff& d, bool changed_only) {
 
 }  // namespace
 
+// One line per gate asked for: "gate tripped: REASON" or "gate passed: REASON".
+std::string gate_lines(const PlanDiff& d, const char* tripped, const char* passed) {
+  std::string out;
+  for (const DiffGate& g : d.gates) {
+    out += fmt::format("{}{}\n", g.tripped ? tripped : passed, g.reason);
+  }
+  return out;
+}
+
 std::string format_diff_table(const PlanDiff& d, const DiffTableOptions& o) {
   std::size_t wl = 0, wa = d.old_name.size(), wb = d.new_name.size();
   for (const DiffRow& r : d.rows) {
@@ -99,7 +108,8 @@ std::string format_diff_table(const PlanDiff& d, const DiffTableOptions& o) {
     wa = std::max(wa, r.old_text.size());
     wb = std::max(wb, r.new_text.size());
   }
-  std::string out = d.headline + "\n\n";
+  std::string out = d.headline + "\n";
+  out += gate_lines(d, "gate tripped: ", "gate passed: ") + "\n";
   out += fmt::format("{:<{}}  {:<{}}  {:<{}}  change\n", "", wl, d.old_name, wa, d.new_name, wb);
   std::string section;
   for (const DiffRow& r : d.rows) {
@@ -118,6 +128,7 @@ std::string format_diff_table(const PlanDiff& d, const DiffTableOptions& o) {
     }
     out += line + "\n";
   }
+  if (!d.pipelines) return out;  // one device runs the whole model in both: nothing moves
   if (d.moved_layers.empty()) return out + "moved layers: none\n";
   out += fmt::format("moved layers: {} of {}\n", d.moved_layers.size(), d.num_layers);
   std::size_t wn = 0, wo = 0;
@@ -155,6 +166,14 @@ std::string format_diff_json(const PlanDiff& d) {
                      {"new_device", opt(m.new_device)}});
   }
   auto finite = [](double v) { return std::isfinite(v) ? ojson(v) : ojson(nullptr); };
+  ojson gates = ojson::array();
+  for (const DiffGate& g : d.gates) {
+    gates.push_back({{"option", g.option},
+                     {"threshold_pct", g.threshold_pct},
+                     {"value_pct", finite(g.value_pct)},
+                     {"tripped", g.tripped},
+                     {"reason", g.reason}});
+  }
   ojson out = {{"schema", "pulse.plan-diff/v1"},
                {"old", d.old_name},
                {"new", d.new_name},
@@ -163,6 +182,7 @@ std::string format_diff_json(const PlanDiff& d) {
                {"moved_layers", moved},
                {"slowdown_pct", finite(d.slowdown_pct)},
                {"traffic_increase_pct", finite(d.traffic_increase_pct)},
+               {"gates", gates},
                {"rows", rows}};
   return out.dump(2, ' ', false, ojson::error_handler_t::replace) + "\n";
 }
@@ -171,9 +191,14 @@ std::string format_diff_markdown(const PlanDiff& d) {
   const auto changed = std::count_if(d.rows.begin(), d.rows.end(),
                                      [](const DiffRow& r) { return r.change != Change::same; });
   std::string out = fmt::format("**{}**\n\n", cell(d.headline));
+  for (const DiffGate& g : d.gates) {
+    out +=
+        fmt::format("{}: {}\n\n", g.tripped ? "**Gate tripped**" : "Gate passed", cell(g.reason));
+  }
   out += changed == 0 ? "No figure changed.\n" : markdown_rows(d, true);
   out += fmt::format("\n<details><summary>All {} rows</summary>\n\n{}\n</details>\n", d.rows.size(),
                      markdown_rows(d, false));
+  if (!d.pipelines) return out;
   if (d.moved_layers.empty()) return out + "\nMoved layers: none.\n";
   out += fmt::format("\n<details><summary>Moved layers: {} of {}</summary>\n\n",
                      d.moved_layers.size(), d.num_layers);

@@ -86,10 +86,10 @@ std::string headline(const PlanDiff& d, const Plan& a, const Plan& b) {
     if (r.section == "degrees" && r.change != Change::same) degrees.push_back(r.label);
   }
   return fmt::format(
-      "<p class=\"headline\">{} predicts {} than {} ({:.1f} vs {:.1f} samples/s) and {}; "
+      "<p class=\"headline\">{}{} predicts {} than {} ({:.1f} vs {:.1f} samples/s) and {}; "
       "{}; {} of {} layers moved to another stage or device.</p>\n",
-      esc(d.new_name), speed, esc(d.old_name), b.predicted.samples_per_s, a.predicted.samples_per_s,
-      traffic,
+      d.mode_change.empty() ? "" : esc(d.mode_change) + ": ", esc(d.new_name), speed,
+      esc(d.old_name), b.predicted.samples_per_s, a.predicted.samples_per_s, traffic,
       degrees.empty() ? std::string("the degrees are the same")
                       : esc(fmt::format("changed: {}", fmt::join(degrees, ", "))),
       d.moved_layers.size(), d.num_layers);
@@ -135,6 +135,7 @@ std::string where(StageId s, DeviceId d) {
 }
 
 std::string moved_table(const PlanDiff& d) {
+  if (!d.pipelines) return "";  // one device runs the whole model in both
   if (d.moved_layers.empty()) return "<p class=\"note\">No layer moved.</p>\n";
   std::string out = fmt::format(
       "<details{}><summary>{} of {} layers moved</summary>\n<table class=\"compare\" "
@@ -165,6 +166,10 @@ std::string format_diff_html(const PlanDiff& d, const Plan& a, const Plan& b) {
       "<style>{}{}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
       esc(title), html::style(), kDiffStyle, esc(title));
   out += headline(d, a, b);
+  for (const DiffGate& g : d.gates) {
+    out += fmt::format("<p class=\"{}\">{}: {}</p>\n", g.tripped ? "warnings" : "note",
+                       g.tripped ? "Gate tripped" : "Gate passed", esc(g.reason));
+  }
   out += pair(side_header("old", d.old_name, a), side_header("new", d.new_name, b));
 
   out += fmt::format(

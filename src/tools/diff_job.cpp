@@ -100,28 +100,6 @@ Result<Settings> settings(const DiffJob& job) {
   return s;
 }
 
-// The reasons the thresholds trip, one line each; empty when none does.
-std::vector<std::string> tripped(const PlanDiff& d, std::optional<double> slower,
-                                 std::optional<double> traffic) {
-  std::vector<std::string> out;
-  if (slower && d.slowdown_pct > *slower) {
-    out.push_back(
-        fmt::format("{} is {:.1f}% slower than {} (samples/s), over the "
-                    "--fail-if-slower {} threshold",
-                    d.new_name, d.slowdown_pct, d.old_name, *slower));
-  }
-  if (traffic && d.traffic_increase_pct > *traffic) {
-    out.push_back(std::isfinite(d.traffic_increase_pct)
-                      ? fmt::format("{} moves {:.1f}% more point-to-point bytes per sample than "
-                                    "{}, over the --fail-if-more-traffic {} threshold",
-                                    d.new_name, d.traffic_increase_pct, d.old_name, *traffic)
-                      : fmt::format("{} moves point-to-point bytes, {} moved none "
-                                    "(--fail-if-more-traffic {})",
-                                    d.new_name, d.old_name, *traffic));
-  }
-  return out;
-}
-
 // Both plans replayed under the scaled costs: their figures are what is compared. False,
 // with every problem in the run, when either does not replay.
 bool replay_both(const DiffJob& job, const Settings& s, DiffRun& run) {
@@ -230,7 +208,8 @@ DiffRun run_diff_job(const DiffJob& job) {
     return run;
   }
   if (!replay_both(job, *s, run)) return run;
-  run.diff = diff_plans({&run.old_plan, &run.new_plan});
+  run.diff = diff_plans(
+      {&run.old_plan, &run.new_plan, "", "", job.fail_if_slower_pct, job.fail_if_more_traffic_pct});
   run.report = format_report(s->format, run, s->color);
   // The report is written even when a gate trips: CI keeps it as the artifact of a red build.
   if (job.write) {
@@ -239,9 +218,9 @@ DiffRun run_diff_job(const DiffJob& job) {
       return run;
     }
   }
-  for (const std::string& r :
-       tripped(run.diff, job.fail_if_slower_pct, job.fail_if_more_traffic_pct)) {
-    run.note("diff: " + r, job.on_note);
+  for (const DiffGate& g : run.diff.gates) {
+    if (!g.tripped) continue;
+    run.note("diff: " + g.reason, job.on_note);
     run.verdict = kDiffThresholdExit;
   }
   return run;

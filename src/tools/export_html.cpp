@@ -26,22 +26,42 @@ std::string plan_title(const Plan& p) {
                      p.inputs.cluster.name);
 }
 
+// What the plan is and what it asks its user to look at: the verdict (pipeline_or_not's note
+// where the plan has one) and its warnings.
+std::string verdict_and_warnings(const Plan& p) {
+  std::string out = fmt::format("<p class=\"verdict\">Verdict: {}{}</p>\n", esc(p.verdict()),
+                                p.pipeline_or_not && !p.pipeline_or_not->note.empty()
+                                    ? ". " + esc(p.pipeline_or_not->note)
+                                    : "");
+  if (p.warnings.empty()) return out;
+  out += "<ul class=\"warnings\">\n";
+  for (const std::string& w : p.warnings) out += "<li>Warning: " + esc(w) + "</li>\n";
+  return out + "</ul>\n";
+}
+
 std::string plan_section(const Plan& p, double scale_s, int index) {
   std::string out =
       fmt::format("<section id=\"plan-{}\">\n<h2>{}</h2>\n", index, esc(plan_title(p)));
   out += fmt::format(
-      "<p class=\"note\">pp {} x dp {}, {} stages, {} microbatches of {}; iteration {}, {:.1f} "
-      "samples/s, bubble {:.1f}%</p>\n",
-      p.pp(), p.parallelism.dp, p.num_stages(), p.parallelism.num_microbatches,
-      p.parallelism.microbatch_size, format_seconds(p.predicted.iteration_s),
-      p.predicted.samples_per_s, 100 * p.predicted.bubble_ratio);
+      "<p class=\"note\">{}, {} microbatches of {}; iteration {}, {:.1f} samples/s, bubble "
+      "{:.1f}%; all-reduce {} per iteration, {} of it exposed</p>\n",
+      esc(p.layout()), p.parallelism.num_microbatches, p.parallelism.microbatch_size,
+      format_seconds(p.predicted.iteration_s), p.predicted.samples_per_s,
+      100 * p.predicted.bubble_ratio,
+      format_bytes(p.comm.allreduce_bytes_per_iteration.value_or(0)),
+      format_seconds(p.predicted.allreduce_exposed_s.value_or(0)));
+  out += verdict_and_warnings(p);
   if (p.certificate) {
     out += fmt::format("<p class=\"note\">{}</p>\n", esc(certificate_line(*p.certificate)));
   }
   out += "<h3>Schedule</h3>\n" +
          html::timeline_svg(p, scale_s, fmt::format("timeline-{}", index), kFrame) +
          html::stage_legend(p);
-  out += "<h3>Partition and skips</h3>\n" + html::partition_svg(p, kFrame) + html::partition_note();
+  // Without a pipeline one device runs the whole model: no cut to draw.
+  if (p.pp() > 1) {
+    out +=
+        "<h3>Partition and skips</h3>\n" + html::partition_svg(p, kFrame) + html::partition_note();
+  }
   out += "<h3>Memory per device at its peak</h3>\n" +
          html::memory_svg(p, html::memory_scale(p), kFrame) + html::memory_legend();
   return out + "</section>\n";
@@ -61,6 +81,8 @@ std::string comparison_table(const std::vector<const Plan*>& plans) {
   out += row("plan", [](const Plan& p) { return p.file; });
   out += row("strategy", [](const Plan& p) { return p.strategy(); });
   out += row("cluster", [](const Plan& p) { return p.inputs.cluster.name; });
+  out += row("layout", [](const Plan& p) { return p.layout(); });
+  out += row("verdict", [](const Plan& p) { return p.verdict(); });
   out += row("pp x dp",
              [](const Plan& p) { return fmt::format("{} x {}", p.pp(), p.parallelism.dp); });
   out += row("stages", [](const Plan& p) { return std::to_string(p.num_stages()); });
@@ -73,6 +95,9 @@ std::string comparison_table(const std::vector<const Plan*>& plans) {
              [](const Plan& p) { return format_bytes(p.comm.p2p_bytes_per_iteration); });
   out += row("of it skips",
              [](const Plan& p) { return format_bytes(p.comm.skip_bytes_per_iteration); });
+  out += row("all-reduce per iteration", [](const Plan& p) {
+    return format_bytes(p.comm.allreduce_bytes_per_iteration.value_or(0));
+  });
   out += row("skips local",
              [&](const Plan& p) { return fmt::format("{}/{}", local(p), p.skips.size()); });
   out += row("largest peak memory", [](const Plan& p) {

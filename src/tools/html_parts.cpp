@@ -105,6 +105,7 @@ const char* style() {
 body { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; margin: 16px 24px; color: #222; }
 h1 { font-size: 20px; margin: 0 0 4px 0; } h2 { font-size: 17px; margin: 22px 0 4px 0; }
 h3 { font-size: 14px; margin: 12px 0 4px 0; } .note { font-size: 12px; color: #555; margin: 4px 0; }
+.verdict { font-size: 13px; margin: 4px 0; } .warnings { font-size: 12px; color: #a50026; margin: 4px 0; }
 svg { max-width: 100%; height: auto; }
 svg text { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; }
 .label { font-size: 11px; fill: #333; } .axis { font-size: 10px; fill: #555; text-anchor: middle; }

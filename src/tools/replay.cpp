@@ -241,7 +241,7 @@ void Rebuild::schedule() {
 std::vector<double> Rebuild::allreduce() {
   const int P = plan_.pp();
   if (cluster_) {
-    return allreduce_times(model_, ranks_, plan_.options.memory, *cluster_,
+    return allreduce_times(model_, ranks_, plan_.memory(), *cluster_,
                            plan_.parallelism.num_microbatches);
   }
   std::vector<double> seconds(P, 0.0);
@@ -284,8 +284,7 @@ Result<Replay> Rebuild::run() {
   if (!check_.ok()) return check_.error();
 
   const PlanParallelism& par = plan_.parallelism;
-  const std::vector<MemoryBreakdown> static_bytes =
-      static_memory(model_, plan_.options.memory, par.dp);
+  const std::vector<MemoryBreakdown> static_bytes = static_memory(model_, plan_.memory(), par.dp);
   auto timeline = simulate(model_, out_.schedule, par.num_microbatches, static_bytes);
   if (!timeline) {
     // The plan is the input here: a schedule that misses ops or deadlocks is its fault.
@@ -293,8 +292,7 @@ Result<Replay> Rebuild::run() {
         fmt::format("{}: $.schedule: cannot replay: {}", plan_.file, timeline.error().message));
   }
   out_.timeline = std::move(*timeline);
-  out_.evaluation =
-      evaluate(model_, out_.timeline, allreduce_s, par.global_batch, plan_.options.memory);
+  out_.evaluation = evaluate(model_, out_.timeline, allreduce_s, par.global_batch, plan_.memory());
   if (!(out_.timeline.makespan_s > 0)) {
     return input_error(fmt::format(
         "{}: $.stages: every stage and transfer time{} is 0 s at the plans' 1 ns resolution: a "

@@ -44,13 +44,15 @@ std::string simulation_report_text(const std::string& name, const Plan& plan, co
   std::string out;
   auto line = [&out](const std::string& s) { out += s + "\n"; };
   line(fmt::format("{}: replayed with {}", name, r.cost_source));
-  line(
-      fmt::format("  {} {}, pp {} x dp {}, {} stages, microbatch size {}, {} microbatches, "
-                  "global batch {}{}",
-                  plan.inputs.model.name.empty() ? "plan" : plan.inputs.model.name,
-                  plan.options.strategy ? "(" + *plan.options.strategy + ")" : "", par.pp, par.dp,
-                  plan.num_stages(), par.microbatch_size, par.num_microbatches, par.global_batch,
-                  r.schedule.split_backward ? ", split backward" : ""));
+  line(fmt::format("  {} {}, {}, microbatch size {}, {} microbatches, global batch {}{}",
+                   plan.inputs.model.name.empty() ? "plan" : plan.inputs.model.name,
+                   plan.options.strategy ? "(" + *plan.options.strategy + ")" : "", plan.layout(),
+                   par.microbatch_size, par.num_microbatches, par.global_batch,
+                   r.schedule.split_backward ? ", split backward" : ""));
+  line(fmt::format("  verdict     {}{}", plan.verdict(),
+                   plan.pipeline_or_not && !plan.pipeline_or_not->note.empty()
+                       ? ": " + plan.pipeline_or_not->note
+                       : ""));
   const double exposed = e.iteration_s - r.timeline.makespan_s;
   line(fmt::format("  iteration   {:>12}  (pipeline {} + exposed all-reduce {})",
                    format_seconds(e.iteration_s), format_seconds(r.timeline.makespan_s),

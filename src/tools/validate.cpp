@@ -264,10 +264,11 @@ void Validator::check_rank_map() {
 
 ValidateResult validate_plan(const ValidateRequest& request) {
   const std::optional<PlanCostModel>& cost = request.plan->cost_model;
-  const std::string recompute = request.plan->options.recompute.value_or("none");
+  const std::string recompute = request.plan->recompute();
   const bool derived = cost && cost->derived_times;
   const bool scaled_costs = cost && (cost->compute_factor() != 1 || cost->link_factor() != 1);
-  if (!derived && !scaled_costs && recompute == "none") {
+  const double headroom = request.plan->headroom();
+  if (!derived && !scaled_costs && recompute == "none" && headroom == 1) {
     return detail::Validator(request, *request.cluster, *request.model).run();
   }
   // A plan made with --compute-scale / --link-scale / --recompute, or with times derived for
@@ -280,6 +281,7 @@ ValidateResult validate_plan(const ValidateRequest& request) {
   if (derived) (void)derive_device_times(model, cluster);
   if (scaled_costs) apply_scales({cost->compute_factor(), cost->link_factor(), ""}, model, cluster);
   apply_recompute(recompute, model);
+  apply_headroom(headroom, cluster);  // the memory the plan was made to fit in
   ValidateRequest scaled = request;
   scaled.model = &model;
   scaled.cluster = &cluster;

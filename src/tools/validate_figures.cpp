@@ -120,6 +120,34 @@ void Validator::check_summary() {
                                   *given, name, planned));
     }
   }
+  check_chosen_options();
+}
+
+// An option given is what was planned (v2: `chosen` beside `options`): never replaced.
+void Validator::check_chosen_options() {
+  if (!plan_.chosen) return;
+  const PlanChosen& c = *plan_.chosen;
+  const PlanMemoryOptions& m = plan_.options.memory;
+  if (m.zero_stage && *m.zero_stage != c.memory.zero_stage) {
+    fail("summary", fmt::format("options.memory.zero_stage is {}, but chosen.memory.zero_stage "
+                                "is {}: an option given is kept, never replaced",
+                                *m.zero_stage, c.memory.zero_stage));
+  }
+  if (m.precision != c.memory.precision) {
+    fail("summary", fmt::format("options.memory.precision is {}, but chosen.memory.precision is {}",
+                                m.precision, c.memory.precision));
+  }
+  const std::string r = plan_.options.recompute.value_or("none");
+  if (r != "auto" && r != c.recompute) {
+    fail("summary",
+         fmt::format("options.recompute is {}, but chosen.recompute is {}", r, c.recompute));
+  }
+  int layers = 0;
+  for (const PlanStage& s : plan_.stages) layers += s.recomputed_layers.value_or(0);
+  if (layers != c.recomputed_layers) {
+    fail("summary", fmt::format("chosen.recomputed_layers is {}; the stages recompute {}",
+                                c.recomputed_layers, layers));
+  }
 }
 
 void Validator::check_chosen_family() {
@@ -184,7 +212,7 @@ void Validator::check_chosen_candidate() {
 // pipeline model: what a runtime may admit whatever the order of ops.
 void Validator::check_inflight_limits() {
   if (count_.count("memory")) return;  // an edited memory model: the limits differ as an echo
-  const auto statics = static_memory(pm_, plan_.options.memory, plan_.parallelism.dp);
+  const auto statics = static_memory(pm_, plan_.memory(), plan_.parallelism.dp);
   std::vector<std::int64_t> totals;
   for (const MemoryBreakdown& m : statics) totals.push_back(m.total());
   const std::vector<int> limits =

@@ -94,6 +94,7 @@ class Validator {
   void check_summary();
   void check_chosen_family();
   void check_chosen_candidate();
+  void check_chosen_options();
   void check_inflight_limits();
   void check_transfer_links(const std::string& name, const Transfer& t, const PlanTransfer& c);
   void check_transfer_carried(const std::string& name, const Transfer& t, const PlanTransfer& c);

@@ -24,10 +24,12 @@ std::string summary(const Plan& p, const ModelProfile& m, const ClusterProfile& 
   auto n = [](std::size_t count, const char* one, const char* many) {
     return fmt::format("{} {}", count, count == 1 ? one : many);
   };
-  return fmt::format("{} on {}: {} on {}, {}, {}, {}/{} skips local", m.name, c.name,
-                     n(p.num_stages(), "stage", "stages"), n(p.pp(), "device", "devices"),
+  // At pp 1 one device runs the whole model: every skip is on it, its stages are no cut.
+  const std::string skips =
+      p.pp() > 1 ? fmt::format(", {}/{} skips local", local, p.skips.size()) : "";
+  return fmt::format("{} on {}: {}, {}, {}{}", m.name, c.name, p.layout(),
                      n(p.parallelism.num_microbatches, "microbatch", "microbatches"),
-                     n(p.num_ops(), "op", "ops"), local, p.skips.size());
+                     n(p.num_ops(), "op", "ops"), skips);
 }
 
 }  // namespace

@@ -93,7 +93,7 @@ void Validator::check_stage_figures() {
 // A runtime checkpoints the layers a stage names as recomputed (plan_doc.py), so they must
 // be the ones the plan's mode selects in that stage, as the cost model charged them.
 void Validator::check_recomputed(const PlanStage& x) {
-  const std::string mode = plan_.options.recompute.value_or("none");
+  const std::string mode = plan_.recompute();
   const std::vector<std::string> want = recomputed_layers(
       mode, given_, pm_.layout.first_layer[x.id], pm_.layout.first_layer[x.id + 1]);
   if (!x.recomputed && !want.empty()) {
@@ -315,7 +315,7 @@ void Validator::check_schedule_and_memory() {
                                &tl,
                                plan_.parallelism.num_microbatches,
                                plan_.split_backward(),
-                               static_memory(pm_, plan_.options.memory, plan_.parallelism.dp),
+                               static_memory(pm_, plan_.memory(), plan_.parallelism.dp),
                                std::numeric_limits<std::int64_t>::max()};
   const std::vector<std::string> order = check_schedule(request);
   for (const std::string& m : order) fail("schedule", m);
@@ -349,20 +349,26 @@ void Validator::check_timing(const Timeline& tl) {
 }
 
 void Validator::check_predicted_memory() {
-  const std::int64_t cap = cluster_.usable_memory();
+  const std::int64_t cap = cluster_.usable_memory();  // within the plan's headroom
+  const std::int64_t usable = unscaled_.usable_memory();
   const auto& peaks = plan_.predicted.peak_memory_bytes;
   for (std::size_t d = 0; d < peaks.size(); ++d) {
     if (peaks[d] > cap) {
-      fail("memory", fmt::format("device {}: predicted peak {} ({} bytes) is over the usable {} "
-                                 "({} bytes)",
-                                 d, format_bytes(peaks[d]), peaks[d], format_bytes(cap), cap));
+      const std::string within = cap == usable
+                                     ? ""
+                                     : fmt::format(" (chosen.headroom {:g} of {})",
+                                                   plan_.headroom(), format_bytes(usable));
+      fail("memory",
+           fmt::format("device {}: predicted peak {} ({} bytes) is over the usable {} "
+                       "({} bytes){}",
+                       d, format_bytes(peaks[d]), peaks[d], format_bytes(cap), cap, within));
     }
   }
   for (const PlanDevicePrediction& d :
        plan_.predicted.devices.value_or(std::vector<PlanDevicePrediction>{})) {
-    if (d.capacity_bytes.value_or(0) > 0 && *d.capacity_bytes != cap) {
+    if (d.capacity_bytes.value_or(0) > 0 && *d.capacity_bytes != usable) {
       fail("memory", fmt::format("device {}: capacity_bytes is {}, cluster {} has {} usable",
-                                 d.device, *d.capacity_bytes, cluster_.name, cap));
+                                 d.device, *d.capacity_bytes, cluster_.name, usable));
     }
   }
 }

@@ -58,7 +58,7 @@ TEST_F(PlanJobTest, WithoutWritingTheTextComesBack) {
   job.write = false;
   const PlanRun run = run_plan_job(job);
   ASSERT_TRUE(run.ok()) << run.errors.front().message;
-  EXPECT_NE(run.text.find("\"schema\": \"pulse.plan/v1\""), std::string::npos);
+  EXPECT_NE(run.text.find("\"schema\": \"pulse.plan/v2\""), std::string::npos);
   EXPECT_EQ(run.plan.parallelism.pp, 2);
   EXPECT_TRUE(entries().empty());
 }

@@ -10,6 +10,12 @@
 namespace pulse {
 namespace {
 
+std::int64_t largest_peak(const CompiledPlan& p) {
+  std::int64_t peak = 0;
+  for (const DeviceTimeline& d : p.timeline.devices) peak = std::max(peak, d.peak.total());
+  return peak;
+}
+
 // Four equal layers (forward 1 s, backward 2 s), no skips, outputs of 0 bytes; `params` per
 // layer and 1 kB of activations per sample.
 ModelProfile four_layers(std::int64_t params) {
@@ -112,6 +118,69 @@ TEST(Tuner, MemoryCapForcesADeeperPipelineOrShardedDataParallelism) {
   EXPECT_EQ(plan->candidates.front().zero_stage, 2);
 }
 
+TEST(Tuner, AZeroStageGivenIsKeptOrThePlanRefused) {
+  // The cap of the test above. ZeRO-3 given: the ZeRO-2 plan (24 s, the fastest, adopted
+  // when --zero is not given) is weighed, never adopted; ZeRO-3 at pp 1 is as fast and kept.
+  const ModelProfile m = four_layers(1000000);
+  const ClusterProfile c = two_devices(50 * 1000 * 1000, 1e9);
+  PlanOptions o;
+  o.global_batch = 4;
+  o.memory.zero_stage = 3;
+  o.zero_given = true;
+  const auto three = compile_plan(m, c, o);
+  ASSERT_TRUE(three.ok()) << three.error().message;
+  EXPECT_EQ(three->options.memory.zero_stage, 3);
+  EXPECT_EQ(three->given.memory.zero_stage, 3);
+  EXPECT_TRUE(three->given.zero_given);
+  EXPECT_EQ(three->pp, 1);
+  // ZeRO-0 given: no sharded plan is adopted; the pipeline at 27 s is the plan.
+  o.memory.zero_stage = 0;
+  const auto zero = compile_plan(m, c, o);
+  ASSERT_TRUE(zero.ok()) << zero.error().message;
+  EXPECT_EQ(zero->options.memory.zero_stage, 0);
+  EXPECT_EQ(zero->pp, 2);
+  EXPECT_DOUBLE_EQ(zero->evaluation.iteration_s, 27.0);
+  // ZeRO-0 at pp 1 does not fit (64 MB of state in 50 MB): refused, naming what would: ZeRO-2
+  // at 24 s of compute plus 8 ms of exposed all-reduce (the test above).
+  o.pp = 1;
+  const auto refused = compile_plan(m, c, o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().kind, ErrorKind::infeasible);
+  const std::string& e = refused.error().message;
+  EXPECT_NE(e.find("; --zero 0 was given and is kept; sharded data parallelism alone would "
+                   "fit: ZeRO-2, pp 1 x dp 2, microbatch 1, 24.008 s per iteration (plan with "
+                   "--zero 2 --pp 1); ZeRO-3, pp 1 x dp 2, microbatch 1"),
+            std::string::npos)
+      << e;
+}
+
+TEST(Tuner, TheHeadroomCapsEveryDevicesPeak) {
+  // The cap of the tests above, 50 MB per device. ZeRO-2 at pp 1 (24 s) holds 36 MB of
+  // training state on each device, 72% of it; the pipeline (27 s) 32 MB, 64%.
+  const ModelProfile m = four_layers(1000000);
+  const ClusterProfile c = two_devices(50 * 1000 * 1000, 1e9);
+  PlanOptions o;
+  o.global_batch = 4;
+  const auto loose = compile_plan(m, c, o);  // the default, 0.95: 47.5 MB
+  ASSERT_TRUE(loose.ok()) << loose.error().message;
+  EXPECT_EQ(loose->pp, 1);
+  EXPECT_GT(largest_peak(*loose), 35 * 1000 * 1000);
+  o.headroom = 0.7;  // 35 MB: ZeRO-2 does not fit, the pipeline does
+  const auto capped = compile_plan(m, c, o);
+  ASSERT_TRUE(capped.ok()) << capped.error().message;
+  EXPECT_EQ(capped->pp, 2);
+  EXPECT_DOUBLE_EQ(capped->evaluation.iteration_s, 27.0);
+  EXPECT_LE(largest_peak(*capped), 35 * 1000 * 1000);
+  o.headroom = 0.6;  // 30 MB: neither
+  const auto none = compile_plan(m, c, o);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error().kind, ErrorKind::infeasible);
+  EXPECT_NE(none.error().message.find("--headroom 0.6"), std::string::npos) << none.error().message;
+  o.headroom = 1.5;
+  EXPECT_EQ(compile_plan(m, c, o).error().message,
+            "plan: --headroom must be a fraction in (0, 1] of the usable memory, got 1.5");
+}
+
 TEST(Tuner, ZeroOneMakesTheShallowerPipelineFit) {
   // Same 50 MB devices. ZeRO-1 shards the 12 bytes of optimizer state per parameter over the
   // 2 replicas of pp 1: 2 + 2 + 6 = 10 bytes, 40 MB for all four layers, plus a few kB of
@@ -137,7 +206,9 @@ TEST(Tuner, InfeasibleClusterNamesTheSmallestPipelineThatWouldFit) {
   std::vector<test::LayerSpec> layers(8, test::LayerSpec{1.0, 1000000, 1000, 0});
   const ModelProfile m = test::make_model(layers, {});
   const ClusterProfile c = two_devices(40 * 1000 * 1000, 1e9);
-  const auto plan = compile_plan(m, c, PlanOptions{});
+  PlanOptions all;
+  all.headroom = 1.0;  // all of the usable memory (the figures below)
+  const auto plan = compile_plan(m, c, all);
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.error().kind, ErrorKind::infeasible);
   // Then the shortfall of the deepest pipeline the cluster allows: pp 2 holds 4 layers,

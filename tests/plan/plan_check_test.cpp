@@ -152,8 +152,9 @@ TEST(PlanLimits, WhatTheToolsDeriveFromByteCountsHasTheByteLimitToo) {
   doc = tiny_plan();
   doc["stages"][0]["params"] = std::int64_t{1} << 53;
   EXPECT_EQ(plan_error_of(doc).rfind("p.json: $.stages: the weights, gradients and optimizer state "
-                                     "of every stage (params x $.options.memory's bytes per "
-                                     "parameter) come to ",
+                                     "of every stage (params x the bytes per parameter of "
+                                     "$.chosen.memory, or of $.options.memory in a v1 plan) "
+                                     "come to ",
                                      0),
             0u);
 }

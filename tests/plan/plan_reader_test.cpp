@@ -99,6 +99,47 @@ TEST(PlanReader, ReadsWhatThePlannerWrote) {
   EXPECT_EQ(p.options.memory.optimizer_bytes_per_param, 12);
 }
 
+TEST(PlanReader, V2StatesTheOptionsAsGivenAndWhatWasChosenApart) {
+  const Planned t = tiny();
+  EXPECT_EQ(t.doc["schema"], "pulse.plan/v2");
+  // Neither --zero nor --recompute given: the options say so; chosen says what was planned.
+  EXPECT_TRUE(t.doc["options"]["memory"]["zero_stage"].is_null());
+  EXPECT_EQ(t.doc["chosen"]["memory"]["zero_stage"], 0);
+  EXPECT_EQ(t.doc["chosen"]["recompute"], "none");
+  EXPECT_EQ(t.doc["chosen"]["memory"]["precision"], "mixed");
+  json doc = t.doc;
+  doc["chosen"]["memory"]["zero_stage"] = 2;
+  doc["chosen"]["recompute"] = "selective";
+  doc["chosen"]["memory"]["optimizer_bytes_per_param"] = 4;
+  doc["options"]["recompute"] = "auto";
+  const Plan p = parse_ok(doc);
+  EXPECT_EQ(p.schema, "pulse.plan/v2");
+  EXPECT_FALSE(p.options.memory.zero_stage);
+  EXPECT_EQ(p.memory().zero_stage, 2);  // what the tools plan with: chosen
+  EXPECT_EQ(p.memory().optimizer_bytes_per_param, 4);
+  EXPECT_EQ(p.recompute(), "selective");
+  EXPECT_EQ(p.options.recompute, "auto");
+}
+
+TEST(PlanReader, V1OptionsAreWhatWasPlanned) {
+  json doc = tiny().doc;
+  doc["schema"] = "pulse.plan/v1";
+  doc.erase("chosen");
+  doc["options"]["memory"]["zero_stage"] = 1;
+  doc["options"]["memory"]["optimizer_bytes_per_param"] = 4;
+  doc["options"]["recompute"] = "full";
+  const Plan p = parse_ok(doc);
+  EXPECT_EQ(p.schema, "pulse.plan/v1");
+  EXPECT_FALSE(p.chosen);
+  EXPECT_EQ(p.memory().zero_stage, 1);
+  EXPECT_EQ(p.memory().optimizer_bytes_per_param, 4);
+  EXPECT_EQ(p.recompute(), "full");
+  // Written back as it was read: a v1 plan stays v1, with no chosen section.
+  EXPECT_EQ(json::parse(write_plan(p)), doc);
+  doc["options"]["memory"].erase("zero_stage");  // absent in v1: 0
+  EXPECT_EQ(parse_ok(doc).memory().zero_stage, 0);
+}
+
 TEST(PlanReader, SequentialPlansAreChains) {
   const Plan p = parse_ok(tiny(Strategy::one_f_one_b).doc);
   EXPECT_FALSE(p.is_v());
@@ -180,10 +221,10 @@ TEST(PlanReader, NotAPlan) {
             "p.json: $: expected a plan object, got an array of 2");
   EXPECT_EQ(parse_plan(R"({"schema": "pulse.model/v1"})", "m.json").error().message,
             "m.json: $.schema: this is a model profile (\"pulse.model/v1\"), expected a plan "
-            "(\"pulse.plan/v1\")");
+            "(\"pulse.plan/v2\")");
   EXPECT_EQ(parse_plan(R"({"schema": "pulse.plan/v9"})", "p.json").error().message,
-            "p.json: $.schema: expected \"pulse.plan/v1\" (the version this pulse-plan reads), "
-            "got a string \"pulse.plan/v9\"");
+            "p.json: $.schema: expected \"pulse.plan/v2\" or \"pulse.plan/v1\" (the versions "
+            "this pulse-plan reads), got a string \"pulse.plan/v9\"");
   EXPECT_EQ(parse_plan("{\"schema\": ", "p.json").error().message.rfind("p.json:1:12: ", 0), 0u);
   EXPECT_EQ(load_plan("/nonexistent/p.json").error().kind, ErrorKind::input);
 }

@@ -83,8 +83,8 @@ TEST_F(ToolJobTest, ValidateReportsTheVerdictWithoutWriting) {
   ASSERT_TRUE(run.ok());
   EXPECT_TRUE(run.result.ok());
   EXPECT_EQ(run.report, job.plan_path +
-                            ": valid (tiny-unet on dgx1-v100-32gb-1n: 4 stages on 2 devices, 4 "
-                            "microbatches, 32 ops, 4/4 skips local)\n");
+                            ": valid (tiny-unet on dgx1-v100-32gb-1n: pp 2 x dp 4, 4 stages, "
+                            "ZeRO-0, 4 microbatches, 32 ops, 4/4 skips local)\n");
   job.plan_path = fixture("tiny-bad-degrees.plan.json");
   run = run_validate_job(job);
   ASSERT_TRUE(run.ok());
@@ -118,8 +118,12 @@ TEST_F(ToolJobTest, DiffComparesAndHoldsItsThresholds) {
   ASSERT_TRUE(run.ok()) << run.errors.front().message;
   const Plan a = load_plan(job.old_path).value();
   const Plan b = load_plan(job.new_path).value();
-  const PlanDiff by_hand = diff_plans({&a, &b});
+  const PlanDiff by_hand = diff_plans({&a, &b, "", "", 0.0, {}});
   EXPECT_EQ(run.report, format_diff_json(by_hand));
+  // The report states the gate asked for, and that it tripped.
+  ASSERT_EQ(by_hand.gates.size(), 1u);
+  EXPECT_EQ(by_hand.gates[0].option, "fail-if-slower");
+  EXPECT_TRUE(by_hand.gates[0].tripped);
   EXPECT_EQ(get("diff.json"), run.report);
   // The 910A plan is slower: the gate trips after the report is written.
   ASSERT_GT(by_hand.slowdown_pct, 0);

@@ -105,7 +105,7 @@ class Bf16(Base):
                                "--plan", plan_path, "--model", MODELS["small_unet"], "--dtype",
                                "bfloat16"], capture_output=True, text=True, timeout=120)
         self.assertEqual(proc.returncode, 2, proc.stderr)
-        self.assertIn("the plan is made for precision bf16 ($.options.memory.precision), this "
+        self.assertIn("the plan is made for precision bf16 ($.chosen.memory.precision), this "
                       "run asks for mixed (--dtype bfloat16)", proc.stderr)
 
 
@@ -183,7 +183,7 @@ class Torchtitan(Base):
         proc = self.export("small_unet", "--dp", "2", "--global-batch", "8", "--zero", "1",
                            "--family", "v", check=False)
         self.assertEqual(proc.returncode, 2, proc.stderr)
-        self.assertIn("ZeRO-1 (options.memory.zero_stage): torchtitan shards optimizer state "
+        self.assertIn("ZeRO-1 (chosen.memory.zero_stage): torchtitan shards optimizer state "
                       "only together with gradients", proc.stderr)
         proc = self.export("small_unet", "--family", "w2", check=False)
         self.assertEqual(proc.returncode, 2, proc.stderr)

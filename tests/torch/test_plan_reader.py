@@ -120,6 +120,60 @@ class Reading(common.TempDirCase):
                          "PLAN: $.parallelism.pp: the key is given twice in one object")
 
 
+class Versions(common.TempDirCase):
+    """v2 (what the planner writes) reads its modes from `chosen`; v1 from `options`."""
+
+    def read(self, doc):
+        from pulse_runtime import plan_doc
+        path = self.path("edited.json")
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        plan_doc._READ.clear()
+        return plan_doc.read_plan(path)
+
+    def planned(self, *options):
+        path = self.path("plan.json")
+        common.plan(OPTS.binary, common.TEST_PROFILE, path, "--pp", "2", "--global-batch", "8",
+                    *options)
+        with open(path) as f:
+            return json.load(f)
+
+    def test_v2_modes_are_the_chosen_section_s(self):
+        plan = self.planned("--zero", "1", "--precision", "fp32")
+        self.assertEqual(plan["schema"], "pulse.plan/v2")
+        self.assertEqual(plan["options"]["memory"]["zero_stage"], 1)
+        # What a runtime executes is `chosen`, whatever `options` say: edit it apart.
+        plan["chosen"]["memory"]["zero_stage"] = 3
+        plan["chosen"]["recompute"] = "full"
+        plan["options"]["recompute"] = "auto"
+        doc = self.read(plan)
+        self.assertEqual((doc.zero_stage, doc.precision, doc.recompute, doc.modes_path),
+                         (3, "fp32", "full", "$.chosen"))
+
+    def test_v1_modes_are_the_options(self):
+        plan = self.planned()
+        plan["schema"] = "pulse.plan/v1"
+        plan["chosen"]["memory"]["zero_stage"] = 3  # a v1 reader never looks here
+        plan["options"]["memory"]["zero_stage"] = 2
+        plan["options"]["memory"]["precision"] = "bf16"
+        plan["options"]["recompute"] = "selective"
+        doc = self.read(plan)
+        self.assertEqual((doc.zero_stage, doc.precision, doc.recompute, doc.modes_path),
+                         (2, "bf16", "selective", "$.options"))
+
+    def test_a_v2_plan_without_chosen_plans_what_its_options_give(self):
+        plan = self.planned()
+        del plan["chosen"]
+        self.assertIsNone(plan["options"]["memory"]["zero_stage"])  # --zero not given
+        self.assertEqual(self.read(plan).zero_stage, 0)
+        plan["options"]["recompute"] = "auto"
+        from pulse_runtime.plan_doc import PlanError
+        with self.assertRaises(PlanError) as e:
+            self.read(plan)
+        self.assertIn("$.options.recompute: expected none, selective or full (the mode "
+                      "planned), got 'auto'", str(e.exception))
+
+
 # --- the fuzz target --------------------------------------------------------------------------
 
 class Fuzz(common.TempDirCase):
@@ -153,8 +207,8 @@ class Fuzz(common.TempDirCase):
 
 
 # The sections the runtime reads (plan_doc.read_plan).
-READ = {"options", "parallelism", "stages", "skips", "carried", "transfers", "schedule",
-        "rank_map", "predicted"}
+READ = {"options", "chosen", "parallelism", "stages", "skips", "carried", "transfers",
+        "schedule", "rank_map", "predicted"}
 
 
 def json_values():
@@ -163,7 +217,7 @@ def json_values():
                | st.sampled_from([0, -1, 1, 2, 7, 2 ** 31, 2 ** 53, 2 ** 53 + 1, 10 ** 30])
                | st.floats() | st.text(max_size=8)
                | st.sampled_from(["F", "B", "I", "W", "main", "skip", "local", "embed", "",
-                                  "pulse.plan/v1"]))
+                                  "pulse.plan/v1", "pulse.plan/v2"]))
     return st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
                         | st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=6)
 

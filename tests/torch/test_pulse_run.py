@@ -302,7 +302,7 @@ class Mismatch(Base):
         plan_path, _ = self.plan("--pp", "2", "--global-batch", "4")
         err = self.refused(plan_path, "--model", common.SMALL_UNET + ":build_test", "--dtype",
                            "float32")
-        self.assertIn("the plan is made for precision fp64 ($.options.memory.precision), this "
+        self.assertIn("the plan is made for precision fp64 ($.chosen.memory.precision), this "
                       "run asks for fp32 (--dtype float32)", err)
         err = self.refused(plan_path, "--model", common.SMALL_UNET + ":build_test",
                            "--precision", "fp32", "--force-precision")

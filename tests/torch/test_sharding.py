@@ -205,7 +205,7 @@ class Refused(Base):
                 sharding.require_fully_shard(3)
         finally:
             sharding.torch_version = real
-        self.assertIn("ZeRO-3 (options.memory.zero_stage 3) runs on "
+        self.assertIn("ZeRO-3 (chosen.memory.zero_stage 3) runs on "
                       "torch.distributed.fsdp.fully_shard, which PyTorch", str(e.exception))
         self.assertIn("it needs 2.6 or later", str(e.exception))
 

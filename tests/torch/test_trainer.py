@@ -113,7 +113,7 @@ class MixedPrecision(Base):
         proc = self.pulse_run("--plan", f32_plan, "--model", FULL_MODEL, "--dtype", "bfloat16",
                               check=False)
         self.assertEqual(proc.returncode, 2, proc.stderr)
-        self.assertIn("the plan is made for precision fp32 ($.options.memory.precision), this "
+        self.assertIn("the plan is made for precision fp32 ($.chosen.memory.precision), this "
                       "run asks for mixed (--dtype bfloat16)", proc.stderr)
         proc = self.pulse_run("--plan", f32_plan, "--model", FULL_MODEL, "--dtype", "bfloat16",
                               "--force-precision", check=False)
@@ -325,7 +325,7 @@ class PlanDocErrors(Base):
                          "PLAN: $.schedule[0].ops[0].op: expected one of ['F', 'B', 'I', "
                          "'W'], got 'X'")
         self.assertEqual(self.edited(lambda p: p.update(schema="pulse.plan/v0")),
-                         "PLAN: not a pulse.plan/v1 plan ($.schema)")
+                         "PLAN: not a pulse.plan/v2 or pulse.plan/v1 plan ($.schema)")
 
 
 if __name__ == "__main__":

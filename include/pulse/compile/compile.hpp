@@ -55,6 +55,9 @@ struct PlanOptions {
   /// Default: kDefaultSamplesPerDevice per device of the cluster (used or not).
   std::optional<int> global_batch;
   MemoryModel memory;  ///< Precision and ZeRO stage (--precision, --zero).
+  /// The ZeRO stage was given (--zero): the plan keeps to it or is refused. Not given: the
+  /// planner may adopt sharded data parallelism at another stage (pipeline_or_not).
+  bool zero_given = false;
   /// Activation recomputation (profile/recompute.hpp): "none", "selective" or "full", or
   /// "auto": each of them planned and the fastest kept (the plan states the mode chosen).
   std::string recompute = "none";
@@ -65,6 +68,10 @@ struct PlanOptions {
   /// most one is set; neither: no cap beyond the device.
   std::optional<std::int64_t> activation_budget_bytes;
   std::optional<double> activation_budget_fraction;
+  /// Cap on every device's peak memory, as a fraction (0, 1] of its usable memory
+  /// (--headroom): every pass plans within headroom x usable. Absent: kDefaultHeadroom.
+  std::optional<double> headroom;
+  double headroom_fraction() const { return headroom.value_or(kDefaultHeadroom); }
   /// Schedule synthesis limits: branch-and-bound nodes per integer program (deterministic)
   /// and a wall-clock safety limit per schedule, seconds (0: list schedules only).
   int solver_max_nodes = kDefaultSolverNodes;
@@ -81,7 +88,10 @@ struct PlanOptions {
 
 /// Everything the passes found for the chosen configuration.
 struct CompiledPlan : Degrees {
-  PlanOptions options;
+  PlanOptions options;  ///< What was planned: the options of the alternative kept.
+  /// The options as the job gave them (scales resolved): the plan's `options`, where
+  /// `options` above is its `chosen`.
+  PlanOptions given;
   Strategy strategy = Strategy::pulse;
   int device_type = 0;                  ///< Index into the model's device_types.
   bool skips_nested = false;            ///< No two skips of the model cross (the graph pass).

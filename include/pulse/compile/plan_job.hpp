@@ -61,8 +61,10 @@ struct PlanRun {
 /// it succeeds; then the plan (and the trace) appear together.
 PlanRun run_plan_job(const PlanJob& job);
 
-/// The one-line summary of `plan`, made from `model` on `cluster` (PlanRun::summary).
-std::string plan_summary(const CompiledPlan& plan, const ModelProfile& model,
+/// The one-line summary of `plan` (compiled as `compiled`), made from `model` on `cluster`
+/// (PlanRun::summary): its layout and mode (Plan::layout), microbatching, skips kept local
+/// (pipelines only), time and bubble.
+std::string plan_summary(const Plan& plan, const CompiledPlan& compiled, const ModelProfile& model,
                          const ClusterProfile& cluster);
 
 }  // namespace pulse

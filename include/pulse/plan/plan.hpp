@@ -23,8 +23,12 @@
 
 namespace pulse {
 
-/// The schema tag of plans this version writes and reads.
-inline constexpr const char* kPlanSchema = "pulse.plan/v1";
+/// The schema tag of plans this version writes. v2 (this version) separates the options as
+/// given (`options`) from what the planner chose (`chosen`); the reader also takes v1, whose
+/// `options` is what was planned (docs/plans.md, "Versions").
+inline constexpr const char* kPlanSchema = "pulse.plan/v2";
+/// The first version, still read.
+inline constexpr const char* kPlanSchemaV1 = "pulse.plan/v1";
 
 /// `generator`: the program that wrote the plan.
 struct PlanGenerator {
@@ -43,6 +47,23 @@ struct PlanInput {
 struct PlanInputs {
   PlanInput model;
   PlanInput cluster;
+};
+
+/// `options.memory`: the training state as given: the precision (--precision; "mixed" when not
+/// given, its documented default) with its bytes per parameter, and the ZeRO stage when --zero
+/// was given (v2: null when not; v1: the stage planned, 0 when absent).
+struct PlanMemoryOptions {
+  std::string precision = "mixed";
+  double weight_bytes_per_param = 2;
+  double gradient_bytes_per_param = 2;
+  double optimizer_bytes_per_param = 12;
+  std::optional<int> zero_stage;
+
+  PlanMemoryOptions() = default;
+  /// `memory` as given; its ZeRO stage only when `zero_given`.
+  PlanMemoryOptions(const MemoryModel& memory, bool zero_given);
+  /// The memory model these options plan (an absent stage is 0).
+  MemoryModel model() const;
 };
 
 /// `options`: the options as given; a degree that was searched is absent (null).
@@ -64,9 +85,31 @@ struct PlanGivenOptions {
   /// --activation-budget as given: bytes, or a fraction of the device's usable memory.
   std::optional<std::int64_t> activation_budget_bytes;
   std::optional<double> activation_budget_fraction;
-  /// --recompute: "none", "selective" or "full" (profile/recompute.hpp); absent: none.
+  /// --headroom as given (a fraction of the usable memory); absent: not given.
+  std::optional<double> headroom;
+  /// --recompute: "none", "selective", "full" (profile/recompute.hpp) or, in v2, "auto";
+  /// absent: none. (v1 wrote the mode chosen under auto here.)
   std::optional<std::string> recompute;
-  MemoryModel memory;  ///< `options.memory`; defaults where absent.
+  PlanMemoryOptions memory;  ///< `options.memory`; defaults where absent.
+};
+
+/// `chosen` (v2): what the planner chose where the options left it a choice, and what it
+/// kept to: a runtime executes these (a v1 plan's `options` stand for them).
+struct PlanChosen {
+  /// The precision (as given: the planner does not change it), its bytes per parameter and the
+  /// ZeRO stage planned (the one --zero gave, or the one the planner chose).
+  MemoryModel memory;
+  /// The recomputation mode planned ("none", "selective", "full"; under --recompute auto the
+  /// one kept); its layers are each stage's `recomputed`.
+  std::string recompute = "none";
+  /// Layers that mode recomputes over all stages.
+  int recomputed_layers = 0;
+  /// The cap on each device's activations the schedule kept to (solver.activation_budget_bytes),
+  /// null when none.
+  std::optional<std::int64_t> activation_budget_bytes;
+  /// The share of each device's usable memory the plan was made to fit in (--headroom, or its
+  /// default); every predicted peak is within it. Absent (plans written by hand): 1.
+  std::optional<double> headroom;
 };
 
 /// One configuration's degrees: global_batch = dp x microbatch_size x num_microbatches. The
@@ -505,6 +548,7 @@ struct Plan {
   PlanGenerator generator;
   PlanInputs inputs;
   PlanGivenOptions options;
+  std::optional<PlanChosen> chosen;  ///< v2; absent in v1 plans and plans written by hand.
   PlanParallelism parallelism;
   PlanPartition partition;
   std::vector<PlanStage> stages;
@@ -532,6 +576,22 @@ struct Plan {
   int num_stages() const { return static_cast<int>(stages.size()); }
   /// The strategy named in the options, or "".
   std::string strategy() const { return options.strategy.value_or(""); }
+  /// The memory model planned: `chosen.memory`, else (v1) `options.memory`.
+  MemoryModel memory() const;
+  /// The recomputation mode planned: `chosen.recompute`, else (v1) `options.recompute`.
+  std::string recompute() const;
+  /// The share of the usable memory the plan fits in: `chosen.headroom`, else 1.
+  double headroom() const { return chosen && chosen->headroom ? *chosen->headroom : 1.0; }
+  /// What the plan is: "pipeline" (pp > 1), "sharded data parallel" (pp 1 at ZeRO-2 or 3) or
+  /// "data parallel" (pipeline_or_not.verdict's words).
+  std::string verdict() const;
+  /// How it trains: "ZeRO-2", then ", recompute selective" and ", precision bf16" where they
+  /// are not the defaults (none, mixed).
+  std::string mode() const;
+  /// The layout and the mode, as every view names a plan: "data parallel x 8, ZeRO-3, no
+  /// pipeline" at pp 1 (no stages: one device runs the whole model), else "pp 4 x dp 2, 8
+  /// stages (v), ZeRO-0" (the family where pulse chose one).
+  std::string layout() const;
   /// Backward split into I and W: as schedule_info states, else whether any op is I or W.
   bool split_backward() const;
   /// The V (2P stages, stage d and 2P-1-d on device d) as opposed to a chain or waves.

@@ -84,4 +84,8 @@ void scale_links(ClusterProfile& cluster, double factor);
 /// Both, for planning on `cluster` (its device type).
 void apply_scales(const CostScales& scales, ModelProfile& model, ClusterProfile& cluster);
 
+/// Caps each device's usable memory at `fraction` (0, 1] of it (plan --headroom, the plan's
+/// chosen.headroom): usable' = floor(fraction x usable), the rest reserved.
+void apply_headroom(double fraction, ClusterProfile& cluster);
+
 }  // namespace pulse

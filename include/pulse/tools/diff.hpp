@@ -41,11 +41,24 @@ struct LayerMove {
   DeviceId new_device = -1;
 };
 
+/// A CI gate of `diff` (--fail-if-slower, --fail-if-more-traffic): the option, its threshold,
+/// the figure it holds to it (both in percent) and whether it tripped (exit 4).
+struct DiffGate {
+  std::string option;  ///< "fail-if-slower" or "fail-if-more-traffic".
+  double threshold_pct = 0;
+  double value_pct = 0;  ///< slowdown_pct or traffic_increase_pct (may be infinite).
+  bool tripped = false;
+  std::string reason;  ///< One line: what the figure is against the threshold.
+};
+
 struct DiffRequest {
   const Plan* old_plan = nullptr;
   const Plan* new_plan = nullptr;
   std::string old_name = {};  ///< Column titles; default: the plans' file names.
   std::string new_name = {};
+  /// The gates asked for (percent); each is stated in the report, tripped or not.
+  std::optional<double> fail_if_slower_pct = {};
+  std::optional<double> fail_if_more_traffic_pct = {};
 };
 
 struct PlanDiff {
@@ -60,8 +73,19 @@ struct PlanDiff {
   /// old plan moved none and the new one does).
   double traffic_increase_pct = 0;
   int num_layers = 0;  ///< Layers in the new plan.
-  /// One line for people: faster or slower by how much, and why (device time per sample
-  /// split into compute, blocked sends, idle and exposed all-reduce; a recalibrated profile).
+  /// Either plan has a pipeline (pp > 1). Else one device runs the whole model in both: no
+  /// placement or stage rows, no moved layers.
+  bool pipelines = true;
+  /// How the plans train, where it changed: "ZeRO-0 -> ZeRO-2, recompute none -> selective"
+  /// (the "mode" rows: verdict, ZeRO stage, recomputation, precision); "" when it did not.
+  std::string mode_change;
+  /// The gates asked for, in option order, each with whether it tripped; the report (table,
+  /// JSON, Markdown, HTML) states them, so a red build's artefact says why it is red.
+  std::vector<DiffGate> gates;
+  /// One line for people: what changed in how they train first (verdict, ZeRO stage,
+  /// recomputation, precision: "ZeRO-0 -> ZeRO-2: "), then faster or slower by how much, and why
+  /// (device time per sample split into compute, blocked sends, idle and exposed all-reduce; a
+  /// recalibrated profile).
   std::string headline;
 };
 
