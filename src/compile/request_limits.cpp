@@ -145,7 +145,7 @@ Status scale_inputs(const ModelProfile& model, const ClusterProfile& cluster, Pl
     return Error{resolved.error().kind, "plan: " + resolved.error().message};
   }
   if (auto s = check_scale_limit("plan", "--compute-scale", scales.compute); !s) return s.error();
-  if (scales.identity() && options.recompute == "none") return Ok{};
+  if (scales.identity() && options.recompute == "none" && options.sequence.none()) return Ok{};
   // The plan is made from the scaled (and recomputing) profiles and names the files as
   // they are.
   if (!out.scaled_model) out.scaled_model.emplace(model);
@@ -153,6 +153,16 @@ Status scale_inputs(const ModelProfile& model, const ClusterProfile& cluster, Pl
   out.cluster = &out.scaled_cluster.emplace(cluster);
   apply_scales(scales, *out.scaled_model, *out.scaled_cluster);
   apply_recompute(options.recompute, *out.scaled_model);
+  if (!options.sequence.none()) {  // one device of each sequence group (alternatives.cpp)
+    // The cluster planned has one device per group: the batch stays the whole cluster's.
+    if (!options.global_batch)
+      options.global_batch = kDefaultSamplesPerDevice * cluster.num_devices();
+    if (auto s = check_sequence_layout(*out.model, *out.cluster, options.sequence); !s) {
+      return Error{s.error().kind, "plan: " + s.error().message};
+    }
+    *out.scaled_model = sequence_parallel_model(*out.scaled_model, options.sequence, cluster);
+    *out.scaled_cluster = sequence_group_cluster(*out.scaled_cluster, options.sequence);
+  }
   return Ok{};
 }
 
