@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include <fmt/format.h>
@@ -66,11 +67,17 @@ SequenceTraffic sequence_traffic(const SequenceShape& shape, double forward_s, d
   if (r > 1) {
     const double block = 2 * b * (tokens / r) * (width / u) * kElementBytes;
     t.ring_block_bytes = static_cast<std::int64_t>(std::ceil(block));
-    const LinkClass& l = cluster.link(0, u % s);  // rank 0's ring peer
-    t.ring_send_s = l.latency_s + block / l.bandwidth_bytes_per_s;
+    // The ring steps in lockstep: its slowest hop (rank i to rank i + u in group 0) paces it.
+    double latency = 0, bandwidth = std::numeric_limits<double>::infinity();
+    for (int i = 0; i < s; ++i) {
+      const LinkClass& l = cluster.link(i, (i + u) % s);
+      latency = std::max(latency, l.latency_s);
+      bandwidth = std::min(bandwidth, l.bandwidth_bytes_per_s);
+    }
+    t.ring_send_s = latency + block / bandwidth;
     const double share = forward_flops > 0 ? shape.attention_flops_per_sample / forward_flops : 0;
     const double step_fwd = share * forward_s / (s * r), step_bwd = share * backward_s / (s * r);
-    const double send_bwd = l.latency_s + 2 * block / l.bandwidth_bytes_per_s;
+    const double send_bwd = latency + 2 * block / bandwidth;
     t.forward_comm_s += (r - 1) * std::max(0.0, t.ring_send_s - step_fwd);
     t.backward_comm_s += (r - 1) * std::max(0.0, send_bwd - step_bwd);
   }

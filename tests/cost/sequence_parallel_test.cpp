@@ -61,14 +61,24 @@ TEST(SequenceParallel, RingExposesWhatAttentionDoesNotCover) {
   EXPECT_NEAR(t.backward_comm_s, 3 * (1e-6 + 2 * 2097152 / 100e9 - 7.5e-6), 1e-15);
 }
 
+TEST(SequenceParallel, ARingOverTwoNodesIsPacedByItsInterNodeHop) {
+  // Ring 8: ranks 3 -> 4 and 7 -> 0 cross nodes, so every step is paced by 10 GB/s, 5 us.
+  // Block: 512 tokens x 512 x 2 bytes, keys and values: 1 MiB. 0.1 ms forward: a step's
+  // attention is 0.6 x 1e-4 / 64 = 0.9375 us.
+  const SequenceTraffic t = sequence_traffic(kShape, 1e-4, 2e-4, 1000, {1, 8}, 1, two_nodes());
+  EXPECT_EQ(t.ring_block_bytes, 2 * 512 * 512 * 2);
+  EXPECT_DOUBLE_EQ(t.ring_send_s, 5e-6 + 1048576 / 10e9);
+  EXPECT_NEAR(t.forward_comm_s, 7 * (5e-6 + 1048576 / 10e9 - 0.6e-4 / 64), 1e-15);
+}
+
 TEST(SequenceParallel, TwoDimensionsRingBetweenUlyssesGroups) {
-  // Ulysses 2 x ring 4 on 8 ranks: the ring peer of rank 0 is rank 2 (same node).
+  // Ulysses 2 x ring 4 on 8 ranks: ring peers are 2 apart, so 2 -> 4 and 3 -> 5 cross nodes.
   const SequenceTraffic t = sequence_traffic(kShape, 1e-4, 2e-4, 1000, {2, 4}, 1, two_nodes());
   EXPECT_EQ(t.all_to_all_chunk_bytes, 512 * 512 * 2 / 2);  // 4096/8 tokens, to 1 peer
   EXPECT_EQ(t.ring_block_bytes, 2 * 1024 * 256 * 2);       // 4096/4 tokens x 4 heads of 64
   const double step = 0.6 * 1e-4 / (8 * 4);
   const double all_to_all = 1e-6 + 262144 / 100e9;
-  EXPECT_NEAR(t.forward_comm_s, 4 * all_to_all + 3 * (1e-6 + 1048576 / 100e9 - step), 1e-15);
+  EXPECT_NEAR(t.forward_comm_s, 4 * all_to_all + 3 * (5e-6 + 1048576 / 10e9 - step), 1e-15);
 }
 
 ModelProfile two_layer_model() {

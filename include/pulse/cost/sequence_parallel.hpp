@@ -28,7 +28,7 @@
 //   ring_backward_s = (r - 1) * max(0, send(2 x block) - a * backward_s / (s * r))
 //
 // (the backward passes the key and value blocks and their gradients), with send(x) =
-// latency + x / bandwidth of the link to the peer.
+// latency + x / bandwidth of the ring's slowest hop (the ring steps in lockstep).
 //
 // A layer with a sequence runs 1/s of its tokens: its forward and backward are t / s plus
 // the above, its activations and its output 1/s. A layer without one (the timestep and
