@@ -58,9 +58,11 @@ timed() {
 
 # The PyTorch the runtime and its tests use: a virtual environment from Debian's python3 with
 # PyTorch from pip (2.13.0, a CPU wheel, unless PULSE_TORCH_SPEC says otherwise) and what the
-# tests import. Kept when it already holds PyTorch 2.6+; made again otherwise.
+# runtime and its tests import: jsonschema (pulse-run validates plans against the schema),
+# numpy, hypothesis (the plan reader's fuzz test, tests/torch/test_plan_reader.py). Kept when
+# it already holds all of them with PyTorch 2.6+; made again otherwise.
 torch_venv() {
-  local check='import sys, torch, jsonschema, numpy
+  local check='import sys, torch, jsonschema, numpy, hypothesis
 v = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
 sys.exit(0 if v >= (2, 6) else 1)'
   if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "$check" 2>/dev/null; then return; fi
@@ -68,7 +70,7 @@ sys.exit(0 if v >= (2, 6) else 1)'
   /usr/bin/python3 -m venv "$venv"
   # --no-compile: no .pyc for torch's ~10k files up front (Python writes those it imports).
   "$venv/bin/pip" install --quiet --no-compile --disable-pip-version-check \
-    "${PULSE_TORCH_SPEC:-torch==2.13.0}" numpy jsonschema >&2
+    "${PULSE_TORCH_SPEC:-torch==2.13.0}" numpy jsonschema hypothesis >&2
   "$venv/bin/python" -c "$check"
   echo "setup.sh: $("$venv/bin/python" -c 'import torch; print("PyTorch", torch.__version__)') in $venv" >&2
 }

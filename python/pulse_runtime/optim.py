@@ -24,8 +24,7 @@ import torch
 import torch.distributed as dist
 
 from . import sharding
-
-OPTIMIZERS = ("sgd", "adam")
+from .options import OPTIMIZERS
 
 
 @dataclass(frozen=True)

@@ -22,24 +22,10 @@ from typing import Any, ContextManager
 
 import torch
 
-# name -> (parameter dtype, autocast dtype or None)
-PRECISIONS = {"fp32": ("float32", None), "fp64": ("float64", None),
-              "bf16": ("bfloat16", None), "mixed": ("float32", "bfloat16"),
-              "fp16-mixed": ("float32", "float16")}
-ALIASES = {"bf16-mixed": "mixed", "float32": "fp32", "float64": "fp64", "bfloat16": "mixed",
-           "float16": "fp16-mixed"}
-NAMES = tuple(PRECISIONS) + ("bf16-mixed",)
-DTYPES = ("float32", "float64", "bfloat16", "float16")  # --dtype, the older spelling
-DEFAULT_PLAN_PRECISION = "mixed"  # a plan without options.memory.precision (the planner's)
-
-
-def canonical(name: str) -> str:
-    """The precision `name` (or an alias) stands for; ValueError naming the choices."""
-    name = ALIASES.get(name, name)
-    if name not in PRECISIONS:
-        raise ValueError(f"precision {name!r}: expected one of {list(NAMES)} (or --dtype "
-                         f"{'/'.join(DTYPES)})")
-    return name
+# The names and their aliases live in options.py (the command lines check them before
+# PyTorch is imported); canonical() gives the name an alias stands for.
+from .options import (ALIASES, DEFAULT_PLAN_PRECISION, DTYPES, NAMES,  # noqa: F401
+                      PRECISIONS, canonical)
 
 
 @dataclass(frozen=True)

@@ -40,10 +40,14 @@ from typing import Any, Optional
 
 import torch
 
-from . import blocklist, models
-from .precision import DTYPES as DTYPE_SPELLINGS, NAMES, Precision, canonical, precision
+from . import blocklist, models, profile_cli
+from .options import fail
+from .profile_cli import parse_args  # noqa: F401 (scripts/gpu_check_steps.py calls it here)
+from .precision import Precision, precision
 from .profilechecks import check_lines, method_lines, small_batch_findings, step_findings
 from .steptimer import Clock, Row, account, attributed_step, plain_step, time_plain_step
+
+PROG = profile_cli.PROG
 
 # What each precision (precision.py's names, the planner's) measures: the regime line.
 REGIMES = {
@@ -57,75 +61,11 @@ REGIMES = {
                   "torch.autocast to float16; tensors between blocks counted in float16, as "
                   "pulse-run sends them; no loss scaling in the timed steps)"}
 
-def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="pulse-profile", description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", required=True, help="FILE.py:FUNCTION that builds the model")
-    p.add_argument("--sizes", default="1,2,4,8", help="microbatch sizes, increasing")
-    p.add_argument("--warmup", type=int, default=2,
-                   help="untimed steps at every size before any timing")
-    p.add_argument("--repeats", type=int, default=5,
-                   help="timed steps per size, sizes interleaved; the median is kept")
-    p.add_argument("--concurrent", type=int, default=1, metavar="N",
-                   help="measure while N-1 other processes run the same training step (N ranks "
-                   "per host; default 1: alone)")
-    p.add_argument("--max-small-batch-ratio", type=float, default=1.2,
-                   help="flag a block whose per-sample time at a microbatch size exceeds this "
-                   "times its per-sample time at the next larger size, beyond what the sum "
-                   "over all blocks shows between those sizes (default 1.2)")
-    p.add_argument("--max-step-deviation", type=float, default=0.05,
-                   help="flag a size whose blocks' summed time differs from the plain whole "
-                   "step's by more than this fraction (default 0.05)")
-    p.add_argument("--max-stamp-overhead", type=float, default=0.25,
-                   help="flag a size whose stamped step exceeds the plain step by more than "
-                   "this fraction: the block times then rest mostly on the attribution "
-                   "(default 0.25)")
-    p.add_argument("--strict", action="store_true",
-                   help="refuse (exit 1, write nothing) instead of flagging a block or a size")
-    p.add_argument("--precision", choices=NAMES,
-                   help="the training regime measured, named as plan --precision and pulse-run "
-                   "name it (default fp32)")
-    p.add_argument("--dtype", choices=DTYPE_SPELLINGS,
-                   help="the older spelling, as pulse-run reads it: float32 = fp32, float64 = "
-                   "fp64, bfloat16 = mixed, float16 = fp16-mixed (pure bf16: --precision bf16)")
-    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    p.add_argument("--device-type", help="device type name in the profile (default: CPU, "
-                   "or the CUDA device name)")
-    p.add_argument("--clock", choices=["auto", "thread"], default="auto",
-                   help="auto: CUDA events on a GPU, the wall clock on the CPU; thread: the "
-                   "profiling thread's CPU time (CPU only, one thread: steadier on a loaded "
-                   "machine, blind to waiting)")
-    p.add_argument("--threads", type=int, default=1,
-                   help="torch CPU threads (default 1: one core per pipeline rank)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--name", help="profile name (default: from the model file name)")
-    p.add_argument("-o", "--output", help="write here instead of stdout")
-    args = p.parse_args(argv)
-    if args.precision and args.dtype:
-        p.error("--precision and --dtype name the same thing: give one")
-    args.precision = canonical(args.precision or args.dtype or "fp32")
-    args.sizes = [int(s) for s in args.sizes.split(",")]
-    if any(b < 1 for b in args.sizes) or args.sizes != sorted(set(args.sizes)):
-        p.error("--sizes must be strictly increasing positive integers")
-    if args.repeats < 1 or args.warmup < 0:
-        p.error("--repeats must be >= 1 and --warmup >= 0")
-    if args.concurrent < 1:
-        p.error("--concurrent must be >= 1")
-    if args.max_small_batch_ratio < 1:
-        p.error("--max-small-batch-ratio must be >= 1")
-    if not 0 < args.max_step_deviation < 1:
-        p.error("--max-step-deviation must be between 0 and 1")
-    if args.max_stamp_overhead <= 0:
-        p.error("--max-stamp-overhead must be positive")
-    if args.clock == "thread" and (args.device == "cuda" or args.threads != 1):
-        p.error("--clock thread needs the CPU and --threads 1")
-    return args
-
-
 def pick_device(choice: str) -> torch.device:
     if choice == "auto":
         choice = "cuda" if torch.cuda.is_available() else "cpu"
     if choice == "cuda" and not torch.cuda.is_available():
-        raise SystemExit("pulse-profile: --device cuda but CUDA is not available")
+        fail(PROG, "--device cuda: this PyTorch sees no CUDA device")
     return torch.device(choice)
 
 
@@ -429,15 +369,20 @@ def write_atomically(path: str, text: str) -> None:
 
 
 def main(argv: Optional[list[str]] = None) -> None:
-    args = parse_args(argv)
+    """pulse-profile (profile_cli.main: options checked, one line on any refusal)."""
+    profile_cli.main(argv)
+
+
+def measure(args: argparse.Namespace) -> None:
+    """Measures as the checked options say (profile_cli.parse_args) and writes the profile."""
     blocklist.keep_freed_memory()
     torch.set_num_threads(args.threads)
     device = pick_device(args.device)
     try:
         prec = precision(args.precision, device.type)
         model = models.load(args.model, seed=args.seed, dtype=prec.param_dtype).to(device)
-    except (ValueError, TypeError, OSError) as e:
-        raise SystemExit(f"pulse-profile: {e}") from None
+    except (ValueError, TypeError, OSError, SyntaxError, ImportError) as e:
+        fail(PROG, f"--model {args.model}: {e}")
     model.train()
     if args.name is None:
         stem = os.path.splitext(os.path.basename(args.model.rpartition(":")[0]))[0]

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from . import blocklist, checkpoint, comm, models, optim, sharding
+from .options import check_local_world, check_run_options
 from .plan import Plan, PlanError
 from .plan_doc import PlanDoc, read_plan
 from .precision import DTYPES, NAMES, Precision, canonical, precision as make_precision
@@ -112,10 +113,15 @@ def run_zero(opts: RunOptions, doc: PlanDoc) -> tuple[int, list[str]]:
 
 def prepare(opts: RunOptions, torch_device: Any = None) -> Prepared:
     """Model, plan and tensor shapes, checked against each other, and the modes that run;
-    RunError if they differ or a mode cannot run here."""
+    RunError if they differ or a mode cannot run here. With `torch_device` None the caller
+    is a launcher about to start every rank on this host: the plan's world size is held to
+    the host's limit (options.host_process_limit) too."""
     import torch
     try:
+        check_run_options(vars(opts))
         doc = read_plan(opts.plan)
+        if torch_device is None:
+            check_local_world(doc.rank_map.world_size, f"{doc.path}: $.rank_map.world_size")
         name, notes = run_precision(opts, doc)
         zero, zero_notes = run_zero(opts, doc)
         if zero >= 2:
@@ -130,7 +136,7 @@ def prepare(opts: RunOptions, torch_device: Any = None) -> Prepared:
                                f"FSDP-sharded state (ZeRO-{zero}); train without it, or with "
                                f"--zero 1 or 0")
         prec = make_precision(name, device_type(opts))
-        model = models.load(opts.model, seed=opts.seed, dtype=prec.param_dtype)
+        model = load_model(opts, prec)
     except (ValueError, TypeError, OSError) as e:
         raise RunError(str(e)) from None
     device = torch_device or torch.device("cpu")
@@ -143,6 +149,15 @@ def prepare(opts: RunOptions, torch_device: Any = None) -> Prepared:
     except (PlanError, OSError) as e:
         raise RunError(str(e)) from None
     return Prepared(model, plan, shapes, prec, zero, notes + zero_notes)
+
+
+def load_model(opts: RunOptions, prec: Precision) -> Any:
+    """The model of --model; a file that does not import is RunError naming it (an error
+    the model's own code raises while building is not caught here)."""
+    try:
+        return models.load(opts.model, seed=opts.seed, dtype=prec.param_dtype)
+    except (SyntaxError, ImportError) as e:
+        raise RunError(f"--model {opts.model}: {type(e).__name__}: {e}") from None
 
 
 def torch_device_of(opts: RunOptions, rank: int) -> Any:
@@ -339,13 +354,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def launch_all(opts: RunOptions) -> None:
+def launch_all(opts: RunOptions, deadline: float | None = None) -> None:
     """Checks the plan against the model, then starts one process per rank of the plan: forked
     on the CPU (after `import torch`, before any thread pool exists, which saves each rank the
     second or so of importing it), spawned on CUDA (a forked process cannot use CUDA), one
-    rank per GPU."""
+    rank per GPU. `deadline` (time.monotonic(); default --timeout from now) bounds the whole
+    run: past it every rank still running is killed and SystemExit says so (exit 1); no rank
+    outlives this process."""
     import multiprocessing
     import torch
+    deadline = time.monotonic() + opts.timeout if deadline is None else deadline
     p = prepare(opts)
     world = p.plan.world_size
     cuda = device_type(opts) == "cuda"
@@ -366,15 +384,23 @@ def launch_all(opts: RunOptions) -> None:
     for note in [] if opts.quiet else p.notes:
         print(f"pulse-run: warning: {note}", file=sys.stderr, flush=True)
     ctx = multiprocessing.get_context("spawn" if cuda else "fork")
-    procs = []
-    for r in range(world):
-        procs.append(ctx.Process(target=_rank_main, args=(opts, r, world,
-                                                          f"tcp://127.0.0.1:{port}"),
-                                 name=f"rank{r}"))
-        procs[-1].start()
-    failed = wait_all(procs, time.monotonic() + opts.timeout)
+    procs: list[Any] = []
+    try:
+        for r in range(world):
+            if time.monotonic() > deadline:
+                break
+            procs.append(ctx.Process(target=_rank_main, args=(opts, r, world,
+                                                              f"tcp://127.0.0.1:{port}"),
+                                     name=f"rank{r}"))
+            procs[-1].start()
+        failed = wait_all(procs, deadline) if len(procs) == world else []
+    finally:
+        stop(procs)  # on any way out (an exception, ^C): no rank is left behind
+    if len(procs) < world or (failed and time.monotonic() > deadline):
+        raise SystemExit(f"pulse-run: timed out after {opts.timeout:g} s (--timeout) with "
+                         f"{len(procs)} of {world} ranks started; every rank was stopped")
     if failed:
-        raise SystemExit(f"pulse-run: rank(s) {failed} failed or timed out")
+        raise SystemExit(f"pulse-run: rank(s) {failed} failed; every rank was stopped")
     if opts.out:
         summary = summarize(opts.out, world, p.plan.doc, p.notes)
         with open(os.path.join(opts.out, "summary.json"), "w") as f:
@@ -386,11 +412,36 @@ def launch_all(opts: RunOptions) -> None:
 
 
 def _rank_main(opts: RunOptions, rank: int, world: int, init_method: str) -> None:
+    die_with_parent()
     try:
         run_rank(opts, rank, world, init_method)
     except RunError as e:
         print(f"pulse-run: rank {rank}: {e}", file=sys.stderr, flush=True)
         sys.exit(2)
+
+
+def die_with_parent() -> None:
+    """Linux: this process gets SIGKILL when the launcher dies, so that no rank outlives a
+    launcher killed from outside (prctl PR_SET_PDEATHSIG; elsewhere nothing)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the launcher died before prctl took effect
+        os._exit(1)
+
+
+def stop(procs: list[Any]) -> None:
+    """Kill every process still running and reap them all."""
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+    for p in procs:
+        p.join()
 
 
 def wait_all(procs: list[Any], deadline: float) -> list[int]:

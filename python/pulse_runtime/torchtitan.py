@@ -44,7 +44,6 @@ any refusal.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
@@ -53,9 +52,12 @@ import re
 import sys
 from typing import Any
 
-from . import blocklist, models
-from .plan import Plan, PlanError
-from .plan_doc import PlanDoc, read_plan
+from . import options as opt
+from .plan_doc import PlanDoc, PlanError, read_plan
+from .plan_json import read_bytes
+
+PROG = "pulse-torchtitan"
+MAX_CSV_BYTES = 64 << 20  # a torch-csv export is a few bytes an op, its plan about 150
 
 TORCHTITAN_COMMIT = "e347b1e5e6b6941d789d16d340145294d82dc71e"
 V_SCHEDULES = ("ZBVZeroBubble", "DualPipeV")
@@ -101,6 +103,7 @@ def module_fqns(model: Any, root: Any) -> list[str]:
 def check_parameters(model: Any, root: Any, fqns: list[str]) -> None:
     """Each named module holds exactly its layer's parameters (so keeping the modules of a
     stage keeps the stage)."""
+    from . import blocklist
     for i, fqn in enumerate(fqns):
         have = {id(p) for p in root.get_submodule(fqn).parameters()}
         want = {id(p) for _, p in blocklist.block_named_parameters(model, i)}
@@ -123,12 +126,21 @@ def device_rows(doc: PlanDoc, csv_text: str) -> list[list[str]]:
     for g, device in enumerate(order):
         by_device[device] = rows[g]
     for d, row in enumerate(by_device):
-        stages = {int(re.match(r"\d+", c).group()) for c in row if c}
+        stages = {csv_stage(doc, c) for c in row if c}
         wrong = sorted(s for s in stages if doc.stage_device[s] != d)
         if wrong:
             raise ExportError(f"the CSV gives device {d} stages {wrong} the plan puts "
                               f"elsewhere (was it exported from this plan?)")
     return by_device
+
+
+def csv_stage(doc: PlanDoc, cell: str) -> int:
+    """The stage of a torch-csv action ("3F0": stage 3, forward, microbatch 0)."""
+    match = re.match(r"\d{1,9}", cell)
+    if match is None or int(match.group()) >= len(doc.stage_device):
+        raise ExportError(f"the CSV holds {cell[:40]!r}, not an action on one of the plan's "
+                          f"{len(doc.stage_device)} stages (was it exported from this plan?)")
+    return int(match.group())
 
 
 def data_parallel(doc: PlanDoc) -> dict[str, Any]:
@@ -191,17 +203,22 @@ def export(plan_path: str, csv_path: str, model_spec: str, out: str) -> tuple[st
     """Writes OUT/job.toml and OUT/schedule.csv; returns their paths."""
     doc = read_plan(plan_path)
     _, schedule = placement_style(doc)
-    model = models.load(model_spec, seed=0)
+    csv_text = read_bytes(csv_path, MAX_CSV_BYTES, "a torch-csv export", "CSV").decode(
+        "utf-8", errors="replace")
+    rows = device_rows(doc, csv_text)
+    data_parallel(doc)
+    training(doc)  # every refusal above, before the model is built
+    from . import models  # PyTorch from here on
+    from .plan import Plan
+    try:
+        model = models.load(model_spec, seed=0)
+    except (SyntaxError, ImportError) as e:
+        raise ExportError(f"--model {model_spec}: {type(e).__name__}: {e}") from None
     plan = Plan(doc, model)
     root = getattr(model, "module", model)  # the fx front end's original module
     fqns = module_fqns(model, root)
     check_parameters(model, root, fqns)
     parts = [[fqns[i] for i in range(first, last + 1)] for first, last in plan.stage_range]
-    try:
-        with open(csv_path, newline="") as f:
-            rows = device_rows(doc, f.read())
-    except OSError as e:
-        raise ExportError(f"{csv_path}: cannot read ({e.strerror})") from None
     os.makedirs(out, exist_ok=True)
     csv_out = os.path.abspath(os.path.join(out, "schedule.csv"))
     text = io.StringIO()
@@ -214,8 +231,8 @@ def export(plan_path: str, csv_path: str, model_spec: str, out: str) -> tuple[st
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m pulse_runtime.torchtitan",
-                                description=__doc__.split("\n\n")[0])
+    p = opt.Parser(prog="python -m pulse_runtime.torchtitan", tag=PROG,
+                   description=__doc__.split("\n\n")[0])
     p.add_argument("--plan", required=True)
     p.add_argument("--csv", required=True, help="pulse-plan export PLAN --format torch-csv")
     p.add_argument("--model", required=True, help="FILE.py:FUNCTION (the model the plan is of)")
@@ -225,8 +242,11 @@ def main(argv: list[str] | None = None) -> int:
         for path in export(args.plan, args.csv, args.model, args.out):
             print(path)
     except (ExportError, PlanError, ValueError, TypeError, OSError) as e:
-        print(f"pulse-torchtitan: {e}", file=sys.stderr)
-        return 2
+        opt.fail(PROG, str(e))
+    except KeyboardInterrupt:
+        opt.fail(PROG, "interrupted", code=130)
+    except Exception as e:  # noqa: BLE001 - the one top-level handler (exit 3)
+        opt.internal_error(PROG, e)
     return 0
 
 

@@ -294,7 +294,7 @@ std::vector<OptionRecord> what_to_plan() {
   return {
       required(option("model", "FILE", K::text, "model profile (pulse.model/v1)",
                       store<&PlanJob::model_path, std::string>)),
-      required(option("cluster", "FILE", K::text, "cluster profile (pulse.cluster/v1)",
+      required(option("cluster", "FILE", K::text, "cluster profile (pulse.cluster/v2, or v1)",
                       store<&PlanJob::cluster_path, std::string>)),
       with_default(option("strategy", "NAME", K::text, "pulse, v-naive, 1f1b, 1f1b-direct or gpipe",
                           read_strategy),

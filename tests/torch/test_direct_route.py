@@ -39,10 +39,14 @@ def move_layer_to_previous_stage(plan):
     skip = next(s for s in plan["skips"] if s["consumer"] == moved)
     skip.update(consumer_stage=prev["id"], consumer_device=prev["device"], local=False,
                 route="direct")
+    moved_bytes = {"activation": 0, "skip": skip["bytes_per_sample"] *
+                   plan["parallelism"]["microbatch_size"], "carried": 0}
+    moved_bytes["total"] = moved_bytes["skip"]
     plan["transfers"].append({
         "from_stage": skip["producer_stage"], "to_stage": prev["id"],
         "from_device": skip["producer_device"], "to_device": prev["device"], "kind": "skip",
-        "skips": [skip["name"]]})
+        "forward_bytes_per_microbatch": moved_bytes,
+        "backward_bytes_per_microbatch": dict(moved_bytes), "skips": [skip["name"]]})
     return skip
 
 

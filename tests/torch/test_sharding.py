@@ -188,8 +188,8 @@ class Refused(Base):
 
     def test_a_stage_kind_the_runtime_does_not_run(self):
         err = self.edited(lambda p: p["stages"][1].update(side="frozen"))
-        self.assertIn("PLAN: $.stages[1].side: a 'frozen' stage, which the runtimes do not "
-                      "execute (they run encoder, decoder, chain stages)", err)
+        self.assertIn("PLAN: $.stages[1].side: expected one of ['encoder', 'decoder', "
+                      "'chain'], got 'frozen'", err)
 
     def test_a_precision_without_a_name_here(self):
         err = self.edited(lambda p: p["options"]["memory"].update(precision="fp8"))

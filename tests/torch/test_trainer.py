@@ -320,7 +320,7 @@ class PlanDocErrors(Base):
         self.assertEqual(self.edited(lambda p: p["stages"][1].pop("layers")),
                          "PLAN: $.stages[1].layers: missing (expected an array)")
         self.assertEqual(self.edited(lambda p: p["parallelism"].update(pp="2")),
-                         "PLAN: $.parallelism.pp: expected an integer, got str")
+                         "PLAN: $.parallelism.pp: expected an integer, got a string")
         self.assertEqual(self.edited(lambda p: p["schedule"][0]["ops"][0].update(op="X")),
                          "PLAN: $.schedule[0].ops[0].op: expected one of ['F', 'B', 'I', "
                          "'W'], got 'X'")

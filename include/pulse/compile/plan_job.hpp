@@ -27,7 +27,7 @@ namespace pulse {
 /// The inputs, the outputs and the options of one plan.
 struct PlanJob {
   std::string model_path;    ///< --model: a pulse.model/v1 profile.
-  std::string cluster_path;  ///< --cluster: a pulse.cluster/v1 profile.
+  std::string cluster_path;  ///< --cluster: a pulse.cluster/v2 (or v1) profile.
   /// -o: where the plan goes, "-" for stdout; absent: stdout (named "the output without -o").
   std::optional<std::string> output_path;
   /// --trace: where the simulated timeline goes, as a Chrome trace.
