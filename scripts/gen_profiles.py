@@ -36,7 +36,7 @@ def generate() -> Dict[str, str]:
     """Relative path -> file text, for every profile this script owns."""
     files = {}
     for spec in model_specs():
-        files[f"models/{spec.name}.json"] = render(model_profile(spec))
+        files[f"models/{spec.folder}{spec.name}.json"] = render(model_profile(spec))
     for cluster in cluster_profiles():
         files[f"clusters/{cluster['name']}.json"] = render(cluster)
     return dict(sorted(files.items()))

@@ -10,6 +10,8 @@ from .layers import Architecture
 from .unet import SD2_UNET, SDXL_UNET, build_unet
 from .svd import SVD_XT_UNET, build_svd
 from .uvit import UVIT_H2, UVIT_L2, build_uvit
+from .video import (HUNYUAN_VIDEO_T2, OPEN_SORA_2, WAN21_T2V_14B, build_video_mmdit, build_wan,
+                    video_tokens)
 
 GENERATOR = "scripts/gen_profiles.py"
 REFERENCE_NOTES = ("models_hw.md: pulse-plan shared reference (architecture figures, FLOP "
@@ -39,6 +41,7 @@ class ModelSpec:
     references: List[str]
     assumptions: List[str]
     anchored: bool = False  # a public measurement of this model sets its times (anchors.py)
+    folder: str = ""  # under profiles/models ("video/": not in the corpus of every model)
 
 
 def _sd2_spec(px: int, repo: str) -> ModelSpec:
@@ -198,6 +201,89 @@ def _svd_spec() -> ModelSpec:
     )
 
 
+VIDEO_FOLDER = "video/"
+VIDEO_SEQUENCE = (
+    "Sequence: VAE stride (4, 8, 8) (the first frame kept: (F - 1) / 4 + 1 latent frames of "
+    "H/8 x W/8) and patch (1, 2, 2), so (F - 1) / 4 + 1 x H/16 x W/16 video tokens. Attention "
+    "is counted as its core, 4 * Lq * Lk * C forward FLOPs per sample (flash attention: no "
+    "L x L matrix is kept), so its cost grows with the square of the sequence; each block's "
+    "`sequence` states the tokens, heads, head width and that core's FLOPs, which the "
+    "sequence-parallel cost model (Ulysses, ring) reads.")
+VIDEO_FROZEN = (
+    "The VAE and the text encoders are frozen and left out (latents and text states "
+    "precomputed, as Open-Sora's stage2_cache.py caches them); a frozen-encoder placement "
+    "would need their profiles as components, which this profile does not have.")
+VIDEO_METHOD = (
+    "Derived analytically, not measured: parameters, FLOPs and saved activations by formula "
+    "from the published configuration, times by the time model below; no measurement of this "
+    "model anchors them.")
+
+
+def _video_spec(name: str, what: str, build, frames: int, height: int, width: int,
+                references: List[str], assumptions: List[str]) -> ModelSpec:
+    tokens = video_tokens(frames, height, width)
+    return ModelSpec(
+        name=name,
+        description=(f"{what} at {frames} frames of {height}x{width} ({tokens} video tokens); "
+                     "one layer per block plus embedders and head."),
+        build=lambda: build(frames, height, width),
+        microbatch_sizes=[1, 2],
+        references=references + [REFERENCE_NOTES],
+        assumptions=[VIDEO_METHOD, VIDEO_SEQUENCE] + assumptions + [VIDEO_FROZEN],
+        folder=VIDEO_FOLDER,
+    )
+
+
+def _video_specs() -> List[ModelSpec]:
+    return [
+        _video_spec(
+            "wan2.1-t2v-14b-81x720x1280", "Wan 2.1 T2V 14B transformer",
+            lambda f, h, w: build_wan(WAN21_T2V_14B, f, h, w), 81, 720, 1280,
+            ["https://github.com/Wan-Video/Wan2.1/blob/main/wan/configs/wan_t2v_14B.py "
+             "(dim 5120, ffn_dim 13824, 40 heads, 40 layers, patch (1, 2, 2), vae_stride "
+             "(4, 8, 8)) and shared_config.py (text_len 512)",
+             "https://github.com/Wan-Video/Wan2.1/blob/main/wan/modules/model.py (WanModel, "
+             "WanAttentionBlock, Head)",
+             "Wan Team, Wan: Open and Advanced Large-Scale Video Generative Models, arXiv "
+             "2503.20314 (81 frames at 720p; FSDP + 2-D context parallelism, Ulysses x ring)"],
+            ["Training shape: 81 frames at 720x1280, Wan 2.1's 720p clip (21 x 45 x 80 tokens).",
+             "Carried: time_embeddings (e and e0, 7 x 5120 fp16) from time_embedding and "
+             "context (512 x 5120 fp16) from text_embedding, both trained, so both have "
+             "gradients; the RoPE tables are parameter-free and recomputed per stage.",
+             "Cross-attention's keys and values are the 512 text tokens: a sequence-parallel "
+             "layout splits the video tokens only, so it moves nothing."]),
+        _video_spec(
+            "hunyuanvideo-t2v-13b-129x720x1280", "HunyuanVideo T2V 13B transformer",
+            lambda f, h, w: build_video_mmdit(HUNYUAN_VIDEO_T2, f, h, w), 129, 720, 1280,
+            ["https://github.com/Tencent/HunyuanVideo/blob/main/hyvideo/modules/models.py "
+             "(HUNYUAN_VIDEO_CONFIG HYVideo-T/2-cfgdistill: 20 double, 40 single blocks, "
+             "hidden 3072, 24 heads, mlp ratio 4, rope [16, 56, 56], guidance embedding)",
+             "Kong et al., HunyuanVideo: A Systematic Framework For Large Video Generative "
+             "Models, arXiv 2412.03603 (129 frames at 720p; 884 causal VAE, 16 channels)"],
+            ["Training shape: 129 frames at 720x1280 (33 x 45 x 80 tokens), 256 text tokens.",
+             "The Flux layout (flux.py's blocks): img_in as one GEMM of 64 -> 3072 per token "
+             "(16 channels x patch 1 x 2 x 2); txt_in's two-block SingleTokenRefiner over the "
+             "256 text tokens is counted as its input projection only (its blocks are left "
+             "out: under 1% of the FLOPs at this sequence).",
+             "Carried: temb (3072 fp16) from time_text_embed, with gradient."]),
+        _video_spec(
+            "open-sora-2.0-11b-129x768x768", "Open-Sora 2.0 11B MMDiT",
+            lambda f, h, w: build_video_mmdit(OPEN_SORA_2, f, h, w), 129, 768, 768,
+            ["https://github.com/hpcaitech/Open-Sora/blob/main/configs/diffusion/train/"
+             "image.py (model type flux: in_channels 64, hidden 3072, 24 heads, depth 19, "
+             "depth_single_blocks 38, guidance_embed False; t5 max_length 512; hunyuan_vae "
+             "16 latent channels)",
+             "https://github.com/hpcaitech/Open-Sora/blob/main/configs/diffusion/train/"
+             "stage2.py (768px buckets up to 129 frames; sp_size 4 ring attention, ZeRO-2)",
+             "Peng et al., Open-Sora 2.0: Training a Commercial-Level Video Generation Model "
+             "in $200k, arXiv 2503.09642"],
+            ["Training shape: stage 2's longest 768px bucket, 129 frames, taken as 768x768 "
+             "(33 x 48 x 48 tokens), 512 text tokens.",
+             "The Flux layout (flux.py's blocks) without the guidance embedder.",
+             "Carried: temb (3072 fp16) from time_text_embed, with gradient."]),
+    ]
+
+
 def model_specs() -> List[ModelSpec]:
     return [
         _sd2_spec(512, "stabilityai/stable-diffusion-2-1-base"),
@@ -209,7 +295,7 @@ def model_specs() -> List[ModelSpec]:
         _hunyuan_spec(512, [1, 2, 4, 8, 16]),
         _flux_spec(),
         _svd_spec(),
-    ]
+    ] + _video_specs()
 
 
 def device_types() -> List[str]:
@@ -228,7 +314,7 @@ def _times(layer, sizes: List[int]) -> Dict[str, Dict[str, List[float]]]:
 
 def _layer_json(layer, sizes: List[int]) -> Dict:
     times = _times(layer, sizes)
-    return {
+    out = {
         "name": layer.name,
         "kind": layer.kind,
         "params": layer.params,
@@ -239,6 +325,9 @@ def _layer_json(layer, sizes: List[int]) -> Dict:
         "output_bytes_per_sample": layer.out_bytes,
         "forward_flops_per_sample": layer.forward_flops,
     }
+    if layer.sequence is not None:
+        out["sequence"] = dict(layer.sequence)
+    return out
 
 
 def model_profile(spec: ModelSpec) -> Dict:

@@ -34,7 +34,7 @@ def _image_tokens(latent_side: int) -> int:
     return (latent_side // 2) ** 2
 
 
-def time_text_embed(cfg, latent_side: int) -> Layer:
+def time_text_embed(cfg, n_img: int) -> Layer:
     """CombinedTimestepGuidanceTextProjEmbeddings: three two-layer MLPs, summed."""
     acc = Acc("time_text_embed", "embedding")
     d, f, pooled = _dim(cfg), cfg["timestep_proj_dim"], cfg["pooled_projection_dim"]
@@ -47,22 +47,21 @@ def time_text_embed(cfg, latent_side: int) -> Layer:
     # Sinusoids of the timestep and the guidance, their casts, the two sums.
     acc.pointwise(2 * (SINUSOID_KERNELS + 1) + 2, "sinusoids, casts, sums")
     # The next layers need the packed latent and the raw T5 states.
-    return acc.done(fp16_bytes(_image_tokens(latent_side), cfg["in_channels"])
+    return acc.done(fp16_bytes(n_img, cfg["in_channels"])
                     + fp16_bytes(cfg["text_tokens"], cfg["joint_attention_dim"]))
 
 
-def context_embedder(cfg, latent_side: int) -> Layer:
+def context_embedder(cfg, n_img: int) -> Layer:
     acc = Acc("context_embedder", "embedding")
     d, n_txt = _dim(cfg), cfg["text_tokens"]
     acc.linear(cfg["joint_attention_dim"], d, n_txt)
     acc.save(n_txt * cfg["joint_attention_dim"])
-    return acc.done(fp16_bytes(_image_tokens(latent_side), cfg["in_channels"])
-                    + fp16_bytes(n_txt, d))
+    return acc.done(fp16_bytes(n_img, cfg["in_channels"]) + fp16_bytes(n_txt, d))
 
 
-def x_embedder(cfg, latent_side: int) -> Layer:
+def x_embedder(cfg, n_img: int) -> Layer:
     acc = Acc("x_embedder", "embedding")
-    d, n_img = _dim(cfg), _image_tokens(latent_side)
+    d = _dim(cfg)
     acc.linear(cfg["in_channels"], d, n_img, cls=EMBEDDING)
     acc.save(n_img * cfg["in_channels"])
     return acc.done(fp16_bytes(n_img + cfg["text_tokens"], d))
@@ -89,9 +88,9 @@ def _stream(acc: Acc, d: int, hidden: int, head_dim: int, tokens: int) -> None:
     acc.save((8 + 1 + 2 + 2 * hidden // d + 1) * d * tokens)
 
 
-def double_block(name: str, cfg, latent_side: int) -> Layer:
+def double_block(name: str, cfg, n_img: int) -> Layer:
     acc = Acc(name, "transformer")
-    d, n_img, n_txt = _dim(cfg), _image_tokens(latent_side), cfg["text_tokens"]
+    d, n_txt = _dim(cfg), cfg["text_tokens"]
     hidden = cfg["mlp_ratio"] * d
     _stream(acc, d, hidden, cfg["attention_head_dim"], n_img)
     _stream(acc, d, hidden, cfg["attention_head_dim"], n_txt)
@@ -101,11 +100,11 @@ def double_block(name: str, cfg, latent_side: int) -> Layer:
     return acc.done(fp16_bytes(n_img + n_txt, d))
 
 
-def single_block(name: str, cfg, latent_side: int) -> Layer:
+def single_block(name: str, cfg, n_img: int) -> Layer:
     """AdaLN-Zero-single, fused QKV + MLP-in, proj_out(cat[attn, gelu(mlp)])."""
     acc = Acc(name, "transformer")
     d, head_dim = _dim(cfg), cfg["attention_head_dim"]
-    tokens = _image_tokens(latent_side) + cfg["text_tokens"]
+    tokens = n_img + cfg["text_tokens"]
     hidden = cfg["mlp_ratio"] * d
     acc.linear(d, 3 * d, 1, cls=EMBEDDING)  # norm.linear
     acc.linear(d, hidden, tokens)  # proj_mlp
@@ -124,10 +123,10 @@ def single_block(name: str, cfg, latent_side: int) -> Layer:
     return acc.done(fp16_bytes(tokens, d))
 
 
-def norm_out(cfg, latent_side: int) -> Layer:
+def norm_out(cfg, n_img: int) -> Layer:
     """AdaLayerNormContinuous on the image tokens (text tokens dropped), proj_out."""
     acc = Acc("norm_out", "head")
-    d, n_img = _dim(cfg), _image_tokens(latent_side)
+    d = _dim(cfg)
     out = cfg["patch_size"] ** 2 * cfg["in_channels"]
     acc.linear(d, 2 * d, 1, cls=EMBEDDING)
     acc.linear(d, out, n_img, cls=EMBEDDING)
@@ -139,11 +138,15 @@ def norm_out(cfg, latent_side: int) -> Layer:
 
 def build_flux(cfg, latent_side: int) -> Architecture:
     """latent_side: the 16-channel VAE latent side (image side / 8)."""
-    layers = [time_text_embed(cfg, latent_side), context_embedder(cfg, latent_side),
-              x_embedder(cfg, latent_side)]
-    layers += [double_block(f"double{i}", cfg, latent_side) for i in range(cfg["num_layers"])]
-    layers += [single_block(f"single{i}", cfg, latent_side)
-               for i in range(cfg["num_single_layers"])]
-    layers.append(norm_out(cfg, latent_side))
+    return build_mmdit(cfg, _image_tokens(latent_side))
+
+
+def build_mmdit(cfg, n_img: int) -> Architecture:
+    """The Flux layout over n_img image (or video) tokens: Open-Sora 2.0 and HunyuanVideo
+    share it (video.py)."""
+    layers = [time_text_embed(cfg, n_img), context_embedder(cfg, n_img), x_embedder(cfg, n_img)]
+    layers += [double_block(f"double{i}", cfg, n_img) for i in range(cfg["num_layers"])]
+    layers += [single_block(f"single{i}", cfg, n_img) for i in range(cfg["num_single_layers"])]
+    layers.append(norm_out(cfg, n_img))
     carried = [Carried("temb", "time_text_embed", fp16_bytes(_dim(cfg)), True)]
     return Architecture(layers, skips=[], carried=carried)

@@ -61,6 +61,9 @@ class Layer:
     out_bytes: int = 0     # main-path bytes per sample after this layer
     kernels: int = 0       # GPU kernels one eager forward launches (see KERNELS)
     host_ops: int = 0      # ops it dispatches that launch nothing (see HOST_ONLY_OPS)
+    # What a sequence-parallel layout splits (video.py): tokens, heads, head_dim,
+    # attention_flops_per_sample. None: the layer is not split along a sequence.
+    sequence: Optional[Dict[str, int]] = None
 
     @property
     def dispatches(self) -> int:

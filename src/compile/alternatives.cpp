@@ -27,17 +27,54 @@ const char* axis_name(Axis axis) {
       return "sharding";
     case Axis::recompute:
       return "recompute";
+    case Axis::sequence:
+      return "sequence";
   }
   return "";
 }
 
-std::vector<Alternative> levels_of(const PlanOptions& options) {
-  if (options.recompute != "auto") return {{Axis::own, "", options, options, Adoption::yes}};
+namespace {
+
+// The sequence layouts the options leave open for `model`: pulse's search with pp, dp, the
+// family and the cut open, on a model that states sequences.
+std::vector<SequenceLayout> open_layouts(const PlanOptions& options, const ModelProfile& model,
+                                         const ClusterProfile& cluster) {
+  if (options.strategy != Strategy::pulse || options.family || !options.cuts.empty() ||
+      options.pp || options.dp || options.sequence_fixed) {
+    return {};
+  }
+  return sequence_layouts(model, cluster);
+}
+
+}  // namespace
+
+std::vector<Alternative> levels_of(const PlanOptions& options, const ModelProfile& model,
+                                   const ClusterProfile& cluster) {
+  const bool searched = options.recompute == "auto";
+  std::vector<std::string> modes{options.recompute};
+  if (searched) modes = {"none", "selective", "full"};
+  const std::vector<SequenceLayout> layouts = open_layouts(options, model, cluster);
   std::vector<Alternative> out;
-  for (const char* mode : {"none", "selective", "full"}) {
+  for (const std::string& mode : modes) {
     PlanOptions o = options;
     o.recompute = mode;
-    out.push_back({Axis::recompute, mode, o, o, Adoption::yes});
+    if (searched) {
+      out.push_back({Axis::recompute, mode, o, o, Adoption::yes});
+    } else {
+      out.push_back({layouts.empty() ? Axis::own : Axis::sequence, layouts.empty() ? "" : "none", o,
+                     o, Adoption::yes});
+    }
+  }
+  for (const SequenceLayout& layout : layouts) {
+    for (const std::string& mode : modes) {
+      PlanOptions o = options;
+      o.recompute = mode;
+      o.sequence = layout;
+      o.memory.sequence_degree = layout.degree();
+      std::string label = layout.label();
+      if (searched) label += ", recompute " + mode;
+      out.push_back({Axis::sequence, label, o, o, Adoption::yes});
+    }
   }
   return out;
 }
@@ -54,6 +91,7 @@ std::vector<Alternative> level_rows(const PlanOptions& options, int devices) {
                                                   : Adoption::yes;
   for (Strategy s :
        {Strategy::v_naive, Strategy::one_f_one_b, Strategy::one_f_one_b_direct, Strategy::gpipe}) {
+    if (!options.sequence.none()) break;  // the baselines are the plain model's
     PlanOptions o = options;
     o.strategy = s;
     o.family.reset();
@@ -61,7 +99,8 @@ std::vector<Alternative> level_rows(const PlanOptions& options, int devices) {
     o.progress = nullptr;
     rows.push_back({Axis::strategy, strategy_name(s), o, options, baseline});
   }
-  if (devices < 2) return rows;
+  // One group over every device still shards: ZeRO spans its ranks.
+  if (devices < 2 && options.sequence.none()) return rows;
   // Pulse plans without a pipeline only where the user left pp open and gave no cut, and
   // keeps a ZeRO stage given (--zero): a row at another is weighed, never adopted.
   const bool open = !options.family && !options.pp && options.cuts.empty();
@@ -126,6 +165,9 @@ AlternativeAnswer stated_row(const Alternative& row) {
   a.zero_stage = row.options.memory.zero_stage;
   a.precision = row.options.memory.precision;
   a.adoptable = row.adoption == Adoption::yes;
+  if (row.axis == Axis::sequence || !row.options.sequence.none()) {
+    a.sequence = row.options.sequence.label();
+  }
   return a;
 }
 
@@ -307,10 +349,10 @@ Status settle(LevelRun& run, Error error) {
 Status open_level(const JobInputs& job, const Alternative& alternative, LevelRun& run,
                   CompileCache& cache) {
   run.level.alternative = alternative;
-  run.searched = alternative.axis == Axis::recompute;
+  run.searched = alternative.axis == Axis::recompute || alternative.axis == Axis::sequence;
   if (run.searched) {
     AlternativeAnswer row = stated_row(alternative);
-    const std::string& mode = alternative.label;
+    const std::string& mode = alternative.options.recompute;
     row.recomputed_layers =
         static_cast<int>(recomputed_layers(mode, *job.model, 0, job.model->layers.size()).size());
     const bool idle = mode != "none" && row.recomputed_layers == 0;  // the model of none
@@ -366,7 +408,7 @@ Result<std::vector<std::size_t>> planning_order(std::vector<LevelRun>& runs, Com
 
 Result<CompiledPlan> compare_alternatives(const JobInputs& job, CompileCache& cache,
                                           PassClock& clock) {
-  const std::vector<Alternative> levels = levels_of(*job.options);
+  const std::vector<Alternative> levels = levels_of(*job.options, *job.model, *job.cluster);
   std::vector<LevelRun> runs(levels.size());  // in place: a level's profiles point into it
   for (std::size_t i = 0; i < levels.size(); ++i) {
     if (Status s = open_level(job, levels[i], runs[i], cache); !s) return s.error();

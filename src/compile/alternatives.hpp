@@ -33,9 +33,12 @@ enum class Axis {
   strategy,   ///< A baseline strategy's own answer for the same options.
   sharding,   ///< Sharded data parallelism alone: pp 1 over every device, at a ZeRO stage.
   recompute,  ///< A recomputation mode (a level of its own).
+  /// A sequence-parallel layout (a level of its own: the model and cluster of one device of
+  /// each sequence group, cost/sequence_parallel.hpp), at a recomputation mode.
+  sequence,
 };
 
-/// The record's name of an axis: "own", "strategy", "sharding", "recompute".
+/// The record's name of an axis: "own", "strategy", "sharding", "recompute", "sequence".
 const char* axis_name(Axis axis);
 
 /// Whether pulse may keep a row's plan as its own, were it the fastest.
@@ -57,12 +60,17 @@ struct Alternative {
 
 /// The levels `options` ask for: under --recompute auto, one row of axis recompute per mode
 /// (none, selective, full); else one level, of axis own, planning the options as given.
-std::vector<Alternative> levels_of(const PlanOptions& options);
+/// For pulse, when the model states sequences and the options leave pp and the family open,
+/// each sequence layout worth planning on `cluster` (sequence_layouts) at each of those modes
+/// is a level of axis sequence; the plain own level is then axis sequence too, "none".
+std::vector<Alternative> levels_of(const PlanOptions& options, const ModelProfile& model,
+                                   const ClusterProfile& cluster);
 
 /// The rows of one level, from its options (scales resolved): the strategy's own search
 /// first; for pulse, each baseline strategy's own answer (as `--strategy NAME` computes it,
 /// its own cut), then, on two devices or more, sharded data parallelism alone at ZeRO-2 and
-/// ZeRO-3 (adopted only when the options leave pp open and ask for no family).
+/// ZeRO-3 (adopted only when the options leave pp open and ask for no family). A level of a
+/// sequence layout has its own search and the sharded rows only.
 std::vector<Alternative> level_rows(const PlanOptions& options, int devices);
 
 /// The profiles and the options of one job.

@@ -44,7 +44,8 @@ Result<CompiledPlan> compile_checked(const ModelProfile& model, const ClusterPro
 }
 
 Variant variant_of(const PlanOptions& options) {
-  return {options.recompute, options.memory, options.pp && options.microbatch_size, options.cuts};
+  return {options.recompute, options.sequence, options.memory,
+          options.pp && options.microbatch_size, options.cuts};
 }
 
 const Result<CompiledPlan>& placed_family(const CompileInputs& in, const Config& c, const Family& f,

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -36,6 +37,7 @@ enum class Reached { placed, screened, synthesized };
 /// solver's limits, the scales) are not in it; an axis that varies one of them adds it here.
 struct Variant {
   std::string recompute;
+  SequenceLayout sequence;
   MemoryModel memory;
   bool exact = false;
   std::vector<std::string> cuts;
@@ -66,9 +68,10 @@ struct CacheKey {
 /// Pulse compares itself with the baselines by the baselines' own computations, which share
 /// most of their work with its own search.
 struct CompileCache {
-  /// By (recomputation mode, microbatch size).
-  std::map<std::pair<std::string, int>, LayerGraph> graphs;
-  std::map<std::pair<std::string, int>, LayerGraph> blind_graphs;  ///< The same without skips.
+  /// By (recomputation mode, sequence layout, microbatch size).
+  using GraphKey = std::tuple<std::string, SequenceLayout, int>;
+  std::map<GraphKey, LayerGraph> graphs;
+  std::map<GraphKey, LayerGraph> blind_graphs;  ///< The same without skips.
   std::map<std::vector<std::int64_t>, Placement> placements;
   std::map<CacheKey, Result<CompiledPlan>> plans;
   ScheduleMemo memo;          ///< Every synthesis request of the job carries it.

@@ -66,7 +66,7 @@ std::string shortfall_message(const CompileInputs& in, const Config& c, const Fa
 const LayerGraph& cached_graph(const CompileInputs& in, int microbatch_size, bool blind) {
   auto& graphs = blind ? in.cache->blind_graphs : in.cache->graphs;
   // The model planned is the one of the options' recomputation mode (request_limits.cpp).
-  const std::pair<std::string, int> key{in.options->recompute, microbatch_size};
+  const CompileCache::GraphKey key{in.options->recompute, in.options->sequence, microbatch_size};
   auto it = graphs.find(key);
   if (it != graphs.end()) return it->second;
   ModelProfile model = *in.model;
@@ -80,6 +80,8 @@ const Placement& cached_placement(const CompileInputs& in, const PlacementReques
   std::vector<std::int64_t> key{r.pp, r.dp};
   key.insert(key.end(), r.boundary_bytes.begin(), r.boundary_bytes.end());
   key.insert(key.end(), r.boundary_messages.begin(), r.boundary_messages.end());
+  // The cluster of sequence groups has its own placements (an odd length: never a plain key).
+  if (in.cluster->sequence_degree > 1) key.push_back(in.cluster->sequence_degree);
   auto it = in.cache->placements.find(key);
   if (it == in.cache->placements.end()) {
     it = in.cache->placements.emplace(key, place_pipelines(r)).first;

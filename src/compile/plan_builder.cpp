@@ -57,8 +57,10 @@ PlanParallelism parallelism(const CompiledPlan& p, const ModelProfile& model,
   PlanParallelism x;
   static_cast<Degrees&>(x) = p;
   x.num_stages = p.model.layout.num_stages();
-  x.devices_used = p.pp * p.dp;
+  const SequenceLayout& seq = p.options.sequence;
+  x.devices_used = p.pp * p.dp * seq.degree();
   x.devices_total = c.num_devices();
+  if (!seq.none()) x.sequence = PlanSequence{seq.ulysses, seq.ring, seq.degree()};
   x.device_type = c.device_type;
   x.times_interpolated = !is_profiled_size(model.microbatch_sizes, p.microbatch_size);
   return x;
@@ -243,17 +245,28 @@ PlanSolver solver(const CompiledPlan& p) {
   return x;
 }
 
+// A sequence-parallel plan's ranks are those of the cluster of groups (one per group: its
+// first rank is group x degree): ranks[], pipeline_groups and data_parallel_groups name the
+// groups' first ranks, which the schedule describes, and sequence_groups every rank of each
+// group, which runs what its first rank does (cost/sequence_parallel.hpp).
 PlanRankMap rank_map(const CompiledPlan& p, const ClusterProfile& c) {
   PlanRankMap x;
+  const int s = p.options.sequence.degree();
+  std::vector<std::vector<RankId>> ranks = p.ranks;
+  for (auto& replica : ranks) {
+    for (RankId& r : replica) r *= s;
+  }
   x.world_size = p.pp * p.dp;
   std::vector<int> used(c.num_devices(), 0);
   for (int r = 0; r < p.dp; ++r) {
-    x.pipeline_groups.push_back(p.ranks[r]);
-    for (int d = 0; d < p.pp; ++d) used[p.ranks[r][d]] = 1;
+    x.pipeline_groups.push_back(ranks[r]);
+    for (int d = 0; d < p.pp; ++d) {
+      for (int j = 0; j < s; ++j) used[ranks[r][d] + j] = 1;
+    }
   }
   for (int d = 0; d < p.pp; ++d) {
     std::vector<RankId> group;
-    for (int r = 0; r < p.dp; ++r) group.push_back(p.ranks[r][d]);
+    for (int r = 0; r < p.dp; ++r) group.push_back(ranks[r][d]);
     x.data_parallel_groups.push_back(std::move(group));
   }
   for (RankId g = 0; g < c.num_devices(); ++g) {
@@ -263,7 +276,17 @@ PlanRankMap rank_map(const CompiledPlan& p, const ClusterProfile& c) {
     }
     for (int r = 0; r < p.dp; ++r) {
       for (int d = 0; d < p.pp; ++d) {
-        if (p.ranks[r][d] == g) x.ranks.push_back({g, c.node_of(g), c.local_of(g), r, d});
+        if (ranks[r][d] == g) x.ranks.push_back({g, c.node_of(g), c.local_of(g), r, d});
+      }
+    }
+  }
+  if (s > 1) {
+    auto& groups = x.sequence_groups.emplace();
+    for (int r = 0; r < p.dp; ++r) {
+      for (int d = 0; d < p.pp; ++d) {
+        std::vector<RankId> group;
+        for (int j = 0; j < s; ++j) group.push_back(ranks[r][d] + j);
+        groups.push_back(std::move(group));
       }
     }
   }

@@ -244,6 +244,29 @@ Status check_recompute(const OptionRecord&, const PlanOptions& o) {
                   o.recompute));
 }
 
+// --sequence UxR: Ulysses degree U times ring degree R, each 1 to the rank limit.
+Status read_sequence(const OptionValue& value, PlanJob& job) {
+  const std::string& text = text_of(value);
+  const std::size_t x = text.find('x');
+  const Error bad = usage_error(fmt::format(
+      "plan: --sequence must be ULYSSESxRING, two whole numbers from 1 to {} (4x1: Ulysses 4, "
+      "1x2: ring 2, 8x2, 1x1: none), got \"{}\"",
+      kMaxRanks, text));
+  if (x == std::string::npos || x == 0 || x + 1 == text.size() || text.size() > 16) return bad;
+  const std::string u = text.substr(0, x), r = text.substr(x + 1);
+  if (u.find_first_not_of("0123456789") != std::string::npos ||
+      r.find_first_not_of("0123456789") != std::string::npos) {
+    return bad;
+  }
+  const long long ulysses = std::stoll(u), ring = std::stoll(r);
+  if (ulysses < 1 || ring < 1 || ulysses * ring > kMaxRanks) return bad;
+  PlanOptions& o = job.options;
+  o.sequence = {static_cast<int>(ulysses), static_cast<int>(ring)};
+  o.memory.sequence_degree = o.sequence.degree();
+  o.sequence_fixed = true;
+  return Ok{};
+}
+
 Status read_zero(const OptionValue& value, PlanJob& job) {
   job.options.memory.zero_stage = std::get<int>(value);
   return Ok{};
@@ -354,6 +377,11 @@ std::vector<OptionRecord> how_it_trains() {
                           "planning time)",
                           store_option<&PlanOptions::recompute, std::string>, check_recompute),
                    std::string("none")),
+      option("sequence", "UxR", K::text,
+             "sequence-parallel layout inside each pipeline device: Ulysses degree x ring "
+             "degree (4x1, 1x2, 8x2; 1x1: none); default: pulse plans each layout worth "
+             "planning for a model that states sequences, with pp and dp open",
+             read_sequence),
       option("split-backward", "", K::flag,
              "backward as input-gradient (I) and weight-gradient (W) ops",
              store_option<&PlanOptions::split_backward, bool>),

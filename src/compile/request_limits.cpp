@@ -147,7 +147,10 @@ Status scale_inputs(const ModelProfile& model, const ClusterProfile& cluster, Pl
   }
   if (auto s = check_scale_limit("plan", "--compute-scale", scales.compute); !s) return s.error();
   const double headroom = options.headroom_fraction();
-  if (scales.identity() && options.recompute == "none" && headroom == 1) return Ok{};
+  if (scales.identity() && options.recompute == "none" && headroom == 1 &&
+      options.sequence.none()) {
+    return Ok{};
+  }
   // The plan is made from the scaled (and recomputing) profiles, on devices whose usable
   // memory is capped at the headroom, and names the files as they are.
   if (!out.scaled_model) out.scaled_model.emplace(model);
@@ -156,6 +159,16 @@ Status scale_inputs(const ModelProfile& model, const ClusterProfile& cluster, Pl
   apply_scales(scales, *out.scaled_model, *out.scaled_cluster);
   apply_recompute(options.recompute, *out.scaled_model);
   apply_headroom(headroom, *out.scaled_cluster);
+  if (!options.sequence.none()) {  // one device of each sequence group (alternatives.cpp)
+    // The cluster planned has one device per group: the batch stays the whole cluster's.
+    if (!options.global_batch)
+      options.global_batch = kDefaultSamplesPerDevice * cluster.num_devices();
+    if (auto s = check_sequence_layout(*out.model, *out.cluster, options.sequence); !s) {
+      return Error{s.error().kind, "plan: " + s.error().message};
+    }
+    *out.scaled_model = sequence_parallel_model(*out.scaled_model, options.sequence, cluster);
+    *out.scaled_cluster = sequence_group_cluster(*out.scaled_cluster, options.sequence);
+  }
   return Ok{};
 }
 

@@ -18,12 +18,20 @@ namespace {
 
 using Rows = std::vector<const AlternativeAnswer*>;
 
-// The rows of the level the plan was kept from (its recomputation mode), of one axis.
+// The layout a row planned ("none" when the job planned none).
+std::string layout_of(const AlternativeAnswer& a) {
+  return a.sequence.value_or("none");
+}
+
+// The rows of the level the plan was kept from (its recomputation mode and sequence layout),
+// of one axis.
 Rows rows_of(const CompiledPlan& plan, Axis axis) {
   Rows out;
+  const std::string layout = plan.options.sequence.label();
   for (const AlternativeAnswer& a : plan.alternatives) {
     if (a.axis == axis_name(axis) &&
-        (axis == Axis::recompute || a.recompute == plan.options.recompute)) {
+        (axis == Axis::recompute ||
+         (a.recompute == plan.options.recompute && layout_of(a) == layout))) {
       out.push_back(&a);
     }
   }
@@ -72,10 +80,12 @@ struct Described {
   double iteration_s = 0;
 };
 
-Described described(int pp, int dp, int zero, int microbatch_size, double iteration_s) {
+Described described(int pp, int dp, int zero, int microbatch_size, double iteration_s,
+                    const std::string& layout = "none") {
   std::string what =
       pp > 1 ? fmt::format("pp {} x dp {}", pp, dp) : fmt::format("data parallel over {}", dp);
   if (zero > 0) what += fmt::format(" (ZeRO-{})", zero);
+  if (layout != "none") what += " x " + layout;
   return {fmt::format("{}, microbatch {}, at {} per iteration", what, microbatch_size,
                       format_seconds(iteration_s)),
           iteration_s};
@@ -83,7 +93,39 @@ Described described(int pp, int dp, int zero, int microbatch_size, double iterat
 
 Described described(const CompiledPlan& p) {
   return described(p.pp, p.dp, p.options.memory.zero_stage, p.microbatch_size,
-                   p.evaluation.iteration_s);
+                   p.evaluation.iteration_s, p.options.sequence.label());
+}
+
+// The layout verdict, when the job planned sequence layouts: the plan's layout against the
+// fastest adoptable row of the other kind (with a layout when the plan has none, without
+// one when it has one), in numbers.
+void state_layout(const CompiledPlan& plan, PipelineOrNot& v) {
+  const std::string mine = plan.options.sequence.label();
+  const AlternativeAnswer* best = nullptr;
+  bool planned = false;
+  for (const AlternativeAnswer& a : plan.alternatives) {
+    planned = planned || a.sequence.has_value();
+    const bool row = a.axis == axis_name(Axis::own) || a.axis == axis_name(Axis::sharding);
+    if (!row || !a.feasible || !a.adoptable || (layout_of(a) == "none") != (mine != "none")) {
+      continue;
+    }
+    if (!best || *a.iteration_s < *best->iteration_s) best = &a;
+  }
+  if (!planned) return;
+  const Described kept = described(plan);
+  v.layout = kept.what;
+  const char* other = mine == "none" ? "with" : "without";
+  if (!best) {
+    v.layout_note = fmt::format(
+        "{}: no plan {} sequence parallelism fits (alternatives[] says "
+        "why)",
+        kept.what, other);
+    return;
+  }
+  const Described them = described(*best->pp, *best->dp, best->zero_stage, *best->microbatch_size,
+                                   *best->iteration_s, layout_of(*best));
+  v.layout_note = fmt::format("{} beats the best {} sequence parallelism, {}, by {:.2f}x",
+                              kept.what, other, them.what, them.iteration_s / kept.iteration_s);
 }
 
 // The best answer of the other kind than `kept`: for a pipeline, the fastest sharded one;
@@ -141,12 +183,15 @@ std::string note_of(const CompiledPlan& kept, const std::optional<Described>& ot
 
 std::optional<PipelineOrNot> pipeline_or_not_of(const CompiledPlan& plan) {
   const Rows rows = rows_of(plan, Axis::sharding);
-  if (rows.empty()) return std::nullopt;
+  const bool layouts = std::any_of(plan.alternatives.begin(), plan.alternatives.end(),
+                                   [](const AlternativeAnswer& a) { return a.sequence; });
+  if (rows.empty() && !layouts) return std::nullopt;
   PipelineOrNot v;
   for (const AlternativeAnswer* a : rows) v.sharded.push_back(sharded_of(*a));
   const int own_zero = rows_of(plan, Axis::own).front()->zero_stage;
   v.verdict = verdict_of(plan);
   v.note = note_of(plan, other_kind(plan, v.sharded, own_zero), v.sharded);
+  state_layout(plan, v);
   return v;
 }
 

@@ -46,6 +46,11 @@ void PlanWriter::groups(std::string_view key, const std::vector<std::vector<Rank
   out_[std::string(key)] = array;
 }
 
+void PlanWriter::groups(std::string_view key,
+                        const std::optional<std::vector<std::vector<RankId>>>& groups) {
+  if (groups) this->groups(key, *groups);
+}
+
 void PlanWriter::byte_map(std::string_view key,
                           const std::optional<std::map<std::string, std::int64_t>>& values) {
   if (!values) return;
@@ -316,6 +321,12 @@ void PlanReader::groups(std::string_view key, std::vector<std::vector<RankId>>& 
   }
 }
 
+void PlanReader::groups(std::string_view key,
+                        std::optional<std::vector<std::vector<RankId>>>& groups) {
+  if (!obj_.is_object() || !obj_.contains(std::string(key))) return;
+  this->groups(key, groups.emplace());
+}
+
 void PlanReader::list_elements(const json& array, std::vector<int>& out) {
   if (!array.is_array()) {
     check_.fail(path_, fmt::format("expected an array, got {}", describe(array)));
@@ -381,6 +392,13 @@ std::string KeyLister::type_of(const Spec& spec) {
 
 void KeyLister::groups(std::string_view key, const std::vector<std::vector<RankId>>&) {
   add(key, "array", true);
+  out_.push_back({path_ + "." + std::string(key) + "[]", "array", false});
+  out_.push_back({path_ + "." + std::string(key) + "[][]", "integer", false});
+}
+
+void KeyLister::groups(std::string_view key,
+                       const std::optional<std::vector<std::vector<RankId>>>&) {
+  add(key, "array", false);
   out_.push_back({path_ + "." + std::string(key) + "[]", "array", false});
   out_.push_back({path_ + "." + std::string(key) + "[][]", "integer", false});
 }

@@ -211,6 +211,7 @@ class PlanWriter {
     if (values) list(key, *values, spec);
   }
   void groups(std::string_view key, const std::vector<std::vector<RankId>>& groups);
+  void groups(std::string_view key, const std::optional<std::vector<std::vector<RankId>>>& groups);
   void byte_map(std::string_view key,
                 const std::optional<std::map<std::string, std::int64_t>>& values);
   /// A value the writer derives and the reader ignores (Bytes::total).
@@ -297,6 +298,7 @@ class PlanReader {
     list(key, *values, spec);
   }
   void groups(std::string_view key, std::vector<std::vector<RankId>>& groups);
+  void groups(std::string_view key, std::optional<std::vector<std::vector<RankId>>>& groups);
   void byte_map(std::string_view key, std::optional<std::map<std::string, std::int64_t>>& values);
   void derived(std::string_view, std::int64_t) {}
 
@@ -455,6 +457,7 @@ class KeyLister {
     out_.push_back({path_ + "." + std::string(key) + "[]", type_of(spec), false});
   }
   void groups(std::string_view key, const std::vector<std::vector<RankId>>&);
+  void groups(std::string_view key, const std::optional<std::vector<std::vector<RankId>>>&);
   void byte_map(std::string_view key, const std::optional<std::map<std::string, std::int64_t>>&);
   void derived(std::string_view key, std::int64_t) { add(key, "integer", false); }
 

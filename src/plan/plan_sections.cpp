@@ -131,6 +131,11 @@ void parallelism_keys(IO& io, T& x) {
   io.field("devices_total", x.devices_total, rank_count());
   io.field("device_type", x.device_type, text());
   io.field("times_interpolated", x.times_interpolated, flag());
+  io.object("sequence", x.sequence, [](auto& sub, auto& s) {
+    sub.field("ulysses", s.ulysses, count(1));
+    sub.field("ring", s.ring, count(1));
+    sub.field("degree", s.degree, count(1).at_most(kMaxRanks, "the rank limit"));
+  });
 }
 
 template <class IO, class T>
@@ -390,6 +395,7 @@ void rank_map_keys(IO& io, T& x) {
     sub.field("note", p.note, note());
     sub.list("boundary_links", p.boundary_links, text().defaulted());
   });
+  io.groups("sequence_groups", x.sequence_groups);
 }
 
 template <class IO, class T>
@@ -434,6 +440,8 @@ void pipeline_or_not_keys(IO& io, T& x) {
   io.field("note", x.note, note());
   io.objects(
       "sharded", x.sharded, [](auto& sub, auto& a) { sharded_keys(sub, a); }, Need::defaulted);
+  io.field("layout", x.layout, text());
+  io.field("layout_note", x.layout_note, note());
 }
 
 template <class IO, class T>
@@ -469,6 +477,7 @@ void alternative_keys(IO& io, T& a) {
   io.field("configuration", a.configuration, text());
   io.field("p2p_bytes_per_iteration", a.p2p_bytes_per_iteration, bytes());
   io.field("recomputed_layers", a.recomputed_layers, count());
+  io.field("sequence", a.sequence, text());
   answer_figure_keys(io, a);
 }
 

@@ -158,6 +158,38 @@ std::vector<std::vector<double>> read_times(JsonChecker& check, const json& laye
   return times;
 }
 
+// `layers[].sequence`: tokens at least 1, heads and head_dim both 0 or both positive, heads
+// times head_dim at most 2^20, the attention FLOPs at most the layer's forward FLOPs.
+std::optional<SequenceShape> read_sequence(JsonChecker& check, const json& layer,
+                                           const JsonPath& layer_path, double forward_flops) {
+  const json* value = check.member(layer, layer_path, "sequence", false);
+  if (!value) return std::nullopt;
+  const JsonPath path = layer_path.key("sequence");
+  if (!check.object(*value, path, {"tokens", "heads", "head_dim", "attention_flops_per_sample"})) {
+    return std::nullopt;
+  }
+  constexpr std::int64_t kMaxWidth = std::int64_t{1} << 20;
+  const auto tokens = check.integer(*value, path, "tokens", 1, true, kMaxBytesPerSample);
+  const auto heads = check.integer(*value, path, "heads", 0, true, kMaxWidth);
+  const auto head_dim = check.integer(*value, path, "head_dim", 0, true, kMaxWidth);
+  const auto flops = check.number(*value, path, "attention_flops_per_sample", 0.0, false);
+  if (!tokens || !heads || !head_dim || !flops) return std::nullopt;
+  if ((*heads == 0) != (*head_dim == 0) || *heads * *head_dim > kMaxWidth) {
+    check.fail(path, fmt::format("expected heads and head_dim both 0 (no attention) or both "
+                                 "positive with heads x head_dim at most {}, got {} and {}",
+                                 kMaxWidth, *heads, *head_dim));
+    return std::nullopt;
+  }
+  if (*flops > forward_flops || (*heads == 0 && *flops > 0)) {
+    check.fail(path.key("attention_flops_per_sample"),
+               fmt::format("expected at most the layer's forward_flops_per_sample ({}) and 0 "
+                           "without heads, got {}",
+                           forward_flops, *flops));
+    return std::nullopt;
+  }
+  return SequenceShape{*tokens, static_cast<int>(*heads), static_cast<int>(*head_dim), *flops};
+}
+
 Layer read_layer(JsonChecker& check, const json& value, const JsonPath& raw_path,
                  const ModelProfile& m, const TypeIndex& types) {
   Layer layer;
@@ -166,10 +198,10 @@ Layer read_layer(JsonChecker& check, const json& value, const JsonPath& raw_path
   if (value.is_object() && value.contains("name") && value["name"].is_string()) {
     path = path.noted(fmt::format("layer \"{}\"", value["name"].get<std::string>()));
   }
-  if (!check.object(
-          value, path,
-          {"name", "kind", "params", "forward_s", "backward_s", "backward_weight_fraction",
-           "activation_bytes_per_sample", "output_bytes_per_sample", "forward_flops_per_sample"})) {
+  if (!check.object(value, path,
+                    {"name", "kind", "params", "forward_s", "backward_s",
+                     "backward_weight_fraction", "activation_bytes_per_sample",
+                     "output_bytes_per_sample", "forward_flops_per_sample", "sequence"})) {
     return layer;
   }
   if (auto name = check.string(value, path, "name")) layer.name = *name;
@@ -196,6 +228,7 @@ Layer read_layer(JsonChecker& check, const json& value, const JsonPath& raw_path
                                        .number(value, path, "forward_flops_per_sample", 0.0, false,
                                                false, kMaxLayerFlopsPerSample)
                                        .value_or(0.0);
+  layer.sequence = read_sequence(check, value, path, layer.forward_flops_per_sample);
   return layer;
 }
 

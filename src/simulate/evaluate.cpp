@@ -26,11 +26,28 @@ double ring_seconds(double bytes, const std::vector<RankId>& members, const Clus
   return steps * (latency + bytes / static_cast<double>(n) / bandwidth);
 }
 
+// On the cluster of sequence groups (cost/sequence_parallel.hpp) each of `members` stands
+// for sequence_degree ranks: one ring over all of them, the groups' own link among its links.
+double sequence_ring_seconds(double bytes, const std::vector<RankId>& members,
+                             const ClusterProfile& c) {
+  const std::size_t n = members.size() * static_cast<std::size_t>(c.sequence_degree);
+  const LinkClass& own = c.link_classes[c.sequence_link];
+  double bandwidth = own.bandwidth_bytes_per_s, latency = own.latency_s;
+  for (std::size_t i = 0; members.size() > 1 && i < members.size(); ++i) {
+    const LinkClass& l = c.link(members[i], members[(i + 1) % members.size()]);
+    bandwidth = std::min(bandwidth, l.bandwidth_bytes_per_s);
+    latency = std::max(latency, l.latency_s);
+  }
+  const double steps = 2.0 * static_cast<double>(n - 1);
+  return steps * (latency + bytes / static_cast<double>(n) / bandwidth);
+}
+
 }  // namespace
 
 double allreduce_seconds(std::int64_t bytes, const std::vector<RankId>& ranks,
                          const ClusterProfile& cluster) {
   const double b = static_cast<double>(bytes);
+  if (cluster.sequence_degree > 1) return sequence_ring_seconds(b, ranks, cluster);
   if (cluster.allreduce != "hierarchical") return ring_seconds(b, ranks, cluster);
   std::map<int, std::vector<RankId>> by_node;
   for (RankId r : ranks) by_node[cluster.node_of(r)].push_back(r);

@@ -65,6 +65,19 @@ std::vector<std::string> planned() {
     o.solver_max_seconds = 0.3;
     out.push_back(test::plan_text(test::compile_ok(in, o), in.model, in.cluster));
   }
+  {  // --sequence 1x4 --pp 1 --zero 2 --recompute full: parallelism.sequence,
+     // rank_map.sequence_groups, alternatives[].sequence, pipeline_or_not.layout(_note).
+    const test::Inputs in = test::shipped("video/open-sora-2.0-11b-129x768x768", "dgx-h100-1n");
+    PlanOptions o;
+    o.pp = 1;
+    o.recompute = "full";
+    o.sequence = {1, 4};
+    o.memory.sequence_degree = 4;
+    o.memory.zero_stage = 2;
+    o.sequence_fixed = true;
+    o.solver_max_seconds = 0.3;
+    out.push_back(test::plan_text(test::compile_ok(in, o), in.model, in.cluster));
+  }
   {  // --cuts: options.cuts.
     const test::Inputs in = test::shipped("tiny-unet", "dgx1-v100-32gb-1n");
     PlanOptions o;

@@ -122,6 +122,42 @@ TEST(ModelLoader, CarriedTensorsResolveTheirProducer) {
   EXPECT_EQ(r->carried[1].bytes_per_sample, 8);
 }
 
+TEST(ModelLoader, SequenceShapesAreRead) {
+  auto r = parse_model_profile(model_with([](json& j) {
+                                 j["layers"][1]["forward_flops_per_sample"] = 1000;
+                                 j["layers"][1]["sequence"] = json::parse(R"({"tokens": 4096,
+        "heads": 24, "head_dim": 128, "attention_flops_per_sample": 600})");
+                               }),
+                               "m.json");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_FALSE(r->layers[0].sequence);  // absent: not split
+  ASSERT_TRUE(r->layers[1].sequence);
+  EXPECT_EQ(*r->layers[1].sequence, (SequenceShape{4096, 24, 128, 600}));
+}
+
+TEST(ModelLoader, SequenceShapesAreChecked) {
+  auto with = [](const char* sequence, double flops) {
+    return mutated_model_error([&](json& j) {
+      j["layers"][1]["forward_flops_per_sample"] = flops;
+      j["layers"][1]["sequence"] = json::parse(sequence);
+    });
+  };
+  EXPECT_EQ(
+      with(R"({"tokens": 0, "heads": 1, "head_dim": 8, "attention_flops_per_sample": 0})", 10),
+      "m.json: $.layers[1].sequence.tokens (layer \"mid\"): expected an integer >= 1, got 0");
+  EXPECT_EQ(
+      with(R"({"tokens": 8, "heads": 2, "head_dim": 0, "attention_flops_per_sample": 0})", 10),
+      "m.json: $.layers[1].sequence (layer \"mid\"): expected heads and head_dim both 0 (no "
+      "attention) or both positive with heads x head_dim at most 1048576, got 2 and 0");
+  EXPECT_EQ(
+      with(R"({"tokens": 8, "heads": 2, "head_dim": 4, "attention_flops_per_sample": 11})", 10),
+      "m.json: $.layers[1].sequence.attention_flops_per_sample (layer \"mid\"): expected at "
+      "most the layer's forward_flops_per_sample (10) and 0 without heads, got 11");
+  EXPECT_NE(with(R"({"tokens": 8, "heads": 2, "head_dim": 4, "flops": 1})", 10)
+                .find("$.layers[1].sequence"),
+            std::string::npos);
+}
+
 // --- Malformed JSON and the document's shape ----------------------------------------
 
 TEST(ModelLoader, MalformedJsonGivesLineAndColumn) {

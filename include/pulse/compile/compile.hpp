@@ -21,6 +21,7 @@
 #include "pulse/compile/pass_clock.hpp"
 #include "pulse/cost/memory.hpp"
 #include "pulse/cost/pipeline_model.hpp"
+#include "pulse/cost/sequence_parallel.hpp"
 #include "pulse/partition/partition.hpp"
 #include "pulse/place/placement.hpp"
 #include "pulse/plan/plan.hpp"
@@ -61,6 +62,11 @@ struct PlanOptions {
   /// Activation recomputation (profile/recompute.hpp): "none", "selective" or "full", or
   /// "auto": each of them planned and the fastest kept (the plan states the mode chosen).
   std::string recompute = "none";
+  /// The sequence-parallel layout each pipeline device runs (cost/sequence_parallel.hpp):
+  /// a level of level 0 sets it (with memory.sequence_degree); none for the plain model.
+  SequenceLayout sequence;
+  /// --sequence given: plan that layout only (none included); else pulse searches the layouts.
+  bool sequence_fixed = false;
   /// Backward as input-gradient (I) and weight-gradient (W) ops, zero-bubble style.
   bool split_backward = false;
   /// Cap on the bytes each device's activations (and skip caches) may hold, below what the

@@ -69,6 +69,9 @@ struct MemoryModel {
   double gradient_bytes_per_param = 2;
   double optimizer_bytes_per_param = 12;
   int zero_stage = 0;
+  /// Ranks per data-parallel replica that share its samples by sequence parallelism
+  /// (cost/sequence_parallel.hpp): ZeRO shards over dp x sequence_degree ranks.
+  int sequence_degree = 1;
 
   /// The bytes per parameter of the precision `name` (above); false for another name.
   bool set_precision(const std::string& name);
@@ -103,7 +106,8 @@ struct MemoryModel {
 
  private:
   double sharded(double per_param, int from_stage, int dp) const {
-    return zero_stage >= from_stage && dp > 1 ? per_param / dp : per_param;
+    const int ranks = dp * sequence_degree;
+    return zero_stage >= from_stage && ranks > 1 ? per_param / ranks : per_param;
   }
   static std::int64_t scaled(std::int64_t params, double per_param) {
     return static_cast<std::int64_t>(static_cast<double>(params) * per_param);

@@ -123,6 +123,14 @@ struct Degrees {
 };
 
 /// `parallelism`: the degrees, and what they come to.
+/// `parallelism.sequence`: the sequence-parallel layout inside each pipeline device
+/// (cost/sequence_parallel.hpp): Ulysses degree x ring degree ranks share every sample.
+struct PlanSequence {
+  int ulysses = 1;
+  int ring = 1;
+  int degree = 1;
+};
+
 struct PlanParallelism : Degrees {
   int num_stages = 1;
   std::optional<int> devices_used;
@@ -130,6 +138,8 @@ struct PlanParallelism : Degrees {
   std::optional<std::string> device_type;
   /// Stage times interpolated between (or scaled beyond) the profiled microbatch sizes.
   std::optional<bool> times_interpolated;
+  /// Absent: no sequence parallelism (each pipeline device is one rank).
+  std::optional<PlanSequence> sequence;
 };
 
 // The planner's findings below (FamilyOutcome, BaselineAnswer, Candidate, ScheduleSearch,
@@ -416,6 +426,9 @@ struct PlanRankMap {
   std::vector<std::vector<RankId>> data_parallel_groups;  ///< [pipeline device][dp_index].
   std::vector<RankId> unused_ranks;
   std::optional<PlanPlacement> placement;
+  /// With parallelism.sequence: [dp_index * pp + pipeline device]: the ranks that share that
+  /// device's samples, Ulysses groups contiguous, ring peers `ulysses` apart. Absent without.
+  std::optional<std::vector<std::vector<RankId>>> sequence_groups;
 };
 
 /// `search[]`: one configuration the tuner tried.
@@ -454,6 +467,10 @@ struct PipelineOrNot {
   std::string verdict;  ///< "pipeline" or "sharded data parallel".
   std::string note;     ///< In numbers: which won, by how much, against what.
   std::vector<ShardedAnswer> sharded;
+  /// When sequence layouts were planned: the plan's layout in words ("data parallel over 2
+  /// (ZeRO-3) x Ulysses 4") and, in numbers, against the best plan without one.
+  std::optional<std::string> layout;
+  std::optional<std::string> layout_note;
 };
 
 /// `recompute_search.modes[]`: the plan under one recomputation mode (--recompute auto).
@@ -503,6 +520,9 @@ struct AlternativeAnswer {
   std::optional<std::string> configuration;  ///< "pp 4 x dp 2, microbatch 1".
   /// "recompute" rows: the layers the mode recomputes in this model.
   std::optional<int> recomputed_layers;
+  /// The sequence-parallel layout it planned ("none", "Ulysses 4", "ring 2", "Ulysses 8 x
+  /// ring 2"), when the job planned sequence layouts.
+  std::optional<std::string> sequence;
   std::optional<std::string> reason;  ///< Why it has no figures, or was not planned.
 };
 

@@ -61,6 +61,19 @@ struct DeviceSpec {
   bool names(std::string_view type) const;
 };
 
+/// What a sequence-parallel layout splits of one layer (the profile's `layers[].sequence`,
+/// docs/formats.md): the tokens of its sequence, the heads and head width of its attention
+/// over them (0 heads: a token-wise layer with no attention), and that attention core's
+/// forward FLOPs per sample. A layer without it is not split: every device of a sequence
+/// group runs all of it (cost/sequence_parallel.hpp).
+struct SequenceShape {
+  std::int64_t tokens = 0;
+  int heads = 0;
+  int head_dim = 0;
+  double attention_flops_per_sample = 0;
+  bool operator==(const SequenceShape&) const = default;
+};
+
 struct Layer {
   std::string name;
   std::string kind;
@@ -72,6 +85,7 @@ struct Layer {
   std::int64_t activation_bytes_per_sample = 0;
   std::int64_t output_bytes_per_sample = 0;
   double forward_flops_per_sample = 0;
+  std::optional<SequenceShape> sequence;
   /// Set by recomputation (profile/recompute.hpp), never read from a file: what the layer's
   /// backward rebuilds beyond activation_bytes_per_sample.
   std::int64_t recompute_workspace_bytes_per_sample = 0;
@@ -151,6 +165,10 @@ struct ClusterProfile {
   /// Data-parallel gradient all-reduce: "ring" over all replicas, or "hierarchical"
   /// (reduce-scatter in the node, all-reduce across nodes, all-gather in the node).
   std::string allreduce = "ring";
+  /// Set on the cluster of sequence groups only (cost/sequence_parallel.hpp), never read from
+  /// a file: each device stands for this many ranks, linked by class `sequence_link`.
+  int sequence_degree = 1;
+  int sequence_link = -1;
 
   int num_devices() const { return devices_per_node * nodes; }
   /// Whether `type` names this cluster's device: its type, an alias its device spec lists, or

@@ -28,6 +28,9 @@ struct AllReduce {
 ///   hierarchical  reduce-scatter among the g members of a node, all-reduce of the bytes/g
 ///                 shards across the k nodes, all-gather in the node (the shards' rings run
 ///                 side by side; NIC sharing between them is not modelled).
+/// On the cluster of sequence groups (cost/sequence_parallel.hpp: sequence_degree s > 1),
+/// one ring over all n = |ranks| x s ranks, on the slowest of the groups' own link and the
+/// links between the groups: 2(n-1) steps of bytes/n.
 double allreduce_seconds(std::int64_t bytes, const std::vector<RankId>& ranks,
                          const ClusterProfile& cluster);
 
