@@ -252,9 +252,14 @@ class ClaimsCheck {
 
   // A runtime trains by the precision's name; the memory figures come from the bytes beside it.
   void memory() {
-    std::string wrong = plan_.options.memory.precision_contradiction();
-    if (!wrong.empty()) {
-      fail("options", JsonPath{}.key("options").key("memory").key("precision"), std::move(wrong));
+    std::string given = plan_.options.memory.model().precision_contradiction();
+    if (!given.empty()) {
+      fail("options", JsonPath{}.key("options").key("memory").key("precision"), std::move(given));
+    }
+    if (!plan_.chosen) return;
+    std::string chosen = plan_.chosen->memory.precision_contradiction();
+    if (!chosen.empty()) {
+      fail("options", JsonPath{}.key("chosen").key("memory").key("precision"), std::move(chosen));
     }
   }
 

@@ -126,8 +126,12 @@ void Validator::check_degrees() {
 // The precision a runtime trains in must be the bytes per parameter the memory figures were
 // costed with.
 void Validator::check_stated_keys() {
-  if (std::string wrong = plan_.options.memory.precision_contradiction(); !wrong.empty()) {
+  if (std::string wrong = plan_.options.memory.model().precision_contradiction(); !wrong.empty()) {
     fail("options", "$.options.memory.precision: " + wrong);
+  }
+  if (!plan_.chosen) return;
+  if (std::string wrong = plan_.chosen->memory.precision_contradiction(); !wrong.empty()) {
+    fail("options", "$.chosen.memory.precision: " + wrong);
   }
 }
 

@@ -66,7 +66,9 @@ TEST(CertificatePass, NoScheduleOfTheShippedModelsBeatsItsBound) {
         EXPECT_GE(c.gap, 1.0) << what;
         EXPECT_GE(c.partition->gap, 1.0) << what;
         for (const PublishedGap& g : c.published) {
-          if (g.gap) EXPECT_GE(*g.gap, 1.0) << what << " " << g.schedule;
+          if (g.gap) {
+            EXPECT_GE(*g.gap, 1.0) << what << " " << g.schedule;
+          }
         }
         expect_published_above(p, in, what);
       }
