@@ -111,6 +111,7 @@ TEST(PlanReader, V2StatesTheOptionsAsGivenAndWhatWasChosenApart) {
   doc["chosen"]["memory"]["zero_stage"] = 2;
   doc["chosen"]["recompute"] = "selective";
   doc["chosen"]["memory"]["optimizer_bytes_per_param"] = 4;
+  doc["chosen"]["memory"]["precision"] = "bf16";  // pure bf16: 2 + 2 + 4 bytes, as stated
   doc["options"]["recompute"] = "auto";
   const Plan p = parse_ok(doc);
   EXPECT_EQ(p.schema, "pulse.plan/v2");
@@ -127,6 +128,7 @@ TEST(PlanReader, V1OptionsAreWhatWasPlanned) {
   doc.erase("chosen");
   doc["options"]["memory"]["zero_stage"] = 1;
   doc["options"]["memory"]["optimizer_bytes_per_param"] = 4;
+  doc["options"]["memory"]["precision"] = "bf16";  // pure bf16: 2 + 2 + 4 bytes, as stated
   doc["options"]["recompute"] = "full";
   const Plan p = parse_ok(doc);
   EXPECT_EQ(p.schema, "pulse.plan/v1");
