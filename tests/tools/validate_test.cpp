@@ -253,13 +253,25 @@ TEST(Validate, TheStagesDigestAndThePrecisionAsSimulateAndARuntimeReadThem) {
   for (const std::string& l : lines(validate(edited, in))) {
     EXPECT_EQ(l.find("stages_sha256"), std::string::npos) << l;
   }
+  // A precision edited in options contradicts its bytes and what was chosen: both named.
   edited = doc;
   edited["options"]["memory"]["precision"] = "fp32";
   EXPECT_EQ(lines(validate(edited, in)),
-            std::vector<std::string>{
+            (std::vector<std::string>{
                 "options: $.options.memory.precision: precision \"fp32\" holds 4 + 4 + 8 bytes "
                 "per parameter (weights, gradients, optimizer state), not the 2 + 2 + 12 stated "
-                "beside it"});
+                "beside it",
+                "summary: options.memory.precision is fp32, but chosen.memory.precision is "
+                "mixed"}));
+  // The same edit in chosen (what a runtime trains in).
+  edited = doc;
+  edited["chosen"]["memory"]["precision"] = "fp32";
+  const std::vector<std::string> chosen = lines(validate(edited, in));
+  ASSERT_FALSE(chosen.empty());
+  EXPECT_EQ(chosen.front(),
+            "options: $.chosen.memory.precision: precision \"fp32\" holds 4 + 4 + 8 bytes per "
+            "parameter (weights, gradients, optimizer state), not the 2 + 2 + 12 stated beside "
+            "it");
 }
 
 TEST(Validate, ADerivedPlanIsCheckedAgainstTheTimesDerivedTheSameWay) {
