@@ -26,16 +26,30 @@ std::string plan_title(const Plan& p) {
                      p.inputs.cluster.name);
 }
 
+// Text whose lines stay lines on the page (a note listing why each configuration failed):
+// each line escaped, a line break between them.
+std::string esc_lines(const std::string& text) {
+  std::string out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = text.find('\n', start);
+    out += esc(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) return out;
+    out += "<br>\n";
+    start = end + 1;
+  }
+}
+
 // What the plan is and what it asks its user to look at: the verdict (pipeline_or_not's note
 // where the plan has one) and its warnings.
 std::string verdict_and_warnings(const Plan& p) {
   std::string out = fmt::format("<p class=\"verdict\">Verdict: {}{}</p>\n", esc(p.verdict()),
                                 p.pipeline_or_not && !p.pipeline_or_not->note.empty()
-                                    ? ". " + esc(p.pipeline_or_not->note)
+                                    ? ". " + esc_lines(p.pipeline_or_not->note)
                                     : "");
   if (p.warnings.empty()) return out;
   out += "<ul class=\"warnings\">\n";
-  for (const std::string& w : p.warnings) out += "<li>Warning: " + esc(w) + "</li>\n";
+  for (const std::string& w : p.warnings) out += "<li>Warning: " + esc_lines(w) + "</li>\n";
   return out + "</ul>\n";
 }
 

@@ -431,6 +431,16 @@ TEST(ExportHtml, OneSelfContainedPageWithEveryOp) {
   }
 }
 
+TEST(ExportHtml, AVerdictOrWarningOfSeveralLinesKeepsItsLines) {
+  // pipeline_or_not.note lists a failed configuration per line; the page breaks the lines
+  // rather than spelling the newline out as a control byte.
+  Plan p = read(plan_doc("tiny-unet", 2));
+  p.warnings = {"first line\nsecond <line>"};
+  const std::string html = export_html({&p, {}});
+  EXPECT_NE(html.find("<li>Warning: first line<br>\nsecond &lt;line&gt;</li>"), std::string::npos);
+  EXPECT_EQ(html.find("\\x0a"), std::string::npos);
+}
+
 TEST(ExportHtml, BaselinesBesideThePlan) {
   const Plan v = read(plan_doc("tiny-unet", 2));
   const Plan seq = read(plan_doc("tiny-unet", 4, Strategy::one_f_one_b));
