@@ -29,9 +29,9 @@ def file_cases():
                                                                        b'"pu\x01se"', 1)),
                message=r"bad\.json: not JSON: byte 0x01")
     yield Case(c, "top-level-array", plan=raw(lambda t: b"[" + t + b"]"),
-               message=r"bad\.json: not a pulse\.plan/v1 plan \(\$\.schema\)")
+               message=r"bad\.json: not a pulse\.plan/v2 or pulse\.plan/v1 plan \(\$\.schema\)")
     yield Case(c, "schema-v0", plan=at("schema", "pulse.plan/v0"),
-               message=r"bad\.json: not a pulse\.plan/v1 plan \(\$\.schema\)")
+               message=r"bad\.json: not a pulse\.plan/v2 or pulse\.plan/v1 plan \(\$\.schema\)")
     # A 129 MiB file refused by its size, unread; a 129 MiB stream after 128 MiB of it.
     yield Case(c, "over-the-size-limit", plan=Sparse(129 << 20),
                message=r"bad\.json: the file has 135266304 bytes; a plan pulse-run reads has "
