@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from . import blocklist, checkpoint, comm, models, optim, sharding
+from . import blocklist, checkpoint, comm, models, optim, sequence, sharding
 from .options import check_local_world, check_run_options
 from .plan import Plan, PlanError
 from .plan_doc import PlanDoc, read_plan
@@ -121,7 +121,8 @@ def prepare(opts: RunOptions, torch_device: Any = None) -> Prepared:
         check_run_options(vars(opts))
         doc = read_plan(opts.plan)
         if torch_device is None:
-            check_local_world(doc.rank_map.world_size, f"{doc.path}: $.rank_map.world_size")
+            check_local_world(doc.processes, f"{doc.path}: $.rank_map.world_size")
+        check_sequence_mode(doc)
         name, notes = run_precision(opts, doc)
         zero, zero_notes = run_zero(opts, doc)
         if zero >= 2:
@@ -137,6 +138,9 @@ def prepare(opts: RunOptions, torch_device: Any = None) -> Prepared:
                                f"--zero 1 or 0")
         prec = make_precision(name, device_type(opts))
         model = load_model(opts, prec)
+        seq = doc.parallelism.sequence
+        if seq is not None:
+            sequence.check_model(model, seq.ulysses, seq.degree, opts.model)
     except (ValueError, TypeError, OSError) as e:
         raise RunError(str(e)) from None
     device = torch_device or torch.device("cpu")
@@ -149,6 +153,22 @@ def prepare(opts: RunOptions, torch_device: Any = None) -> Prepared:
     except (PlanError, OSError) as e:
         raise RunError(str(e)) from None
     return Prepared(model, plan, shapes, prec, zero, notes + zero_notes)
+
+
+def check_sequence_mode(doc: PlanDoc) -> None:
+    """A sequence-parallel plan pulse-run runs: Ulysses (no ring) on one pipeline device
+    (RunError naming the key otherwise)."""
+    seq = doc.parallelism.sequence
+    if seq is None:
+        return
+    if seq.ring > 1:
+        raise RunError(f"{doc.path}: $.parallelism.sequence.ring: ring attention (ring "
+                       f"{seq.ring}) is a layout pulse-run does not run; plan with --sequence "
+                       f"{seq.ulysses}x1 (Ulysses only)")
+    if doc.parallelism.pp > 1:
+        raise RunError(f"{doc.path}: $.parallelism.pp: pulse-run runs sequence parallelism "
+                       f"without a pipeline only (pp 1), this plan has pp {doc.parallelism.pp} "
+                       f"with Ulysses {seq.ulysses}; plan with --pp 1")
 
 
 def load_model(opts: RunOptions, prec: Precision) -> Any:
@@ -333,8 +353,13 @@ def executed(w: Any, plan: Plan) -> dict[str, Any]:
     how = ("FSDP fully_shard" if w.sharded else "ZeroRedundancyOptimizer" if zero == 1
            else "all-reduce")
     return {"zero_stage": zero, "plan_zero_stage": plan.zero_stage, "sharding": how,
-            "replicas": w.optimizer.dp_size, "precision": w.precision.name,
+            "replicas": w.optimizer.dp_size // w.plan.sequence_degree,
+            "precision": w.precision.name,
             "plan_precision": plan.doc.precision,
+            "sequence": ({"ulysses": w.sequence.degree, "index": w.sequence.index,
+                          "group": list(plan.doc.rank_map.sequence_groups[
+                              w.rank // w.sequence.degree])}
+                         if w.sequence is not None else None),
             "recomputed": {str(s): list(plan.stages[s].recomputed) for s in sorted(w.stages)
                            if plan.stages[s].recomputed}}
 
@@ -342,8 +367,11 @@ def executed(w: Any, plan: Plan) -> dict[str, Any]:
 def describe(e: dict[str, Any]) -> str:
     """One line: what runs (executed())."""
     layers = sum(len(v) for v in e["recomputed"].values())
+    seq = e.get("sequence")
+    ulysses = (f", Ulysses {seq['ulysses']} (all-to-all over ranks {seq['group']})"
+               if seq else "")
     return (f"ZeRO-{e['zero_stage']} ({e['sharding']} over {e['replicas']} replica(s)), "
-            f"precision {e['precision']}, {layers} recomputed layer(s) on this rank")
+            f"precision {e['precision']}{ulysses}, {layers} recomputed layer(s) on this rank")
 
 
 # --- every rank on this host -----------------------------------------------------------------
@@ -375,8 +403,9 @@ def launch_all(opts: RunOptions, deadline: float | None = None) -> None:
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # loopback: every rank is on this host
     if not opts.quiet:
         par = p.plan.doc.parallelism
+        seq = f" x Ulysses {par.sequence.ulysses}" if par.sequence is not None else ""
         print(f"pulse-run: {os.path.basename(opts.plan)} ({p.plan.doc.strategy}, "
-              f"pp {par.pp} x dp {par.dp}, {par.num_stages} stages, {par.num_microbatches} "
+              f"pp {par.pp} x dp {par.dp}{seq}, {par.num_stages} stages, {par.num_microbatches} "
               f"microbatches of {par.microbatch_size}, precision {p.precision.name}, ZeRO-{p.zero})"
               f" on {world} processes of "
               f"this host ({'NCCL, one GPU each' if cuda else 'gloo'})",
