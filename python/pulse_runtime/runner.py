@@ -164,7 +164,7 @@ def check_sequence_mode(doc: PlanDoc) -> None:
     if seq.ring > 1:
         raise RunError(f"{doc.path}: $.parallelism.sequence.ring: ring attention (ring "
                        f"{seq.ring}) is a layout pulse-run does not run; plan with --sequence "
-                       f"{seq.ulysses}x1 (Ulysses only)")
+                       f"{seq.degree}x1 (Ulysses only) where the heads allow it")
     if doc.parallelism.pp > 1:
         raise RunError(f"{doc.path}: $.parallelism.pp: pulse-run runs sequence parallelism "
                        f"without a pipeline only (pp 1), this plan has pp {doc.parallelism.pp} "
