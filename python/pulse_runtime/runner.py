@@ -148,7 +148,7 @@ def prepare(opts: RunOptions, torch_device: Any = None) -> Prepared:
     try:
         plan = Plan(doc, model)
         shapes = comm.Shapes(model, plan.microbatch_size, device, prec.comm_dtype,
-                             prec.autocast)
+                             prec.autocast, doc.sequence_degree)
         plan.check_bytes(shapes, prec.name)
     except (PlanError, OSError) as e:
         raise RunError(str(e)) from None
@@ -156,8 +156,8 @@ def prepare(opts: RunOptions, torch_device: Any = None) -> Prepared:
 
 
 def check_sequence_mode(doc: PlanDoc) -> None:
-    """A sequence-parallel plan pulse-run runs: Ulysses (no ring) on one pipeline device
-    (RunError naming the key otherwise)."""
+    """A sequence-parallel plan pulse-run runs: Ulysses, no ring (RunError naming the key
+    otherwise)."""
     seq = doc.parallelism.sequence
     if seq is None:
         return
@@ -165,10 +165,6 @@ def check_sequence_mode(doc: PlanDoc) -> None:
         raise RunError(f"{doc.path}: $.parallelism.sequence.ring: ring attention (ring "
                        f"{seq.ring}) is a layout pulse-run does not run; plan with --sequence "
                        f"{seq.degree}x1 (Ulysses only) where the heads allow it")
-    if doc.parallelism.pp > 1:
-        raise RunError(f"{doc.path}: $.parallelism.pp: pulse-run runs sequence parallelism "
-                       f"without a pipeline only (pp 1), this plan has pp {doc.parallelism.pp} "
-                       f"with Ulysses {seq.ulysses}; plan with --pp 1")
 
 
 def load_model(opts: RunOptions, prec: Precision) -> Any:

@@ -62,6 +62,19 @@ class Context:
         return torch.cat(received.unbind(0), dim=gather_dim)
 
 
+class ShapeContext(Context):
+    """Share 0 of `degree`, without a group, for a dry run that only sizes tensors (the
+    messages between pipeline stages, comm.Shapes): all_to_all gives the shape the real one
+    gives, filled with this process's own chunk."""
+
+    def __init__(self, degree: int) -> None:
+        super().__init__(None, 0, degree)
+
+    def all_to_all(self, x: torch.Tensor, scatter_dim: int, gather_dim: int) -> torch.Tensor:
+        first = x.chunk(self.degree, dim=scatter_dim)[0]
+        return torch.cat([first] * self.degree, dim=gather_dim)
+
+
 def make_groups(dp: int, pp: int, degree: int, device_type: str,
                 plan_groups: tuple[tuple[int, ...], ...], rank: int) -> Any:
     """This process's sequence group, from a DeviceMesh over (dp, pp, sp); ValueError when
@@ -96,7 +109,7 @@ def check_model(model: Any, ulysses: int, degree: int, spec: str) -> None:
             raise ValueError(f"--model {spec}: sequence degree {degree} does not divide the "
                              f"{shape['tokens']} tokens of block {name!r}")
     try:  # the model's own check (what its attention will split), then back to one process
-        model.set_sequence_parallel(Context(None, 0, degree))
+        model.set_sequence_parallel(ShapeContext(degree))
     except ValueError as e:
         raise ValueError(f"--model {spec}: {e}") from None
     finally:

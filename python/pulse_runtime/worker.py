@@ -62,7 +62,8 @@ class Worker:
         self.params = list(self.named.values())
         self.optimizer = optim.Optimizer(self.params, self.dp_group, dp_size, optim_config)
         shapes = shapes or comm.Shapes(model, plan.microbatch_size, torch_device,
-                                       self.precision.comm_dtype, self.precision.autocast)
+                                       self.precision.comm_dtype, self.precision.autocast,
+                                       plan.sequence_degree)
         index = self.sequence.index if self.sequence is not None else 0
         self.comm = comm.Comm(plan, self.device, plan.pipeline_ranks(self.replica, index),
                               shapes, torch_device)

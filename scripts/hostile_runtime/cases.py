@@ -21,7 +21,7 @@ CLUSTER = os.path.join(MAIN, "profiles", "clusters", "cpu-localhost.json")
 # The base plans, made by the planner under test: a V (pp 2 x dp 4, 8 ranks), a chain whose
 # skips travel in skip transfers, a V with a split backward, and a V of 2 ranks; of the
 # small DiT (examples/small_dit.py), Ulysses 2 on one pipeline device (1 rank, 2 processes)
-# and on a pipeline of 2 (pp 2, which pulse-run does not run with a sequence layout).
+# and on a pipeline of 2 (pp 2: 2 ranks of 2 processes).
 BASE_SPECS = {
     "v": ["--pp", "2", "--global-batch", "8"],
     "direct": ["--pp", "2", "--strategy", "1f1b-direct", "--global-batch", "8"],

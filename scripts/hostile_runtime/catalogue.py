@@ -343,8 +343,10 @@ def sequence_cases():
     yield Case(c, "ring-attention", base="seq",
                plan=at("parallelism.sequence", {"ulysses": 1, "ring": 2, "degree": 2}),
                message=path("$.parallelism.sequence.ring") + ".*ring attention")
-    yield Case(c, "with-a-pipeline", base="seqpp2",
-               message=path("$.parallelism.pp") + ".*without a pipeline only")
+    yield Case(c, "control-seqpp2-reaches-the-launch-check", base="seqpp2", fresh=True,
+               args=["--nproc", "2"], message=path("$.rank_map.world_size x "
+                                                   "$.parallelism.sequence.degree")
+               + ".*the plan has 4 ranks, --nproc 2")
     yield Case(c, "model-without-the-protocol", base="seq",
                message=r"--model .*small_unet\.py:build_test: SmallUNet has no "
                r"set_sequence_parallel\(\)")

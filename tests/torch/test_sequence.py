@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """pulse-run executes Ulysses sequence parallelism as the plan lays it out: the example DiT
 (examples/small_dit.py:build_test, float64), planned with `--sequence 2x1` on the CPU
-cluster, trained on dp x 2 gloo processes, has one process's losses, gradients and
-parameters.
+cluster, trained on pp x dp x 2 gloo processes, has one process's losses, gradients and
+parameters, and sends the plan's point-to-point bytes on each of a group's pipelines.
 
-    test_sequence.py --binary build/pulse-plan --dp 1
+    test_sequence.py --binary build/pulse-plan --pp 1 --dp 1
 
 Each process of a sequence group holds half the tokens of every sample (their losses differ
 and add up to the sample's), attention exchanges q, k, v and its output by all-to-all, and the
@@ -46,7 +46,7 @@ class Ulysses(unittest.TestCase):
         cls.tmp = tempfile.TemporaryDirectory()
         plan_path = os.path.join(cls.tmp.name, "plan.json")
         cls.plan = common.plan(OPTS.binary, PROFILE, plan_path, "--sequence", "2x1",
-                               "--pp", "1", "--dp", str(OPTS.dp),
+                               "--pp", str(OPTS.pp), "--dp", str(OPTS.dp),
                                "--global-batch", str(GLOBAL_BATCH))
         out = os.path.join(cls.tmp.name, "run")
         cls.proc = common.run([sys.executable, os.path.join(common.RUNTIME_DIR, "runtime.py"),
@@ -55,7 +55,7 @@ class Ulysses(unittest.TestCase):
                                "--timeout", "240"])
         with open(os.path.join(out, "summary.json")) as f:
             cls.summary = json.load(f)
-        cls.processes = 2 * OPTS.dp
+        cls.processes = 2 * OPTS.pp * OPTS.dp
         cls.ranks = [torch.load(os.path.join(out, f"rank{r}.pt"))
                      for r in range(cls.processes)]
         model = blocklist.load_factory(MODEL)(seed=0, dtype=torch.float64)
@@ -69,10 +69,10 @@ class Ulysses(unittest.TestCase):
     def test_the_plan_lays_out_ulysses_2(self):
         par, rank_map = self.plan["parallelism"], self.plan["rank_map"]
         self.assertEqual(par["sequence"], {"ulysses": 2, "ring": 1, "degree": 2})
-        self.assertEqual((par["pp"], par["dp"]), (1, OPTS.dp))
-        self.assertEqual(rank_map["world_size"], OPTS.dp)
+        self.assertEqual((par["pp"], par["dp"]), (OPTS.pp, OPTS.dp))
+        self.assertEqual(rank_map["world_size"], OPTS.pp * OPTS.dp)
         self.assertEqual(rank_map["sequence_groups"],
-                         [[2 * i, 2 * i + 1] for i in range(OPTS.dp)])
+                         [[2 * i, 2 * i + 1] for i in range(OPTS.pp * OPTS.dp)])
 
     def test_every_process_ran_its_share(self):
         groups = self.plan["rank_map"]["sequence_groups"]
@@ -80,26 +80,47 @@ class Ulysses(unittest.TestCase):
         for r, result in enumerate(self.ranks):
             seq = result["executed"]["sequence"]
             self.assertEqual(seq, {"ulysses": 2, "index": r % 2, "group": groups[r // 2]}, r)
-            self.assertEqual(result["replica"], r // 2)
+            self.assertEqual(result["replica"], r // 2 // OPTS.pp)
         self.assertIn("Ulysses 2 (all-to-all over ranks [0, 1])", self.proc.stderr)
 
     def test_the_tokens_are_split(self):
         """The two processes of a group see different halves: their losses differ, and
         the sum over all processes is the one-process loss."""
-        for i in range(OPTS.dp):
-            a, b = self.ranks[2 * i]["losses"], self.ranks[2 * i + 1]["losses"]
-            self.assertGreater(abs(a[0] - b[0]), 1e-3 * abs(a[0]), (a, b))
+        last = [r for r in range(self.processes) if self.ranks[r]["stages"][-1] ==
+                len(self.plan["stages"]) - 1]  # the processes that compute the loss
+        self.assertEqual(len(last), 2 * OPTS.dp)
+        for a, b in zip(last[::2], last[1::2]):
+            la, lb = self.ranks[a]["losses"], self.ranks[b]["losses"]
+            self.assertGreater(abs(la[0] - lb[0]), 1e-3 * abs(la[0]), (la, lb))
 
     def test_losses(self):
         for got, want in zip(self.summary["loss"], self.ref["losses"]):
             self.assertLessEqual(abs(got - want), TOLERANCE * abs(want), (got, want))
 
+    def test_bytes_are_the_plans_on_each_pipeline(self):
+        """The plan counts one process of each group (the first ranks'); every process of
+        the group sends as much, on its own share of the tokens."""
+        comm = self.plan["comm"]
+        self.assertEqual(self.summary["p2p_bytes_per_iteration"],
+                         2 * comm["p2p_bytes_per_iteration"])
+        for kind in ("activation", "skip", "carried"):
+            self.assertEqual(self.summary["p2p_bytes_by_kind"][kind],
+                             2 * comm[f"{kind}_bytes_per_iteration"], kind)
+
     def check_named(self, key):
-        for r, result in enumerate(self.ranks):
-            got = result[key]
-            self.assertEqual(set(got), set(self.ref[key]), f"rank {r}: parameter names")
-            bad = [n for n in got if not close(got[n], self.ref[key][n], TOLERANCE)]
-            self.assertFalse(bad, f"rank {r}: {key} differ for {bad[:8]}")
+        """Per replica and share of the tokens: its pipeline's processes together hold every
+        parameter, each as one process has it."""
+        for replica in range(OPTS.dp):
+            for index in range(2):
+                got = {}
+                for r, result in enumerate(self.ranks):
+                    if result["replica"] == replica and r % 2 == index:
+                        self.assertFalse(set(got) & set(result[key]), f"rank {r}: twice")
+                        got.update(result[key])
+                where = f"replica {replica}, share {index}"
+                self.assertEqual(set(got), set(self.ref[key]), f"{where}: parameter names")
+                bad = [n for n in got if not close(got[n], self.ref[key][n], TOLERANCE)]
+                self.assertFalse(bad, f"{where}: {key} differ for {bad[:8]}")
 
     def test_gradients(self):
         self.check_named("grads")
@@ -109,6 +130,7 @@ class Ulysses(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    OPTS, argv = common.main([(("--dp",), {"type": int, "default": 1})])
+    OPTS, argv = common.main([(("--pp",), {"type": int, "default": 1}),
+                              (("--dp",), {"type": int, "default": 1})])
     common.skip_unless_planner_has(OPTS.binary, "--sequence")
     unittest.main(argv=argv)
