@@ -14,7 +14,9 @@ the file, the JSON path and what was expected (the runtimes exit 2 with it), in 
    lists every op once on its stage's device in an order the ranks can run without waiting
    forever, and a rank map of world_size = pp x dp ranks numbered 0..world_size-1 whose
    groups are the ones its ranks give (what the planner's StructureCheck restates, on
-   purpose, for a runtime that must not trust the file).
+   purpose, for a runtime that must not trust the file); with `parallelism.sequence` of
+   degree s (= ulysses x ring) the ranks are multiples of s below world_size x s and
+   `rank_map.sequence_groups` holds one group per rank, the s processes from it on.
 
 Nothing here knows about a model: plan.py binds a PlanDoc to one (layer ranges, messages), and
 the PyTorch-pipelining adapter (pipelining.py) reads the same records.
@@ -33,6 +35,8 @@ Optional keys, read when present:
   (weights, gradients, optimizer bytes), which the summary puts beside what a rank held;
 - `stages[].recomputed`: the stage's layers that `plan --recompute` re-runs in backward, by
   name (absent: none); the runtimes run each under torch.utils.checkpoint;
+- `parallelism.sequence` and `rank_map.sequence_groups`: a sequence-parallel layout (above;
+  `PlanDoc.processes` is then world_size x degree);
 - `transfers[].carried`: the carried tensors a main transfer moves, by name. Plans written
   before it existed leave it out, and plan.py derives the list with the planner's rule.
 """

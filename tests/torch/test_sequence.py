@@ -4,7 +4,11 @@
 cluster, trained on pp x dp x 2 gloo processes, has one process's losses, gradients and
 parameters, and sends the plan's point-to-point bytes on each of a group's pipelines.
 
-    test_sequence.py --binary build/pulse-plan --pp 1 --dp 1
+    test_sequence.py --binary build/pulse-plan --pp 1 --dp 1 [--zero 2]
+
+With --zero N the plan is made with --zero N and trained with Adam (ZeRO-1 on
+ZeroRedundancyOptimizer, ZeRO-2/3 on FSDP, sharded over the dp x 2 processes that sum each
+gradient), against one-process Adam.
 
 Each process of a sequence group holds half the tokens of every sample (their losses differ
 and add up to the sample's), attention exchanges q, k, v and its output by all-to-all, and the
@@ -45,14 +49,16 @@ class Ulysses(unittest.TestCase):
         from pulse_runtime import blocklist, optim, reference
         cls.tmp = tempfile.TemporaryDirectory()
         plan_path = os.path.join(cls.tmp.name, "plan.json")
+        zero = ["--zero", str(OPTS.zero)] if OPTS.zero is not None else []
         cls.plan = common.plan(OPTS.binary, PROFILE, plan_path, "--sequence", "2x1",
                                "--pp", str(OPTS.pp), "--dp", str(OPTS.dp),
-                               "--global-batch", str(GLOBAL_BATCH))
+                               "--global-batch", str(GLOBAL_BATCH), *zero)
+        optimizer, lr = ("adam", "0.01") if zero else ("sgd", "0.1")
         out = os.path.join(cls.tmp.name, "run")
         cls.proc = common.run([sys.executable, os.path.join(common.RUNTIME_DIR, "runtime.py"),
                                "--plan", plan_path, "--model", MODEL, "--iterations",
-                               str(ITERATIONS), "--seed", "0", "--lr", "0.1", "--out", out,
-                               "--timeout", "240"])
+                               str(ITERATIONS), "--seed", "0", "--optimizer", optimizer,
+                               "--lr", lr, "--out", out, "--timeout", "240"])
         with open(os.path.join(out, "summary.json")) as f:
             cls.summary = json.load(f)
         cls.processes = 2 * OPTS.pp * OPTS.dp
@@ -60,7 +66,7 @@ class Ulysses(unittest.TestCase):
                      for r in range(cls.processes)]
         model = blocklist.load_factory(MODEL)(seed=0, dtype=torch.float64)
         cls.ref = reference.reference_train(model, GLOBAL_BATCH, 0, ITERATIONS,
-                                            optim.Config("sgd", 0.1))
+                                            optim.Config(optimizer, float(lr)))
 
     @classmethod
     def tearDownClass(cls):
@@ -82,6 +88,11 @@ class Ulysses(unittest.TestCase):
             self.assertEqual(seq, {"ulysses": 2, "index": r % 2, "group": groups[r // 2]}, r)
             self.assertEqual(result["replica"], r // 2 // OPTS.pp)
         self.assertIn("Ulysses 2 (all-to-all over ranks [0, 1])", self.proc.stderr)
+        sharding = {None: "all-reduce", 0: "all-reduce", 1: "ZeroRedundancyOptimizer",
+                    2: "FSDP fully_shard", 3: "FSDP fully_shard"}[OPTS.zero]
+        for result in self.ranks:
+            self.assertEqual(result["executed"]["sharding"], sharding)
+            self.assertEqual(result["executed"]["zero_stage"], OPTS.zero or 0)
 
     def test_the_tokens_are_split(self):
         """The two processes of a group see different halves: their losses differ, and
@@ -131,6 +142,7 @@ class Ulysses(unittest.TestCase):
 
 if __name__ == "__main__":
     OPTS, argv = common.main([(("--pp",), {"type": int, "default": 1}),
-                              (("--dp",), {"type": int, "default": 1})])
+                              (("--dp",), {"type": int, "default": 1}),
+                              (("--zero",), {"type": int, "choices": (1, 2, 3)})])
     common.skip_unless_planner_has(OPTS.binary, "--sequence")
     unittest.main(argv=argv)
