@@ -10,14 +10,15 @@ to patches. The latents come patchified (make_batch draws tokens of patch x patc
 values), so every block but attention works token by token.
 
 Sequence parallelism (docs/torch.md, "Sequence parallelism"): `set_sequence_parallel(ctx)`
-gives the model a context with `index` and `degree` (this rank's place in its sequence group)
-and `all_to_all(x, scatter_dim, gather_dim)`, the group's differentiable all-to-all; the
-runtime then hands each rank `shard_batch(batch, index, degree)`, a contiguous slice of the
-tokens. Each attention turns its sequence-sharded q, k and v into head-sharded ones over the
-whole sequence (all-to-all, scatter heads, gather tokens), attends, and turns the output back
-(scatter tokens, gather heads): DeepSpeed-Ulysses (Jacobs et al., arXiv 2309.14509, section
-3.1). The embedding adds the position embedding of its own tokens (offset index x local
-tokens). Without a context (or with degree 1) the model is the plain one-process reference.
+gives the model a context with `index` and `degree` (this process's share of its sequence
+group), `ulysses` and `attention(q, k, v)`; the runtime then hands each process
+`shard_batch(batch, index, degree)`, a contiguous slice of the tokens. Each attention gives
+its share's q, k and v to `ctx.attention`, which exchanges them with the group (Ulysses:
+an all-to-all to head-sharded q, k, v over the whole sequence and one back, DeepSpeed-Ulysses,
+arXiv 2309.14509; ring attention: keys and values passed around the ring, arXiv 2310.01889;
+python/pulse_runtime/sequence.py). The embedding adds the position embedding of its own
+tokens (offset index x local tokens). Without a context (or with degree 1) the model is the
+plain one-process reference.
 """
 
 import math
@@ -73,13 +74,11 @@ class Attention(nn.Module):
         n, tokens, width = x.shape
         q, k, v = self.qkv(x).reshape(n, tokens, 3, self.heads, width // self.heads).unbind(2)
         ctx = self.owner.sequence
-        ulysses = ctx is not None and ctx.degree > 1
-        if ulysses:  # [n, tokens / u, heads, d] -> [n, tokens, heads / u, d]
-            q, k, v = (ctx.all_to_all(t, scatter_dim=2, gather_dim=1) for t in (q, k, v))
-        out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
-                                             v.transpose(1, 2)).transpose(1, 2)
-        if ulysses:  # and back: [n, tokens, heads / u, d] -> [n, tokens / u, heads, d]
-            out = ctx.all_to_all(out, scatter_dim=1, gather_dim=2)
+        if ctx is not None and ctx.degree > 1:  # this share's queries over every token
+            out = ctx.attention(q, k, v)
+        else:
+            out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
+                                                 v.transpose(1, 2)).transpose(1, 2)
         return self.proj(out.reshape(n, tokens, width))
 
 
@@ -150,11 +149,12 @@ class SmallDiT(nn.Module):
     # --- sequence parallelism ------------------------------------------------------------
 
     def set_sequence_parallel(self, ctx):
-        """`ctx` (index, degree, all_to_all) or None; the heads must split over the degree."""
+        """`ctx` (index, degree, ulysses, attention) or None; the heads must split over the
+        Ulysses degree, the tokens over the whole degree."""
         for block in self.blocks:
             attn = getattr(block, "attn", None)
-            if ctx is not None and attn is not None and attn.heads % ctx.degree:
-                raise ValueError(f"Ulysses degree {ctx.degree} does not divide the "
+            if ctx is not None and attn is not None and attn.heads % ctx.ulysses:
+                raise ValueError(f"Ulysses degree {ctx.ulysses} does not divide the "
                                  f"{attn.heads} heads")
         if ctx is not None and self.tokens % ctx.degree:
             raise ValueError(f"sequence degree {ctx.degree} does not divide the "

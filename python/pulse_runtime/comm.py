@@ -27,23 +27,25 @@ class Shapes:
 
     Under mixed precision (`comm_dtype` set) the dry run runs in `autocast()` as the stages
     will, and every floating-point value crosses in `comm_dtype`, as the runtime sends it.
-    Under sequence parallelism (`sequence_degree` above 1) it runs on one process's share of
-    the tokens (the model's shard_batch, attention under sequence.ShapeContext)."""
+    Under sequence parallelism (`sequence`: (ulysses, ring), not (1, 1)) it runs on one
+    process's share of the tokens (the model's shard_batch, attention under
+    sequence.ShapeContext)."""
 
     def __init__(self, model: Any, microbatch_size: int, device: Any,
                  comm_dtype: torch.dtype | None = None,
                  autocast: Callable[[], ContextManager[Any]] = contextlib.nullcontext,
-                 sequence_degree: int = 1) -> None:
+                 sequence: tuple[int, int] = (1, 1)) -> None:
         self.comm_dtype = comm_dtype
         batch = model.make_batch(1, seed=0, device=device)
-        if sequence_degree > 1:
+        degree = sequence[0] * sequence[1]
+        if degree > 1:
             from .sequence import ShapeContext
-            batch = model.shard_batch(batch, 0, sequence_degree)
-            model.set_sequence_parallel(ShapeContext(sequence_degree))
+            batch = model.shard_batch(batch, 0, degree)
+            model.set_sequence_parallel(ShapeContext(*sequence))
         try:
             self._dry_run(model, batch, autocast)
         finally:
-            if sequence_degree > 1:
+            if degree > 1:
                 model.set_sequence_parallel(None)
         self.b = microbatch_size
 

@@ -245,6 +245,12 @@ class Plan:
     def sequence_degree(self) -> int:
         return self.doc.sequence_degree
 
+    @property
+    def sequence_layout(self) -> tuple[int, int]:
+        """(ulysses, ring); (1, 1) without sequence parallelism."""
+        seq = self.doc.parallelism.sequence
+        return (seq.ulysses, seq.ring) if seq is not None else (1, 1)
+
     def rank_info(self, rank: int) -> RankSpec:
         """The rank map's entry of process `rank`: its sequence group's first rank's."""
         return self.doc.rank(rank - rank % self.sequence_degree)

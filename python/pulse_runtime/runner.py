@@ -122,7 +122,6 @@ def prepare(opts: RunOptions, torch_device: Any = None) -> Prepared:
         doc = read_plan(opts.plan)
         if torch_device is None:
             check_local_world(doc.processes, f"{doc.path}: $.rank_map.world_size")
-        check_sequence_mode(doc)
         name, notes = run_precision(opts, doc)
         zero, zero_notes = run_zero(opts, doc)
         if zero >= 2:
@@ -140,7 +139,7 @@ def prepare(opts: RunOptions, torch_device: Any = None) -> Prepared:
         model = load_model(opts, prec)
         seq = doc.parallelism.sequence
         if seq is not None:
-            sequence.check_model(model, seq.ulysses, seq.degree, opts.model)
+            sequence.check_model(model, seq.ulysses, seq.ring, opts.model)
     except (ValueError, TypeError, OSError) as e:
         raise RunError(str(e)) from None
     device = torch_device or torch.device("cpu")
@@ -148,23 +147,11 @@ def prepare(opts: RunOptions, torch_device: Any = None) -> Prepared:
     try:
         plan = Plan(doc, model)
         shapes = comm.Shapes(model, plan.microbatch_size, device, prec.comm_dtype,
-                             prec.autocast, doc.sequence_degree)
+                             prec.autocast, plan.sequence_layout)
         plan.check_bytes(shapes, prec.name)
     except (PlanError, OSError) as e:
         raise RunError(str(e)) from None
     return Prepared(model, plan, shapes, prec, zero, notes + zero_notes)
-
-
-def check_sequence_mode(doc: PlanDoc) -> None:
-    """A sequence-parallel plan pulse-run runs: Ulysses, no ring (RunError naming the key
-    otherwise)."""
-    seq = doc.parallelism.sequence
-    if seq is None:
-        return
-    if seq.ring > 1:
-        raise RunError(f"{doc.path}: $.parallelism.sequence.ring: ring attention (ring "
-                       f"{seq.ring}) is a layout pulse-run does not run; plan with --sequence "
-                       f"{seq.degree}x1 (Ulysses only) where the heads allow it")
 
 
 def load_model(opts: RunOptions, prec: Precision) -> Any:
@@ -352,7 +339,8 @@ def executed(w: Any, plan: Plan) -> dict[str, Any]:
             "replicas": w.optimizer.dp_size // w.plan.sequence_degree,
             "precision": w.precision.name,
             "plan_precision": plan.doc.precision,
-            "sequence": ({"ulysses": w.sequence.degree, "index": w.sequence.index,
+            "sequence": ({"ulysses": w.sequence.ulysses, "ring": w.sequence.ring,
+                          "index": w.sequence.index,
                           "group": list(plan.doc.rank_map.sequence_groups[
                               w.rank // w.sequence.degree])}
                          if w.sequence is not None else None),
@@ -364,8 +352,9 @@ def describe(e: dict[str, Any]) -> str:
     """One line: what runs (executed())."""
     layers = sum(len(v) for v in e["recomputed"].values())
     seq = e.get("sequence")
-    ulysses = (f", Ulysses {seq['ulysses']} (all-to-all over ranks {seq['group']})"
-               if seq else "")
+    layout = " x ".join([f"Ulysses {seq['ulysses']}"] * (seq['ulysses'] > 1)
+                        + [f"ring {seq['ring']}"] * (seq['ring'] > 1)) if seq else ""
+    ulysses = f", {layout} over ranks {seq['group']}" if seq else ""
     return (f"ZeRO-{e['zero_stage']} ({e['sharding']} over {e['replicas']} replica(s)), "
             f"precision {e['precision']}{ulysses}, {layers} recomputed layer(s) on this rank")
 
@@ -399,7 +388,8 @@ def launch_all(opts: RunOptions, deadline: float | None = None) -> None:
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # loopback: every rank is on this host
     if not opts.quiet:
         par = p.plan.doc.parallelism
-        seq = f" x Ulysses {par.sequence.ulysses}" if par.sequence is not None else ""
+        seq = "" if par.sequence is None else \
+            f" x Ulysses {par.sequence.ulysses} x ring {par.sequence.ring}"
         print(f"pulse-run: {os.path.basename(opts.plan)} ({p.plan.doc.strategy}, "
               f"pp {par.pp} x dp {par.dp}{seq}, {par.num_stages} stages, {par.num_microbatches} "
               f"microbatches of {par.microbatch_size}, precision {p.precision.name}, ZeRO-{p.zero})"

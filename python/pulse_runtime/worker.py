@@ -63,7 +63,7 @@ class Worker:
         self.optimizer = optim.Optimizer(self.params, self.dp_group, dp_size, optim_config)
         shapes = shapes or comm.Shapes(model, plan.microbatch_size, torch_device,
                                        self.precision.comm_dtype, self.precision.autocast,
-                                       plan.sequence_degree)
+                                       plan.sequence_layout)
         index = self.sequence.index if self.sequence is not None else 0
         self.comm = comm.Comm(plan, self.device, plan.pipeline_ranks(self.replica, index),
                               shapes, torch_device)
@@ -73,14 +73,14 @@ class Worker:
             "W": self.backward_weight}
 
     def _make_sequence(self) -> sequence.Context | None:
-        """Under sequence parallelism (sequence.py): this process's group, from the device
-        mesh, checked against the plan's, given to the model; None without."""
-        degree = self.plan.sequence_degree
-        if degree == 1:
+        """Under sequence parallelism (sequence.py): this process's Ulysses and ring groups,
+        from the device mesh, checked against the plan's, given to the model; None
+        without."""
+        if self.plan.sequence_degree == 1:
             return None
-        group = sequence.make_groups(self.plan.dp, self.plan.pp, degree, self.torch_device.type,
-                                     self.plan.doc.rank_map.sequence_groups or (), self.rank)
-        ctx = sequence.Context(group, self.rank % degree, degree)
+        ctx = sequence.make_context(self.plan.dp, self.plan.pp, *self.plan.sequence_layout,
+                                    self.torch_device.type,
+                                    self.plan.doc.rank_map.sequence_groups or (), self.rank)
         self.model.set_sequence_parallel(ctx)
         return ctx
 

@@ -316,7 +316,7 @@ def build(seed=0, dtype=torch.float64):
 
 def sequence_cases():
     """Sequence-parallel plans (base "seq": Ulysses 2, 1 rank of 2 processes) that do not
-    hold together or that pulse-run does not run, and models that cannot run them."""
+    hold together, and models that cannot run them; the runtimes that run none."""
     c = "sequence"
     yield Case(c, "control-seq-reaches-the-launch-check", base="seq", fresh=True,
                args=["--nproc", "1"], message=path("$.rank_map.world_size x "
@@ -340,9 +340,9 @@ def sequence_cases():
     yield Case(c, "degree-not-ulysses-x-ring", base="seq",
                plan=at("parallelism.sequence.degree", 3),
                message=path("$.parallelism.sequence") + ".*degree = ulysses x ring")
-    yield Case(c, "ring-attention", base="seq",
-               plan=at("parallelism.sequence", {"ulysses": 1, "ring": 2, "degree": 2}),
-               message=path("$.parallelism.sequence.ring") + ".*ring attention")
+    yield Case(c, "ring-layout-in-ulysses-groups", base="seq",
+               plan=at("parallelism.sequence", {"ulysses": 2, "ring": 2, "degree": 4}),
+               message=path("$.rank_map.sequence_groups[0]") + r".*expected \[0, 1, 2, 3\]")
     yield Case(c, "control-seqpp2-reaches-the-launch-check", base="seqpp2", fresh=True,
                args=["--nproc", "2"], message=path("$.rank_map.world_size x "
                                                    "$.parallelism.sequence.degree")

@@ -1,19 +1,21 @@
 #!/usr/bin/python3
-"""pulse-run executes Ulysses sequence parallelism as the plan lays it out: the example DiT
-(examples/small_dit.py:build_test, float64), planned with `--sequence 2x1` on the CPU
-cluster, trained on pp x dp x 2 gloo processes, has one process's losses, gradients and
-parameters, and sends the plan's point-to-point bytes on each of a group's pipelines.
+"""pulse-run executes sequence parallelism as the plan lays it out: the example DiT
+(examples/small_dit.py:build_test, float64), planned with `--sequence UxR` (Ulysses U x ring
+R) on the CPU cluster, trained on pp x dp x U x R gloo processes, has one process's losses,
+gradients and parameters, and sends the plan's point-to-point bytes on each of a group's
+pipelines.
 
-    test_sequence.py --binary build/pulse-plan --pp 1 --dp 1 [--zero 2]
+    test_sequence.py --binary build/pulse-plan --sequence 2x1 --pp 1 --dp 1 [--zero 2]
 
 With --zero N the plan is made with --zero N and trained with Adam (ZeRO-1 on
-ZeroRedundancyOptimizer, ZeRO-2/3 on FSDP, sharded over the dp x 2 processes that sum each
+ZeroRedundancyOptimizer, ZeRO-2/3 on FSDP, sharded over the dp x degree processes that sum each
 gradient), against one-process Adam.
 
-Each process of a sequence group holds half the tokens of every sample (their losses differ
-and add up to the sample's), attention exchanges q, k, v and its output by all-to-all, and the
-gradients are summed over the group and the replicas: a wrong all-to-all (chunks in another
-order, the wrong dimension) or a missing reduction changes the gradients beyond the
+Each process of a sequence group holds its share of the tokens of every sample (the shares'
+losses differ and add up to the sample's), attention exchanges q, k, v and its output by
+all-to-all (Ulysses) and passes keys and values around the ring (ring attention), and the
+gradients are summed over the group and the replicas: a wrong exchange (chunks in another
+order, a ring step left out) or a missing reduction changes the gradients beyond the
 tolerance. The refusals (heads the degree does not divide, groups that disagree with the
 rank map) are cases of the runtime's hostile catalogue (scripts/hostile_runtime/catalogue.py,
 class "sequence").
@@ -32,6 +34,7 @@ PROFILE = os.path.join(common.ROOT, "tests", "torch", "data", "small-dit-test-f6
 MODEL = os.path.join(common.ROOT, "examples", "small_dit.py") + ":build_test"
 ITERATIONS = 2
 GLOBAL_BATCH = 4
+ULYSSES = RING = DEGREE = 1  # --sequence UxR (set in main)
 TOLERANCE = 1e-5  # as test_runtime.py (float64: the runs agree to about 1e-15)
 
 
@@ -50,7 +53,7 @@ class Ulysses(unittest.TestCase):
         cls.tmp = tempfile.TemporaryDirectory()
         plan_path = os.path.join(cls.tmp.name, "plan.json")
         zero = ["--zero", str(OPTS.zero)] if OPTS.zero is not None else []
-        cls.plan = common.plan(OPTS.binary, PROFILE, plan_path, "--sequence", "2x1",
+        cls.plan = common.plan(OPTS.binary, PROFILE, plan_path, "--sequence", OPTS.sequence,
                                "--pp", str(OPTS.pp), "--dp", str(OPTS.dp),
                                "--global-batch", str(GLOBAL_BATCH), *zero)
         optimizer, lr = ("adam", "0.01") if zero else ("sgd", "0.1")
@@ -61,7 +64,7 @@ class Ulysses(unittest.TestCase):
                                "--lr", lr, "--out", out, "--timeout", "240"])
         with open(os.path.join(out, "summary.json")) as f:
             cls.summary = json.load(f)
-        cls.processes = 2 * OPTS.pp * OPTS.dp
+        cls.processes = DEGREE * OPTS.pp * OPTS.dp
         cls.ranks = [torch.load(os.path.join(out, f"rank{r}.pt"))
                      for r in range(cls.processes)]
         model = blocklist.load_factory(MODEL)(seed=0, dtype=torch.float64)
@@ -72,22 +75,25 @@ class Ulysses(unittest.TestCase):
     def tearDownClass(cls):
         cls.tmp.cleanup()
 
-    def test_the_plan_lays_out_ulysses_2(self):
+    def test_the_plan_lays_out_the_sequence(self):
         par, rank_map = self.plan["parallelism"], self.plan["rank_map"]
-        self.assertEqual(par["sequence"], {"ulysses": 2, "ring": 1, "degree": 2})
+        self.assertEqual(par["sequence"], {"ulysses": ULYSSES, "ring": RING, "degree": DEGREE})
         self.assertEqual((par["pp"], par["dp"]), (OPTS.pp, OPTS.dp))
         self.assertEqual(rank_map["world_size"], OPTS.pp * OPTS.dp)
         self.assertEqual(rank_map["sequence_groups"],
-                         [[2 * i, 2 * i + 1] for i in range(OPTS.pp * OPTS.dp)])
+                         [list(range(DEGREE * i, DEGREE * (i + 1)))
+                          for i in range(OPTS.pp * OPTS.dp)])
 
     def test_every_process_ran_its_share(self):
         groups = self.plan["rank_map"]["sequence_groups"]
         self.assertEqual(self.summary["world_size"], self.processes)
         for r, result in enumerate(self.ranks):
             seq = result["executed"]["sequence"]
-            self.assertEqual(seq, {"ulysses": 2, "index": r % 2, "group": groups[r // 2]}, r)
-            self.assertEqual(result["replica"], r // 2 // OPTS.pp)
-        self.assertIn("Ulysses 2 (all-to-all over ranks [0, 1])", self.proc.stderr)
+            self.assertEqual(seq, {"ulysses": ULYSSES, "ring": RING, "index": r % DEGREE,
+                                   "group": groups[r // DEGREE]}, r)
+            self.assertEqual(result["replica"], r // DEGREE // OPTS.pp)
+        layout = " x ".join([f"Ulysses {ULYSSES}"] * (ULYSSES > 1) + [f"ring {RING}"] * (RING > 1))
+        self.assertIn(f"{layout} over ranks {groups[0]}", self.proc.stderr)
         sharding = {None: "all-reduce", 0: "all-reduce", 1: "ZeroRedundancyOptimizer",
                     2: "FSDP fully_shard", 3: "FSDP fully_shard"}[OPTS.zero]
         for result in self.ranks:
@@ -95,14 +101,16 @@ class Ulysses(unittest.TestCase):
             self.assertEqual(result["executed"]["zero_stage"], OPTS.zero or 0)
 
     def test_the_tokens_are_split(self):
-        """The two processes of a group see different halves: their losses differ, and
-        the sum over all processes is the one-process loss."""
+        """The processes of a group see different shares: their losses differ (and the sum
+        over all processes is the one-process loss, test_losses)."""
         last = [r for r in range(self.processes) if self.ranks[r]["stages"][-1] ==
                 len(self.plan["stages"]) - 1]  # the processes that compute the loss
-        self.assertEqual(len(last), 2 * OPTS.dp)
-        for a, b in zip(last[::2], last[1::2]):
-            la, lb = self.ranks[a]["losses"], self.ranks[b]["losses"]
-            self.assertGreater(abs(la[0] - lb[0]), 1e-3 * abs(la[0]), (la, lb))
+        self.assertEqual(len(last), DEGREE * OPTS.dp)
+        for first in last[::DEGREE]:
+            la = self.ranks[first]["losses"]
+            for other in range(first + 1, first + DEGREE):
+                lb = self.ranks[other]["losses"]
+                self.assertGreater(abs(la[0] - lb[0]), 1e-3 * abs(la[0]), (la, lb))
 
     def test_losses(self):
         for got, want in zip(self.summary["loss"], self.ref["losses"]):
@@ -113,19 +121,19 @@ class Ulysses(unittest.TestCase):
         the group sends as much, on its own share of the tokens."""
         comm = self.plan["comm"]
         self.assertEqual(self.summary["p2p_bytes_per_iteration"],
-                         2 * comm["p2p_bytes_per_iteration"])
+                         DEGREE * comm["p2p_bytes_per_iteration"])
         for kind in ("activation", "skip", "carried"):
             self.assertEqual(self.summary["p2p_bytes_by_kind"][kind],
-                             2 * comm[f"{kind}_bytes_per_iteration"], kind)
+                             DEGREE * comm[f"{kind}_bytes_per_iteration"], kind)
 
     def check_named(self, key):
         """Per replica and share of the tokens: its pipeline's processes together hold every
         parameter, each as one process has it."""
         for replica in range(OPTS.dp):
-            for index in range(2):
+            for index in range(DEGREE):
                 got = {}
                 for r, result in enumerate(self.ranks):
-                    if result["replica"] == replica and r % 2 == index:
+                    if result["replica"] == replica and r % DEGREE == index:
                         self.assertFalse(set(got) & set(result[key]), f"rank {r}: twice")
                         got.update(result[key])
                 where = f"replica {replica}, share {index}"
@@ -141,8 +149,11 @@ class Ulysses(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    OPTS, argv = common.main([(("--pp",), {"type": int, "default": 1}),
+    OPTS, argv = common.main([(("--sequence",), {"default": "2x1"}),
+                              (("--pp",), {"type": int, "default": 1}),
                               (("--dp",), {"type": int, "default": 1}),
                               (("--zero",), {"type": int, "choices": (1, 2, 3)})])
+    ULYSSES, RING = (int(x) for x in OPTS.sequence.split("x"))
+    DEGREE = ULYSSES * RING
     common.skip_unless_planner_has(OPTS.binary, "--sequence")
     unittest.main(argv=argv)
