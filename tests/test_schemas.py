@@ -7,9 +7,9 @@ profiles it was made from, and `pulse-plan simulate --check` on its own cost mod
 that cluster (the report matching schema/simulation.schema.json). Uses Debian's python3-jsonschema.
 
 Under the sanitizers, where the planner is about seven times slower, CMake passes
-`--sample 3`: every third of each shipped model's cluster/strategy plans (at least one per
+`--sample 5`: every fifth of each shipped model's cluster/strategy plans (at least one per
 model, rotating from model to model so both strategies and both hardware families are met)
-and every third of the golden cases' plans; the hand-picked option cases, the profiles and
+and every fifth of the golden cases' plans; the hand-picked option cases, the profiles and
 the fixtures are all checked. The unsanitized suite checks all of them.
 
     /usr/bin/python3 tests/test_schemas.py --binary build/pulse-plan [--sample K]

@@ -24,8 +24,8 @@ The corpus is every shipped model on one node of its first device type (a DGX-1,
 host for the measured CPU profile; SD2 512 and Hunyuan-DiT 512 also on a 910A node) at pp
 1..8 with every strategy, with and without split backward (list schedules,
 `--solver-time-limit 0`, to keep it near a minute), plus a few default plans. Under the
-sanitizers, where the planner is about seven times slower, CMake passes `--sample 3`: each
-model's grid keeps one case in three, rotating from model to model, so every (strategy, pp,
+sanitizers, where the planner is about seven times slower, CMake passes `--sample 5`: each
+model's grid keeps one case in five, rotating from model to model, so every (strategy, pp,
 split) kind is still exported and checked; the unsanitized suite checks the whole grid.
 
 Plans with several stages per side on each device, as the wave placement writes them, are
@@ -66,7 +66,7 @@ from test_schemas import schema_errors  # noqa: E402
 BINARY = None
 EXPORTS = ("cxx", "reference")
 JOBS = 2
-SAMPLE = 1  # --sample: one grid case in SAMPLE (tests/CMakeLists.txt: 3 under the sanitizers)
+SAMPLE = 1  # --sample: one grid case in SAMPLE (tests/CMakeLists.txt: 5 under the sanitizers)
 CHECKS = ("loader", "runtime", "rank_order", "plan_order", "lock_step", "side_file")
 STRATEGIES = ("pulse", "v-naive", "1f1b", "1f1b-direct", "gpipe")
 

@@ -75,7 +75,7 @@ struct CompileCache {
   std::map<std::vector<std::int64_t>, Placement> placements;
   std::map<CacheKey, Result<CompiledPlan>> plans;
   ScheduleMemo memo;          ///< Every synthesis request of the job carries it.
-  int safety_limit_hits = 0;  ///< Syntheses the wall-clock safety limit stopped.
+  int safety_limit_hits = 0;  ///< Syntheses the CPU-time safety limit stopped.
 };
 
 /// The inputs every pass of one compile_plan call reads.

@@ -96,7 +96,7 @@ std::vector<std::string> warnings(const Plan& plan, const CompiledPlan& p) {
   std::vector<std::string> out = plan.warnings;
   if (p.safety_limit_hits == 0) return out;
   out.push_back(fmt::format(
-      "the wall-clock safety limit (--solver-time-limit {} s) stopped {} schedule search(es) "
+      "the CPU-time safety limit (--solver-time-limit {} s) stopped {} schedule search(es) "
       "before their work limits; this plan may differ from run to run (raise the limit)",
       p.options.solver_max_seconds, p.safety_limit_hits));
   return out;

@@ -433,7 +433,7 @@ std::vector<OptionRecord> search_and_outputs() {
                            kDefaultSolverNodes),
               0, {}),
       bounded(with_default(option("solver-time-limit", "S", K::number,
-                                  "wall-clock safety limit of the schedule search, seconds (0: "
+                                  "CPU-time safety limit of the schedule search, seconds (0: "
                                   "list schedules only)",
                                   store_option<&PlanOptions::solver_max_seconds, double>,
                                   check_within<&PlanOptions::solver_max_seconds>),

@@ -31,6 +31,7 @@
 #include "pulse/base/limits.hpp"
 #include "pulse/base/units.hpp"
 #include "pulse/graph/layer_graph.hpp"
+#include "pulse/plan/certificate.hpp"
 #include "pulse/simulate/evaluate.hpp"
 
 namespace pulse::detail {
@@ -427,59 +428,15 @@ void summarize(std::vector<Trial>& trials, const std::vector<Pair>& pairs) {
 }  // namespace
 
 double iteration_lower_bound(const CompileInputs& in, const CompiledPlan& plan) {
-  const PipelineModel& m = plan.model;
-  const int S = m.layout.num_stages(), P = m.num_devices();
-  const int M = plan.num_microbatches;
-  // Main-path hand-overs: a local one costs nothing, a transfer its time; where neither
-  // links stage s to s + 1 the dependency chain is broken there.
-  std::vector<std::optional<const Transfer*>> hop(std::max(0, S - 1));
-  for (StageId s = 0; s + 1 < S; ++s) {
-    if (m.layout.device[s] == m.layout.device[s + 1]) hop[s] = nullptr;
-  }
-  for (const Transfer& t : m.transfers) {
-    if (t.to == t.from + 1 && !hop[t.from]) hop[t.from] = &t;
-  }
-  // The forward (backward) chain from stage 0 up to `s`: microbatch 0 cannot reach stage s
-  // sooner, and stage 0's backward cannot end sooner after stage s's.
-  auto chain = [&](StageId s, bool forward) {
-    double sum = 0;
-    for (StageId k = s - 1; k >= 0 && hop[k]; --k) {
-      const Transfer* t = *hop[k];
-      sum += (forward ? m.stages[k].forward_s : m.stages[k].backward_s) +
-             (t ? (forward ? t->forward_s : t->backward_s) : 0.0);
-    }
-    return sum;
-  };
-  std::vector<double> busy(P, 0.0);
-  std::vector<StageId> first(P, S);
-  for (StageId s = 0; s < S; ++s) {
-    const DeviceId d = m.layout.device[s];
-    busy[d] += m.stages[s].forward_s + m.stages[s].backward_s;
-    first[d] = std::min(first[d], s);
-  }
-  if (!m.overlap_comm) {
-    for (const Transfer& t : m.transfers) {
-      busy[m.layout.device[t.from]] += t.forward_s;
-      busy[m.layout.device[t.to]] += t.backward_s;
-    }
-  }
-  const std::vector<double> allreduce =
-      allreduce_times(m, plan.ranks, in.options->memory, *in.cluster, plan.num_microbatches);
-  double bound = 0;
-  for (DeviceId d = 0; d < P; ++d) {
-    if (first[d] == S) continue;
-    // Device d starts no sooner than microbatch 0 reaches its first stage, then works
-    // through all of its ops; its all-reduce follows its last op.
-    const double last_op_end = chain(first[d], true) + M * busy[d];
-    bound = std::max(bound, last_op_end + allreduce[d]);
-    // Without a split backward every op of a microbatch on d precedes that microbatch's
-    // backward on d's first stage, so d's last op is such a backward, and the backwards
-    // of the stages before it follow.
-    if (!in.options->split_backward) {
-      bound = std::max(bound, last_op_end + chain(first[d], false));
-    }
-  }
-  return bound;
+  // The plan's certificate, before any schedule exists: the same bounds, one rule
+  // (plan/certificate.hpp). Its fill and drain counts a device's blocking send after its
+  // first stage's backward once (this function had it twice, in the device's work and in
+  // the drain that follows, and so could exceed the makespan of a schedule that meets it).
+  const std::vector<double> allreduce = allreduce_times(plan.model, plan.ranks, in.options->memory,
+                                                        *in.cluster, plan.num_microbatches);
+  return iteration_bounds(plan.model, plan.num_microbatches, in.options->split_backward, allreduce,
+                          std::nullopt)
+      .bound_s;
 }
 
 Result<double> tune_lower_bound(const CompileInputs& in, PassClock& clock) {

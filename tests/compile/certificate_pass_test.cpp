@@ -3,6 +3,8 @@
 // bound holds the plan's own iteration.
 #include <gtest/gtest.h>
 
+#include <iterator>
+
 #include "pulse/compile/compile.hpp"
 #include "pulse/cost/cost_model.hpp"
 #include "pulse/plan/certificate.hpp"
@@ -49,13 +51,26 @@ void expect_published_above(const CompiledPlan& p, const Inputs& in, const std::
   }
 }
 
+// Under ASan + UBSan the planner runs about seven times slower and the 24 plans took two
+// minutes of CI: there half of them, every model on both clusters, each cluster with and
+// without a split backward (the model, cluster and split indices summing to an even number).
+#ifdef PULSE_SANITIZED_BUILD
+constexpr int kEveryNth = 2;
+#else
+constexpr int kEveryNth = 1;
+#endif
+
 TEST(CertificatePass, NoScheduleOfTheShippedModelsBeatsItsBound) {
   const char* models[] = {"tiny-unet",          "sd2-unet-512",   "uvit-l2-256",
                           "hunyuan-dit-g2-512", "flux1-dev-1024", "sdxl-unet-1024"};
-  for (const char* model : models) {
-    for (const char* cluster : {"dgx1-v100-32gb-1n", "atlas800-910a-1n"}) {
+  const char* clusters[] = {"dgx1-v100-32gb-1n", "atlas800-910a-1n"};
+  for (int m = 0; m < static_cast<int>(std::size(models)); ++m) {
+    const char* model = models[m];
+    for (int k = 0; k < static_cast<int>(std::size(clusters)); ++k) {
+      const char* cluster = clusters[k];
       const Inputs in = test::shipped(model, cluster);
       for (bool split : {false, true}) {
+        if ((m + k + (split ? 1 : 0)) % kEveryNth != 0) continue;
         PlanOptions o;
         o.split_backward = split;
         // The whole usable memory, as the published schedules are held to below: memory_s

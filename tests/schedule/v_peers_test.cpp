@@ -200,12 +200,22 @@ std::vector<std::int64_t> levels_of(const test::PeerInstance& in) {
   return levels;
 }
 
+// Under ASan + UBSan the synthesizer runs about seven times slower and this test took 90 s
+// of CI: there every other small instance (in the fixture's order) is compared.
+#ifdef PULSE_SANITIZED_BUILD
+constexpr int kEveryNthInstance = 2;
+#else
+constexpr int kEveryNthInstance = 1;
+#endif
+
 TEST(VPeers, NeverSlowerThanAnAuthorsScheduleAtItsMemory) {
   // Every recorded run of the small instances (P = 4, M up to 16: a few seconds), at the
   // peer schedule's own peak; bench_v_families does the same for every instance.
   int compared = 0;
+  int small = 0;
   for (const test::PeerInstance& in : fixture()) {
     if (in.num_devices != 4 || in.num_microbatches > 16) continue;
+    if (small++ % kEveryNthInstance != 0) continue;
     const PipelineModel m = test::peer_pipeline_model(in);
     for (std::int64_t level : levels_of(in)) {
       const ScheduleAnswer a = plan_at(m, in.num_microbatches, level);
@@ -217,7 +227,7 @@ TEST(VPeers, NeverSlowerThanAnAuthorsScheduleAtItsMemory) {
       }
     }
   }
-  EXPECT_GT(compared, 100);
+  EXPECT_GT(compared, 100 / kEveryNthInstance);
 }
 
 TEST(VPeers, MoreMemoryNeverMakesThePlanSlower) {

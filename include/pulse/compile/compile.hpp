@@ -82,7 +82,7 @@ struct PlanOptions {
   std::optional<double> headroom;
   double headroom_fraction() const { return headroom.value_or(kDefaultHeadroom); }
   /// Schedule synthesis limits: branch-and-bound nodes per integer program (deterministic)
-  /// and a wall-clock safety limit per schedule, seconds (0: list schedules only).
+  /// and a CPU-time safety limit per schedule, seconds (0: list schedules only).
   int solver_max_nodes = kDefaultSolverNodes;
   double solver_max_seconds = kDefaultSolverSeconds;
   /// Tuner: how many of the best screened candidates get the full schedule synthesis
@@ -134,7 +134,7 @@ struct CompiledPlan : Degrees {
   std::optional<PlanFrozen> frozen;
   std::vector<PassTime> pass_times;
   /// Schedule syntheses of this compile (any configuration or family, not only the plan
-  /// kept) that the wall-clock safety limit stopped before their work limits did: when
+  /// kept) that the CPU-time safety limit stopped before their work limits did: when
   /// non-zero, the plan may differ from run to run, and the command says so.
   int safety_limit_hits = 0;
   /// How often the job's schedule memo computed and recalled (not in the plan: what the
