@@ -87,6 +87,17 @@ struct CompileInputs {
   CompileCache* cache = nullptr;
 };
 
+struct JobInputs;
+/// "frozen": the model profile's frozen encoders placed on the plan kept (frozen_pass.cpp,
+/// simulate/frozen.hpp); infeasible when no placement the options allow fits.
+Status frozen_pass(const JobInputs& job, CompiledPlan& plan, PassClock& clock);
+/// The headroom the denoiser is planned in: the options' when the model has no frozen
+/// components or they are cached, else that less the share of the usable memory their
+/// weights and the largest one-sample working set take (infeasible when nothing is left).
+Result<std::optional<double>> frozen_headroom(const ModelProfile& model,
+                                              const ClusterProfile& cluster,
+                                              const PlanOptions& options);
+
 /// compile_plan after check_plan_options (run_plan_job checks before it loads): the levels
 /// of compile.cpp.
 Result<CompiledPlan> compile_checked(const ModelProfile& model, const ClusterProfile& cluster,

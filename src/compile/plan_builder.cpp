@@ -337,6 +337,7 @@ Plan build_plan(const CompiledPlan& p, const ModelProfile& model, const ClusterP
   plan.recompute_search = p.recompute_search;
   plan.alternatives = p.alternatives;
   plan.certificate = p.certificate;
+  plan.frozen = p.frozen;
   plan.warnings = plan_warnings(plan);
   return plan;
 }

@@ -116,15 +116,28 @@ std::string plan_summary(const Plan& plan, const CompiledPlan& p, const ModelPro
                          scales.links);
   }
   if (p.derived_times) scaled += ", " + p.derived_times->summary;
+  // Where the frozen encoders run and what they cost (docs/frozen.md), before the what-ifs.
+  std::string frozen;
+  if (plan.frozen) {
+    const PlanFrozen& f = *plan.frozen;
+    frozen = f.placement == "cached"
+                 ? fmt::format("; frozen cached ({} per sample stored)",
+                               format_bytes(f.cached_bytes_per_sample))
+                 : fmt::format(
+                       "; frozen in {} (+{} before the step, {} in bubbles): step {} "
+                       "({:.1f} samples/s)",
+                       f.placement, format_seconds(f.before_step_s), format_seconds(f.bubble_s),
+                       format_seconds(f.step_s), f.samples_per_s);
+  }
   // At pp 1 every skip is on its device and there are no stages to count.
   const std::string skips =
       p.pp > 1 ? fmt::format(", {}/{} skips local", local, p.model.skips.size()) : "";
   return fmt::format(
       "{} on {} ({}): {}, microbatch {} x {}{}, iteration {} ({:.1f} samples/s), "
-      "bubble {:.1f}%{}",
+      "bubble {:.1f}%{}{}",
       m.name, c.name, strategy_name(p.strategy), plan.layout(), p.microbatch_size,
       p.num_microbatches, skips, format_seconds(p.evaluation.iteration_s),
-      p.evaluation.samples_per_s, 100.0 * p.evaluation.bubble_ratio, scaled);
+      p.evaluation.samples_per_s, 100.0 * p.evaluation.bubble_ratio, frozen, scaled);
 }
 
 PlanRun run_plan_job(const PlanJob& job) {

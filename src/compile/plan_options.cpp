@@ -13,6 +13,7 @@
 #include "pulse/base/limits.hpp"
 #include "pulse/profile/recompute.hpp"
 #include "pulse/profile/scaling.hpp"
+#include "pulse/simulate/frozen.hpp"
 
 namespace pulse {
 
@@ -244,6 +245,12 @@ Status check_recompute(const OptionRecord&, const PlanOptions& o) {
                   o.recompute));
 }
 
+Status check_frozen(const OptionRecord&, const PlanOptions& o) {
+  if (o.frozen == "auto" || parse_frozen_placement(o.frozen)) return Ok{};
+  return usage_error(fmt::format(
+      "plan: --frozen must be auto, cached, before_step or bubbles, got \"{}\"", o.frozen));
+}
+
 // --sequence UxR: Ulysses degree U times ring degree R, each 1 to the rank limit.
 Status read_sequence(const OptionValue& value, PlanJob& job) {
   const std::string& text = text_of(value);
@@ -377,6 +384,14 @@ std::vector<OptionRecord> how_it_trains() {
                           "planning time)",
                           store_option<&PlanOptions::recompute, std::string>, check_recompute),
                    std::string("none")),
+      with_default(option("frozen", "WHERE", K::text,
+                          "where a model's frozen encoders (its profile's `frozen`) run: "
+                          "before_step (every device encodes its samples before the pipeline), "
+                          "bubbles (in the pipeline's idle gaps, the rest before the step), "
+                          "cached (encoded offline: no step time) or auto (the faster of "
+                          "before_step and bubbles that fits)",
+                          store_option<&PlanOptions::frozen, std::string>, check_frozen),
+                   std::string("auto")),
       option("sequence", "UxR", K::text,
              "sequence-parallel layout inside each pipeline device: Ulysses degree x ring "
              "degree (4x1, 1x2, 8x2; 1x1: none); default: pulse plans each layout worth "

@@ -1,6 +1,7 @@
 // The simulation report (simulation_report.hpp): as text, and as JSON.
 #include "pulse/tools/simulation_report.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include "pulse/base/text.hpp"
 #include "pulse/base/units.hpp"
 #include "pulse/plan/certificate.hpp"
+#include "pulse/tools/frozen_check.hpp"
 
 namespace pulse {
 
@@ -37,6 +39,26 @@ PlanCertificate replayed_certificate(const Plan& plan, const Replay& r) {
 
 }  // namespace
 
+namespace {
+
+// The plan's frozen encoders against the replayed timeline (tools/frozen_check.hpp): the
+// step with them, and whether every bubble op still fits an idle gap of the replay.
+std::string frozen_line(const Plan& plan, const Replay& r) {
+  const PlanFrozen& f = *plan.frozen;
+  const std::vector<std::string> problems = check_frozen_plan({&plan, &r.timeline});
+  const auto bubbles = std::count_if(f.ops.begin(), f.ops.end(),
+                                     [](const PlanFrozenOp& o) { return o.slot == "bubble"; });
+  return fmt::format("  frozen      {:>12}  ({}: +{} before the step, {} in {} bubble ops; {})",
+                     format_seconds(r.evaluation.iteration_s + f.before_step_s), f.placement,
+                     format_seconds(f.before_step_s), format_seconds(f.bubble_s), bubbles,
+                     problems.empty()
+                         ? "every op fits the replayed timeline"
+                         : fmt::format("{} problem{} with the replay, first: {}", problems.size(),
+                                       problems.size() == 1 ? "" : "s", problems.front()));
+}
+
+}  // namespace
+
 std::string simulation_report_text(const std::string& name, const Plan& plan, const Replay& r,
                                    const std::vector<FigureDifference>& differences) {
   const PlanParallelism& par = plan.parallelism;
@@ -60,6 +82,7 @@ std::string simulation_report_text(const std::string& name, const Plan& plan, co
   line(fmt::format("  throughput  {:>12.2f}  samples/s", e.samples_per_s));
   line(fmt::format("  bubble      {:>11.1f}%  of pipeline device time idle", 100 * e.bubble_ratio));
   line("  " + certificate_line(replayed_certificate(plan, r)));
+  if (plan.frozen) line(frozen_line(plan, r));
   line("");
   line(
       "  device  compute_s  send_s  idle_s  allreduce_s  in-flight  peak GiB = weights + grads "

@@ -180,6 +180,10 @@ TEST(PlanCodec, EveryKeyTheWriterEmitsIsInTheKeyList) {
   // The test plans exercise every key but those only hand-written plans or failures use.
   for (const std::string& p : listed) {
     if (p == "$.search[].reason" || p == "$.carried[].producer") continue;
+    // A frozen placement refused, a sharded row whose encoders do not fit: failures only.
+    if (p == "$.frozen.placements[].reason" || p == "$.pipeline_or_not.sharded[].frozen_reason") {
+      continue;
+    }
     EXPECT_TRUE(seen_anywhere.count(p)) << "no test plan writes " << p;
   }
 }

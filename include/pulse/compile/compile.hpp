@@ -62,6 +62,9 @@ struct PlanOptions {
   /// Activation recomputation (profile/recompute.hpp): "none", "selective" or "full", or
   /// "auto": each of them planned and the fastest kept (the plan states the mode chosen).
   std::string recompute = "none";
+  /// Where the model profile's frozen encoders run (simulate/frozen.hpp): "auto" (the
+  /// fastest of before_step and bubbles that fits), "cached", "before_step" or "bubbles".
+  std::string frozen = "auto";
   /// The sequence-parallel layout each pipeline device runs (cost/sequence_parallel.hpp):
   /// a level of level 0 sets it (with memory.sequence_degree); none for the plain model.
   SequenceLayout sequence;
@@ -127,6 +130,8 @@ struct CompiledPlan : Degrees {
   std::vector<AlternativeAnswer> alternatives;
   /// The plan's certificate (plan/certificate.hpp), on the plan kept only.
   std::optional<PlanCertificate> certificate;
+  /// The model's frozen encoders placed on the plan kept (the frozen pass), when it has any.
+  std::optional<PlanFrozen> frozen;
   std::vector<PassTime> pass_times;
   /// Schedule syntheses of this compile (any configuration or family, not only the plan
   /// kept) that the CPU-time safety limit stopped before their work limits did: when

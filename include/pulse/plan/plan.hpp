@@ -461,6 +461,11 @@ struct ShardedAnswer {
   std::optional<double> samples_per_s;
   std::optional<std::int64_t> peak_memory_bytes;
   std::optional<std::string> reason;  ///< Why not, when infeasible.
+  /// A model with frozen encoders (`frozen`): pp 1 has no bubbles, so every device encodes
+  /// its samples before the step; that time, the step with it, or why it does not fit.
+  std::optional<double> frozen_s;
+  std::optional<double> step_s;
+  std::optional<std::string> frozen_reason;
 };
 /// `pipeline_or_not`: the plan against sharded data parallelism without a pipeline.
 struct PipelineOrNot {
@@ -562,6 +567,51 @@ struct PlanCertificate {
   std::vector<PublishedGap> published;
 };
 
+/// `frozen.ops[]`: one frozen forward (simulate/frozen.hpp's FrozenOp): `samples` samples
+/// from `first_sample` of the pipeline's samples (microbatch order) of `component`, on
+/// pipeline device `device`, in `slot` "before_step" (times from the start of the frozen
+/// phase before the pipeline) or "bubble" (the iteration's times, inside the idle gap
+/// [gap_start_s, gap_end_s) of the replayed timeline, encoding the next iteration's samples).
+struct PlanFrozenOp {
+  std::string component;
+  DeviceId device = 0;
+  std::string slot;  ///< "before_step" or "bubble".
+  double start_s = 0;
+  double end_s = 0;
+  int first_sample = 0;
+  int samples = 0;
+  std::optional<double> gap_start_s;  ///< Bubble ops only.
+  std::optional<double> gap_end_s;
+};
+
+/// `frozen.placements[]`: one placement as weighed.
+struct PlanFrozenPlacement {
+  std::string placement;  ///< "cached", "before_step" or "bubbles".
+  bool feasible = false;
+  std::optional<double> before_step_s;
+  std::optional<double> step_s;
+  std::optional<std::string> reason;  ///< Why refused, or why not planned.
+};
+
+/// `frozen` (docs/frozen.md): where the model profile's frozen encoders run in the step and
+/// what they cost. Absent when the model has none.
+struct PlanFrozen {
+  std::string placement;  ///< The one chosen: "cached", "before_step" or "bubbles".
+  std::string option;     ///< --frozen as given: "auto" or a placement.
+  std::vector<std::string> components;
+  int samples = 0;           ///< Per pipeline and iteration, each encoded once.
+  double before_step_s = 0;  ///< Added to the step: the longest device's frozen phase.
+  double bubble_s = 0;       ///< Frozen seconds hidden in idle gaps (all devices).
+  double step_s = 0;         ///< predicted.iteration_s + before_step_s.
+  double samples_per_s = 0;  ///< global batch / step_s.
+  std::int64_t cached_bytes_per_sample = 0;    ///< What a cache stores per sample.
+  std::vector<std::int64_t> weight_bytes;      ///< Per pipeline device, resident.
+  std::vector<std::int64_t> activation_bytes;  ///< Per pipeline device, the largest piece.
+  std::string note;
+  std::vector<PlanFrozenPlacement> placements;
+  std::vector<PlanFrozenOp> ops;
+};
+
 struct Plan {
   std::string file;  ///< Where it was read from, for messages (not a JSON key).
   std::string schema = kPlanSchema;
@@ -588,6 +638,7 @@ struct Plan {
   std::optional<RecomputeSearch> recompute_search;
   std::optional<std::vector<AlternativeAnswer>> alternatives;
   std::optional<PlanCertificate> certificate;
+  std::optional<PlanFrozen> frozen;
   /// What the plan should make its user look again at (bubble above 50%, a device above 95%
   /// of its usable memory, one microbatch in flight per device); empty: nothing.
   std::vector<std::string> warnings;
