@@ -42,6 +42,16 @@ Result<CompiledPlan> compile_checked(const ModelProfile& model, const ClusterPro
   PlanOptions planned = options;
   planned.headroom = *headroom;
   Result<CompiledPlan> plan = compare_alternatives({&model, &cluster, &planned}, cache, clock);
+  if (!plan && plan.error().kind == ErrorKind::infeasible && planned.headroom != options.headroom) {
+    // The headroom the message names is not one the user gave: say where it came from.
+    Error e = plan.error();
+    e.message += fmt::format(
+        " (the frozen encoders, --frozen {}, stay resident beside the step and leave it --headroom "
+        "{:g} of the {:g}; --frozen cached plans the step without them, from outputs encoded "
+        "offline)",
+        options.frozen, planned.headroom_fraction(), options.headroom_fraction());
+    return e;
+  }
   if (!plan) return plan;
   plan->given.headroom = options.headroom;
   if (auto s = frozen_pass({&model, &cluster, &options}, *plan, clock); !s) return s.error();

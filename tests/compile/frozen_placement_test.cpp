@@ -147,5 +147,25 @@ TEST(FrozenPlacement, TheCheckCatchesAnOpInBusyTimeAndASampleTwice) {
   EXPECT_TRUE(twice);
 }
 
+TEST(FrozenPlacement, ARefusalUnderTheEncodersHeadroomSaysWhereItCameFrom) {
+  // Flux's encoders (T5-XXL's 9.5 GB among them) resident on every V100 leave the step a
+  // headroom the user never gave: the refusal names it and the way out, --frozen cached;
+  // planned so, with the whole usable memory, the step fits.
+  const test::Inputs in = test::shipped("flux1-dev-1024", "dgx1-v100-32gb-1n");
+  PlanOptions o;
+  const auto refused = compile_plan(in.model, in.cluster, o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().kind, ErrorKind::infeasible);
+  EXPECT_NE(refused.error().message.find("(the frozen encoders, --frozen auto, stay resident "
+                                         "beside the step and leave it --headroom 0.6"),
+            std::string::npos)
+      << refused.error().message;
+  EXPECT_NE(refused.error().message.find("--frozen cached plans the step without them"),
+            std::string::npos);
+  o.frozen = "cached";
+  o.headroom = 1.0;
+  EXPECT_TRUE(compile_plan(in.model, in.cluster, o).ok());
+}
+
 }  // namespace
 }  // namespace pulse
