@@ -25,7 +25,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 from pulse_runtime import pipelining  # noqa: E402
 from pulse_runtime.runner import (RunError, RunOptions, device_type, free_port,  # noqa: E402
-                                  prepare, wait_all)
+                                  prepare, wait_all, warm_before_fork)
 
 
 def parse(argv):
@@ -77,6 +77,8 @@ def main(argv=None):
     from pulse_runtime.pipelining_run import PipeliningOptions
     opts = PipeliningOptions(run, args.csv)
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    if not cuda:
+        warm_before_fork()
     ctx = multiprocessing.get_context("spawn" if cuda else "fork")
     init = f"tcp://127.0.0.1:{free_port()}"
     procs = [ctx.Process(target=rank_main, args=(opts, r, world, init)) for r in range(world)]

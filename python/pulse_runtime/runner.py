@@ -354,6 +354,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def warm_before_fork() -> None:
+    """Loads once, in the launcher, what each forked rank would otherwise load on its own: a
+    PyTorch optimizer's first `add_param_group` imports torch._dynamo (the `_disable_dynamo`
+    wrapper in torch/_compile.py, PyTorch 2.13), which took 2.5-5 CPU seconds per rank here,
+    longer than the small examples train. Imported before the fork, every rank shares it.
+    Starts no thread (the fork stays safe)."""
+    import torch
+    torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.0)
+
+
 def launch_all(opts: RunOptions, deadline: float | None = None) -> None:
     """Checks the plan against the model, then starts one process per rank of the plan: forked
     on the CPU (after `import torch`, before any thread pool exists, which saves each rank the
@@ -383,6 +393,8 @@ def launch_all(opts: RunOptions, deadline: float | None = None) -> None:
               file=sys.stderr, flush=True)
     for note in [] if opts.quiet else p.notes:
         print(f"pulse-run: warning: {note}", file=sys.stderr, flush=True)
+    if not cuda:
+        warm_before_fork()
     ctx = multiprocessing.get_context("spawn" if cuda else "fork")
     procs: list[Any] = []
     try:
