@@ -28,6 +28,7 @@ CASES = [
     ("sdxl-unet-1024", "dgx1-v100-16gb-1n", "sdxl-aspect-40"),
     ("sdxl-unet-1024", "dgx-h100-1n", "sdxl-aspect-40"),
     ("video/open-sora-2.0-11b-129x768x768", "dgx-h200-1n", "open-sora-2.0-768px-frames"),
+    ("video/open-sora-2.0-11b-129x768x768", "dgx-b200-1n", "open-sora-2.0-768px-frames"),
 ]
 
 

@@ -210,6 +210,10 @@ Result<BucketsCompiled> compile_buckets(const ModelProfile& model, const Cluster
   s.largest_plan_samples_per_s = applies ? out.body.global_batch / applied_s : 0;
   for (PartitionTry& c : candidates) s.candidates.push_back(c.record);
   s.rows = std::move(chosen.rows);
+  // Every row states the largest bucket's plan applied to it, whichever partition was kept.
+  for (std::size_t r = 0; r < s.rows.size() && r < candidates[0].rows.size(); ++r) {
+    s.rows[r].largest_plan_iteration_s = candidates[0].rows[r].largest_plan_iteration_s;
+  }
   return out;
 }
 
