@@ -336,6 +336,11 @@ std::vector<OptionRecord> what_to_plan() {
              "plan the cut of this plan's stages (a plan edited by hand, or made for another "
              "cluster), as --cuts does",
              store<&PlanJob::partition_from_path, std::string>),
+      option("buckets", "FILE", K::text,
+             "plan for resolution buckets (pulse.buckets/v1, docs/buckets.md): one partition "
+             "for every bucket, each bucket its own microbatch size and schedule; the plan's "
+             "throughput is the share-weighted figure",
+             store<&PlanJob::buckets_path, std::string>),
       bounded(option("pp", "N", K::integer,
                      "pipeline degree (default: search); devices beyond pp x dp stay idle",
                      store_option<&PlanOptions::pp, int>, check_within<&PlanOptions::pp>),

@@ -550,6 +550,52 @@ void frozen_keys(IO& io, T& x) {
       Need::defaulted);
 }
 
+template <class IO, class T>
+void bucket_row_keys(IO& io, T& b) {
+  io.field("name", b.name, note());
+  io.field("frames", b.frames, count());
+  io.field("height", b.height, count());
+  io.field("width", b.width, count());
+  io.field("tokens", b.tokens, count(1));
+  io.field("share", b.share, number(Format::ratio, Range::positive));
+  io.field("microbatch_size", b.microbatch_size, count(1));
+  io.field("num_microbatches", b.num_microbatches, count(1));
+  io.field("family", b.family, text());
+  io.field("iteration_s", b.iteration_s, seconds());
+  io.field("samples_per_s", b.samples_per_s, number(Format::rate, Range::nonnegative));
+  io.field("bubble_ratio", b.bubble_ratio, number(Format::ratio, Range::nonnegative));
+  io.field("peak_memory_bytes", b.peak_memory_bytes, bytes());
+  io.field("largest_plan_iteration_s", b.largest_plan_iteration_s, seconds());
+}
+
+// `plan --buckets` (docs/buckets.md).
+template <class IO, class T>
+void buckets_keys(IO& io, T& x) {
+  io.field("file", x.file, text());
+  io.field("sha256", x.sha256, sha256());
+  io.field("name", x.name, note());
+  io.field("source", x.source, note());
+  io.field("share_of", x.share_of, choice({"samples", "steps"}));
+  io.field("profile_tokens", x.profile_tokens, count(1));
+  io.field("body", x.body, count());
+  io.field("partition_from", x.partition_from, choice({"largest", "average"}));
+  io.field("weighted_iteration_s", x.weighted_iteration_s, seconds());
+  io.field("weighted_samples_per_s", x.weighted_samples_per_s,
+           number(Format::rate, Range::nonnegative));
+  io.field("largest_plan_samples_per_s", x.largest_plan_samples_per_s,
+           number(Format::rate, Range::nonnegative));
+  io.field("capacity_bytes", x.capacity_bytes, bytes());
+  io.objects("candidates", x.candidates, [](auto& sub, auto& c) {
+    sub.field("from", c.from, choice({"largest", "average"}));
+    sub.field("feasible", c.feasible, flag());
+    sub.field("chosen", c.chosen, flag());
+    sub.field("weighted_samples_per_s", c.weighted_samples_per_s,
+              number(Format::rate, Range::nonnegative));
+    sub.field("reason", c.reason, note());
+  });
+  io.objects("rows", x.rows, [](auto& sub, auto& b) { bucket_row_keys(sub, b); });
+}
+
 // The whole plan. `schema` is checked before anything else (plan_codec.cpp), so it is
 // written here and not read. The degrees come before every index they bound.
 template <class IO, class P>
@@ -584,6 +630,7 @@ void all_keys(IO& io, P& p) {
   io.objects("alternatives", p.alternatives, [](auto& sub, auto& x) { alternative_keys(sub, x); });
   io.object("certificate", p.certificate, [](auto& sub, auto& x) { certificate_keys(sub, x); });
   io.object("frozen", p.frozen, [](auto& sub, auto& x) { frozen_keys(sub, x); });
+  io.object("buckets", p.buckets, [](auto& sub, auto& x) { buckets_keys(sub, x); });
   io.list("warnings", p.warnings, note().defaulted());
 }
 

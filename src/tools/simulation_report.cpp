@@ -10,6 +10,7 @@
 #include "pulse/base/io.hpp"
 #include "pulse/base/text.hpp"
 #include "pulse/base/units.hpp"
+#include "pulse/plan/buckets_view.hpp"
 #include "pulse/plan/certificate.hpp"
 #include "pulse/tools/frozen_check.hpp"
 
@@ -120,6 +121,12 @@ std::string simulation_report_text(const std::string& name, const Plan& plan, co
   line(fmt::format("  by link class      {}", classes.empty() ? "none" : classes));
   line(fmt::format("  all-reduce         {}",
                    format_bytes(comm.allreduce_bytes_per_iteration.value_or(0))));
+  if (plan.buckets) {  // as planned: the replay above is the largest bucket's (the body)
+    line("");
+    line("  " + buckets_headline(*plan.buckets) + "; as planned, the replay above is bucket " +
+         plan.buckets->rows.at(plan.buckets->body).name + "'s");
+    for (const std::string& l : bucket_lines(*plan.buckets)) line("    " + l);
+  }
   line("");
   if (differences.empty()) {
     line("  matches the plan's comm and predicted figures");

@@ -17,6 +17,7 @@
 
 #include "pulse/compile/compile.hpp"
 #include "pulse/compile/plan_builder.hpp"
+#include "pulse/compile/plan_job.hpp"
 #include "pulse/profile/scaling.hpp"
 #include "support/test_support.hpp"
 
@@ -77,6 +78,21 @@ std::vector<std::string> planned() {
     o.sequence_fixed = true;
     o.solver_max_seconds = 0.3;
     out.push_back(test::plan_text(test::compile_ok(in, o), in.model, in.cluster));
+  }
+  {  // --buckets: the buckets section, its candidates and rows.
+    const std::string path = ::testing::TempDir() + "codec-buckets.json";
+    std::ofstream(path) << R"({"schema": "pulse.buckets/v1", "name": "two", "source": "test",
+        "share_of": "steps", "profile_shape": {"tokens": 4096},
+        "buckets": [{"tokens": 4096, "share": 1}, {"name": "small", "tokens": 1024, "share": 3}]})";
+    PlanJob job;
+    job.model_path = test::profile_path("models/tiny-unet.json");
+    job.cluster_path = test::profile_path("clusters/dgx1-v100-32gb-1n.json");
+    job.buckets_path = path;
+    job.write = false;
+    job.options.solver_max_seconds = 0.3;
+    const PlanRun run = run_plan_job(job);
+    EXPECT_TRUE(run.ok()) << run.errors.front().message;
+    out.push_back(run.text);
   }
   {  // --cuts: options.cuts.
     const test::Inputs in = test::shipped("tiny-unet", "dgx1-v100-32gb-1n");

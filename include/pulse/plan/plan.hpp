@@ -612,6 +612,60 @@ struct PlanFrozen {
   std::vector<PlanFrozenOp> ops;
 };
 
+/// One bucket's plan (the plan's `buckets.rows[]`, docs/buckets.md): the partition and
+/// placement are the plan's; the microbatching, schedule and figures are the bucket's own.
+struct BucketRow {
+  std::string name;
+  int frames = 0;  ///< 0: an image (or a bucket given in tokens).
+  int height = 0;  ///< 0: given in tokens.
+  int width = 0;
+  std::int64_t tokens = 0;
+  double share = 0;  ///< Of samples or of steps (`buckets.share_of`), summing to 1.
+  int microbatch_size = 1;
+  int num_microbatches = 0;
+  std::string family;  ///< The schedule family, as `partition.family` names it.
+  double iteration_s = 0;
+  double samples_per_s = 0;
+  double bubble_ratio = 0;
+  std::int64_t peak_memory_bytes = 0;  ///< The fullest device, under the memory rule.
+  /// The plan made for the largest bucket applied to this one: its partition, placement and
+  /// microbatch size, the schedule synthesized on this bucket's costs.
+  double largest_plan_iteration_s = 0;
+};
+
+/// A partition the bucket search weighed (`buckets.candidates[]`).
+struct BucketCandidate {
+  std::string from;  ///< "largest" or "average": the bucket the partition was made for.
+  bool feasible = false;
+  bool chosen = false;
+  double weighted_samples_per_s = 0;
+  std::string reason;  ///< Why not feasible; "" when it is.
+};
+
+/// `plan --buckets` (docs/buckets.md): one partition for every bucket, each bucket its own
+/// microbatching and schedule. The plan's stages, schedule and figures are the largest
+/// bucket's (`body`), so a runtime that reads no buckets runs the shape that needs the most
+/// memory.
+struct PlanBuckets {
+  std::string file;
+  std::string sha256;
+  std::string name;
+  std::string source;
+  std::string share_of;             ///< "samples" or "steps" (one global batch: the same weights).
+  std::int64_t profile_tokens = 0;  ///< The tokens of the shape the model profile was made at.
+  int body = 0;                     ///< The row the rest of the plan describes.
+  std::string partition_from;       ///< The chosen candidate's `from`.
+  /// One iteration per bucket, weighted by share: sum share x iteration_s, and the global
+  /// batch over it (samples per second over the mix).
+  double weighted_iteration_s = 0;
+  double weighted_samples_per_s = 0;
+  /// The same for the largest bucket's plan applied to every bucket (rows' largest_plan_*).
+  double largest_plan_samples_per_s = 0;
+  std::int64_t capacity_bytes = 0;  ///< Usable memory per device as planned (headroom applied).
+  std::vector<BucketCandidate> candidates;
+  std::vector<BucketRow> rows;
+};
+
 struct Plan {
   std::string file;  ///< Where it was read from, for messages (not a JSON key).
   std::string schema = kPlanSchema;
@@ -639,6 +693,7 @@ struct Plan {
   std::optional<std::vector<AlternativeAnswer>> alternatives;
   std::optional<PlanCertificate> certificate;
   std::optional<PlanFrozen> frozen;
+  std::optional<PlanBuckets> buckets;  ///< `plan --buckets` only.
   /// What the plan should make its user look again at (bubble above 50%, a device above 95%
   /// of its usable memory, one microbatch in flight per device); empty: nothing.
   std::vector<std::string> warnings;

@@ -206,6 +206,9 @@ struct ClusterProfile {
 /// Seconds for a microbatch of `b` samples, from times measured at `sizes`: linear between
 /// sizes, per-sample scaling of the nearest size outside them.
 double interpolate_time(const std::vector<double>& times, const std::vector<int>& sizes, int b);
+/// The same rule at a real size `b` (a bucket's equivalent microbatch, buckets.hpp).
+double interpolate_time_at(const std::vector<double>& times, const std::vector<int>& sizes,
+                           double b);
 
 /// Whether `b` is one of the profiled sizes (otherwise plans say the time is interpolated).
 bool is_profiled_size(const std::vector<int>& sizes, int b);
