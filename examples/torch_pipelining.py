@@ -69,6 +69,9 @@ def main(argv=None):
         if prepared.precision.name not in ("fp32", "fp64"):
             raise RunError(f"precision {prepared.precision.name}: the pipelining adapter runs "
                            f"fp32 or fp64 (the model's dtype); pulse-run runs the others")
+        if prepared.plan.doc.parallelism.sequence is not None:
+            raise RunError(f"{args.plan}: $.parallelism.sequence: the pipelining adapter runs "
+                           f"no sequence parallelism; pulse-run runs the plan's Ulysses groups")
         world = prepared.plan.world_size
         cuda = device_type(run) == "cuda"
     except (RunError, pipelining.PipeliningUnavailable) as e:

@@ -144,8 +144,9 @@ def launch_of(args: argparse.Namespace) -> tuple[str, int | None, int | None]:
 def check_launch(doc: PlanDoc, launch: tuple[str, int | None, int | None]) -> None:
     """The launch against the plan's rank map (ValueError naming both)."""
     how, rank, world = launch
-    plan_world = doc.rank_map.world_size
-    where = f"{doc.path}: $.rank_map.world_size"
+    plan_world = doc.processes  # world_size x the sequence degree
+    where = f"{doc.path}: $.rank_map.world_size" + (
+        f" x $.parallelism.sequence.degree" if doc.sequence_degree > 1 else "")
     if how == "torchrun" and world != plan_world:
         raise ValueError(f"{where}: the plan has {plan_world} ranks, torchrun started "
                          f"WORLD_SIZE={world}")

@@ -26,13 +26,31 @@ class Shapes:
     from a no-grad dry run of the model on a one-sample batch.
 
     Under mixed precision (`comm_dtype` set) the dry run runs in `autocast()` as the stages
-    will, and every floating-point value crosses in `comm_dtype`, as the runtime sends it."""
+    will, and every floating-point value crosses in `comm_dtype`, as the runtime sends it.
+    Under sequence parallelism (`sequence`: (ulysses, ring), not (1, 1)) it runs on one
+    process's share of the tokens (the model's shard_batch, attention under
+    sequence.ShapeContext)."""
 
     def __init__(self, model: Any, microbatch_size: int, device: Any,
                  comm_dtype: torch.dtype | None = None,
-                 autocast: Callable[[], ContextManager[Any]] = contextlib.nullcontext) -> None:
+                 autocast: Callable[[], ContextManager[Any]] = contextlib.nullcontext,
+                 sequence: tuple[int, int] = (1, 1)) -> None:
         self.comm_dtype = comm_dtype
         batch = model.make_batch(1, seed=0, device=device)
+        degree = sequence[0] * sequence[1]
+        if degree > 1:
+            from .sequence import ShapeContext
+            batch = model.shard_batch(batch, 0, degree)
+            model.set_sequence_parallel(ShapeContext(*sequence))
+        try:
+            self._dry_run(model, batch, autocast)
+        finally:
+            if degree > 1:
+                model.set_sequence_parallel(None)
+        self.b = microbatch_size
+
+    def _dry_run(self, model: Any, batch: dict[str, Any],
+                 autocast: Callable[[], ContextManager[Any]]) -> None:
         env, h = dict(batch), model.first_input(batch)
         producers = {}
         for s in model.skips:
@@ -52,10 +70,9 @@ class Shapes:
                 for skip in producers.get(name, ()):
                     env[skip] = h
                     self.table[("skip", skip)] = (h.shape, h.dtype)
-        if comm_dtype is not None:
-            self.table = {k: (shape, comm_dtype if dtype.is_floating_point else dtype)
+        if self.comm_dtype is not None:
+            self.table = {k: (shape, self.comm_dtype if dtype.is_floating_point else dtype)
                           for k, (shape, dtype) in self.table.items()}
-        self.b = microbatch_size
 
     def _bytes(self, key: tuple[str, Any]) -> int:
         shape, dtype = self.table[key]

@@ -237,17 +237,35 @@ class Plan:
 
     @property
     def world_size(self) -> int:
-        return self.doc.rank_map.world_size
+        """The processes that run the plan: the rank map's world_size x the sequence degree
+        (plan_doc.PlanDoc.processes)."""
+        return self.doc.processes
+
+    @property
+    def sequence_degree(self) -> int:
+        return self.doc.sequence_degree
+
+    @property
+    def sequence_layout(self) -> tuple[int, int]:
+        """(ulysses, ring); (1, 1) without sequence parallelism."""
+        seq = self.doc.parallelism.sequence
+        return (seq.ulysses, seq.ring) if seq is not None else (1, 1)
 
     def rank_info(self, rank: int) -> RankSpec:
-        return self.doc.rank(rank)
+        """The rank map's entry of process `rank`: its sequence group's first rank's."""
+        return self.doc.rank(rank - rank % self.sequence_degree)
 
-    def pipeline_ranks(self, dp_index: int) -> tuple[int, ...]:
-        return self.doc.rank_map.pipeline_groups[dp_index]
+    def pipeline_ranks(self, dp_index: int, sequence_index: int = 0) -> tuple[int, ...]:
+        """The processes of replica dp_index's pipeline holding tokens share sequence_index."""
+        return tuple(r + sequence_index for r in self.doc.rank_map.pipeline_groups[dp_index])
 
     @property
     def data_parallel_groups(self) -> tuple[tuple[int, ...], ...]:
-        return self.doc.rank_map.data_parallel_groups
+        """Per pipeline device, the processes its gradients are summed over: every replica's
+        rank, each with its whole sequence group."""
+        s = self.sequence_degree
+        return tuple(tuple(r + j for r in group for j in range(s))
+                     for group in self.doc.rank_map.data_parallel_groups)
 
     def stages_on(self, device: int) -> list[int]:
         return self.doc.stages_on(device)

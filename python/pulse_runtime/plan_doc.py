@@ -14,7 +14,9 @@ the file, the JSON path and what was expected (the runtimes exit 2 with it), in 
    lists every op once on its stage's device in an order the ranks can run without waiting
    forever, and a rank map of world_size = pp x dp ranks numbered 0..world_size-1 whose
    groups are the ones its ranks give (what the planner's StructureCheck restates, on
-   purpose, for a runtime that must not trust the file).
+   purpose, for a runtime that must not trust the file); with `parallelism.sequence` of
+   degree s (= ulysses x ring) the ranks are multiples of s below world_size x s and
+   `rank_map.sequence_groups` holds one group per rank, the s processes from it on.
 
 Nothing here knows about a model: plan.py binds a PlanDoc to one (layer ranges, messages), and
 the PyTorch-pipelining adapter (pipelining.py) reads the same records.
@@ -33,6 +35,8 @@ Optional keys, read when present:
   (weights, gradients, optimizer bytes), which the summary puts beside what a rank held;
 - `stages[].recomputed`: the stage's layers that `plan --recompute` re-runs in backward, by
   name (absent: none); the runtimes run each under torch.utils.checkpoint;
+- `parallelism.sequence` and `rank_map.sequence_groups`: a sequence-parallel layout (above;
+  `PlanDoc.processes` is then world_size x degree);
 - `transfers[].carried`: the carried tensors a main transfer moves, by name. Plans written
   before it existed leave it out, and plan.py derives the list with the planner's rule.
 """
@@ -56,6 +60,14 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
+class SequenceSpec:
+    """`parallelism.sequence`: Ulysses degree x ring degree processes share every sample."""
+    ulysses: int
+    ring: int
+    degree: int
+
+
+@dataclass(frozen=True)
 class Parallelism:
     pp: int
     dp: int
@@ -63,6 +75,7 @@ class Parallelism:
     num_microbatches: int
     global_batch: int
     num_stages: int
+    sequence: SequenceSpec | None = None  # absent: no sequence parallelism
 
 
 @dataclass(frozen=True)
@@ -130,6 +143,8 @@ class RankMap:
     ranks: tuple[RankSpec, ...]
     pipeline_groups: tuple[tuple[int, ...], ...]
     data_parallel_groups: tuple[tuple[int, ...], ...]
+    # With parallelism.sequence: per dp_index * pp + pipeline device, every process of it.
+    sequence_groups: tuple[tuple[int, ...], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -166,6 +181,17 @@ class PlanDoc:
     precision: str = "mixed"
     recompute: str = "none"
     modes_path: str = "$.options"  # where zero_stage, precision and recompute were read
+
+    @property
+    def sequence_degree(self) -> int:
+        """Processes per rank of the rank map (1 without sequence parallelism)."""
+        seq = self.parallelism.sequence
+        return seq.degree if seq is not None else 1
+
+    @property
+    def processes(self) -> int:
+        """The processes that run the plan: world_size x the sequence degree."""
+        return self.rank_map.world_size * self.sequence_degree
 
     @property
     def stage_device(self) -> list[int]:
@@ -291,8 +317,12 @@ def _recompute(r: _Reader, modes: dict, where: str) -> str:
 
 
 def _parallelism(r: _Reader, node: dict, where: str) -> Parallelism:
+    seq = r.get(node, "sequence", (dict, type(None)), where, None)
+    sequence = None if seq is None else SequenceSpec(
+        *(r.get(seq, k, int, f"{where}.sequence") for k in ("ulysses", "ring", "degree")))
     return Parallelism(*(r.get(node, k, int, where) for k in (
-        "pp", "dp", "microbatch_size", "num_microbatches", "global_batch", "num_stages")))
+        "pp", "dp", "microbatch_size", "num_microbatches", "global_batch", "num_stages")),
+        sequence=sequence)
 
 
 def _stage(r: _Reader, node: Any, where: str) -> StageSpec:
@@ -370,8 +400,10 @@ def _rank_map(r: _Reader, node: dict, where: str) -> RankMap:
                                for i, n in enumerate(r.get(node, "ranks", list, where))))
     groups = {k: tuple(tuple(g) for g in r.get(node, k, list, where))
               for k in ("pipeline_groups", "data_parallel_groups")}
+    sequence = r.get(node, "sequence_groups", (list, type(None)), where, None)
     return RankMap(r.get(node, "world_size", int, where), ranks, groups["pipeline_groups"],
-                   groups["data_parallel_groups"])
+                   groups["data_parallel_groups"],
+                   None if sequence is None else tuple(tuple(g) for g in sequence))
 
 
 def _prediction(r: _Reader, node: dict, where: str) -> Prediction:
@@ -407,6 +439,7 @@ def check(doc: PlanDoc) -> None:
     """What the schema cannot say (module docstring, 3); the first problem as a PlanError."""
     c = _Check(doc)
     c.degrees()
+    c.sequence()
     c.stages()
     c.skips_and_carried()
     c.transfers()
@@ -655,8 +688,45 @@ class _Check:
                      f"device {other} reaches only after ops that wait for this one") +
                   ": the ranks would wait forever")
 
+    def sequence(self) -> None:
+        """parallelism.sequence: degree = ulysses x ring, processes within the limit."""
+        seq = self.doc.parallelism.sequence
+        if seq is None:
+            return
+        if seq.ulysses < 1 or seq.ring < 1 or seq.degree != seq.ulysses * seq.ring:
+            self.fail("$.parallelism.sequence", f"expected ulysses >= 1, ring >= 1 and degree "
+                      f"= ulysses x ring, got {seq.ulysses}, {seq.ring} and {seq.degree}")
+        if self.pp * self.dp * seq.degree > MAX_RANKS:
+            self.fail("$.parallelism.sequence.degree", f"pp {self.pp} x dp {self.dp} x degree "
+                      f"{seq.degree} processes; a plan has at most {MAX_RANKS}")
+
+    def sequence_groups(self, at: dict[tuple[int, int], int]) -> None:
+        """With a sequence degree s: one group per rank (dp_index * pp + pipeline device
+        order), the s processes from that rank on; without, none."""
+        groups, s = self.doc.rank_map.sequence_groups, self.doc.sequence_degree
+        if self.doc.parallelism.sequence is None:
+            if groups is not None:
+                self.fail("$.rank_map.sequence_groups", "expected none without "
+                          "$.parallelism.sequence")
+            return
+        if groups is None:
+            self.fail("$.rank_map", "expected sequence_groups with $.parallelism.sequence")
+        assert groups is not None
+        world = self.pp * self.dp
+        if len(groups) != world:
+            self.fail("$.rank_map.sequence_groups", f"expected world_size = {world} groups "
+                      f"(one per dp_index and pipeline device), got {len(groups)}")
+        for g, group in enumerate(groups):
+            first = at[(g // self.pp, g % self.pp)]
+            want = list(range(first, first + s))
+            if list(group) != want:
+                self.fail(f"$.rank_map.sequence_groups[{g}]", f"expected {_short(want)} (the "
+                          f"{s} processes from rank {first}, degree "
+                          f"$.parallelism.sequence.degree), got {_short(group)}")
+
     def rank_map(self) -> None:
         rank_map, world = self.doc.rank_map, self.pp * self.dp
+        s = self.doc.sequence_degree  # each rank of the map: s processes from it on
         if rank_map.world_size != world:
             self.fail("$.rank_map.world_size", f"expected pp {self.pp} x dp {self.dp} = "
                       f"{world}, got {rank_map.world_size}")
@@ -667,9 +737,12 @@ class _Check:
         seen: dict[int, int] = {}
         for i, r in enumerate(rank_map.ranks):
             where = f"$.rank_map.ranks[{i}]"
-            if not 0 <= r.rank < world:
+            if not 0 <= r.rank < world * s or r.rank % s:
                 self.fail(f"{where}.rank", f"expected a rank 0 to {world - 1} (the runtime "
-                          f"numbers its world_size processes so), got {r.rank}")
+                          f"numbers its world_size processes so), got {r.rank}" if s == 1 else
+                          f"expected a multiple of the sequence degree {s} below {world * s} "
+                          f"(the runtime numbers its world_size x {s} processes so), got "
+                          f"{r.rank}")
             if r.rank in seen:
                 self.fail(f"{where}.rank", f"rank {r.rank} is $.rank_map.ranks[{seen[r.rank]}] "
                           f"too")
@@ -692,3 +765,4 @@ class _Check:
                 if list(group) != want:
                     self.fail(f"$.rank_map.{key}[{i}]", f"expected {_short(want)} (the ranks "
                               f"ranks[] puts there), got {_short(group)}")
+        self.sequence_groups(at)

@@ -273,7 +273,23 @@ def layer_entry(model: Any, i: int, per: list[Row], sizes: list[int], device_typ
                                            for r, b in zip(per, sizes)),
         "output_bytes_per_sample": exact_per_sample(
             {b: r["output"] for r, b in zip(per, sizes)}, f"{name} output"),
+        **stated_shape(model, i),
     }
+
+
+def stated_shape(model: Any, i: int) -> dict:
+    """What the model states of block i beside the measurement (docs/torch.md): its forward
+    FLOPs per sample (`block_flops`) and what a sequence-parallel layout splits of it
+    (`block_sequence`: tokens, heads, head_dim, attention_flops_per_sample), when given."""
+    out: dict = {}
+    flops = getattr(model, "block_flops", None)
+    if flops is not None and flops[i] is not None:
+        out["forward_flops_per_sample"] = flops[i]
+    sequence = getattr(model, "block_sequence", None)
+    if sequence is not None and sequence[i] is not None:
+        out["sequence"] = {k: sequence[i][k] for k in ("tokens", "heads", "head_dim",
+                                                       "attention_flops_per_sample")}
+    return out
 
 
 def build_profile(model: Any, by_size: dict[int, list[Row]], args: argparse.Namespace,

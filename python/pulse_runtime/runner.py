@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from . import blocklist, checkpoint, comm, models, optim, sharding
+from . import blocklist, checkpoint, comm, models, optim, sequence, sharding
 from .options import check_local_world, check_run_options
 from .plan import Plan, PlanError
 from .plan_doc import PlanDoc, read_plan
@@ -121,7 +121,7 @@ def prepare(opts: RunOptions, torch_device: Any = None) -> Prepared:
         check_run_options(vars(opts))
         doc = read_plan(opts.plan)
         if torch_device is None:
-            check_local_world(doc.rank_map.world_size, f"{doc.path}: $.rank_map.world_size")
+            check_local_world(doc.processes, f"{doc.path}: $.rank_map.world_size")
         name, notes = run_precision(opts, doc)
         zero, zero_notes = run_zero(opts, doc)
         if zero >= 2:
@@ -137,6 +137,9 @@ def prepare(opts: RunOptions, torch_device: Any = None) -> Prepared:
                                f"--zero 1 or 0")
         prec = make_precision(name, device_type(opts))
         model = load_model(opts, prec)
+        seq = doc.parallelism.sequence
+        if seq is not None:
+            sequence.check_model(model, seq.ulysses, seq.ring, opts.model)
     except (ValueError, TypeError, OSError) as e:
         raise RunError(str(e)) from None
     device = torch_device or torch.device("cpu")
@@ -144,7 +147,7 @@ def prepare(opts: RunOptions, torch_device: Any = None) -> Prepared:
     try:
         plan = Plan(doc, model)
         shapes = comm.Shapes(model, plan.microbatch_size, device, prec.comm_dtype,
-                             prec.autocast)
+                             prec.autocast, plan.sequence_layout)
         plan.check_bytes(shapes, prec.name)
     except (PlanError, OSError) as e:
         raise RunError(str(e)) from None
@@ -333,8 +336,14 @@ def executed(w: Any, plan: Plan) -> dict[str, Any]:
     how = ("FSDP fully_shard" if w.sharded else "ZeroRedundancyOptimizer" if zero == 1
            else "all-reduce")
     return {"zero_stage": zero, "plan_zero_stage": plan.zero_stage, "sharding": how,
-            "replicas": w.optimizer.dp_size, "precision": w.precision.name,
+            "replicas": w.optimizer.dp_size // w.plan.sequence_degree,
+            "precision": w.precision.name,
             "plan_precision": plan.doc.precision,
+            "sequence": ({"ulysses": w.sequence.ulysses, "ring": w.sequence.ring,
+                          "index": w.sequence.index,
+                          "group": list(plan.doc.rank_map.sequence_groups[
+                              w.rank // w.sequence.degree])}
+                         if w.sequence is not None else None),
             "recomputed": {str(s): list(plan.stages[s].recomputed) for s in sorted(w.stages)
                            if plan.stages[s].recomputed}}
 
@@ -342,8 +351,12 @@ def executed(w: Any, plan: Plan) -> dict[str, Any]:
 def describe(e: dict[str, Any]) -> str:
     """One line: what runs (executed())."""
     layers = sum(len(v) for v in e["recomputed"].values())
+    seq = e.get("sequence")
+    layout = " x ".join([f"Ulysses {seq['ulysses']}"] * (seq['ulysses'] > 1)
+                        + [f"ring {seq['ring']}"] * (seq['ring'] > 1)) if seq else ""
+    ulysses = f", {layout} over ranks {seq['group']}" if seq else ""
     return (f"ZeRO-{e['zero_stage']} ({e['sharding']} over {e['replicas']} replica(s)), "
-            f"precision {e['precision']}, {layers} recomputed layer(s) on this rank")
+            f"precision {e['precision']}{ulysses}, {layers} recomputed layer(s) on this rank")
 
 
 # --- every rank on this host -----------------------------------------------------------------
@@ -385,8 +398,10 @@ def launch_all(opts: RunOptions, deadline: float | None = None) -> None:
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # loopback: every rank is on this host
     if not opts.quiet:
         par = p.plan.doc.parallelism
+        seq = "" if par.sequence is None else \
+            f" x Ulysses {par.sequence.ulysses} x ring {par.sequence.ring}"
         print(f"pulse-run: {os.path.basename(opts.plan)} ({p.plan.doc.strategy}, "
-              f"pp {par.pp} x dp {par.dp}, {par.num_stages} stages, {par.num_microbatches} "
+              f"pp {par.pp} x dp {par.dp}{seq}, {par.num_stages} stages, {par.num_microbatches} "
               f"microbatches of {par.microbatch_size}, precision {p.precision.name}, ZeRO-{p.zero})"
               f" on {world} processes of "
               f"this host ({'NCCL, one GPU each' if cuda else 'gloo'})",

@@ -145,6 +145,10 @@ def csv_stage(doc: PlanDoc, cell: str) -> int:
 
 def data_parallel(doc: PlanDoc) -> dict[str, Any]:
     dp, zero = doc.parallelism.dp, doc.zero_stage
+    if doc.parallelism.sequence is not None:
+        raise ExportError(f"{doc.path}: $.parallelism.sequence: a sequence-parallel layout is "
+                          f"not exported to torchtitan (its context parallelism is another "
+                          f"scheme); pulse-run runs the plan's Ulysses groups")
     if dp == 1:
         return {"data_parallel_shard_degree": 1, "data_parallel_replicate_degree": 1}
     if zero == 1:

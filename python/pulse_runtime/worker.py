@@ -25,7 +25,7 @@ from typing import Any, Callable
 import torch
 import torch.distributed as dist
 
-from . import blocklist, comm, optim, sharding
+from . import blocklist, comm, optim, sequence, sharding
 from .plan import Plan, StoreKey
 from .precision import Precision, precision as make_precision
 
@@ -49,6 +49,7 @@ class Worker:
                                                recomputed=plan.stages[s].recomputed)
                        for s in plan.stages_on(self.device)}
         self.modules = {s: blocklist.StageModule(st) for s, st in self.stages.items()}
+        self.sequence = self._make_sequence()
         self.dp_group, dp_size = self._make_dp_groups()
         self.sharded = optim_config.zero >= 2 and dp_size > 1
         if self.sharded:
@@ -61,17 +62,32 @@ class Worker:
         self.params = list(self.named.values())
         self.optimizer = optim.Optimizer(self.params, self.dp_group, dp_size, optim_config)
         shapes = shapes or comm.Shapes(model, plan.microbatch_size, torch_device,
-                                       self.precision.comm_dtype, self.precision.autocast)
-        self.comm = comm.Comm(plan, self.device, plan.pipeline_ranks(self.replica), shapes,
-                              torch_device)
+                                       self.precision.comm_dtype, self.precision.autocast,
+                                       plan.sequence_layout)
+        index = self.sequence.index if self.sequence is not None else 0
+        self.comm = comm.Comm(plan, self.device, plan.pipeline_ranks(self.replica, index),
+                              shapes, torch_device)
         self.last_stage = len(plan.stages) - 1
         self.run_op: dict[str, Callable[[int, int], None]] = {
             "F": self.forward, "B": self.backward, "I": self.backward_input,
             "W": self.backward_weight}
 
+    def _make_sequence(self) -> sequence.Context | None:
+        """Under sequence parallelism (sequence.py): this process's Ulysses and ring groups,
+        from the device mesh, checked against the plan's, given to the model; None
+        without."""
+        if self.plan.sequence_degree == 1:
+            return None
+        ctx = sequence.make_context(self.plan.dp, self.plan.pp, *self.plan.sequence_layout,
+                                    self.torch_device.type,
+                                    self.plan.doc.rank_map.sequence_groups or (), self.rank)
+        self.model.set_sequence_parallel(ctx)
+        return ctx
+
     def _make_dp_groups(self) -> tuple[Any, int]:
-        """(this rank's data-parallel group or None, its size). new_group is collective:
-        every rank creates every group, in the plan's order."""
+        """(this rank's data-parallel group or None, its size): under sequence parallelism
+        every process of the replicas' sequence groups (plan.data_parallel_groups). new_group
+        is collective: every rank creates every group, in the plan's order."""
         mine, size = None, 1
         for ranks in self.plan.data_parallel_groups:
             group = dist.new_group(ranks=ranks) if len(ranks) > 1 else None
@@ -114,7 +130,10 @@ class Worker:
     def microbatch(self, mb: int) -> Batch:
         b = self.plan.microbatch_size
         first = (self.replica * self.plan.num_microbatches + mb) * b
-        return {k: v[first:first + b] for k, v in self.batch.items()}
+        samples = {k: v[first:first + b] for k, v in self.batch.items()}
+        if self.sequence is None:
+            return samples
+        return self.model.shard_batch(samples, self.sequence.index, self.sequence.degree)
 
     def forward(self, s: int, mb: int) -> None:
         for msg in self.plan.awaited_before("F", s):
@@ -139,7 +158,10 @@ class Worker:
         outputs += [(("skip", k), produced[k]) for k in stage.skips_out]
         if s == self.last_stage:
             out = out.float() if self.precision.mixed else out  # the loss in float32
-            loss = self.model.loss_sum(out, data) / self.plan.global_batch
+            # Under sequence parallelism each process's loss is its equal share of the tokens'
+            # mean: the group's losses (and gradients, summed) add up to the whole sample's.
+            loss = self.model.loss_sum(out, data) / (self.plan.global_batch
+                                                     * self.plan.sequence_degree)
             self.loss_sum += loss.item()
             outputs.append((("loss", None), loss * self.scaler.scale))
         else:

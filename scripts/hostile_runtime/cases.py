@@ -15,16 +15,22 @@ import subprocess
 MAIN = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PYTHON_DIR = os.path.join(MAIN, "python")
 PROFILE = os.path.join(MAIN, "tests", "torch", "data", "small-unet-test-f64.json")
+DIT_PROFILE = os.path.join(MAIN, "tests", "torch", "data", "small-dit-test-f64.json")
 CLUSTER = os.path.join(MAIN, "profiles", "clusters", "cpu-localhost.json")
 
 # The base plans, made by the planner under test: a V (pp 2 x dp 4, 8 ranks), a chain whose
-# skips travel in skip transfers, a V with a split backward, and a V of 2 ranks.
+# skips travel in skip transfers, a V with a split backward, and a V of 2 ranks; of the
+# small DiT (examples/small_dit.py), Ulysses 2 on one pipeline device (1 rank, 2 processes)
+# and on a pipeline of 2 (pp 2: 2 ranks of 2 processes).
 BASE_SPECS = {
     "v": ["--pp", "2", "--global-batch", "8"],
     "direct": ["--pp", "2", "--strategy", "1f1b-direct", "--global-batch", "8"],
     "split": ["--pp", "2", "--split-backward", "--global-batch", "8"],
     "dp1": ["--pp", "2", "--dp", "1", "--global-batch", "4"],
+    "seq": ["--sequence", "2x1", "--pp", "1", "--dp", "1", "--global-batch", "4"],
+    "seqpp2": ["--sequence", "2x1", "--pp", "2", "--dp", "1", "--global-batch", "4"],
 }
+BASE_PROFILES = {"seq": DIT_PROFILE, "seqpp2": DIT_PROFILE}  # the others: PROFILE
 
 
 def make_bases(binary, folder):
@@ -33,7 +39,8 @@ def make_bases(binary, folder):
     bases = {}
     for name, extra in BASE_SPECS.items():
         path = os.path.join(folder, name + ".json")
-        subprocess.run([binary, "plan", "--model", PROFILE, "--cluster", CLUSTER, "--precision",
+        subprocess.run([binary, "plan", "--model", BASE_PROFILES.get(name, PROFILE),
+                        "--cluster", CLUSTER, "--precision",
                         "fp64", "-q", "-o", path, *extra], check=True, capture_output=True)
         subprocess.run([binary, "export", path, "--format", "torch-csv", "-o",
                         os.path.join(folder, name + ".csv")], check=True, capture_output=True)

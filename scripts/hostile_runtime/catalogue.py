@@ -2,9 +2,10 @@
 planner writes them: "v" is W2-placed, 8 stages on devices [0, 1, 1, 0, 0, 1, 1, 0] with
 main transfers 0-3 and skip transfers from 4 on, 2 microbatches per replica, 8 ranks; the
 catalogue's main checks that the planner still writes them so before any case runs."""
+import os
 import re
 
-from .cases import (DELETE, Case, Sparse, at, each, literal, nested, path, raw, swap_ops,
+from .cases import (MAIN, DELETE, Case, Sparse, at, each, literal, nested, path, raw, swap_ops,
                     twice, widened)
 
 HUGE = 10 ** 30
@@ -301,8 +302,68 @@ def export_cases():
                ".*pulse-run starts at most")
 
 
+# A model of the DiT whose heads (3) the plan's Ulysses degree (2) does not divide; its blocks
+# and their names are the example's.
+DIT3 = b"""import sys
+sys.path.insert(0, "%s")
+import torch
+from small_dit import SmallDiT
+def build(seed=0, dtype=torch.float64):
+    torch.manual_seed(seed)
+    return SmallDiT(size=8, width=24, heads=3).to(dtype)
+""" % os.path.join(MAIN, "examples").encode()
+
+
+def sequence_cases():
+    """Sequence-parallel plans (base "seq": Ulysses 2, 1 rank of 2 processes) that do not
+    hold together, and models that cannot run them; the runtimes that run none."""
+    c = "sequence"
+    yield Case(c, "control-seq-reaches-the-launch-check", base="seq", fresh=True,
+               args=["--nproc", "1"], message=path("$.rank_map.world_size x "
+                                                   "$.parallelism.sequence.degree")
+               + ".*the plan has 2 ranks, --nproc 1")
+    yield Case(c, "torchrun-world-is-the-rank-map's", base="seq", unset_env=(),
+               env={"RANK": "0", "WORLD_SIZE": "1"}, message=r"the plan has 2 ranks, "
+               r"torchrun started WORLD_SIZE=1")
+    for name, value, p in (
+            ("group-of-one", [[0]], "$.rank_map.sequence_groups[0]"),
+            ("group-reordered", [[1, 0]], "$.rank_map.sequence_groups[0]"),
+            ("group-elsewhere", [[2, 3]], "$.rank_map.sequence_groups[0]"),
+            ("groups-beyond-world-size", [[0, 1], [2, 3]], "$.rank_map.sequence_groups")):
+        yield Case(c, name, base="seq", plan=at("rank_map.sequence_groups", value),
+                   message=path(p) + r".*expected")
+    yield Case(c, "groups-missing", base="seq", plan=at("rank_map.sequence_groups", DELETE),
+               message=path("$.rank_map") + ".*expected sequence_groups")
+    yield Case(c, "groups-without-a-layout", plan=at("rank_map.sequence_groups",
+                                                       [[r] for r in range(8)]),
+               message=path("$.rank_map.sequence_groups") + ".*expected none")
+    yield Case(c, "degree-not-ulysses-x-ring", base="seq",
+               plan=at("parallelism.sequence.degree", 3),
+               message=path("$.parallelism.sequence") + ".*degree = ulysses x ring")
+    yield Case(c, "ring-layout-in-ulysses-groups", base="seq",
+               plan=at("parallelism.sequence", {"ulysses": 2, "ring": 2, "degree": 4}),
+               message=path("$.rank_map.sequence_groups[0]") + r".*expected \[0, 1, 2, 3\]")
+    yield Case(c, "control-seqpp2-reaches-the-launch-check", base="seqpp2", fresh=True,
+               args=["--nproc", "2"], message=path("$.rank_map.world_size x "
+                                                   "$.parallelism.sequence.degree")
+               + ".*the plan has 4 ranks, --nproc 2")
+    yield Case(c, "model-without-the-protocol", base="seq",
+               message=r"--model .*small_unet\.py:build_test: SmallUNet has no "
+               r"set_sequence_parallel\(\)")
+    yield Case(c, "heads-not-divided", base="seq", files={"dit3.py": DIT3},
+               args=["--model", "dit3.py:build"],
+               message=r"--model dit3\.py:build: Ulysses degree 2 does not divide the 3 heads "
+               r"of block 'block0'")
+    dit = ["--model", os.path.join(MAIN, "examples", "small_dit.py") + ":build_test"]
+    yield Case(c, "adapter-runs-no-sequence", command="adapter", base="seq", args=dit,
+               message=r"^torch_pipelining: bad\.json: \$\.parallelism\.sequence: the "
+               r"pipelining adapter runs no sequence parallelism")
+    yield Case(c, "torchtitan-exports-no-sequence", command="torchtitan", base="seq", args=dit,
+               message=path("$.parallelism.sequence") + ".*not exported to torchtitan")
+
+
 PARTS = (file_cases, syntax_cases, type_cases, semantic_cases, launch_cases, option_cases,
-         profile_cases, export_cases)
+         profile_cases, export_cases, sequence_cases)
 
 
 def all_cases():

@@ -1,9 +1,9 @@
 """The model profiles this repository ships, and their pulse.model/v1 JSON form."""
 
 from dataclasses import dataclass
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Optional
 
-from . import anchors, calibrate, hostfloor, specs, timing
+from . import anchors, calibrate, frozen, hostfloor, specs, timing
 from .flux import FLUX1_DEV, build_flux
 from .hunyuan import HUNYUAN_DIT_G2, build_hunyuan
 from .layers import Architecture
@@ -42,6 +42,8 @@ class ModelSpec:
     assumptions: List[str]
     anchored: bool = False  # a public measurement of this model sets its times (anchors.py)
     folder: str = ""  # under profiles/models ("video/": not in the corpus of every model)
+    # The frozen encoders its training step runs (frozen.py), the profile's `frozen` list.
+    frozen: Optional[Callable[[], List["frozen.FrozenComponent"]]] = None
 
 
 def _sd2_spec(px: int, repo: str) -> ModelSpec:
@@ -61,9 +63,12 @@ def _sd2_spec(px: int, repo: str) -> ModelSpec:
             "Carried: temb (1280 fp16) from time_embedding, trained, so its gradient returns; "
             "text_context (77 x 1024 fp16, OpenCLIP-H) comes with the batch from the frozen "
             "text encoder, no gradient.",
-            "The VAE and text encoder are frozen and outside the pipeline (precomputed latents).",
+            "The VAE encoder and the text encoder are frozen: `frozen` lists them, and the "
+            "planner places their forwards (cached offline, before the step, or in the "
+            "pipeline's bubbles).",
         ],
         anchored=True,
+        frozen=lambda: frozen.sd2_frozen(px, repo),
     )
 
 
@@ -83,7 +88,9 @@ def _sdxl_spec() -> ModelSpec:
             "time_embedding's output_bytes_per_sample is the latent that passes by it.",
             "Carried: temb (1280 fp16) from time_embedding, with gradient; text_context "
             "(77 x 2048 fp16, CLIP-L + OpenCLIP-bigG) with the batch, no gradient.",
+            "The VAE encoder and both text encoders are frozen: `frozen` lists them.",
         ],
+        frozen=frozen.sdxl_frozen,
     )
 
 
@@ -103,7 +110,9 @@ def _uvit_spec(size: str, cfg, config_file: str) -> ModelSpec:
             "out{i} concatenates the output of in{n-1-i} and applies skip_linear (2D -> D).",
             "The published configs set use_checkpoint=True; this profile assumes no "
             "activation checkpointing (the planner may add it).",
+            "The VAE encoder is frozen (`frozen`); class labels need no text encoder.",
         ],
+        frozen=frozen.uvit_frozen,
     )
 
 
@@ -127,7 +136,10 @@ def _hunyuan_spec(px: int, sizes: List[int]) -> ModelSpec:
             "cond_embedding's output_bytes_per_sample is the latent plus the raw CLIP "
             "(77 x 1024) and mT5 (256 x 2048) states that text_embedding still needs; the RoPE "
             "tables are parameter-free and recomputed on every stage.",
+            "The VAE encoder and both text encoders (CLIP, mT5) are frozen: `frozen` lists "
+            "them.",
         ],
+        frozen=lambda: frozen.hunyuan_frozen(px),
     )
 
 
@@ -149,7 +161,10 @@ def _flux_spec() -> ModelSpec:
             "MLPs), with gradient. The T5 states enter the main path at context_embedder, so "
             "they are not carried; the RoPE tables are parameter-free and recomputed per stage.",
             "The guidance embedder is included (FLUX.1-dev is guidance-distilled).",
+            "The VAE encoder and both text encoders (CLIP-L, T5-XXL) are frozen: `frozen` "
+            "lists them.",
         ],
+        frozen=frozen.flux_frozen,
     )
 
 
@@ -191,13 +206,14 @@ def _svd_spec() -> ModelSpec:
             "gradient returns; image_context (1 x 1024 fp16, the frozen CLIP image "
             "embedding) with the batch, no gradient. image_only_indicator (zeros) is left "
             "out.",
-            "The VAE and CLIP image encoder are frozen and outside the pipeline.",
+            "The VAE and CLIP image encoder are frozen: `frozen` lists them.",
             "Saved activations: the per-op rule of the 2D UNet applied to every frame, plus "
             "the temporal blocks (ResnetBlock 3*(2*C)*HW per frame, TemporalBasicTransformer"
             "Block 42*C per token beyond the spatial block's 28*C) and the blends' two "
             "inputs; no activation checkpointing, which published SVD fine-tuning scripts "
             "usually enable (the planner does not add it).",
         ],
+        frozen=frozen.svd_frozen,
     )
 
 
@@ -334,7 +350,7 @@ def model_profile(spec: ModelSpec) -> Dict:
     arch = spec.build()
     order = {layer.name: i for i, layer in enumerate(arch.layers)}
     skips = sorted(arch.skips, key=lambda s: (order[s.producer], order[s.consumer]))
-    return {
+    profile = {
         "schema": "pulse.model/v1",
         "name": spec.name,
         "description": spec.description,
@@ -366,3 +382,8 @@ def model_profile(spec: ModelSpec) -> Dict:
                      "bytes_per_sample": c.bytes_per_sample,
                      "needs_gradient": c.needs_gradient} for c in arch.carried],
     }
+    if spec.frozen is not None:
+        profile["provenance"]["assumptions"] += frozen.assumptions()
+        profile["frozen"] = [frozen.component_json(c, spec.microbatch_sizes, _times, r6)
+                             for c in spec.frozen()]
+    return profile

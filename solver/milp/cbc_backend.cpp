@@ -10,13 +10,13 @@
 #include <coin/OsiClpSolverInterface.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <memory>
 #include <string>
 
 #include <fmt/format.h>
 
+#include "pulse/base/process.hpp"
 #include "pulse/milp/milp.hpp"
 
 namespace pulse::milp {
@@ -70,7 +70,7 @@ struct SearchState {
 class LimitHandler : public CbcEventHandler {
  public:
   LimitHandler(std::shared_ptr<SearchState> state, const Limits& limits)
-      : state_(std::move(state)), limits_(limits), start_(std::chrono::steady_clock::now()) {}
+      : state_(std::move(state)), limits_(limits), start_(thread_cpu_seconds()) {}
 
   CbcAction event(CbcEvent which) override {
     if (which != node && which != treeStatus) return noAction;
@@ -78,9 +78,7 @@ class LimitHandler : public CbcEventHandler {
       state_->node_limit = true;
       return stop;
     }
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    if (elapsed >= limits_.max_seconds) {
+    if (thread_cpu_seconds() - start_ >= limits_.max_seconds) {
       state_->time_limit = true;
       return stop;
     }
@@ -91,7 +89,7 @@ class LimitHandler : public CbcEventHandler {
  private:
   std::shared_ptr<SearchState> state_;
   Limits limits_;
-  std::chrono::steady_clock::time_point start_;
+  double start_;
 };
 
 }  // namespace
@@ -111,11 +109,11 @@ Result solve(const Model& m, const Limits& limits) {
   const LimitHandler handler(state, limits);
   model.passInEventHandler(&handler);
   CbcMain0(model);
-  // One thread, fixed seeds, elapsed-time limit as a safety net, the node limit as the
+  // One thread, fixed seeds, a CPU-time limit as a safety net, the node limit as the
   // deterministic bound on work. No CGL preprocessing: when a limit stops the search
   // before preprocessing has produced a solution, CglPreProcess::postProcess dereferences
-  // a null solver (CBC 2.10.8, Debian 12; reproduced under CPU load, where the wall-clock
-  // limit fires early). Our disjunctive models are small; the cuts still run.
+  // a null solver (CBC 2.10.8, Debian 12; reproduced when the
+  // time limit fires early). Our disjunctive models are small; the cuts still run.
   const std::vector<std::string> args = {"pulse-plan",
                                          "-log",
                                          "0",
@@ -126,7 +124,7 @@ Result solve(const Model& m, const Limits& limits) {
                                          "-randomCbcSeed",
                                          std::to_string(limits.seed),
                                          "-timeMode",
-                                         "elapsed",
+                                         "cpu",
                                          "-seconds",
                                          fmt::format("{}", std::max(limits.max_seconds, 0.0)),
                                          "-maxNodes",

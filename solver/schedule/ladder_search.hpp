@@ -42,8 +42,8 @@ struct LadderInput {
   /// kept.
   ScheduleMemo* memo = nullptr;
   LadderKey key;
-  std::function<bool()> stop;     ///< The wall-clock limit, or the answer at its bound.
-  std::function<bool()> expired;  ///< The wall-clock limit.
+  std::function<bool()> stop;     ///< The CPU-time limit, or the answer at its bound.
+  std::function<bool()> expired;  ///< The CPU-time limit.
   /// Hands a candidate to the synthesizer (which replays it and keeps it if it fits the
   /// budget and beats the best).
   std::function<void(Schedule, const std::string& method)> offer;

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <deque>
 #include <limits>
 #include <optional>
@@ -21,6 +20,7 @@
 #include "op_graph.hpp"
 #include "order_search.hpp"
 #include "policy_search.hpp"
+#include "pulse/base/process.hpp"
 #include "pulse/base/units.hpp"
 #include "pulse/cost/memory.hpp"
 #include "pulse/schedule/list_schedule.hpp"
@@ -30,8 +30,6 @@
 namespace pulse {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // Op replays the order search may spend in all (evaluations times ops per replay).
 constexpr long kOrderOpReplays = 1'000'000;
@@ -45,7 +43,7 @@ constexpr long kRungListOpReplays = 2 * kListOpReplays;
 constexpr long kRungOrderOpReplays = 2 * kOrderOpReplays;
 // ...but never more than this many op-replays in all, whatever the floor: the work limit
 // that keeps the largest instances (32 stages x 4096 microbatches: 262,144 ops a replay,
-// where 120 list schedules took 5-17 s) far from the wall-clock safety limit. It binds
+// where 120 list schedules took 5-17 s) far from the CPU-time safety limit. It binds
 // only above 66,666 ops a replay.
 constexpr long kMaxListOpReplays = 8'000'000;
 
@@ -142,15 +140,13 @@ struct Best {
 
 class Deadline {
  public:
-  explicit Deadline(double seconds) : seconds_(seconds), start_(Clock::now()) {}
-  double left() const {
-    return seconds_ - std::chrono::duration<double>(Clock::now() - start_).count();
-  }
+  explicit Deadline(double seconds) : seconds_(seconds), start_(thread_cpu_seconds()) {}
+  double left() const { return seconds_ - (thread_cpu_seconds() - start_); }
   bool expired() const { return left() <= 0; }
 
  private:
   double seconds_;
-  Clock::time_point start_;
+  double start_;
 };
 
 // The published 1F1B (published.hpp) with its in-flight limits within the memory cap.

@@ -372,10 +372,12 @@ Status run_level(LevelRun& run, const LevelRun* kept, CompileCache& cache, PassC
   if (kept) {
     const CompiledPlan& plan = kept->plan->plan;
     if (std::isfinite(run.bound) && run.bound > plan.evaluation.iteration_s * (1 + 1e-9)) {
+      // The kept plan by its level's name: its layout among sequence layouts, else its mode.
+      const Alternative& k = kept->level.alternative;
+      const std::string name = k.axis == Axis::sequence ? k.label : plan.options.recompute;
       run.record.front().reason =
           fmt::format("not planned: its lower bound on time, {}, is above the plan of {} ({})",
-                      format_seconds(run.bound), plan.options.recompute,
-                      format_seconds(plan.evaluation.iteration_s));
+                      format_seconds(run.bound), name, format_seconds(plan.evaluation.iteration_s));
       return Ok{};
     }
   }

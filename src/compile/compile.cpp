@@ -35,8 +35,26 @@ namespace detail {
 Result<CompiledPlan> compile_checked(const ModelProfile& model, const ClusterProfile& cluster,
                                      const PlanOptions& options, PassClock& clock) {
   CompileCache cache;  // the job's: every alternative's graphs, placements, plans, syntheses
-  Result<CompiledPlan> plan = compare_alternatives({&model, &cluster, &options}, cache, clock);
+  // Frozen encoders run on the devices (not cached): the denoiser is planned within what their
+  // weights and one sample's working set leave of the headroom (frozen_headroom).
+  auto headroom = frozen_headroom(model, cluster, options);
+  if (!headroom) return headroom.error();
+  PlanOptions planned = options;
+  planned.headroom = *headroom;
+  Result<CompiledPlan> plan = compare_alternatives({&model, &cluster, &planned}, cache, clock);
+  if (!plan && plan.error().kind == ErrorKind::infeasible && planned.headroom != options.headroom) {
+    // The headroom the message names is not one the user gave: say where it came from.
+    Error e = plan.error();
+    e.message += fmt::format(
+        " (the frozen encoders, --frozen {}, stay resident beside the step and leave it --headroom "
+        "{:g} of the {:g}; --frozen cached plans the step without them, from outputs encoded "
+        "offline)",
+        options.frozen, planned.headroom_fraction(), options.headroom_fraction());
+    return e;
+  }
   if (!plan) return plan;
+  plan->given.headroom = options.headroom;
+  if (auto s = frozen_pass({&model, &cluster, &options}, *plan, clock); !s) return s.error();
   plan->pass_times = clock.times();
   plan->safety_limit_hits = cache.safety_limit_hits;
   plan->memo_counts = cache.memo.counts();

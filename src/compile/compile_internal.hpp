@@ -75,7 +75,7 @@ struct CompileCache {
   std::map<std::vector<std::int64_t>, Placement> placements;
   std::map<CacheKey, Result<CompiledPlan>> plans;
   ScheduleMemo memo;          ///< Every synthesis request of the job carries it.
-  int safety_limit_hits = 0;  ///< Syntheses the wall-clock safety limit stopped.
+  int safety_limit_hits = 0;  ///< Syntheses the CPU-time safety limit stopped.
 };
 
 /// The inputs every pass of one compile_plan call reads.
@@ -86,6 +86,17 @@ struct CompileInputs {
   int device_type = 0;  ///< Index into the model's device_types for the cluster's devices.
   CompileCache* cache = nullptr;
 };
+
+struct JobInputs;
+/// "frozen": the model profile's frozen encoders placed on the plan kept (frozen_pass.cpp,
+/// simulate/frozen.hpp); infeasible when no placement the options allow fits.
+Status frozen_pass(const JobInputs& job, CompiledPlan& plan, PassClock& clock);
+/// The headroom the denoiser is planned in: the options' when the model has no frozen
+/// components or they are cached, else that less the share of the usable memory their
+/// weights and the largest one-sample working set take (infeasible when nothing is left).
+Result<std::optional<double>> frozen_headroom(const ModelProfile& model,
+                                              const ClusterProfile& cluster,
+                                              const PlanOptions& options);
 
 /// compile_plan after check_plan_options (run_plan_job checks before it loads): the levels
 /// of compile.cpp.

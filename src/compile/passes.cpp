@@ -19,7 +19,7 @@ namespace pulse::detail {
 namespace {
 
 // Screening effort: a short policy search, no integer program. Bounded by its work count
-// alone, like the full synthesis: the wall clock decides nothing (issue 16).
+// alone, like the full synthesis: the clock decides nothing (issue 16).
 constexpr int kScreenEvaluations = 24;
 // Points of the memory curve the plan reports: 3/4, 1/2 and 1/3 of the peak.
 constexpr int kMemoryCurvePoints = 3;
@@ -229,7 +229,7 @@ ScheduleRequest schedule_request(const CompileInputs& in, const CompiledPlan& pl
   return request;
 }
 
-// Counts a synthesis the wall-clock safety limit stopped (not one already counted; not a
+// Counts a synthesis the CPU-time safety limit stopped (not one already counted; not a
 // limit of 0, which asks for the list schedule alone).
 void note_safety_limit(const CompileInputs& in, bool counted, const ScheduleAnswer& answer) {
   if (!counted && answer.status == SolveStatus::time_limit && in.options->solver_max_seconds > 0) {

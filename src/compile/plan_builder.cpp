@@ -234,7 +234,7 @@ std::vector<std::vector<PlanOp>> schedule(const Timeline& timeline) {
 }
 
 // How the schedule was found. No wall-clock time: `stopped_by` says whether the
-// deterministic node limit or the wall-clock safety limit ended the search.
+// deterministic node limit or the CPU-time safety limit ended the search.
 PlanSolver solver(const CompiledPlan& p) {
   const ScheduleAnswer& a = p.solver;
   PlanSolver x;
@@ -337,6 +337,7 @@ Plan build_plan(const CompiledPlan& p, const ModelProfile& model, const ClusterP
   plan.recompute_search = p.recompute_search;
   plan.alternatives = p.alternatives;
   plan.certificate = p.certificate;
+  plan.frozen = p.frozen;
   plan.warnings = plan_warnings(plan);
   return plan;
 }

@@ -13,6 +13,7 @@
 #include "pulse/base/limits.hpp"
 #include "pulse/profile/recompute.hpp"
 #include "pulse/profile/scaling.hpp"
+#include "pulse/simulate/frozen.hpp"
 
 namespace pulse {
 
@@ -244,6 +245,12 @@ Status check_recompute(const OptionRecord&, const PlanOptions& o) {
                   o.recompute));
 }
 
+Status check_frozen(const OptionRecord&, const PlanOptions& o) {
+  if (o.frozen == "auto" || parse_frozen_placement(o.frozen)) return Ok{};
+  return usage_error(fmt::format(
+      "plan: --frozen must be auto, cached, before_step or bubbles, got \"{}\"", o.frozen));
+}
+
 // --sequence UxR: Ulysses degree U times ring degree R, each 1 to the rank limit.
 Status read_sequence(const OptionValue& value, PlanJob& job) {
   const std::string& text = text_of(value);
@@ -329,6 +336,11 @@ std::vector<OptionRecord> what_to_plan() {
              "plan the cut of this plan's stages (a plan edited by hand, or made for another "
              "cluster), as --cuts does",
              store<&PlanJob::partition_from_path, std::string>),
+      option("buckets", "FILE", K::text,
+             "plan for resolution buckets (pulse.buckets/v1, docs/buckets.md): one partition "
+             "for every bucket, each bucket its own microbatch size and schedule; the plan's "
+             "throughput is the share-weighted figure",
+             store<&PlanJob::buckets_path, std::string>),
       bounded(option("pp", "N", K::integer,
                      "pipeline degree (default: search); devices beyond pp x dp stay idle",
                      store_option<&PlanOptions::pp, int>, check_within<&PlanOptions::pp>),
@@ -377,6 +389,14 @@ std::vector<OptionRecord> how_it_trains() {
                           "planning time)",
                           store_option<&PlanOptions::recompute, std::string>, check_recompute),
                    std::string("none")),
+      with_default(option("frozen", "WHERE", K::text,
+                          "where a model's frozen encoders (its profile's `frozen`) run: "
+                          "before_step (every device encodes its samples before the pipeline), "
+                          "bubbles (in the pipeline's idle gaps, the rest before the step), "
+                          "cached (encoded offline: no step time) or auto (the faster of "
+                          "before_step and bubbles that fits)",
+                          store_option<&PlanOptions::frozen, std::string>, check_frozen),
+                   std::string("auto")),
       option("sequence", "UxR", K::text,
              "sequence-parallel layout inside each pipeline device: Ulysses degree x ring "
              "degree (4x1, 1x2, 8x2; 1x1: none); default: pulse plans each layout worth "
@@ -418,7 +438,7 @@ std::vector<OptionRecord> search_and_outputs() {
                            kDefaultSolverNodes),
               0, {}),
       bounded(with_default(option("solver-time-limit", "S", K::number,
-                                  "wall-clock safety limit of the schedule search, seconds (0: "
+                                  "CPU-time safety limit of the schedule search, seconds (0: "
                                   "list schedules only)",
                                   store_option<&PlanOptions::solver_max_seconds, double>,
                                   check_within<&PlanOptions::solver_max_seconds>),

@@ -116,10 +116,20 @@ void state_layout(const CompiledPlan& plan, PipelineOrNot& v) {
   v.layout = kept.what;
   const char* other = mine == "none" ? "with" : "without";
   if (!best) {
-    v.layout_note = fmt::format(
-        "{}: no plan {} sequence parallelism fits (alternatives[] says "
-        "why)",
-        kept.what, other);
+    // None of the other kind has figures: none fits, or a level of it was not planned, its
+    // lower bound being above this plan (the level's row says so).
+    const bool bounded = std::any_of(
+        plan.alternatives.begin(), plan.alternatives.end(), [&](const AlternativeAnswer& a) {
+          return a.sequence && (*a.sequence == "none") != (mine != "none") && a.reason &&
+                 a.reason->starts_with("not planned: its lower bound");
+        });
+    v.layout_note =
+        bounded ? fmt::format(
+                      "{}: no plan {} sequence parallelism can beat it, a lower bound "
+                      "says (alternatives[] says which)",
+                      kept.what, other)
+                : fmt::format("{}: no plan {} sequence parallelism fits (alternatives[] says why)",
+                              kept.what, other);
     return;
   }
   const Described them = described(*best->pp, *best->dp, best->zero_stage, *best->microbatch_size,

@@ -432,6 +432,9 @@ void sharded_keys(IO& io, T& a) {
   io.field("dp", a.dp, count(1));
   io.field("feasible", a.feasible, flag());
   answer_figure_keys(io, a);
+  io.field("frozen_s", a.frozen_s, seconds());
+  io.field("step_s", a.step_s, seconds());
+  io.field("frozen_reason", a.frozen_reason, text());
 }
 
 template <class IO, class T>
@@ -510,6 +513,89 @@ void certificate_keys(IO& io, T& x) {
       Need::defaulted);
 }
 
+template <class IO, class T>
+void frozen_keys(IO& io, T& x) {
+  io.field("placement", x.placement, choice({"cached", "before_step", "bubbles"}));
+  io.field("option", x.option, choice({"auto", "cached", "before_step", "bubbles"}));
+  io.list("components", x.components, text());
+  io.field("samples", x.samples, count(1));
+  io.field("before_step_s", x.before_step_s, seconds());
+  io.field("bubble_s", x.bubble_s, seconds());
+  io.field("step_s", x.step_s, number(Format::seconds, Range::positive));
+  io.field("samples_per_s", x.samples_per_s, number(Format::rate, Range::positive));
+  io.field("cached_bytes_per_sample", x.cached_bytes_per_sample, bytes());
+  io.list("weight_bytes", x.weight_bytes, bytes());
+  io.list("activation_bytes", x.activation_bytes, bytes());
+  io.field("note", x.note, note());
+  io.objects("placements", x.placements, [](auto& sub, auto& p) {
+    sub.field("placement", p.placement, choice({"cached", "before_step", "bubbles"}));
+    sub.field("feasible", p.feasible, flag());
+    sub.field("before_step_s", p.before_step_s, seconds());
+    sub.field("step_s", p.step_s, seconds());
+    sub.field("reason", p.reason, text());
+  });
+  io.objects(
+      "ops", x.ops,
+      [](auto& sub, auto& o) {
+        sub.field("component", o.component, text());
+        sub.field("device", o.device, index(IndexOf::device));
+        sub.field("slot", o.slot, choice({"before_step", "bubble"}));
+        sub.field("start_s", o.start_s, seconds());
+        sub.field("end_s", o.end_s, seconds());
+        sub.field("first_sample", o.first_sample, count());
+        sub.field("samples", o.samples, count(1));
+        sub.field("gap_start_s", o.gap_start_s, seconds());
+        sub.field("gap_end_s", o.gap_end_s, seconds());
+      },
+      Need::defaulted);
+}
+
+template <class IO, class T>
+void bucket_row_keys(IO& io, T& b) {
+  io.field("name", b.name, note());
+  io.field("frames", b.frames, count());
+  io.field("height", b.height, count());
+  io.field("width", b.width, count());
+  io.field("tokens", b.tokens, count(1));
+  io.field("share", b.share, number(Format::ratio, Range::positive));
+  io.field("microbatch_size", b.microbatch_size, count(1));
+  io.field("num_microbatches", b.num_microbatches, count(1));
+  io.field("family", b.family, text());
+  io.field("iteration_s", b.iteration_s, seconds());
+  io.field("samples_per_s", b.samples_per_s, number(Format::rate, Range::nonnegative));
+  io.field("bubble_ratio", b.bubble_ratio, number(Format::ratio, Range::nonnegative));
+  io.field("peak_memory_bytes", b.peak_memory_bytes, bytes());
+  io.field("largest_plan_iteration_s", b.largest_plan_iteration_s, seconds());
+}
+
+// `plan --buckets` (docs/buckets.md).
+template <class IO, class T>
+void buckets_keys(IO& io, T& x) {
+  io.field("file", x.file, text());
+  io.field("sha256", x.sha256, sha256());
+  io.field("name", x.name, note());
+  io.field("source", x.source, note());
+  io.field("share_of", x.share_of, choice({"samples", "steps"}));
+  io.field("profile_tokens", x.profile_tokens, count(1));
+  io.field("body", x.body, count());
+  io.field("partition_from", x.partition_from, choice({"largest", "average"}));
+  io.field("weighted_iteration_s", x.weighted_iteration_s, seconds());
+  io.field("weighted_samples_per_s", x.weighted_samples_per_s,
+           number(Format::rate, Range::nonnegative));
+  io.field("largest_plan_samples_per_s", x.largest_plan_samples_per_s,
+           number(Format::rate, Range::nonnegative));
+  io.field("capacity_bytes", x.capacity_bytes, bytes());
+  io.objects("candidates", x.candidates, [](auto& sub, auto& c) {
+    sub.field("from", c.from, choice({"largest", "average"}));
+    sub.field("feasible", c.feasible, flag());
+    sub.field("chosen", c.chosen, flag());
+    sub.field("weighted_samples_per_s", c.weighted_samples_per_s,
+              number(Format::rate, Range::nonnegative));
+    sub.field("reason", c.reason, note());
+  });
+  io.objects("rows", x.rows, [](auto& sub, auto& b) { bucket_row_keys(sub, b); });
+}
+
 // The whole plan. `schema` is checked before anything else (plan_codec.cpp), so it is
 // written here and not read. The degrees come before every index they bound.
 template <class IO, class P>
@@ -543,6 +629,8 @@ void all_keys(IO& io, P& p) {
             [](auto& sub, auto& x) { recompute_search_keys(sub, x); });
   io.objects("alternatives", p.alternatives, [](auto& sub, auto& x) { alternative_keys(sub, x); });
   io.object("certificate", p.certificate, [](auto& sub, auto& x) { certificate_keys(sub, x); });
+  io.object("frozen", p.frozen, [](auto& sub, auto& x) { frozen_keys(sub, x); });
+  io.object("buckets", p.buckets, [](auto& sub, auto& x) { buckets_keys(sub, x); });
   io.list("warnings", p.warnings, note().defaulted());
 }
 

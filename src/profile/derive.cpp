@@ -164,6 +164,7 @@ std::optional<DerivedTimes> same_device_times(ModelProfile& model, const Cluster
       layer.forward_s.push_back(layer.forward_s[t]);
       layer.backward_s.push_back(layer.backward_s[t]);
     }
+    for (FrozenComponent& c : model.frozen) c.forward_s.push_back(c.forward_s[t]);
     DerivedTimes out;
     out.device_type = cluster.device_type;
     out.from_device_type = model.device_types[t];
@@ -226,6 +227,16 @@ Result<std::optional<DerivedTimes>> derive_device_times(ModelProfile& model,
     layer.backward_s.push_back(
         derived(layer.backward_s[source], layer, model, from, *to, 2 * to->spec->layer_floor_s));
     if (auto over = over_the_layer_limit(model, layer, cluster.device_type)) return *over;
+  }
+  for (FrozenComponent& c : model.frozen) {
+    // A frozen component's forward by the layers' rule: its weights, working set and FLOPs
+    // set its compute and memory shares.
+    Layer view;
+    view.params = c.weight_bytes / 2;
+    view.activation_bytes_per_sample = c.activation_bytes_per_sample;
+    view.forward_flops_per_sample = c.forward_flops_per_sample;
+    c.forward_s.push_back(
+        derived(c.forward_s[source], view, model, from, *to, to->spec->layer_floor_s));
   }
   model.device_types.push_back(cluster.device_type);
   DerivedTimes out;

@@ -343,6 +343,73 @@ void read_carried(JsonChecker& check, const json& root, const std::map<std::stri
   }
 }
 
+// `frozen[]` (docs/frozen.md): each frozen component's name (unique), kind, weights, forward
+// times on every device type, working set and output per sample, and where they come from.
+FrozenComponent read_frozen_component(JsonChecker& check, const json& value,
+                                      const JsonPath& raw_path, const ModelProfile& m,
+                                      const TypeIndex& types) {
+  FrozenComponent c;
+  JsonPath path = raw_path;
+  if (value.is_object() && value.contains("name") && value["name"].is_string()) {
+    path = path.noted(fmt::format("frozen component \"{}\"", value["name"].get<std::string>()));
+  }
+  if (!check.object(
+          value, path,
+          {"name", "kind", "params", "weight_bytes", "forward_s", "activation_bytes_per_sample",
+           "output_bytes_per_sample", "forward_flops_per_sample", "source"})) {
+    return c;
+  }
+  c.name = check.string(value, path, "name").value_or("");
+  c.kind = check.string(value, path, "kind").value_or("");
+  static const std::vector<std::string> kinds = {"vae_encoder", "text_encoder", "image_encoder"};
+  if (!c.kind.empty() && std::find(kinds.begin(), kinds.end(), c.kind) == kinds.end()) {
+    check.fail(path.key("kind"),
+               fmt::format("expected \"vae_encoder\", \"text_encoder\" or \"image_encoder\", "
+                           "got \"{}\"",
+                           c.kind));
+  }
+  if (value.contains("params")) {
+    c.params = check.integer(value, path, "params", 0, true, kMaxLayerParams).value_or(0);
+  }
+  c.weight_bytes =
+      check.integer(value, path, "weight_bytes", 0, true, kMaxBytesPerSample).value_or(0);
+  c.forward_s = read_times(check, value, path, "forward_s", m, types);
+  c.activation_bytes_per_sample =
+      check.integer(value, path, "activation_bytes_per_sample", 0, true, kMaxBytesPerSample)
+          .value_or(0);
+  c.output_bytes_per_sample =
+      check.integer(value, path, "output_bytes_per_sample", 1, true, kMaxBytesPerSample)
+          .value_or(0);
+  if (value.contains("forward_flops_per_sample")) {
+    c.forward_flops_per_sample = check
+                                     .number(value, path, "forward_flops_per_sample", 0.0, false,
+                                             false, kMaxLayerFlopsPerSample)
+                                     .value_or(0.0);
+  }
+  c.source = check.string(value, path, "source").value_or("");
+  return c;
+}
+
+void read_frozen(JsonChecker& check, const json& root, ModelProfile& m) {
+  const json* frozen = check.array(root, JsonPath{}, "frozen", false);
+  if (!frozen) return;
+  const TypeIndex types = index_types(m);
+  std::map<std::string, std::size_t> first_seen;
+  for (std::size_t i = 0; i < frozen->size(); ++i) {
+    const JsonPath path = JsonPath{}.key("frozen").at(i);
+    FrozenComponent c = read_frozen_component(check, (*frozen)[i], path, m, types);
+    if (!c.name.empty()) {
+      const auto [it, inserted] = first_seen.emplace(c.name, i);
+      if (!inserted) {
+        check.fail(path.key("name"), fmt::format("duplicate frozen component \"{}\" (first at "
+                                                 "$.frozen[{}])",
+                                                 c.name, it->second));
+      }
+    }
+    m.frozen.push_back(std::move(c));
+  }
+}
+
 // False when the layer list is beyond the limit: the rest of the profile, naming its
 // layers, is not read (every skip would be an unknown layer).
 bool read_layers(JsonChecker& check, const json& root, ModelProfile& m) {
@@ -390,7 +457,7 @@ Result<ModelProfile> parse_model_profile(std::string_view text, const std::strin
   if (root->is_object() && !check_schema_tag(check, *root, {kModelSchema})) return check.error();
   if (!check.object(*root, JsonPath{},
                     {"schema", "name", "description", "provenance", "dtype", "timing", "layers",
-                     "skips", "carried"})) {
+                     "skips", "carried", "frozen"})) {
     return check.error();
   }
   m.name = check.string(*root, JsonPath{}, "name").value_or("");
@@ -410,6 +477,7 @@ Result<ModelProfile> parse_model_profile(std::string_view text, const std::strin
   }
   read_skips(check, *root, index, names, m);
   read_carried(check, *root, index, names, m);
+  read_frozen(check, *root, m);
   if (!check.ok()) return check.error();
   m.file.name = base_name(file);
   m.file.path = file;

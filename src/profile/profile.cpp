@@ -55,14 +55,17 @@ const LinkClass& ClusterProfile::link(RankId a, RankId b) const {
 }
 
 double interpolate_time(const std::vector<double>& times, const std::vector<int>& sizes, int b) {
-  if (sizes.size() == 1 || b <= sizes.front()) {
-    return times.front() * static_cast<double>(b) / sizes.front();
-  }
-  if (b >= sizes.back()) return times.back() * static_cast<double>(b) / sizes.back();
+  return interpolate_time_at(times, sizes, static_cast<double>(b));
+}
+
+double interpolate_time_at(const std::vector<double>& times, const std::vector<int>& sizes,
+                           double b) {
+  if (sizes.size() == 1 || b <= sizes.front()) return times.front() * b / sizes.front();
+  if (b >= sizes.back()) return times.back() * b / sizes.back();
   const auto hi = std::upper_bound(sizes.begin(), sizes.end(), b) - sizes.begin();
   const auto lo = hi - 1;
   if (sizes[lo] == b) return times[lo];
-  const double w = static_cast<double>(b - sizes[lo]) / (sizes[hi] - sizes[lo]);
+  const double w = (b - sizes[lo]) / (sizes[hi] - sizes[lo]);
   return times[lo] + w * (times[hi] - times[lo]);
 }
 

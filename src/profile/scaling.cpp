@@ -125,6 +125,9 @@ void scale_times(ModelProfile& model, std::string_view device_type, double facto
     for (double& s : layer.forward_s[t]) s *= factor;
     for (double& s : layer.backward_s[t]) s *= factor;
   }
+  for (FrozenComponent& c : model.frozen) {
+    for (double& s : c.forward_s[t]) s *= factor;
+  }
 }
 
 void scale_links(ClusterProfile& cluster, double factor) {

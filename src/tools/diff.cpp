@@ -13,6 +13,7 @@
 #include "pulse/base/io.hpp"
 #include "pulse/base/text.hpp"
 #include "pulse/base/units.hpp"
+#include "pulse/plan/buckets_view.hpp"
 
 namespace pulse {
 
@@ -245,6 +246,33 @@ void schedule_and_time(PlanDiff& d, const Plan& a, const Plan& b) {
   // Plans from before certificates have none: their diff stays as it was.
   if (a.certificate || b.certificate) {
     t.text("certificate", "bound (gap)", certificate_text(a), certificate_text(b));
+  }
+}
+
+// Plans made with --buckets: the weighted throughput, and each bucket (by name) in either.
+void buckets_rows(PlanDiff& d, const Plan& a, const Plan& b) {
+  if (!a.buckets && !b.buckets) return;
+  RowWriter w(d, "buckets");
+  const auto weighted = [](const Plan& p) {
+    return p.buckets ? p.buckets->weighted_samples_per_s : p.predicted.samples_per_s;
+  };
+  w.rate("weighted_samples_per_s", "weighted samples/s", weighted(a), weighted(b));
+  const auto cell = [](const Plan& p, const std::string& name) -> std::string {
+    if (!p.buckets) return "-";
+    for (const BucketRow& r : p.buckets->rows) {
+      if (r.name == name) return bucket_cell(r);
+    }
+    return "-";
+  };
+  std::vector<std::string> names;
+  for (const Plan* p : {&a, &b}) {
+    if (!p->buckets) continue;
+    for (const BucketRow& r : p->buckets->rows) {
+      if (std::find(names.begin(), names.end(), r.name) == names.end()) names.push_back(r.name);
+    }
+  }
+  for (const std::string& name : names) {
+    w.text("bucket " + name, "bucket " + name, cell(a, name), cell(b, name));
   }
 }
 
@@ -515,6 +543,7 @@ PlanDiff diff_plans(const DiffRequest& r) {
   schedule_and_time(d, a, b);
   per_sample(d, a, b);
   traffic_and_memory(d, a, b);
+  buckets_rows(d, a, b);
   const double old_rate = a.predicted.samples_per_s, new_rate = b.predicted.samples_per_s;
   d.slowdown_pct = old_rate > 0 ? 100.0 * (1.0 - new_rate / old_rate) : 0.0;
   const double old_bytes =

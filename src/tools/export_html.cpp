@@ -10,6 +10,7 @@
 
 #include "html_parts.hpp"
 #include "pulse/base/units.hpp"
+#include "pulse/plan/buckets_view.hpp"
 #include "pulse/plan/certificate.hpp"
 #include "pulse/tools/export.hpp"
 
@@ -67,6 +68,12 @@ std::string plan_section(const Plan& p, double scale_s, int index) {
   out += verdict_and_warnings(p);
   if (p.certificate) {
     out += fmt::format("<p class=\"note\">{}</p>\n", esc(certificate_line(*p.certificate)));
+  }
+  if (p.buckets) {  // the schedule below is the largest bucket's (the body)
+    out +=
+        "<h3>Buckets</h3>\n<p class=\"note\">" + esc(buckets_headline(*p.buckets)) + "</p>\n<pre>";
+    for (const std::string& line : bucket_lines(*p.buckets)) out += esc(line) + "\n";
+    out += "</pre>\n";
   }
   out += "<h3>Schedule</h3>\n" +
          html::timeline_svg(p, scale_s, fmt::format("timeline-{}", index), kFrame) +

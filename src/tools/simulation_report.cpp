@@ -1,6 +1,7 @@
 // The simulation report (simulation_report.hpp): as text, and as JSON.
 #include "pulse/tools/simulation_report.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
@@ -9,7 +10,9 @@
 #include "pulse/base/io.hpp"
 #include "pulse/base/text.hpp"
 #include "pulse/base/units.hpp"
+#include "pulse/plan/buckets_view.hpp"
 #include "pulse/plan/certificate.hpp"
+#include "pulse/tools/frozen_check.hpp"
 
 namespace pulse {
 
@@ -37,6 +40,26 @@ PlanCertificate replayed_certificate(const Plan& plan, const Replay& r) {
 
 }  // namespace
 
+namespace {
+
+// The plan's frozen encoders against the replayed timeline (tools/frozen_check.hpp): the
+// step with them, and whether every bubble op still fits an idle gap of the replay.
+std::string frozen_line(const Plan& plan, const Replay& r) {
+  const PlanFrozen& f = *plan.frozen;
+  const std::vector<std::string> problems = check_frozen_plan({&plan, &r.timeline});
+  const auto bubbles = std::count_if(f.ops.begin(), f.ops.end(),
+                                     [](const PlanFrozenOp& o) { return o.slot == "bubble"; });
+  return fmt::format("  frozen      {:>12}  ({}: +{} before the step, {} in {} bubble ops; {})",
+                     format_seconds(r.evaluation.iteration_s + f.before_step_s), f.placement,
+                     format_seconds(f.before_step_s), format_seconds(f.bubble_s), bubbles,
+                     problems.empty()
+                         ? "every op fits the replayed timeline"
+                         : fmt::format("{} problem{} with the replay, first: {}", problems.size(),
+                                       problems.size() == 1 ? "" : "s", problems.front()));
+}
+
+}  // namespace
+
 std::string simulation_report_text(const std::string& name, const Plan& plan, const Replay& r,
                                    const std::vector<FigureDifference>& differences) {
   const PlanParallelism& par = plan.parallelism;
@@ -60,6 +83,7 @@ std::string simulation_report_text(const std::string& name, const Plan& plan, co
   line(fmt::format("  throughput  {:>12.2f}  samples/s", e.samples_per_s));
   line(fmt::format("  bubble      {:>11.1f}%  of pipeline device time idle", 100 * e.bubble_ratio));
   line("  " + certificate_line(replayed_certificate(plan, r)));
+  if (plan.frozen) line(frozen_line(plan, r));
   line("");
   line(
       "  device  compute_s  send_s  idle_s  allreduce_s  in-flight  peak GiB = weights + grads "
@@ -97,6 +121,12 @@ std::string simulation_report_text(const std::string& name, const Plan& plan, co
   line(fmt::format("  by link class      {}", classes.empty() ? "none" : classes));
   line(fmt::format("  all-reduce         {}",
                    format_bytes(comm.allreduce_bytes_per_iteration.value_or(0))));
+  if (plan.buckets) {  // as planned: the replay above is the largest bucket's (the body)
+    line("");
+    line("  " + buckets_headline(*plan.buckets) + "; as planned, the replay above is bucket " +
+         plan.buckets->rows.at(plan.buckets->body).name + "'s");
+    for (const std::string& l : bucket_lines(*plan.buckets)) line("    " + l);
+  }
   line("");
   if (differences.empty()) {
     line("  matches the plan's comm and predicted figures");

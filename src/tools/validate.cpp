@@ -9,6 +9,7 @@
 
 #include "pulse/base/units.hpp"
 #include "pulse/plan/plan_check.hpp"
+#include "pulse/profile/buckets.hpp"
 #include "pulse/profile/derive.hpp"
 #include "pulse/profile/recompute.hpp"
 #include "pulse/profile/scaling.hpp"
@@ -272,7 +273,9 @@ ValidateResult validate_plan(const ValidateRequest& request) {
   const bool derived = cost && cost->derived_times;
   const bool scaled_costs = cost && (cost->compute_factor() != 1 || cost->link_factor() != 1);
   const double headroom = request.plan->headroom();
-  if (!derived && !scaled_costs && recompute == "none" && headroom == 1) {
+  const std::optional<PlanBuckets>& buckets = request.plan->buckets;
+  const bool bucketed = buckets && buckets->body < static_cast<int>(buckets->rows.size());
+  if (!derived && !scaled_costs && recompute == "none" && headroom == 1 && !bucketed) {
     return detail::Validator(request, *request.cluster, *request.model).run();
   }
   // A plan made with --compute-scale / --link-scale / --recompute, or with times derived for
@@ -282,6 +285,11 @@ ValidateResult validate_plan(const ValidateRequest& request) {
   // check says so.
   ModelProfile model = *request.model;
   ClusterProfile cluster = *request.cluster;
+  // --buckets: the plan's body is the model at its body row's shape (profile/buckets.hpp).
+  if (bucketed) {
+    scale_to_tokens(model, static_cast<double>(buckets->rows[buckets->body].tokens) /
+                               static_cast<double>(buckets->profile_tokens));
+  }
   if (derived) (void)derive_device_times(model, cluster);
   if (scaled_costs) apply_scales({cost->compute_factor(), cost->link_factor(), ""}, model, cluster);
   apply_recompute(recompute, model);

@@ -11,6 +11,7 @@
 
 #include "pulse/base/units.hpp"
 #include "pulse/profile/recompute.hpp"
+#include "pulse/tools/frozen_check.hpp"
 #include "validate_internal.hpp"
 
 namespace pulse::detail {
@@ -321,6 +322,9 @@ void Validator::check_schedule_and_memory() {
   for (const std::string& m : order) fail("schedule", m);
   if (!order.empty()) return;
   check_timing(tl);
+  for (const std::string& m : check_frozen_plan({&plan_, &tl, &model_, device_type_, &cluster_})) {
+    fail("frozen", m);
+  }
   request.memory_capacity = cluster_.usable_memory();
   for (const std::string& m : check_schedule(request)) fail("memory", m);
 }

@@ -4,12 +4,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <iostream>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -44,6 +46,18 @@ std::size_t entries(const std::string& dir) {
   std::size_t n = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++n;
   return n;
+}
+
+TEST(ThreadCpuSeconds, CountsWorkNotWaiting) {
+  // The solvers' safety limits must not run faster on a loaded machine: a thread that
+  // sleeps 200 ms has used next to no CPU time, one that spins has used what it spun.
+  const double before_sleep = thread_cpu_seconds();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_LT(thread_cpu_seconds() - before_sleep, 0.05);
+  const double before_work = thread_cpu_seconds();
+  volatile double sink = 0;
+  for (int i = 0; i < 20'000'000; ++i) sink = sink + 1;  // tens of milliseconds
+  EXPECT_GT(thread_cpu_seconds() - before_work, 0.001);
 }
 
 TEST(Temporaries, AreRegisteredUntilRenamedOrRemoved) {

@@ -164,5 +164,30 @@ TEST(Alternatives, TwoJobsInOneProcessKeepTheirOwnMemo) {
   EXPECT_EQ(after.evaluation.iteration_s, first.evaluation.iteration_s);
 }
 
+TEST(Alternatives, ALayoutBoundedAboveTheKeptPlanIsSaidSoAndNamesIt) {
+  // The example DiT at 8 samples on 8 CPU devices: ring 2 over data parallel 4 wins, and
+  // every other layout, "none" included, is left unplanned by its lower bound. The rows
+  // name the kept plan by its layout (they said "the plan of none", its recompute mode),
+  // and the verdict says a bound ruled the others out, not that none of them fits.
+  const test::Inputs in = test::shipped("small-dit-cpu", "cpu-localhost");
+  PlanOptions o;
+  o.global_batch = 8;
+  ASSERT_TRUE(o.memory.set_precision("fp32"));
+  const CompiledPlan p = test::compile_ok(in, o);
+  ASSERT_EQ(p.options.sequence.label(), "ring 2");
+  int bounded = 0;
+  for (const AlternativeAnswer& a : p.alternatives) {
+    if (!a.reason || !a.reason->starts_with("not planned: its lower bound")) continue;
+    EXPECT_NE(a.reason->find("above the plan of ring 2 ("), std::string::npos) << *a.reason;
+    ++bounded;
+  }
+  EXPECT_GE(bounded, 1);
+  ASSERT_TRUE(p.pipeline_or_not && p.pipeline_or_not->layout_note);
+  EXPECT_NE(p.pipeline_or_not->layout_note->find(
+                "no plan without sequence parallelism can beat it, a lower bound says"),
+            std::string::npos)
+      << *p.pipeline_or_not->layout_note;
+}
+
 }  // namespace
 }  // namespace pulse

@@ -224,6 +224,7 @@ TEST(Compile, ActivationBudgetIsKeptAndTheCurveIsWritten) {
   o.pp = 4;
   o.split_backward = true;
   o.activation_budget_fraction = 0.1;
+  o.frozen = "cached";  // the denoiser in the whole headroom (docs/frozen.md)
   const CompiledPlan p = compile_ok(in, o);
   // A tenth of what a device may fill: the usable memory x the default headroom, rounded down.
   const double may_fill =

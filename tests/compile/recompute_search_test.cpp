@@ -36,6 +36,7 @@ TEST(RecomputeAuto, KeepsTheFastestModeAsEachModePlansIt) {
   PlanOptions o;
   o.pp = 4;
   o.recompute = "auto";
+  o.frozen = "cached";  // the denoiser in the whole headroom (docs/frozen.md)
   const CompiledPlan p = compile_ok(in, o);
   ASSERT_TRUE(p.recompute_search);
   const RecomputeSearch& s = *p.recompute_search;

@@ -46,6 +46,9 @@ json split_doc(const Inputs& in, const PlanOptions& o) {
     p.solver.peak_activation_bytes = std::max(p.solver.peak_activation_bytes, d.resident_peak);
   }
   p.solver.memory_curve.clear();
+  // The frozen ops were placed in the gaps of the schedule replaced above: validate holds them
+  // to the new one and finds them in busy time (frozen_placement_test.cpp), so drop them.
+  p.frozen.reset();
   json doc = json::parse(test::plan_text(p, in.model, in.cluster));
   // The search's summaries of the chosen configuration, as the new schedule makes them.
   for (json& f : doc["partition"]["families"]) {
@@ -105,7 +108,11 @@ TEST(Validate, AcceptsEveryPlanThePlannerMakes) {
         o.strategy = strategies[s];
         // Flux.1-dev fits one 32 GB node only above the default headroom (0.95 of the usable
         // memory: it needs 9 devices per pipeline within it): planned with all of it.
-        if (std::string(models[m]) == "flux1-dev-1024" && c < 2) o.headroom = 1.0;
+        // Its T5-XXL (9.5 GB resident) leaves too little of it: the encoders cached offline.
+        if (std::string(models[m]) == "flux1-dev-1024" && c < 2) {
+          o.headroom = 1.0;
+          o.frozen = "cached";
+        }
         const ValidateResult r = validate(plan_doc(in, o), in);
         EXPECT_TRUE(r.ok()) << models[m] << " on " << clusters[c] << ": " << lines(r).front();
         EXPECT_TRUE(r.skipped.empty());

@@ -75,7 +75,7 @@ inline constexpr double kMinLinkBandwidth = 1;
 inline constexpr double kMaxLinkBandwidth = 1e15;
 inline constexpr double kMaxLinkLatency = 60;
 
-/// The wall-clock safety limit of one schedule synthesis (--solver-time-limit), seconds: a
+/// The CPU-time safety limit of one schedule synthesis (--solver-time-limit), seconds: a
 /// day. It is written into the plan, so it must be finite.
 inline constexpr double kMaxSolverSeconds = 86400;
 

@@ -39,6 +39,11 @@ bool write_to_stdout(std::string_view text);
 /// terminal (the progress line's carriage return and erase-line).
 std::ostream& terminal_stderr();
 
+/// CPU seconds the calling thread has run (clock_gettime(CLOCK_THREAD_CPUTIME_ID)): what the
+/// solvers' safety limits measure, so that a loaded machine, which stretches the wall clock,
+/// does not make them fire sooner in the work and so change a plan.
+double thread_cpu_seconds();
+
 /// Holds the ending signals (above) off for its lifetime; one that arrives meanwhile is
 /// handled when it ends. For a change of several files that must not stop half-way.
 class HeldSignals {

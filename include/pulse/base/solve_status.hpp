@@ -18,7 +18,7 @@ enum class SolveStatus {
   heuristic,
   /// Prescribed, not searched: a baseline strategy's own schedule (1F1B, GPipe).
   fixed,
-  /// The wall-clock safety limit stopped the search; the answer is the best found by then.
+  /// The CPU-time safety limit stopped the search; the answer is the best found by then.
   time_limit,
   /// Proven that nothing fits (the answer says what does not, by how much).
   infeasible,

@@ -62,6 +62,9 @@ struct PlanOptions {
   /// Activation recomputation (profile/recompute.hpp): "none", "selective" or "full", or
   /// "auto": each of them planned and the fastest kept (the plan states the mode chosen).
   std::string recompute = "none";
+  /// Where the model profile's frozen encoders run (simulate/frozen.hpp): "auto" (the
+  /// fastest of before_step and bubbles that fits), "cached", "before_step" or "bubbles".
+  std::string frozen = "auto";
   /// The sequence-parallel layout each pipeline device runs (cost/sequence_parallel.hpp):
   /// a level of level 0 sets it (with memory.sequence_degree); none for the plain model.
   SequenceLayout sequence;
@@ -79,7 +82,7 @@ struct PlanOptions {
   std::optional<double> headroom;
   double headroom_fraction() const { return headroom.value_or(kDefaultHeadroom); }
   /// Schedule synthesis limits: branch-and-bound nodes per integer program (deterministic)
-  /// and a wall-clock safety limit per schedule, seconds (0: list schedules only).
+  /// and a CPU-time safety limit per schedule, seconds (0: list schedules only).
   int solver_max_nodes = kDefaultSolverNodes;
   double solver_max_seconds = kDefaultSolverSeconds;
   /// Tuner: how many of the best screened candidates get the full schedule synthesis
@@ -127,9 +130,11 @@ struct CompiledPlan : Degrees {
   std::vector<AlternativeAnswer> alternatives;
   /// The plan's certificate (plan/certificate.hpp), on the plan kept only.
   std::optional<PlanCertificate> certificate;
+  /// The model's frozen encoders placed on the plan kept (the frozen pass), when it has any.
+  std::optional<PlanFrozen> frozen;
   std::vector<PassTime> pass_times;
   /// Schedule syntheses of this compile (any configuration or family, not only the plan
-  /// kept) that the wall-clock safety limit stopped before their work limits did: when
+  /// kept) that the CPU-time safety limit stopped before their work limits did: when
   /// non-zero, the plan may differ from run to run, and the command says so.
   int safety_limit_hits = 0;
   /// How often the job's schedule memo computed and recalled (not in the plan: what the

@@ -34,6 +34,8 @@ struct PlanJob {
   std::optional<std::string> trace_path;
   /// --partition-from: a plan whose stages' layer lists give options.cuts.
   std::optional<std::string> partition_from_path;
+  /// --buckets: a pulse.buckets/v1 file (profile/buckets.hpp); the plan serves every bucket.
+  std::optional<std::string> buckets_path;
   /// False: make the plan's text (PlanRun::text) and write nothing.
   bool write = true;
   /// --fail-on-warning: a plan with warnings (its `warnings` list) is an error, not written.
@@ -66,5 +68,9 @@ PlanRun run_plan_job(const PlanJob& job);
 /// (pipelines only), time and bubble.
 std::string plan_summary(const Plan& plan, const CompiledPlan& compiled, const ModelProfile& model,
                          const ClusterProfile& cluster);
+
+/// The summary's lines for a plan made with --buckets: the weighted figure, then one row per
+/// bucket (shape, share, microbatching, family, iteration, throughput, peak memory).
+std::string buckets_summary(const PlanBuckets& buckets);
 
 }  // namespace pulse

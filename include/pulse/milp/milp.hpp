@@ -54,7 +54,7 @@ class Model {
   std::vector<Row> rows_;
 };
 
-/// Work and time limits. The node limit is deterministic; the wall-clock limit is a safety
+/// Work and time limits. The node limit is deterministic; the CPU-time limit is a safety
 /// net whose expiry the result reports, because it makes the outcome machine-dependent.
 struct Limits {
   int max_nodes = kDefaultSolverNodes;

@@ -461,6 +461,11 @@ struct ShardedAnswer {
   std::optional<double> samples_per_s;
   std::optional<std::int64_t> peak_memory_bytes;
   std::optional<std::string> reason;  ///< Why not, when infeasible.
+  /// A model with frozen encoders (`frozen`): pp 1 has no bubbles, so every device encodes
+  /// its samples before the step; that time, the step with it, or why it does not fit.
+  std::optional<double> frozen_s;
+  std::optional<double> step_s;
+  std::optional<std::string> frozen_reason;
 };
 /// `pipeline_or_not`: the plan against sharded data parallelism without a pipeline.
 struct PipelineOrNot {
@@ -562,6 +567,105 @@ struct PlanCertificate {
   std::vector<PublishedGap> published;
 };
 
+/// `frozen.ops[]`: one frozen forward (simulate/frozen.hpp's FrozenOp): `samples` samples
+/// from `first_sample` of the pipeline's samples (microbatch order) of `component`, on
+/// pipeline device `device`, in `slot` "before_step" (times from the start of the frozen
+/// phase before the pipeline) or "bubble" (the iteration's times, inside the idle gap
+/// [gap_start_s, gap_end_s) of the replayed timeline, encoding the next iteration's samples).
+struct PlanFrozenOp {
+  std::string component;
+  DeviceId device = 0;
+  std::string slot;  ///< "before_step" or "bubble".
+  double start_s = 0;
+  double end_s = 0;
+  int first_sample = 0;
+  int samples = 0;
+  std::optional<double> gap_start_s;  ///< Bubble ops only.
+  std::optional<double> gap_end_s;
+};
+
+/// `frozen.placements[]`: one placement as weighed.
+struct PlanFrozenPlacement {
+  std::string placement;  ///< "cached", "before_step" or "bubbles".
+  bool feasible = false;
+  std::optional<double> before_step_s;
+  std::optional<double> step_s;
+  std::optional<std::string> reason;  ///< Why refused, or why not planned.
+};
+
+/// `frozen` (docs/frozen.md): where the model profile's frozen encoders run in the step and
+/// what they cost. Absent when the model has none.
+struct PlanFrozen {
+  std::string placement;  ///< The one chosen: "cached", "before_step" or "bubbles".
+  std::string option;     ///< --frozen as given: "auto" or a placement.
+  std::vector<std::string> components;
+  int samples = 0;           ///< Per pipeline and iteration, each encoded once.
+  double before_step_s = 0;  ///< Added to the step: the longest device's frozen phase.
+  double bubble_s = 0;       ///< Frozen seconds hidden in idle gaps (all devices).
+  double step_s = 0;         ///< predicted.iteration_s + before_step_s.
+  double samples_per_s = 0;  ///< global batch / step_s.
+  std::int64_t cached_bytes_per_sample = 0;    ///< What a cache stores per sample.
+  std::vector<std::int64_t> weight_bytes;      ///< Per pipeline device, resident.
+  std::vector<std::int64_t> activation_bytes;  ///< Per pipeline device, the largest piece.
+  std::string note;
+  std::vector<PlanFrozenPlacement> placements;
+  std::vector<PlanFrozenOp> ops;
+};
+
+/// One bucket's plan (the plan's `buckets.rows[]`, docs/buckets.md): the partition and
+/// placement are the plan's; the microbatching, schedule and figures are the bucket's own.
+struct BucketRow {
+  std::string name;
+  int frames = 0;  ///< 0: an image (or a bucket given in tokens).
+  int height = 0;  ///< 0: given in tokens.
+  int width = 0;
+  std::int64_t tokens = 0;
+  double share = 0;  ///< Of samples or of steps (`buckets.share_of`), summing to 1.
+  int microbatch_size = 1;
+  int num_microbatches = 0;
+  std::string family;  ///< The schedule family, as `partition.family` names it.
+  double iteration_s = 0;
+  double samples_per_s = 0;
+  double bubble_ratio = 0;
+  std::int64_t peak_memory_bytes = 0;  ///< The fullest device, under the memory rule.
+  /// The plan made for the largest bucket applied to this one: its partition, placement and
+  /// microbatch size, the schedule synthesized on this bucket's costs.
+  double largest_plan_iteration_s = 0;
+};
+
+/// A partition the bucket search weighed (`buckets.candidates[]`).
+struct BucketCandidate {
+  std::string from;  ///< "largest" or "average": the bucket the partition was made for.
+  bool feasible = false;
+  bool chosen = false;
+  double weighted_samples_per_s = 0;
+  std::string reason;  ///< Why not feasible; "" when it is.
+};
+
+/// `plan --buckets` (docs/buckets.md): one partition for every bucket, each bucket its own
+/// microbatching and schedule. The plan's stages, schedule and figures are the largest
+/// bucket's (`body`), so a runtime that reads no buckets runs the shape that needs the most
+/// memory.
+struct PlanBuckets {
+  std::string file;
+  std::string sha256;
+  std::string name;
+  std::string source;
+  std::string share_of;             ///< "samples" or "steps" (one global batch: the same weights).
+  std::int64_t profile_tokens = 0;  ///< The tokens of the shape the model profile was made at.
+  int body = 0;                     ///< The row the rest of the plan describes.
+  std::string partition_from;       ///< The chosen candidate's `from`.
+  /// One iteration per bucket, weighted by share: sum share x iteration_s, and the global
+  /// batch over it (samples per second over the mix).
+  double weighted_iteration_s = 0;
+  double weighted_samples_per_s = 0;
+  /// The same for the largest bucket's plan applied to every bucket (rows' largest_plan_*).
+  double largest_plan_samples_per_s = 0;
+  std::int64_t capacity_bytes = 0;  ///< Usable memory per device as planned (headroom applied).
+  std::vector<BucketCandidate> candidates;
+  std::vector<BucketRow> rows;
+};
+
 struct Plan {
   std::string file;  ///< Where it was read from, for messages (not a JSON key).
   std::string schema = kPlanSchema;
@@ -588,6 +692,8 @@ struct Plan {
   std::optional<RecomputeSearch> recompute_search;
   std::optional<std::vector<AlternativeAnswer>> alternatives;
   std::optional<PlanCertificate> certificate;
+  std::optional<PlanFrozen> frozen;
+  std::optional<PlanBuckets> buckets;  ///< `plan --buckets` only.
   /// What the plan should make its user look again at (bubble above 50%, a device above 95%
   /// of its usable memory, one microbatch in flight per device); empty: nothing.
   std::vector<std::string> warnings;

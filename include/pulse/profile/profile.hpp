@@ -107,6 +107,23 @@ struct Carried {
   bool needs_gradient = false;
 };
 
+/// A frozen module of the training step (the profile's `frozen[]`, docs/frozen.md): a VAE
+/// encoder, a text encoder or an image encoder run forward-only on every sample before the
+/// denoiser sees it. Its weights stay resident (no gradient, no optimizer state); its
+/// forward keeps nothing, so its activation is a transient working set.
+struct FrozenComponent {
+  std::string name;
+  std::string kind;  ///< "vae_encoder", "text_encoder" or "image_encoder".
+  std::int64_t params = 0;
+  std::int64_t weight_bytes = 0;
+  /// Forward seconds per microbatch, [device type index][microbatch size index].
+  std::vector<std::vector<double>> forward_s;
+  std::int64_t activation_bytes_per_sample = 0;
+  std::int64_t output_bytes_per_sample = 0;
+  double forward_flops_per_sample = 0;
+  std::string source;
+};
+
 struct ModelProfile {
   SourceFile file;
   std::string name;
@@ -121,6 +138,9 @@ struct ModelProfile {
   std::vector<Layer> layers;
   std::vector<Skip> skips;
   std::vector<Carried> carried;
+  /// `frozen`: the frozen encoders the step runs before the denoiser (optional; empty: the
+  /// profile has none, or they run outside the plan).
+  std::vector<FrozenComponent> frozen;
 
   /// Index into device_types of `type` or of another name of the same device (an alias in
   /// this profile's specs, or profile/derive.hpp's same_device: "NVIDIA H200" is
@@ -186,6 +206,9 @@ struct ClusterProfile {
 /// Seconds for a microbatch of `b` samples, from times measured at `sizes`: linear between
 /// sizes, per-sample scaling of the nearest size outside them.
 double interpolate_time(const std::vector<double>& times, const std::vector<int>& sizes, int b);
+/// The same rule at a real size `b` (a bucket's equivalent microbatch, buckets.hpp).
+double interpolate_time_at(const std::vector<double>& times, const std::vector<int>& sizes,
+                           double b);
 
 /// Whether `b` is one of the profiled sizes (otherwise plans say the time is interpolated).
 bool is_profiled_size(const std::vector<int>& sizes, int b);

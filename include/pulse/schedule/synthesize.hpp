@@ -94,7 +94,7 @@ struct ScheduleAnswer : ScheduleSearch {
   Timeline timeline;
   /// optimal (the schedule meets its lower bound), feasible (a search beat the heuristic,
   /// not proven optimal), heuristic (nothing beat the list schedule), fixed (a baseline's
-  /// own schedule) or time_limit (the wall-clock safety limit stopped the search first).
+  /// own schedule) or time_limit (the CPU-time safety limit stopped the search first).
   SolveStatus status = SolveStatus::heuristic;
   std::int64_t activation_budget = 0;  ///< The request's, which the schedule keeps to.
 };
