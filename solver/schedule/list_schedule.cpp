@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <stdexcept>
 #include <tuple>
@@ -113,7 +114,20 @@ class ListScheduler {
         next_w_(model.layout.num_stages(), 0),
         open_(model.layout.num_stages(), 0),
         queues_(model.num_devices()),
-        best_(model.num_devices()) {
+        best_(model.num_devices()),
+        checked_(model.num_devices(), 0),
+        inputs_(3 * static_cast<std::size_t>(model.layout.num_stages())),
+        version_(model.layout.num_stages(), 0),
+        touched_by_(model.layout.num_stages()) {
+    const int S = model.layout.num_stages();
+    for (StageId st = 0; st < S; ++st) {
+      for (StageId n = std::max(st - 1, 0); n <= std::min(st + 1, S - 1); ++n)
+        touched_by_[st].push_back(n);
+    }
+    for (const Transfer& t : model.transfers) {
+      touched_by_[t.from].push_back(t.to);
+      touched_by_[t.to].push_back(t.from);
+    }
     while (leaves_ < model.num_devices()) leaves_ *= 2;
     winner_.assign(2 * static_cast<std::size_t>(leaves_), -1);
     for (DeviceId d = 0; d < model.num_devices(); ++d) {
@@ -122,6 +136,8 @@ class ListScheduler {
       refresh(d);
     }
   }
+
+  const std::vector<int>& checked() const { return checked_; }
 
   Schedule run(double* makespan_s) {
     const int S = model_.layout.num_stages(), P = model_.num_devices();
@@ -138,6 +154,7 @@ class ListScheduler {
       makespan = std::max(makespan, engine_.execute(op).busy_until_s);
       schedule.device_ops[d].push_back(op);
       advance(d, op);
+      touch(op);
       dirty.clear();
       engine_.consumer_devices(op, dirty);
       std::sort(dirty.begin(), dirty.end());
@@ -162,14 +179,15 @@ class ListScheduler {
     best_[d].reset();
     if (policy_.active) candidates_.clear();
     auto consider = [&](const Op& op) {
-      const auto ready = engine_.ready_time(op);
-      if (!ready) return;
-      const Key key{*ready, rank_of(policy_, op), op.mb, -op.stage, d};
+      const double ready = ready_of(d, op);
+      if (std::isnan(ready)) return;
+      const Key key{ready, rank_of(policy_, op), op.mb, -op.stage, d};
       if (policy_.active) candidates_.push_back({key, op});
       if (!best_[d] || key < best_[d]->first) best_[d] = {key, op};
     };
     for (StageId s : q.stages) {
       const bool admits = s == q.admitting;
+      if (admits && next_f_[s] < num_microbatches_) checked_[d] = std::max(checked_[d], q.inflight);
       const bool room = admits ? q.inflight < limits_[d] : window_open(s);
       if (next_f_[s] < num_microbatches_ && room) {
         consider(Op{OpKind::forward, s, next_f_[s]});
@@ -179,6 +197,32 @@ class ListScheduler {
     }
     if (policy_.active && best_[d]) prefer_by_rank(d);
     replay_match(d);
+  }
+
+  // ready_at, with what is known of each candidate's inputs kept per (stage, op kind): a
+  // device is refreshed several times per op it runs, and each refresh would otherwise
+  // re-read every input of every candidate, most of them still missing. Once all inputs are
+  // there their time is final (each is written once); while one is missing, it stays
+  // missing until an op of this stage, a neighbouring one or a transfer partner executes
+  // (run() bumps their versions). max is exact, so the time is ready_at's to the bit.
+  double ready_of(DeviceId d, const Op& op) {
+    const std::size_t slot = static_cast<std::size_t>(op.stage) * 3 + kind_slot(op.kind);
+    InputsSeen& seen = inputs_[slot];
+    const unsigned version = version_[op.stage];
+    if (seen.mb != op.mb || (std::isnan(seen.at) && seen.version != version)) {
+      seen = InputsSeen{op.mb, version, engine_.inputs_ready(op)};
+    }
+    if (std::isnan(seen.at)) return seen.at;
+    return std::max(engine_.device_free(d), seen.at);
+  }
+
+  // After `op` ran: the stages whose ops' inputs it may have written.
+  void touch(const Op& op) {
+    for (StageId s : touched_by_[op.stage]) ++version_[s];
+  }
+
+  static int kind_slot(OpKind k) {
+    return k == OpKind::forward ? 0 : k == OpKind::backward_weight ? 2 : 1;
   }
 
   // The device whose candidate starts first is the root of a tournament over the devices'
@@ -243,6 +287,17 @@ class ListScheduler {
   std::vector<DeviceQueue> queues_;
   std::vector<std::optional<std::pair<Key, Op>>> best_;
   std::vector<std::pair<Key, Op>> candidates_;  // refresh's scratch
+  std::vector<int> checked_;  // per device: most in flight when its limit was consulted
+  // ready_of's cache, [stage * 3 + kind slot]: the candidate's microbatch, the stage's
+  // version when its inputs were read, and inputs_ready's answer then.
+  struct InputsSeen {
+    int mb = -1;
+    unsigned version = 0;
+    double at = detail::kNotYet;
+  };
+  std::vector<InputsSeen> inputs_;
+  std::vector<unsigned> version_;                 // per stage
+  std::vector<std::vector<StageId>> touched_by_;  // per stage: see touch()
   int leaves_ = 1;
   std::vector<DeviceId> winner_;  // the tournament: [1] the root, [leaves_ + d] device d
 };
@@ -251,9 +306,12 @@ class ListScheduler {
 
 Schedule list_schedule(const PipelineModel& model, int num_microbatches,
                        const std::vector<int>& inflight_limit, bool split_backward,
-                       const ListPolicy& policy, double* makespan_s) {
-  return ListScheduler(model, num_microbatches, inflight_limit, split_backward, policy)
-      .run(makespan_s);
+                       const ListPolicy& policy, double* makespan_s,
+                       std::vector<int>* inflight_checked) {
+  ListScheduler scheduler(model, num_microbatches, inflight_limit, split_backward, policy);
+  Schedule schedule = scheduler.run(makespan_s);
+  if (inflight_checked) *inflight_checked = scheduler.checked();
+  return schedule;
 }
 
 }  // namespace pulse

@@ -92,10 +92,17 @@ class Search {
   bool offer(ListPolicy policy, const std::vector<int>& limits) {
     if (out_of_budget()) return false;
     policy.window_limit = windows_for(limits);
+    std::vector<int> ranks = ranks_key(policy);
+    if (same_as_tried(ranks, policy.window_limit, limits)) {
+      ++best_.evaluations;  // the work limit counts it, so the search goes on as before
+      return false;
+    }
     double makespan = 0;
-    Schedule s =
-        list_schedule(model_, in_.num_microbatches, limits, in_.split_backward, policy, &makespan);
+    std::vector<int> checked;
+    Schedule s = list_schedule(model_, in_.num_microbatches, limits, in_.split_backward, policy,
+                               &makespan, &checked);
     ++best_.evaluations;
+    if (!in_.seen) tried_.push_back({std::move(ranks), policy.window_limit, limits, checked});
     if (in_.seen) in_.seen(s);
     if (best_.found && makespan >= best_.makespan_s * (1 - 1e-12)) return false;
     bool safe = true;
@@ -108,6 +115,43 @@ class Search {
     best_.limits = limits;
     improved_ = true;
     return true;
+  }
+
+  // One scored candidate, as much as decides its schedule: the ranks and rule, the window
+  // limits, the in-flight limits, and per device the most microbatches in flight when its
+  // limit was consulted.
+  struct Tried {
+    std::vector<int> ranks, windows, limits, checked;
+  };
+
+  static std::vector<int> ranks_key(const ListPolicy& p) {
+    std::vector<int> key(p.forward_rank);
+    key.insert(key.end(), p.backward_rank.begin(), p.backward_rank.end());
+    key.insert(key.end(), p.weight_rank.begin(), p.weight_rank.end());
+    key.push_back(p.active ? 1 : 0);
+    return key;
+  }
+
+  // Whether a candidate already scored in this search has the same schedule: the same ranks,
+  // rule and windows, and on every device the same in-flight limit or two limits both above
+  // what that run ever held when it consulted the limit (then the list scheduler takes the
+  // same decisions step by step). Such a repeat is never kept: its makespan is the one scored
+  // then, which was the best (equal now, not strictly shorter), or not below the best of that
+  // time (which only shrinks), or it failed the memory replay (which it fails again).
+  // Skipping it changes nothing but the work; it still counts as an evaluation. Not with
+  // `seen`, which wants every schedule.
+  bool same_as_tried(const std::vector<int>& ranks, const std::vector<int>& windows,
+                     const std::vector<int>& limits) const {
+    if (in_.seen) return false;
+    for (const Tried& t : tried_) {
+      if (t.ranks != ranks || t.windows != windows) continue;
+      bool same = true;
+      for (std::size_t d = 0; d < limits.size() && same; ++d) {
+        same = limits[d] == t.limits[d] || (limits[d] > t.checked[d] && t.limits[d] > t.checked[d]);
+      }
+      if (same) return true;
+    }
+    return false;
   }
 
   // Window limits for the later stages of every device whose in-flight limit is beyond what
@@ -196,6 +240,7 @@ class Search {
   const std::vector<int> base_ = default_inflight(model_.layout, in_.num_microbatches);
   const std::vector<std::int64_t> held_ = bytes_per_microbatch_staying(model_);
   const std::vector<int> one_more_ = plus_one(in_);
+  std::vector<Tried> tried_;  // every candidate scored, for same_as_tried
   SearchResult best_;
   bool improved_ = true;
   int reserve_ = 0;

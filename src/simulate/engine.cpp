@@ -1,6 +1,7 @@
 #include "pulse/simulate/engine.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace pulse::detail {
 
@@ -51,11 +52,11 @@ bool ExecutionEngine::executed(const Op& op) const {
   return false;
 }
 
-std::optional<double> ExecutionEngine::ready_time(const Op& op) const {
+double ExecutionEngine::inputs_ready(const Op& op) const {
   const StageId s = op.stage;
   const int m = op.mb;
   const int S = model_.layout.num_stages();
-  double t = device_free_[model_.layout.device[s]];
+  double t = -std::numeric_limits<double>::infinity();
   auto need = [&t](double when) {
     if (!done(when)) return false;
     t = std::max(t, when);
@@ -65,26 +66,38 @@ std::optional<double> ExecutionEngine::ready_time(const Op& op) const {
     // The previous stage's output (a local hand-over or a transfer) and direct skips.
     if (s > 0 && model_.layout.device[s - 1] == model_.layout.device[s] &&
         !need(f_end_[idx(s - 1, m)])) {
-      return std::nullopt;
+      return kNotYet;
     }
     for (std::size_t tr : into_[s]) {
-      if (!need(fwd_arrival_[tidx(tr, m)])) return std::nullopt;
+      if (!need(fwd_arrival_[tidx(tr, m)])) return kNotYet;
     }
     return t;
   }
   if (op.kind == OpKind::backward_weight) {
-    if (!need(g_end_[idx(s, m)])) return std::nullopt;
+    if (!need(g_end_[idx(s, m)])) return kNotYet;
     return t;
   }
   // B or I: own forward, the next stage's gradient, and gradients of skips sent from here.
-  if (!need(f_end_[idx(s, m)])) return std::nullopt;
+  if (!need(f_end_[idx(s, m)])) return kNotYet;
   if (s + 1 < S && model_.layout.device[s + 1] == model_.layout.device[s] &&
       !need(g_end_[idx(s + 1, m)])) {
-    return std::nullopt;
+    return kNotYet;
   }
   for (std::size_t tr : out_of_[s]) {
-    if (!need(bwd_arrival_[tidx(tr, m)])) return std::nullopt;
+    if (!need(bwd_arrival_[tidx(tr, m)])) return kNotYet;
   }
+  return t;
+}
+
+double ExecutionEngine::ready_at(const Op& op) const {
+  const double in = inputs_ready(op);
+  if (!done(in)) return kNotYet;
+  return std::max(device_free_[model_.layout.device[op.stage]], in);
+}
+
+std::optional<double> ExecutionEngine::ready_time(const Op& op) const {
+  const double t = ready_at(op);
+  if (!done(t)) return std::nullopt;
   return t;
 }
 
@@ -119,7 +132,8 @@ void ExecutionEngine::consumer_devices(const Op& op, std::vector<DeviceId>& out)
 
 TimedOp ExecutionEngine::execute(const Op& op) {
   const DeviceId d = model_.layout.device[op.stage];
-  const double start = ready_time(op).value();
+  const double start = ready_at(op);
+  if (!done(start)) throw std::logic_error("ExecutionEngine::execute: an input is missing");
   const double end = start + compute_time(op);
   const std::size_t i = idx(op.stage, op.mb);
   double busy = end;

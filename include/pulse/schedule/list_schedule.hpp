@@ -44,9 +44,12 @@ struct ListPolicy {
 /// microbatch only while fewer than inflight_limit[d] are in flight on it. Respects every
 /// dependency; deadlock-free because all devices admit microbatches in the same order.
 /// `makespan_s`, when given, receives the schedule's makespan (what `simulate` would say).
+/// `inflight_checked`, when given, receives per device the most microbatches it held when
+/// its limit was consulted: any limit above that (the others equal) gives the same schedule.
 Schedule list_schedule(const PipelineModel& model, int num_microbatches,
                        const std::vector<int>& inflight_limit, bool split_backward,
-                       const ListPolicy& policy, double* makespan_s = nullptr);
+                       const ListPolicy& policy, double* makespan_s = nullptr,
+                       std::vector<int>* inflight_checked = nullptr);
 
 /// GPipe: each device runs every forward of its stages (microbatch by microbatch), then every
 /// backward. Holds all microbatches in flight.

@@ -24,6 +24,14 @@ class ExecutionEngine {
   /// Earliest start of `op` on its device, or nullopt while an input's producer has not
   /// executed yet.
   std::optional<double> ready_time(const Op& op) const;
+  /// The same as a plain number, kNotYet (NaN) while an input is missing: the list
+  /// scheduler asks this for every candidate, and a returned optional<double> costs a
+  /// store-forwarding stall on each call.
+  double ready_at(const Op& op) const;
+  /// When the last input of `op` is there (-infinity if it has none), kNotYet while one is
+  /// missing. Final once known: every input is written once. ready_at is its maximum with
+  /// the device's free time.
+  double inputs_ready(const Op& op) const;
   /// Runs `op` at its ready time (which must exist) and performs its sends.
   TimedOp execute(const Op& op);
   bool executed(const Op& op) const;
