@@ -46,10 +46,18 @@ std::string Plan::mode() const {
 }
 
 std::string Plan::layout() const {
-  if (pp() == 1) return fmt::format("data parallel x {}, {}, no pipeline", parallelism.dp, mode());
+  // With sequence parallelism, the ranks that share each sample: " x Ulysses 4 x ring 2".
+  std::string sequence;
+  if (const auto& q = parallelism.sequence; q && q->degree > 1) {
+    if (q->ulysses > 1) sequence += fmt::format(" x Ulysses {}", q->ulysses);
+    if (q->ring > 1) sequence += fmt::format(" x ring {}", q->ring);
+  }
+  if (pp() == 1) {
+    return fmt::format("data parallel x {}{}, {}, no pipeline", parallelism.dp, sequence, mode());
+  }
   const bool family = strategy() == "pulse" && partition.family;
-  return fmt::format("pp {} x dp {}, {} stages{}, {}", pp(), parallelism.dp, num_stages(),
-                     family ? fmt::format(" ({})", *partition.family) : "", mode());
+  return fmt::format("pp {} x dp {}{}, {} stages{}, {}", pp(), parallelism.dp, sequence,
+                     num_stages(), family ? fmt::format(" ({})", *partition.family) : "", mode());
 }
 
 bool Plan::split_backward() const {

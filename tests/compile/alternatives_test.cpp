@@ -8,6 +8,7 @@
 #include <string>
 
 #include "pulse/compile/compile.hpp"
+#include "pulse/compile/plan_builder.hpp"
 #include "support/test_support.hpp"
 
 namespace pulse {
@@ -187,6 +188,9 @@ TEST(Alternatives, ALayoutBoundedAboveTheKeptPlanIsSaidSoAndNamesIt) {
                 "no plan without sequence parallelism can beat it, a lower bound says"),
             std::string::npos)
       << *p.pipeline_or_not->layout_note;
+  // Every view names the plan with its layout (it read "data parallel x 4, ZeRO-3, ...").
+  EXPECT_EQ(build_plan(p, in.model, in.cluster).layout(),
+            "data parallel x 4 x ring 2, ZeRO-3, precision fp32, no pipeline");
 }
 
 }  // namespace

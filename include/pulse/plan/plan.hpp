@@ -716,7 +716,8 @@ struct Plan {
   std::string mode() const;
   /// The layout and the mode, as every view names a plan: "data parallel x 8, ZeRO-3, no
   /// pipeline" at pp 1 (no stages: one device runs the whole model), else "pp 4 x dp 2, 8
-  /// stages (v), ZeRO-0" (the family where pulse chose one).
+  /// stages (v), ZeRO-0" (the family where pulse chose one); with sequence parallelism its
+  /// layout after dp ("data parallel x 4 x ring 2, ZeRO-3, no pipeline").
   std::string layout() const;
   /// Backward split into I and W: as schedule_info states, else whether any op is I or W.
   bool split_backward() const;
