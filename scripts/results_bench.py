@@ -22,7 +22,9 @@ the low and high ends of the profile's stated time range (`pulse-plan plan --com
 F|range-low|range-high`); and every link of the cluster made 1/16 to 2 times as fast
 (`--link-scale F`: bandwidth x F, latency / F).
 
-Every figure is the plan's own `predicted` and `comm` block: one simulator, one cost model
+The denoiser alone (--frozen cached: the encoders' outputs cached offline, as the paper
+compares; docs/frozen.md places them in the step). Every figure is the plan's own
+`predicted` and `comm` block: one simulator, one cost model
 for all strategies. Deterministic (the planner is), so the page regenerates byte-identical.
 Runs the plans in parallel (one per CPU); prints progress on stderr.
 """
@@ -90,7 +92,7 @@ def cluster_path(cluster):
 def plan(binary, model, cluster, strategy, pp, scales=()):
     """Plan one strategy; `scales`: extra planner options (--compute-scale, --link-scale)."""
     cmd = [binary, "plan", "--quiet", "--model", model_path(model), "--cluster",
-           cluster_path(cluster), "--strategy", strategy,
+           cluster_path(cluster), "--strategy", strategy, "--frozen", "cached",
            "--global-batch", str(SAMPLES_PER_DEVICE * devices(cluster)), *scales]
     if pp:
         cmd += ["--pp", str(pp)]
@@ -394,7 +396,10 @@ def page(results, command, sens=None):
         "**What is compared.** For each model and cluster every strategy is planned with the "
         f"same global batch ({SAMPLES_PER_DEVICE} samples per device: 64 on 8 devices, 256 on "
         "32) and evaluated by the same simulator on the same cost model (`pulse-plan "
-        "simulate` replays any of these plans to the same figures). *Tuned*: each strategy "
+        "simulate` replays any of these plans to the same figures). The denoiser alone, as "
+        "the Pulse paper compares: the frozen encoders' outputs cached offline (`--frozen "
+        "cached`), so their weights take no device memory; docs/frozen.md places them in the "
+        "step (before it or in the pipeline's bubbles). *Tuned*: each strategy "
         "with its own best pipeline degree, data-parallel degree and microbatch size that "
         "fits. *Fixed pp*: pipeline degree 4 on 8 devices and 8 on 32 devices for every "
         "strategy (dp fills the cluster, microbatch size tuned), which isolates what the "
