@@ -18,7 +18,7 @@ namespace {
 
 constexpr const char* kModels[] = {"sd2-unet-512", "sdxl-unet-1024", "flux1-dev-1024",
                                    "hunyuan-dit-g2-1024", "uvit-l2-256"};
-constexpr const char* kClusters[] = {"dgx-h100-1n", "dgx1-v100-32gb-1n", "atlas800-910a-1n"};
+constexpr const char* kOneNodeClusters[] = {"dgx-h100-1n", "dgx1-v100-32gb-1n", "atlas800-910a-1n"};
 
 const PlanFrozenPlacement* weighed(const PlanFrozen& f, const std::string& name) {
   for (const PlanFrozenPlacement& p : f.placements) {
@@ -30,7 +30,7 @@ const PlanFrozenPlacement* weighed(const PlanFrozen& f, const std::string& name)
 TEST(FrozenPlacement, BubblesAreNeverSlowerThanBeforeTheStep) {
   int planned = 0, hidden = 0;
   for (const char* model : kModels) {
-    for (const char* cluster : kClusters) {
+    for (const char* cluster : kOneNodeClusters) {
       const test::Inputs in = test::shipped(model, cluster);
       PlanOptions o;
       o.frozen = "bubbles";

@@ -20,7 +20,7 @@ struct Planned {
 };
 
 // tiny-unet on one DGX-1 at pp 2: 4 stages, dp 4, 16 microbatches.
-Planned tiny(Strategy strategy = Strategy::pulse) {
+Planned tiny_planned(Strategy strategy = Strategy::pulse) {
   auto m = load_model_profile(test::profile_path("models/tiny-unet.json"));
   auto c = load_cluster_profile(test::profile_path("clusters/dgx1-v100-32gb-1n.json"));
   PlanOptions o;
@@ -44,7 +44,7 @@ std::string parse_error(const json& doc) {
 }
 
 TEST(PlanReader, ReadsWhatThePlannerWrote) {
-  const Planned t = tiny();
+  const Planned t = tiny_planned();
   const Plan p = parse_ok(t.doc);
   EXPECT_EQ(p.file, "p.json");
   EXPECT_EQ(p.generator.name, "pulse-plan");
@@ -100,7 +100,7 @@ TEST(PlanReader, ReadsWhatThePlannerWrote) {
 }
 
 TEST(PlanReader, V2StatesTheOptionsAsGivenAndWhatWasChosenApart) {
-  const Planned t = tiny();
+  const Planned t = tiny_planned();
   EXPECT_EQ(t.doc["schema"], "pulse.plan/v2");
   // Neither --zero nor --recompute given: the options say so; chosen says what was planned.
   EXPECT_TRUE(t.doc["options"]["memory"]["zero_stage"].is_null());
@@ -123,7 +123,7 @@ TEST(PlanReader, V2StatesTheOptionsAsGivenAndWhatWasChosenApart) {
 }
 
 TEST(PlanReader, V1OptionsAreWhatWasPlanned) {
-  json doc = tiny().doc;
+  json doc = tiny_planned().doc;
   doc["schema"] = "pulse.plan/v1";
   doc.erase("chosen");
   doc["options"]["memory"]["zero_stage"] = 1;
@@ -143,7 +143,7 @@ TEST(PlanReader, V1OptionsAreWhatWasPlanned) {
 }
 
 TEST(PlanReader, SequentialPlansAreChains) {
-  const Plan p = parse_ok(tiny(Strategy::one_f_one_b).doc);
+  const Plan p = parse_ok(tiny_planned(Strategy::one_f_one_b).doc);
   EXPECT_FALSE(p.is_v());
   EXPECT_EQ(p.num_stages(), 2);
   EXPECT_EQ(p.stages[1].side, "chain");
@@ -151,7 +151,7 @@ TEST(PlanReader, SequentialPlansAreChains) {
 }
 
 TEST(PlanReader, ToleratesKeysItDoesNotKnow) {
-  json doc = tiny().doc;
+  json doc = tiny_planned().doc;
   doc["annotations"] = {{"reviewer", "someone"}, {"gap", 0.0}};
   doc["stages"][0]["note"] = "hand-tuned";
   doc["schedule"][0]["ops"][0]["comment"] = "first";
@@ -159,7 +159,7 @@ TEST(PlanReader, ToleratesKeysItDoesNotKnow) {
 }
 
 TEST(PlanReader, SplitBackwardFromTheOpsWhenTheFlagIsAbsent) {
-  json doc = tiny().doc;
+  json doc = tiny_planned().doc;
   doc["schedule_info"].erase("split_backward");
   // Every B becomes an I and a W, each half of the B's time.
   for (json& device : doc["schedule"]) {
@@ -187,7 +187,7 @@ TEST(PlanReader, SplitBackwardFromTheOpsWhenTheFlagIsAbsent) {
 }
 
 TEST(PlanReader, ReportsEveryProblemWithItsPath) {
-  json doc = tiny().doc;
+  json doc = tiny_planned().doc;
   doc["parallelism"].erase("global_batch");
   doc["stages"][1]["layers"] = json::array();
   doc["skips"][0]["producer_stage"] = "zero";
@@ -212,7 +212,7 @@ TEST(PlanReader, ReportsEveryProblemWithItsPath) {
 }
 
 TEST(PlanReader, StageCountMustMatchTheDegrees) {
-  json doc = tiny().doc;
+  json doc = tiny_planned().doc;
   doc["parallelism"]["num_stages"] = 3;
   EXPECT_EQ(parse_error(doc),
             "p.json: $.stages: expected 3 stages ($.parallelism.num_stages), got 4");

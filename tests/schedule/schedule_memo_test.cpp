@@ -35,7 +35,7 @@ PipelineModel v_model(int P) {
   return m;
 }
 
-ScheduleRequest request(const PipelineModel& m, int M, bool split) {
+ScheduleRequest memo_request(const PipelineModel& m, int M, bool split) {
   ScheduleRequest r;
   r.model = &m;
   r.num_microbatches = M;
@@ -46,7 +46,7 @@ ScheduleRequest request(const PipelineModel& m, int M, bool split) {
   return r;
 }
 
-ScheduleAnswer solve(const ScheduleRequest& r) {
+ScheduleAnswer memo_solve(const ScheduleRequest& r) {
   auto a = synthesize_schedule(r);
   EXPECT_TRUE(a.ok()) << (a.ok() ? "" : a.error().message);
   return a.ok() ? *a : ScheduleAnswer{};
@@ -72,13 +72,13 @@ void expect_same(const ScheduleAnswer& a, const ScheduleAnswer& b, const std::st
 TEST(ScheduleMemo, TwoMemosComputeTheSameRequestTwice) {
   const PipelineModel m = v_model(2);
   ScheduleMemo first, second;
-  ScheduleRequest r = request(m, 4, false);
+  ScheduleRequest r = memo_request(m, 4, false);
   r.memo = &first;
-  solve(r);
-  solve(r);
+  memo_solve(r);
+  memo_solve(r);
   EXPECT_EQ(first.counts().answers, (ScheduleMemo::Counts{1, 1}));  // computed, then recalled
   r.memo = &second;
-  solve(r);
+  memo_solve(r);
   EXPECT_EQ(second.counts().answers, (ScheduleMemo::Counts{1, 0}));  // nothing of the first's
   EXPECT_EQ(first.counts().answers, (ScheduleMemo::Counts{1, 1}));
 }
@@ -86,18 +86,18 @@ TEST(ScheduleMemo, TwoMemosComputeTheSameRequestTwice) {
 TEST(ScheduleMemo, APlantedAnswerStaysInItsMemo) {
   const PipelineModel m = v_model(2);
   ScheduleMemo planted, clean;
-  ScheduleRequest r = request(m, 4, false);
+  ScheduleRequest r = memo_request(m, 4, false);
   r.memo = &planted;
   ScheduleAnswer wrong;
   wrong.method = "planted";
   wrong.makespan_s = 1e-3;
   detail::remember_answer(r, wrong);
-  EXPECT_EQ(solve(r).method, "planted");  // the memo is consulted...
+  EXPECT_EQ(memo_solve(r).method, "planted");  // the memo is consulted...
   r.memo = &clean;
-  const ScheduleAnswer a = solve(r);  // ...and only its owner's
+  const ScheduleAnswer a = memo_solve(r);  // ...and only its owner's
   EXPECT_NE(a.method, "planted");
   r.memo = nullptr;
-  expect_same(a, solve(r), "without a memo");
+  expect_same(a, memo_solve(r), "without a memo");
 }
 
 TEST(ScheduleMemo, AnswersAreTheSameWithoutAMemoAndRecalled) {
@@ -108,15 +108,15 @@ TEST(ScheduleMemo, AnswersAreTheSameWithoutAMemoAndRecalled) {
   for (const bool split : {false, true}) {
     ScheduleMemo memo;
     for (const std::int64_t budget : {std::int64_t{0}, std::int64_t{300}}) {
-      ScheduleRequest r = request(v, 6, split);
+      ScheduleRequest r = memo_request(v, 6, split);
       r.activation_budget = budget;
       r.memory_curve_points = 2;
-      const ScheduleAnswer none = solve(r);
+      const ScheduleAnswer none = memo_solve(r);
       r.memo = &memo;
       const std::string what =
           "split " + std::to_string(split) + ", budget " + std::to_string(budget);
-      expect_same(none, solve(r), what + ", computed");
-      expect_same(none, solve(r), what + ", recalled");
+      expect_same(none, memo_solve(r), what + ", computed");
+      expect_same(none, memo_solve(r), what + ", recalled");
     }
     const ScheduleMemo::AllCounts c = memo.counts();
     EXPECT_EQ(c.answers, (ScheduleMemo::Counts{2, 2}));
@@ -133,15 +133,15 @@ TEST(ScheduleMemo, AScreenAndAFullSynthesisShareTheirBound) {
   // The bound depends on the model, the split, M and the room, not on the searches' work.
   const PipelineModel m = v_model(2);
   ScheduleMemo memo;
-  ScheduleRequest r = request(m, 4, false);
+  ScheduleRequest r = memo_request(m, 4, false);
   r.memo = &memo;
   r.max_evaluations = 24;
   r.max_order_evaluations = 0;
-  solve(r);
+  memo_solve(r);
   r.max_evaluations = 400;
   r.max_order_evaluations = 2000;
   r.probe_smaller_budget = true;
-  solve(r);
+  memo_solve(r);
   EXPECT_EQ(memo.counts().bounds, (ScheduleMemo::Counts{1, 1}));
   EXPECT_EQ(memo.counts().answers, (ScheduleMemo::Counts{2, 0}));
 }
@@ -209,7 +209,7 @@ TEST(ScheduleMemo, ARequestDifferingInAnyOneFieldMissesTheAnswer) {
   ASSERT_FALSE(m.transfers.empty());
   ASSERT_FALSE(m.skips.empty());
   ScheduleMemo memo;
-  ScheduleRequest kept = request(m, 4, false);
+  ScheduleRequest kept = memo_request(m, 4, false);
   kept.memo = &memo;
   ScheduleAnswer answer;
   answer.method = "kept";
@@ -246,7 +246,7 @@ TEST(ScheduleMemo, TheOtherKeysMissWhenAnyOneFieldDiffers) {
   EXPECT_TRUE(bounds.recall(detail::RoomKey{m, true, 4, {100, 200}}));
   for (const auto& [name, key] : rooms) EXPECT_FALSE(bounds.recall(key)) << name;
 
-  ScheduleRequest open = request(m, 4, true);
+  ScheduleRequest open = memo_request(m, 4, true);
   const detail::LadderKey ladder{detail::schedule_key(open), true};
   ScheduleRequest more = open;
   ++more.max_evaluations;

@@ -159,7 +159,7 @@ void expect_rows_are_devices(const std::string& csv, const Plan& p,
 
 // Renames a stage's layer everywhere the plan names it: its stage list and the skips it
 // produces or consumes (a reader holds a skip's layers to the stages it names).
-void rename_layer(json& doc, int stage, int index, const std::string& name) {
+void rename_stage_layer(json& doc, int stage, int index, const std::string& name) {
   json& slot = doc["stages"][stage]["layers"][index];
   const std::string old = slot;
   slot = name;
@@ -404,7 +404,7 @@ TEST(ExportDot, StagesAreClustersAndSkipsDashed) {
 
 TEST(ExportDot, ModelAddsKindsAndNamesAreQuoted) {
   json doc = plan_doc("tiny-unet", 2);
-  rename_layer(doc, 0, 0, "em\"bed");
+  rename_stage_layer(doc, 0, 0, "em\"bed");
   const Plan p = read(doc);
   auto model = load_model_profile(test::profile_path("models/tiny-unet.json"));
   const std::string dot = export_dot(p, {&model.value()});
