@@ -108,7 +108,7 @@ void read_buckets(JsonChecker& check, const json& root, const TokenRule& rule, B
     if (!check.object(value, path, keys)) continue;
     Bucket b;
     shape_tokens(check, value, path, rule, b);
-    const auto share = check.number(value, path, "share", 0.0, true, 1e9);
+    const auto share = check.number(value, path, "share", 0.0, true, true, 1e9);
     b.share = share.value_or(0);
     total += b.share;
     if (auto name = check.string(value, path, "name", false)) {
