@@ -76,15 +76,24 @@ int main(int argc, char** argv) {
       "---------------------|----------:|--------:|------------:|-------------:|\n");
   for (const auto& [short_name, file] : models) {
     if (!only.empty() && only != short_name) continue;
-    const ModelProfile model =
-        load_model_profile(root() + "/profiles/models/" + file + ".json").value();
+    const auto loaded = load_model_profile(root() + "/profiles/models/" + file + ".json");
+    if (!loaded) {
+      std::fprintf(stderr, "bench_tune: %s\n", loaded.error().message.c_str());
+      return 2;
+    }
+    const ModelProfile& model = loaded.value();
     for (const char* family : families) {
       for (int devices : {8, 32, 64, 256}) {
         if (devices == 256 && std::string(short_name) != "hunyuan") continue;
         const int nodes = devices / 8;
         const std::string base = root() + "/profiles/clusters/" + family + "-" +
                                  std::to_string(std::min(nodes, 8)) + "n.json";
-        ClusterProfile cluster = load_cluster_profile(base).value();
+        auto read = load_cluster_profile(base);
+        if (!read) {
+          std::fprintf(stderr, "bench_tune: %s\n", read.error().message.c_str());
+          return 2;
+        }
+        ClusterProfile cluster = read.value();
         cluster.nodes = nodes;  // 256 devices: the 8-node profile, 32 nodes
         const Outcome tuned = run(model, cluster, 3);
         Outcome swept;
