@@ -46,6 +46,7 @@
 #include "pulse/schedule/published.hpp"
 #include "pulse/simulate/simulate.hpp"
 #include "support/v_peers.hpp"
+#include "v_seeds.hpp"
 #include "zbv_fill.hpp"
 
 using namespace pulse;
@@ -160,12 +161,11 @@ std::vector<Peer> peers_of(const test::PeerInstance& in) {
   }
   // ZB-V's fill loop given each stage's own F, I, W (the authors' loop with its cost lookup
   // made per stage, zbv_fill.hpp) at every budget from P to 3P: a peer the scalar fixture
-  // does not have, which sees uneven stages.
-  std::vector<std::array<double, 3>> own;
-  for (const test::PeerStage& st : in.stages) {
-    own.push_back({st.forward_ms, st.input_grad_ms, st.weight_grad_ms});
-  }
-  const detail::ScalarCosts scalar{in.f_ms, in.b_ms, in.w_ms, in.delay_ms};
+  // does not have, which sees uneven stages. Its costs are the pipeline model's, to the
+  // nanosecond, as the planner's pool gives them (the loop compares sums of them, so a
+  // figure rounded otherwise can tip a decision either way), its link time the authors'.
+  const std::vector<std::array<double, 3>> own = detail::stage_costs_of(pm);
+  const detail::ScalarCosts scalar = detail::authors_costs(pm);
   for (int k = in.num_devices; k <= 3 * in.num_devices; ++k) {
     if (auto z = detail::zbv_fill_pick({in.num_devices, in.num_microbatches, scalar, k, own})) {
       replay(z->schedule, fmt::format("zb-v-stages@{}", k), "zb-v-stages");
