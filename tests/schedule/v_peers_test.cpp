@@ -23,6 +23,7 @@
 #include "pulse/simulate/schedule_check.hpp"
 #include "pulse/simulate/simulate.hpp"
 #include "schedule/v_auto.hpp"
+#include "schedule/v_seeds.hpp"
 #include "schedule/zbv_fill.hpp"
 #include "support/test_support.hpp"
 #include "support/v_peers.hpp"
@@ -355,17 +356,22 @@ TEST(ZbvFillStageCosts, ItsOwnTimingOfUnevenStagesIsTheSimulators) {
 }
 
 TEST(VPeers, NeverSlowerThanTheStageCostFillAtItsMemory) {
-  // The synthesizer at the peak of ZB-V's fill given each stage's costs, at every budget
-  // from P to 3P: never slower. Before the pool held the per-stage fill, pulse was behind
-  // it at 4 of these levels of SD2 (pp 4, M 16) and 3 of Hunyuan-DiT's, by up to 4%.
+  // The synthesizer at the peak of ZB-V's fill given each stage's costs (the pipeline
+  // model's, as the pool and bench_v_families give them), at every budget from P to 3P:
+  // never slower. Before the pool held the per-stage fill, pulse was behind it at 4 of
+  // these levels of SD2 (pp 4, M 16) and 3 of Hunyuan-DiT's, by up to 4%. Under the
+  // sanitizers (seven times slower) SD2's alone.
+  const std::vector<const char*> names =
+      kEveryNthInstance == 1 ? std::vector<const char*>{"sd2 pp4 M16 d0.0", "hunyuan pp4 M16 d0.0"}
+                             : std::vector<const char*>{"sd2 pp4 M16 d0.0"};
   int compared = 0;
-  for (const char* name : {"sd2 pp4 M16 d0.0", "hunyuan pp4 M16 d0.0"}) {
+  for (const char* name : names) {
     const test::PeerInstance& in = instance_named(name);
     const PipelineModel m = test::peer_pipeline_model(in);
-    const std::vector<std::array<double, 3>> own = stage_costs_of(in);
+    const std::vector<std::array<double, 3>> own = detail::stage_costs_of(m);
+    const detail::ScalarCosts scalar = detail::authors_costs(m);
     for (int k = in.num_devices; k <= 3 * in.num_devices; ++k) {
-      const auto z =
-          detail::zbv_fill_pick({in.num_devices, in.num_microbatches, costs_of(in), k, own});
+      const auto z = detail::zbv_fill_pick({in.num_devices, in.num_microbatches, scalar, k, own});
       if (!z) continue;
       const auto [makespan_ms, peak] = replayed(in, z->schedule);
       const ScheduleAnswer a = plan_at(m, in.num_microbatches, peak);
@@ -373,7 +379,7 @@ TEST(VPeers, NeverSlowerThanTheStageCostFillAtItsMemory) {
       ++compared;
     }
   }
-  EXPECT_EQ(compared, 10);  // the budgets where the authors' loop does not raise
+  EXPECT_GE(compared, 4 * static_cast<int>(names.size()));
 }
 
 }  // namespace
