@@ -146,7 +146,12 @@ def prepare(opts: RunOptions, torch_device: Any = None) -> Prepared:
     model.to(device)
     try:
         plan = Plan(doc, model)
-        frozen.check(doc, model)
+        spec = frozen.check(doc, model)
+        if spec is not None and spec.placement == "cached" and opts.data is None:
+            raise PlanError(f"{doc.path}: $.frozen.placement: cached: the batches must carry "
+                            f"the encoded fields {frozen.outputs(model)}, and make_batch's do "
+                            f"not: give a --data hook that supplies them "
+                            f"(examples/small_frozen.py:cached_data)")
         shapes = comm.Shapes(model, plan.microbatch_size, device, prec.comm_dtype,
                              prec.autocast, plan.sequence_layout)
         plan.check_bytes(shapes, prec.name)
