@@ -391,6 +391,12 @@ def frozen_cases():
     yield Case(c, "cached-without-a-data-hook", base="frozen", args=frozen,
                plan=at("frozen.placement", "cached"),
                message=path("$.frozen.placement") + ".*give a --data hook")
+    yield Case(c, "adapter-runs-no-frozen-encoders", command="adapter", base="frozen",
+               args=frozen, message=r"^torch_pipelining: bad\.json: \$\.frozen: the pipelining "
+               r"adapter runs no frozen encoders")
+    yield Case(c, "adapter-runs-no-buckets", command="adapter", base="buckets", args=frozen,
+               plan=at("frozen", DELETE), message=r"^torch_pipelining: bad\.json: "
+               r"\$\.buckets: the pipelining adapter runs one shape")
     yield Case(c, "bucket-microbatching-not-the-global-batch", base="buckets", args=frozen,
                plan=at("buckets.rows.1.num_microbatches", 3),
                message=path("$.buckets.rows[1]") + ".*is not the global batch 8")
