@@ -195,10 +195,10 @@ class Runner:
             for name, pieces in self._next.items():
                 current.setdefault(name, []).extend(pieces)
         self._next = {}
-        for name, _, work, buf, now_flag in self._recvs:
+        for name, first_sample, work, buf, now_flag in self._recvs:
             if now_flag:
                 work.wait()
-                current.setdefault(name, []).append((_, buf))
+                current.setdefault(name, []).append((first_sample, buf))
         self._recvs = [r for r in self._recvs if not r[4]]
         return self._assemble(current)
 

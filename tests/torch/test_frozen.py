@@ -147,6 +147,36 @@ class Frozen(unittest.TestCase):
         self.check_named("params")
 
 
+@common.requires_torch
+class ProfiledFrozen(unittest.TestCase):
+    """pulse-profile's frozen[] (python/pulse_runtime/frozen_profile.py) on the example: the
+    checked-in profile's components are the model's, with its parameter counts, float64
+    weight bytes and exact output bytes, and a fresh measurement agrees."""
+
+    def test_the_profile_lists_the_models_frozen_parts(self):
+        import torch
+        from pulse_runtime import blocklist, frozen_profile
+        from pulse_runtime.steptimer import Clock
+        model = blocklist.load_factory(MODEL)(seed=0, dtype=torch.float64)
+        with open(PROFILE) as f:
+            listed = json.load(f)["frozen"]
+        # 4 latent channels x 8 x 8 and 6 tokens x 32 values, 8 bytes each
+        self.assertEqual([(c["name"], c["kind"], c["output_bytes_per_sample"])
+                          for c in listed],
+                         [("vae", "vae_encoder", 4 * 8 * 8 * 8),
+                          ("text", "text_encoder", 6 * 32 * 8)])
+        fresh = frozen_profile.measure(model, [1, 2], 0, torch.device("cpu"), 0, 1,
+                                       Clock(torch.device("cpu")), "CPU")
+        for c, got, module in zip(listed, fresh, (model.vae, model.text_encoder)):
+            params = sum(p.numel() for p in module.parameters())
+            self.assertEqual((c["params"], c["weight_bytes"]), (params, 8 * params))
+            for key in ("name", "kind", "params", "weight_bytes", "output_bytes_per_sample",
+                        "activation_bytes_per_sample"):
+                self.assertEqual(got[key], c[key], key)
+            self.assertEqual(len(got["forward_s"]["CPU"]), 2)
+            self.assertTrue(all(t > 0 for t in got["forward_s"]["CPU"]))
+
+
 def bucket_shape(plan, iteration):
     """The shape make_batch draws at iteration i: the bucket pulse-run runs then (the rows in
     the plan's order, round robin), {} without buckets."""
