@@ -24,6 +24,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 from pulse_runtime import pipelining  # noqa: E402
+from pulse_runtime.plan_doc import PlanError, read_plan  # noqa: E402
 from pulse_runtime.runner import (RunError, RunOptions, device_type, free_port,  # noqa: E402
                                   prepare, wait_all, warm_before_fork)
 
@@ -57,10 +58,27 @@ def rank_main(opts, rank, world, init_method):
         sys.exit(2)
 
 
+def refuse_steps_it_does_not_run(path):
+    """The adapter runs the denoiser's schedule at one shape: a plan with frozen encoders
+    (any placement: even cached ones need batches it does not take) or buckets is refused
+    (exit 2), not run without them; pulse-run runs both."""
+    try:
+        doc = read_plan(path)
+    except PlanError as e:
+        raise RunError(str(e)) from None
+    if doc.frozen is not None:
+        raise RunError(f"{path}: $.frozen: the pipelining adapter runs no frozen encoders "
+                       f"(placement {doc.frozen.get('placement')}); pulse-run runs them")
+    if doc.buckets is not None:
+        raise RunError(f"{path}: $.buckets: the pipelining adapter runs one shape, not "
+                       f"buckets; pulse-run runs each bucket's microbatching")
+
+
 def main(argv=None):
     args = parse(sys.argv[1:] if argv is None else argv)
     try:
         pipelining.require_pipelining()
+        refuse_steps_it_does_not_run(args.plan)
         run = RunOptions(plan=args.plan, model=args.model, iterations=args.iterations,
                          dtype=args.dtype, lr=args.lr, seed=args.seed, device=args.device,
                          optimizer=args.optimizer, zero=args.zero,

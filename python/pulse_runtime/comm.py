@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, ContextManager, Callable
 import torch
 import torch.distributed as dist
 
+from . import frozen
+
 if TYPE_CHECKING:
     from .plan import Message, Plan, StoreKey
 
@@ -34,9 +36,13 @@ class Shapes:
     def __init__(self, model: Any, microbatch_size: int, device: Any,
                  comm_dtype: torch.dtype | None = None,
                  autocast: Callable[[], ContextManager[Any]] = contextlib.nullcontext,
-                 sequence: tuple[int, int] = (1, 1)) -> None:
+                 sequence: tuple[int, int] = (1, 1),
+                 sample_shape: dict[str, int] | None = None) -> None:
         self.comm_dtype = comm_dtype
-        batch = model.make_batch(1, seed=0, device=device)
+        # A model with frozen parts: its stages read the encoded fields (frozen.py)
+        # At a bucket's shape (`sample_shape`: make_batch's keywords, buckets.py) when given.
+        batch = frozen.encode(model, model.make_batch(1, seed=0, device=device,
+                                                      **(sample_shape or {})))
         degree = sequence[0] * sequence[1]
         if degree > 1:
             from .sequence import ShapeContext

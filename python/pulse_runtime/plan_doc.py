@@ -37,6 +37,8 @@ Optional keys, read when present:
   name (absent: none); the runtimes run each under torch.utils.checkpoint;
 - `parallelism.sequence` and `rank_map.sequence_groups`: a sequence-parallel layout (above;
   `PlanDoc.processes` is then world_size x degree);
+- `frozen` and `buckets` (docs/frozen.md, docs/buckets.md): kept as the schema checked them,
+  read into records by frozen.py and buckets.py, which pulse-run runs;
 - `transfers[].carried`: the carried tensors a main transfer moves, by name. Plans written
   before it existed leave it out, and plan.py derives the list with the planner's rule.
 """
@@ -181,6 +183,10 @@ class PlanDoc:
     precision: str = "mixed"
     recompute: str = "none"
     modes_path: str = "$.options"  # where zero_stage, precision and recompute were read
+    # `frozen` and `buckets` as the schema checked them; typed where they are run
+    # (frozen.py, buckets.py). None: the plan has no such section.
+    frozen: dict | None = None
+    buckets: dict | None = None
 
     @property
     def sequence_degree(self) -> int:
@@ -287,6 +293,8 @@ def read_plan(path: str) -> PlanDoc:
         predicted=_prediction(r, r.get(raw, "predicted", dict, "$"), "$.predicted"),
         precision=_precision(r, memory, modes_path),
         recompute=_recompute(r, modes, modes_path),
+        frozen=r.get(raw, "frozen", dict, "$", None),
+        buckets=r.get(raw, "buckets", dict, "$", None),
         modes_path=modes_path)
     check(doc)
     _READ[(path, sha256)] = doc

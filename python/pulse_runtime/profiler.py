@@ -40,7 +40,7 @@ from typing import Any, Optional
 
 import torch
 
-from . import blocklist, models, profile_cli
+from . import blocklist, frozen_profile, models, profile_cli
 from .options import fail
 from .profile_cli import parse_args  # noqa: F401 (scripts/gpu_check_steps.py calls it here)
 from .precision import Precision, precision
@@ -96,7 +96,10 @@ class SizeRun:
                  prec: Precision | None = None) -> None:
         prec = prec or precision("fp32", device.type)
         self.size, self.prec = size, prec
-        self.batch = model.make_batch(size, seed=seed + size, device=device)
+        # A model with frozen parts: the denoiser is timed on its encoded inputs (the frozen
+        # forwards are measured on their own, frozen_profile.py).
+        self.batch = frozen_profile.encode(model, model.make_batch(size, seed=seed + size,
+                                                                   device=device))
         with prec.autocast():
             self.bytes = account(model, self.batch, prec.comm_dtype)
         self.forward: list[list[float]] = [[] for _ in model.blocks]
@@ -198,7 +201,8 @@ def _contender(model_spec: str, precision_name: str, device_name: str, threads: 
     prec = precision(precision_name, device.type)
     model = models.load(model_spec, seed=seed, dtype=prec.param_dtype).to(device)
     model.train()
-    batches = [model.make_batch(b, seed=seed + b, device=device) for b in sizes]
+    batches = [frozen_profile.encode(model, model.make_batch(b, seed=seed + b, device=device))
+               for b in sizes]
     ready.set()
     k = 0
     while not stop.is_set():
@@ -391,6 +395,10 @@ def run_profile(model: Any, args: argparse.Namespace,
     print_findings(findings, getattr(args, "verbose", False))
     prov = provenance(args, (kind, desc), summaries, (per_sample, inversions, steps, stamps))
     profile = build_profile(model, by_size, args, device_type, prov, args.precision)
+    frozen = frozen_profile.measure(model, args.sizes, args.seed, device, args.warmup,
+                                    args.repeats, Clock(device, args.clock), device_type)
+    if frozen:
+        profile["frozen"] = frozen
     return profile, summaries, findings
 
 

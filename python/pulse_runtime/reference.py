@@ -17,14 +17,16 @@ def reference_step(model: Any, global_batch: int, seed: int, lr: float) -> dict[
 
 
 def reference_train(model: Any, global_batch: int, seed: int, iterations: int,
-                    config: optim.Config) -> dict[str, Any]:
+                    config: optim.Config, shapes: list[dict[str, int]] | None = None
+                    ) -> dict[str, Any]:
     """`iterations` steps on one process, iteration i on the batch of seed + 1 + i as the
-    runtime takes it; returns the losses, the last step's gradients and the parameters
-    after the last step."""
+    runtime takes it (`shapes[i]`: make_batch's shape keywords then, a plan's bucket);
+    returns the losses, the last step's gradients and the parameters after the last step."""
     optimizer = config.make(list(model.parameters()))
     losses = []
     for it in range(iterations):
-        batch = model.make_batch(global_batch, seed=seed + 1 + it)
+        batch = model.make_batch(global_batch, seed=seed + 1 + it,
+                                 **(shapes[it] if shapes else {}))
         optimizer.zero_grad(set_to_none=True)
         loss = model.loss_sum(model(batch), batch) / global_batch
         loss.backward()

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from . import blocklist, checkpoint, comm, models, optim, sequence, sharding
+from . import blocklist, buckets, checkpoint, comm, frozen, models, optim, sequence, sharding
 from .options import check_local_world, check_run_options
 from .plan import Plan, PlanError
 from .plan_doc import PlanDoc, read_plan
@@ -146,11 +146,23 @@ def prepare(opts: RunOptions, torch_device: Any = None) -> Prepared:
     model.to(device)
     try:
         plan = Plan(doc, model)
+        spec = frozen.check(doc, model)
+        if spec is not None and spec.placement == "cached" and opts.data is None:
+            raise PlanError(f"{doc.path}: $.frozen.placement: cached: the batches must carry "
+                            f"the encoded fields {frozen.outputs(model)}, and make_batch's do "
+                            f"not: give a --data hook that supplies them "
+                            f"(examples/small_frozen.py:cached_data)")
         shapes = comm.Shapes(model, plan.microbatch_size, device, prec.comm_dtype,
                              prec.autocast, plan.sequence_layout)
         plan.check_bytes(shapes, prec.name)
+        for bucket in buckets.read(doc):  # every bucket's samples go through the stages
+            comm.Shapes(model, bucket.microbatch_size, device, prec.comm_dtype, prec.autocast,
+                        plan.sequence_layout, bucket.shape)
     except (PlanError, OSError) as e:
         raise RunError(str(e)) from None
+    except TypeError as e:
+        raise RunError(f"--model {opts.model}: make_batch does not take the plan's bucket "
+                       f"shapes ($.buckets.rows): {e}") from None
     return Prepared(model, plan, shapes, prec, zero, notes + zero_notes)
 
 
@@ -207,13 +219,27 @@ def run_rank(opts: RunOptions, rank: int, world_size: int | None = None,
         print(f"pulse-run: runs {describe(executed(w, p.plan))}", file=sys.stderr, flush=True)
     start = resume(opts, w, p.plan, rank) if opts.checkpoint_dir else 0
     record: dict[str, Any] = {"losses": [], "iteration_s": [], "traces": [], "messages": 0}
-    batches = data_batches(opts, p.model, p.plan.global_batch, torch_device, start)
+    shapes = [b.shape for b in buckets.read(p.plan.doc)]
+    batches = data_batches(opts, p.model, p.plan.global_batch, torch_device, start, shapes)
+    record["frozen"] = []
+    batch = next(batches) if start < opts.iterations else None
     for it in range(start, opts.iterations):
-        batch = next(batches)
+        # The next batch too: frozen ops in bubbles encode it (frozen.py)
+        next_batch = next(batches) if it + 1 < opts.iterations else None
+        check_frozen_fields(opts, p.model, w, it, batch)
         dist.barrier()  # all ranks start an iteration together: times are comparable
         w.comm.bytes.clear()
         sent_before = w.comm.messages_sent
-        loss, seconds = w.iteration(batch)
+        bucket = w.use_bucket(it)
+        loss, seconds = w.iteration(batch, next_batch, first=it == start)
+        if bucket is not None:
+            record.setdefault("buckets", []).append(
+                {"name": bucket.name, "shape": bucket.shape,
+                 "microbatch_size": bucket.microbatch_size,
+                 "num_microbatches": bucket.num_microbatches,
+                 "ops": [op for op, _, _ in w.plan.schedule[w.device]].count("F")})
+        record["frozen"].append(list(w.frozen.record) if w.frozen is not None else [])
+        batch = next_batch
         record["losses"].append(loss)
         record["iteration_s"].append(seconds)
         record["traces"].append(w.trace)
@@ -229,23 +255,48 @@ def run_rank(opts: RunOptions, rank: int, world_size: int | None = None,
     dist.destroy_process_group()
 
 
+def check_frozen_fields(opts: RunOptions, model: Any, w: Any, it: int,
+                        batch: dict[str, Any]) -> None:
+    """A plan that places its frozen components `cached` runs none of them: the batch must
+    carry their outputs (RunError naming them otherwise)."""
+    if w.frozen is not None or w.plan.doc.frozen is None:
+        return
+    missing = [f for f in frozen.outputs(model) if f not in batch]
+    if missing:
+        raise RunError(f"{w.plan.path}: $.frozen.placement is cached, but batch {it} lacks the "
+                       f"encoded field(s) {missing}: give a --data hook whose batches carry them "
+                       f"(examples/small_frozen.py:cached_data encodes once up front)")
+
+
 def data_batches(opts: RunOptions, model: Any, global_batch: int, torch_device: Any,
-                 start: int) -> Iterator[dict[str, Any]]:
+                 start: int, shapes: list[dict[str, int]] | None = None
+                 ) -> Iterator[dict[str, Any]]:
     """The global batch of every iteration from `start` on: the model's make_batch (seed + 1
     + i), or the batches the --data hook yields (called as FUNCTION(global_batch=, seed=,
-    device=, model=); every rank must get the same batches), the first `start` skipped."""
+    device=, model=); every rank must get the same batches), the first `start` skipped.
+    With buckets (`shapes`, one per bucket, buckets.py), iteration i's samples have shape
+    shapes[i mod n]: make_batch gets it as keywords (height=, width=, frames=), the hook
+    gets the list as `shapes=`."""
     if opts.data is None:
         it = start
         while True:
-            yield model.make_batch(global_batch, seed=opts.seed + 1 + it, device=torch_device)
+            shape = shapes[it % len(shapes)] if shapes else {}
+            try:
+                batch = model.make_batch(global_batch, seed=opts.seed + 1 + it,
+                                         device=torch_device, **shape)
+            except TypeError as e:
+                raise RunError(f"--model {opts.model}: make_batch does not take the plan's "
+                               f"bucket shape {shape} ($.buckets.rows): {e}") from None
+            yield batch
             it += 1
     try:
         hook = blocklist.load_factory(opts.data)
     except (ValueError, OSError) as e:
         raise RunError(f"--data {opts.data}: {e}") from None
     count = 0
+    extra = {"shapes": shapes} if shapes else {}
     for batch in hook(global_batch=global_batch, seed=opts.seed, device=torch_device,
-                      model=model):
+                      model=model, **extra):
         if count >= start:
             yield checked_batch(opts.data, count, batch, global_batch, torch_device)
         count += 1
@@ -325,9 +376,21 @@ def write_rank_file(opts: RunOptions, w: Any, record: dict[str, Any], rank: int,
               "optimizer_state_numel": w.optimizer.state_numel,
               "zero": w.optimizer.zero, "loss_scale": w.scaler.scale,
               "skipped_steps": w.scaler.skipped, "held_bytes": held,
-              "executed": executed(w, w.plan)}
+              "executed": executed(w, w.plan), "frozen": frozen_record(w, record),
+              "buckets": record.get("buckets", [])}
     os.makedirs(opts.out, exist_ok=True)
     torch.save(result, os.path.join(opts.out, f"rank{rank}.pt"))
+
+
+def frozen_record(w: Any, record: dict[str, Any]) -> dict[str, Any]:
+    """The frozen ops this rank ran per iteration (component, when, first sample, samples),
+    and the state of the frozen parameters: no gradient, not trained."""
+    params = [p for c in getattr(w.model, "frozen", None) or []
+              for p in c["module"].parameters()]
+    return {"ops": record.get("frozen", []), "params": sum(p.numel() for p in params),
+            "requires_grad": any(p.requires_grad for p in params),
+            "with_grad": any(p.grad is not None for p in params),
+            "in_optimizer": any(any(p is q for q in w.params) for p in params)}
 
 
 def executed(w: Any, plan: Plan) -> dict[str, Any]:

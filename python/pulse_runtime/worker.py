@@ -25,7 +25,7 @@ from typing import Any, Callable
 import torch
 import torch.distributed as dist
 
-from . import blocklist, comm, optim, sequence, sharding
+from . import blocklist, buckets, comm, frozen, optim, sequence, sharding
 from .plan import Plan, StoreKey
 from .precision import Precision, precision as make_precision
 
@@ -68,6 +68,9 @@ class Worker:
         self.comm = comm.Comm(plan, self.device, plan.pipeline_ranks(self.replica, index),
                               shapes, torch_device)
         self.last_stage = len(plan.stages) - 1
+        self.buckets = self._make_buckets()
+        self.frozen = self._make_frozen(index)
+        self.encoded: dict[str, torch.Tensor] = {}
         self.run_op: dict[str, Callable[[int, int], None]] = {
             "F": self.forward, "B": self.backward, "I": self.backward_input,
             "W": self.backward_weight}
@@ -84,6 +87,36 @@ class Worker:
         self.model.set_sequence_parallel(ctx)
         return ctx
 
+    def _make_buckets(self) -> list[tuple[buckets.Bucket, Plan, comm.Comm]]:
+        """Per bucket of the plan (buckets.py): the plan with its microbatching and schedule,
+        and the messages at its sample shape; [] without buckets."""
+        out = []
+        for bucket in buckets.read(self.plan.doc):
+            plan = buckets.bucket_plan(self.plan, bucket)
+            shapes = comm.Shapes(self.model, bucket.microbatch_size, self.torch_device,
+                                 self.precision.comm_dtype, self.precision.autocast,
+                                 self.plan.sequence_layout, bucket.shape)
+            out.append((bucket, plan, comm.Comm(plan, self.device, self.comm.ranks, shapes,
+                                                self.torch_device)))
+        return out
+
+    def use_bucket(self, iteration: int) -> buckets.Bucket | None:
+        """Runs the next iterations as bucket `iteration` mod n does (None without buckets)."""
+        if not self.buckets:
+            return None
+        bucket, self.plan, self.comm = self.buckets[iteration % len(self.buckets)]
+        return bucket
+
+    def _make_frozen(self, sequence_index: int) -> frozen.Runner | None:
+        """This rank's frozen ops (frozen.py); None when the plan runs none (no frozen
+        section, or `cached`: the batches carry the outputs)."""
+        spec = frozen.read(self.plan.doc)
+        if spec is None or spec.placement == "cached":
+            return None
+        starts = [o.start_s for o in self.plan.doc.schedule[self.device]]
+        return frozen.Runner(spec, self.model, self.device, self.replica,
+                             self.plan.pipeline_ranks(self.replica, sequence_index), starts)
+
     def _make_dp_groups(self) -> tuple[Any, int]:
         """(this rank's data-parallel group or None, its size): under sequence parallelism
         every process of the replicas' sequence groups (plan.data_parallel_groups). new_group
@@ -97,8 +130,11 @@ class Worker:
 
     # --- one iteration -------------------------------------------------------------------
 
-    def iteration(self, batch: Batch) -> tuple[float, float]:
-        """Runs this rank's ops; returns (sum of its microbatch losses, seconds)."""
+    def iteration(self, batch: Batch, next_batch: Batch | None = None,
+                  first: bool = True) -> tuple[float, float]:
+        """Runs this rank's ops (and its frozen ops: before the schedule, and in its bubbles
+        on `next_batch`; `first`: the run's first iteration, frozen.py); returns (sum of its
+        microbatch losses, seconds)."""
         start = time.perf_counter()
         self.store, self.saved, self.loss_sum = {}, {}, 0.0
         self.inputs, self.pending_w = {}, {}  # (stage, mb) -> input leaves / I's outputs
@@ -107,14 +143,21 @@ class Worker:
         for p in self.params:
             p.grad = None
         self.comm.start_iteration()
+        if self.frozen is not None:
+            self.encoded = self.frozen.start(batch, next_batch, first)
         # (op, stage, mb, start_s, end_s, seconds blocked in receives, seconds posting
         # sends), times from the iteration start.
         self.trace = []
-        for op, stage, mb in self.plan.schedule[self.device]:
+        for position, (op, stage, mb) in enumerate(self.plan.schedule[self.device]):
+            if self.frozen is not None:
+                self.frozen.in_bubble(position, next_batch)
             t0, waited, sent = time.perf_counter() - start, self.comm.wait_s, self.comm.send_s
             self.run_op[op](stage, mb)
             self.trace.append((op, stage, mb, t0, time.perf_counter() - start,
                                self.comm.wait_s - waited, self.comm.send_s - sent))
+        if self.frozen is not None:  # those the plan places after the last op (or later)
+            self.frozen.in_bubble(len(self.plan.schedule[self.device]), next_batch, last=True)
+            self.frozen.finish()
         self.comm.finish_iteration()
         if self.sharded:  # the accumulated gradients, reduce-scattered once (sharding.py)
             for module in self.modules.values():
@@ -131,6 +174,8 @@ class Worker:
         b = self.plan.microbatch_size
         first = (self.replica * self.plan.num_microbatches + mb) * b
         samples = {k: v[first:first + b] for k, v in self.batch.items()}
+        # Device 0's frozen outputs, of the pipeline's samples (frozen.py)
+        samples.update((k, v[mb * b:(mb + 1) * b]) for k, v in self.encoded.items())
         if self.sequence is None:
             return samples
         return self.model.shard_batch(samples, self.sequence.index, self.sequence.degree)

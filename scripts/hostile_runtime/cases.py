@@ -17,11 +17,14 @@ PYTHON_DIR = os.path.join(MAIN, "python")
 PROFILE = os.path.join(MAIN, "tests", "torch", "data", "small-unet-test-f64.json")
 DIT_PROFILE = os.path.join(MAIN, "tests", "torch", "data", "small-dit-test-f64.json")
 CLUSTER = os.path.join(MAIN, "profiles", "clusters", "cpu-localhost.json")
+FROZEN_PROFILE = os.path.join(MAIN, "tests", "torch", "data", "small-frozen-test-f64.json")
+BUCKETS = os.path.join(MAIN, "tests", "torch", "data", "small-frozen-buckets.json")
 
 # The base plans, made by the planner under test: a V (pp 2 x dp 4, 8 ranks), a chain whose
 # skips travel in skip transfers, a V with a split backward, and a V of 2 ranks; of the
 # small DiT (examples/small_dit.py), Ulysses 2 on one pipeline device (1 rank, 2 processes)
-# and on a pipeline of 2 (pp 2: 2 ranks of 2 processes).
+# and on a pipeline of 2 (pp 2: 2 ranks of 2 processes); of the example with frozen encoders
+# (examples/small_frozen.py), a pp 2 plan encoding before the step, and one with two buckets.
 BASE_SPECS = {
     "v": ["--pp", "2", "--global-batch", "8"],
     "direct": ["--pp", "2", "--strategy", "1f1b-direct", "--global-batch", "8"],
@@ -29,8 +32,12 @@ BASE_SPECS = {
     "dp1": ["--pp", "2", "--dp", "1", "--global-batch", "4"],
     "seq": ["--sequence", "2x1", "--pp", "1", "--dp", "1", "--global-batch", "4"],
     "seqpp2": ["--sequence", "2x1", "--pp", "2", "--dp", "1", "--global-batch", "4"],
+    "frozen": ["--pp", "2", "--dp", "1", "--global-batch", "4", "--frozen", "before_step"],
+    "buckets": ["--pp", "2", "--dp", "1", "--global-batch", "8", "--frozen", "before_step",
+                "--buckets", BUCKETS],
 }
-BASE_PROFILES = {"seq": DIT_PROFILE, "seqpp2": DIT_PROFILE}  # the others: PROFILE
+BASE_PROFILES = {"seq": DIT_PROFILE, "seqpp2": DIT_PROFILE, "frozen": FROZEN_PROFILE,
+                 "buckets": FROZEN_PROFILE}  # the others: PROFILE
 
 
 def make_bases(binary, folder):

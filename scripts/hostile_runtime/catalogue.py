@@ -362,8 +362,48 @@ def sequence_cases():
                message=path("$.parallelism.sequence") + ".*not exported to torchtitan")
 
 
+def frozen_cases():
+    """Plans of the example with frozen encoders (base "frozen": pp 2, encoded before the
+    step; "buckets": two buckets) whose frozen or buckets section the model cannot run."""
+    c = "frozen"
+    frozen = ["--model", os.path.join(MAIN, "examples", "small_frozen.py") + ":build_test"]
+    yield Case(c, "component-the-model-lacks", base="frozen", args=frozen,
+               plan=at("frozen.components.0", "clip"),
+               message=path("$.frozen.components[0]") + ".*'clip' is not one the model provides")
+    yield Case(c, "model-without-frozen-parts", base="frozen",
+               message=path("$.frozen.components[0]") + ".*'vae' is not one the model "
+               r"provides \(none\)")
+    yield Case(c, "a-part-the-plan-does-not-list", base="frozen", args=frozen,
+               plan=at("frozen.components", ["vae"]),
+               message=path("$.frozen.components") + ".*lacks the model's frozen component "
+               "'text'")
+    yield Case(c, "no-frozen-section", base="frozen", args=frozen, plan=at("frozen", DELETE),
+               message=path("$.frozen") + ".*missing, but the model has frozen components")
+    yield Case(c, "op-of-a-component-the-model-lacks", base="frozen", args=frozen,
+               plan=at("frozen.ops.0.component", "clip"),
+               message=path("$.frozen.ops[0].component") + ".*'clip'")
+    yield Case(c, "op-on-a-device-beyond-pp", base="frozen", args=frozen,
+               plan=at("frozen.ops.0.device", 2),
+               message=path("$.frozen.ops[0].device") + ".*below 2, got 2")
+    yield Case(c, "op-beyond-the-samples", base="frozen", args=frozen,
+               plan=at("frozen.ops.0.samples", 5),
+               message=path("$.frozen.ops[0]") + ".*exceed the pipeline's 4")
+    yield Case(c, "cached-without-a-data-hook", base="frozen", args=frozen,
+               plan=at("frozen.placement", "cached"),
+               message=path("$.frozen.placement") + ".*give a --data hook")
+    yield Case(c, "adapter-runs-no-frozen-encoders", command="adapter", base="frozen",
+               args=frozen, message=r"^torch_pipelining: bad\.json: \$\.frozen: the pipelining "
+               r"adapter runs no frozen encoders")
+    yield Case(c, "adapter-runs-no-buckets", command="adapter", base="buckets", args=frozen,
+               plan=at("frozen", DELETE), message=r"^torch_pipelining: bad\.json: "
+               r"\$\.buckets: the pipelining adapter runs one shape")
+    yield Case(c, "bucket-microbatching-not-the-global-batch", base="buckets", args=frozen,
+               plan=at("buckets.rows.1.num_microbatches", 3),
+               message=path("$.buckets.rows[1]") + ".*is not the global batch 8")
+
+
 PARTS = (file_cases, syntax_cases, type_cases, semantic_cases, launch_cases, option_cases,
-         profile_cases, export_cases, sequence_cases)
+         profile_cases, export_cases, sequence_cases, frozen_cases)
 
 
 def all_cases():
