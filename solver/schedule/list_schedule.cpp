@@ -103,8 +103,9 @@ namespace {
 class ListScheduler {
  public:
   ListScheduler(const PipelineModel& model, int M, const std::vector<int>& limits, bool split,
-                const ListPolicy& policy)
-      : model_(model),
+                const ListPolicy& policy, bool record_ties)
+      : record_ties_(record_ties && !policy.active),
+        model_(model),
         num_microbatches_(M),
         limits_(limits),
         split_(split),
@@ -131,6 +132,16 @@ class ListScheduler {
 
   const std::vector<int>& checked() const { return checked_; }
 
+  ListTies ties() const {
+    ListTies out;
+    out.complete = record_ties_ && !zero_length_;
+    if (!out.complete) return out;
+    for (std::uint64_t p : pairs_.table)
+      if (p != 0) out.pairs.push_back(p - 1);
+    std::sort(out.pairs.begin(), out.pairs.end());
+    return out;
+  }
+
   Schedule run(double* makespan_s) {
     const int S = model_.layout.num_stages(), P = model_.num_devices();
     Schedule schedule;
@@ -144,8 +155,9 @@ class ListScheduler {
       if (d < 0) throw std::logic_error("list_schedule: no operation is ready (deadlock)");
       const Op op = best_[d]->second;
       // The key's time is ready_at's (nothing on d or its inputs moved since it was computed).
-      makespan =
-          std::max(makespan, engine_.execute_at(op, std::get<0>(best_[d]->first)).busy_until_s);
+      const TimedOp ran = engine_.execute_at(op, std::get<0>(best_[d]->first));
+      makespan = std::max(makespan, ran.busy_until_s);
+      if (!(ran.end_s > ran.start_s)) zero_length_ = true;
       schedule.device_ops[d].push_back(op);
       advance(d, op);
       dirty.assign(1, d);
@@ -170,12 +182,13 @@ class ListScheduler {
     const OpKind back = split_ ? OpKind::backward_input : OpKind::backward;
     const DeviceQueue& q = queues_[d];
     best_[d].reset();
-    if (policy_.active) candidates_.clear();
+    const bool keep = policy_.active || record_ties_;
+    if (keep) candidates_.clear();
     auto consider = [&](const Op& op) {
       const double ready = ready_of(d, op);
       if (std::isnan(ready)) return;
       const Key key{ready, rank_of(policy_, op), op.mb, -op.stage, d};
-      if (policy_.active) candidates_.push_back({key, op});
+      if (keep) candidates_.push_back({key, op});
       if (!best_[d] || key < best_[d]->first) best_[d] = {key, op};
     };
     for (StageId s : q.stages) {
@@ -189,8 +202,54 @@ class ListScheduler {
       if (split_ && next_w_[s] < next_b_[s]) consider(Op{OpKind::backward_weight, s, next_w_[s]});
     }
     if (policy_.active && best_[d]) prefer_by_rank(d);
+    if (record_ties_ && best_[d] && candidates_.size() > 1) record_ties(d);
     replay_match(d);
   }
+
+  // The pairs of candidates ready at the earliest time, the one the device chooses at (see
+  // ListTies).
+  void record_ties(DeviceId d) {
+    const double first = std::get<0>(best_[d]->first);
+    for (std::size_t i = 0; i < candidates_.size(); ++i) {
+      if (std::get<0>(candidates_[i].first) != first) continue;
+      for (std::size_t j = i + 1; j < candidates_.size(); ++j) {
+        if (std::get<0>(candidates_[j].first) != first) continue;
+        const Op& a = candidates_[i].second;
+        const Op& b = candidates_[j].second;
+        const std::uint64_t sa = static_cast<std::uint64_t>(a.stage) * 3 + kind_slot(a.kind);
+        const std::uint64_t sb = static_cast<std::uint64_t>(b.stage) * 3 + kind_slot(b.kind);
+        const bool a_first = std::pair(a.mb, -a.stage) < std::pair(b.mb, -b.stage);
+        pairs_.insert(sa < sb ? (sa << 33 | sb << 1 | (a_first ? 1 : 0))
+                              : (sb << 33 | sa << 1 | (a_first ? 0 : 1)));
+      }
+    }
+  }
+
+  // A set of pair codes: open addressing, linear probing (few distinct codes,
+  // inserted millions of times).
+  struct PairSet {
+    std::vector<std::uint64_t> table = std::vector<std::uint64_t>(64, 0);  // code + 1; 0 empty
+    std::size_t size = 0;
+    void insert(std::uint64_t code) {
+      const std::uint64_t v = code + 1;
+      const std::size_t mask = table.size() - 1;
+      for (std::size_t i = (v * 0x9E3779B97F4A7C15ULL) >> 40 & mask;; i = (i + 1) & mask) {
+        if (table[i] == v) return;
+        if (table[i] == 0) {
+          table[i] = v;
+          if (++size * 2 > table.size()) grow();
+          return;
+        }
+      }
+    }
+    void grow() {
+      std::vector<std::uint64_t> old(table.size() * 2, 0);
+      old.swap(table);
+      size = 0;
+      for (std::uint64_t v : old)
+        if (v != 0) insert(v - 1);
+    }
+  };
 
   // ready_at without re-reading inputs: each op's inputs are counted as they are produced
   // (deliver_outputs), so a candidate's input time is known the moment its last input is
@@ -321,6 +380,9 @@ class ListScheduler {
     }
   }
 
+  bool record_ties_;
+  bool zero_length_ = false;  // an op ran for no time (then ties() is not complete)
+  PairSet pairs_;
   const PipelineModel& model_;
   int num_microbatches_;
   const std::vector<int>& limits_;
@@ -350,11 +412,30 @@ class ListScheduler {
 Schedule list_schedule(const PipelineModel& model, int num_microbatches,
                        const std::vector<int>& inflight_limit, bool split_backward,
                        const ListPolicy& policy, double* makespan_s,
-                       std::vector<int>* inflight_checked) {
-  ListScheduler scheduler(model, num_microbatches, inflight_limit, split_backward, policy);
+                       std::vector<int>* inflight_checked, ListTies* ties) {
+  ListScheduler scheduler(model, num_microbatches, inflight_limit, split_backward, policy,
+                          ties != nullptr);
   Schedule schedule = scheduler.run(makespan_s);
   if (inflight_checked) *inflight_checked = scheduler.checked();
+  if (ties) *ties = scheduler.ties();
   return schedule;
+}
+
+bool same_rank_order(const ListTies& ties, const ListPolicy& a, const ListPolicy& b) {
+  const auto rank = [](const ListPolicy& p, std::uint64_t slot) {
+    const std::size_t stage = slot / 3;
+    return slot % 3 == 0   ? p.forward_rank[stage]
+           : slot % 3 == 1 ? p.backward_rank[stage]
+                           : p.weight_rank[stage];
+  };
+  const auto a_first = [&](const ListPolicy& p, std::uint64_t code) {
+    const int ra = rank(p, code >> 33), rb = rank(p, code >> 1 & ((1ULL << 32) - 1));
+    return ra < rb || (ra == rb && (code & 1) != 0);
+  };
+  for (std::uint64_t code : ties.pairs) {
+    if (a_first(a, code) != a_first(b, code)) return false;
+  }
+  return true;
 }
 
 }  // namespace pulse
