@@ -7,13 +7,14 @@
 // op orders replayed by pulse-plan's simulator, with the peak memory under pulse-plan's
 // memory rule, are recorded in tests/schedule/fixtures/zero_bubble_peers.json (its
 // "source" block says how), and DeepSeek's DualPipeV order (the registry's dualpipev,
-// include/pulse/schedule/published.hpp) is replayed here. An instance is a V of 2P one-layer
-// stages with given F, I, W times and activation bytes, links of one latency (sends overlap
-// compute), M microbatches of size 1, a split backward. Groups: "synthetic" (P 4 and 8,
-// M 8 to 64, uniform, F/I/W = 1/1.2/0.8, a UNet-like ramp over the devices, a ramp along
-// the V; delays 0 and 0.1 ms), "p16" (P 16), "delay" (delays of half and one forward time)
-// and "real" (the stages of pulse-plan's SD2, SDXL, U-ViT and Hunyuan-DiT plans at pp 4
-// and 8). The peers ran at budgets from P to 3P stage activations (ZB-V, V-auto).
+// include/pulse/schedule/published.hpp) and ZB-V's fill loop given each stage's own costs
+// (zb-v-stages, solver/schedule/zbv_fill.hpp, budgets P to 3P) are replayed here. An instance is a
+// V of 2P one-layer stages with given F, I, W times and activation bytes, links of one latency
+// (sends overlap compute), M microbatches of size 1, a split backward. Groups: "synthetic" (P 4 and
+// 8, M 8 to 64, uniform, F/I/W = 1/1.2/0.8, a UNet-like ramp over the devices, a ramp along the V;
+// delays 0 and 0.1 ms), "p16" (P 16), "delay" (delays of half and one forward time) and "real" (the
+// stages of pulse-plan's SD2, SDXL, U-ViT and Hunyuan-DiT plans at pp 4 and 8). The peers ran at
+// budgets from P to 3P stage activations (ZB-V, V-auto).
 //
 // Each memory level of an instance (every peer schedule's peak, then no budget) is one
 // `compile_plan` (plan --pp P --dp 1 --microbatch-size 1 --global-batch M --split-backward
@@ -28,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -44,6 +46,8 @@
 #include "pulse/schedule/published.hpp"
 #include "pulse/simulate/simulate.hpp"
 #include "support/v_peers.hpp"
+#include "v_seeds.hpp"
+#include "zbv_fill.hpp"
 
 using namespace pulse;
 
@@ -130,7 +134,7 @@ std::vector<PlanFigures> plan_all(const test::PeerInstance& in,
 // A peer schedule at one memory level.
 struct Peer {
   std::string label;   // "zb-v@16", "v-half", "dualpipev"
-  std::string family;  // "zb-v", "v-half", "v-min", "v-auto", "dualpipev"
+  std::string family;  // "zb-v", "v-half", "v-min", "v-auto", "dualpipev", "zb-v-stages"
   double makespan_ms = 0;
   std::int64_t peak_bytes = 0;
 };
@@ -144,12 +148,27 @@ std::vector<Peer> peers_of(const test::PeerInstance& in) {
   }
   // DualPipeV, restated (published.hpp), replayed on the same pipeline model.
   const PipelineModel pm = test::peer_pipeline_model(in);
-  if (auto s = published_schedule(PublishedSchedule::dualpipev, {&pm, in.num_microbatches})) {
-    const std::vector<MemoryBreakdown> none(in.num_devices);
-    if (auto t = simulate(pm, *s, in.num_microbatches, none)) {
+  const std::vector<MemoryBreakdown> none(in.num_devices);
+  auto replay = [&](const Schedule& s, const std::string& label, const std::string& family) {
+    if (auto t = simulate(pm, s, in.num_microbatches, none)) {
       std::int64_t peak = 0;
       for (const DeviceTimeline& d : t->devices) peak = std::max(peak, d.resident_peak);
-      out.push_back({"dualpipev", "dualpipev", t->makespan_s / kMs, peak});
+      out.push_back({label, family, t->makespan_s / kMs, peak});
+    }
+  };
+  if (auto s = published_schedule(PublishedSchedule::dualpipev, {&pm, in.num_microbatches})) {
+    replay(*s, "dualpipev", "dualpipev");
+  }
+  // ZB-V's fill loop given each stage's own F, I, W (the authors' loop with its cost lookup
+  // made per stage, zbv_fill.hpp) at every budget from P to 3P: a peer the scalar fixture
+  // does not have, which sees uneven stages. Its costs are the pipeline model's, to the
+  // nanosecond, as the planner's pool gives them (the loop compares sums of them, so a
+  // figure rounded otherwise can tip a decision either way), its link time the authors'.
+  const std::vector<std::array<double, 3>> own = detail::stage_costs_of(pm);
+  const detail::ScalarCosts scalar = detail::authors_costs(pm);
+  for (int k = in.num_devices; k <= 3 * in.num_devices; ++k) {
+    if (auto z = detail::zbv_fill_pick({in.num_devices, in.num_microbatches, scalar, k, own})) {
+      replay(z->schedule, fmt::format("zb-v-stages@{}", k), "zb-v-stages");
     }
   }
   return out;

@@ -67,7 +67,7 @@ Result<Schedule> zb_v(const PublishedRequest& r) {
 
 Result<Schedule> zb_v_fill(const PublishedRequest& r) {
   const int P = r.model->num_devices();
-  if (auto z = detail::zbv_fill_pick({P, r.num_microbatches, scalar_costs(r), r.max_mem})) {
+  if (auto z = detail::zbv_fill_pick({P, r.num_microbatches, scalar_costs(r), r.max_mem, {}})) {
     return std::move(z->schedule);
   }
   return infeasible_error(fmt::format(

@@ -1,12 +1,15 @@
 // The V seeds (see v_seeds.hpp). The pool:
 //   zb-v       the authors' fill loop (zbv_fill.cpp) at every budget K from P to 3P stage
-//              activations, each the authors' pick among their variants;
+//              activations, each the authors' pick among their variants: given their
+//              scalar costs, and again given each stage's own (stage_costs_of);
 //   v-auto     every candidate of the authors' building-block search (v_auto.cpp), with its
 //              warm-up W release (applied by the authors only with few microbatches and
 //              room for 2M) and without, so the candidates at every budget are there;
 //   v-half, v-min  the repeating patterns (slot_pattern.cpp);
 //   dualpipev  DeepSeek's order (dualpipev.cpp), from M = 2P.
-// The authors' generators see scalar costs (authors_costs); every member is then timed on
+// The authors' generators see scalar costs (authors_costs), ZB-V's fill per-stage costs as
+// well (on uneven stages its scalar answer can hold less than the budget allows, and
+// slower); every member is then timed on
 // the pipeline's own stage and link times and its memory counted from its order
 // (staircase.hpp), and the staircase of the pool is returned.
 
@@ -82,6 +85,15 @@ void add_v_auto(Staircase& pool, int P, int M, int budget, ScheduleMemo* memo) {
 
 }  // namespace
 
+std::vector<std::array<double, 3>> stage_costs_of(const PipelineModel& m) {
+  std::vector<std::array<double, 3>> out;
+  for (const StageCost& s : m.stages) {
+    out.push_back({to_ms(s.forward_s), to_ms(op_compute_s(s, OpKind::backward_input)),
+                   to_ms(s.backward_weight_s)});
+  }
+  return out;
+}
+
 ScalarCosts authors_costs(const PipelineModel& m) {
   const int P = m.num_devices();
   std::vector<double> f, b, w, c;
@@ -107,10 +119,13 @@ std::vector<StairMember> pool_of(const VSeedRequest& r) {
   const int P = m.num_devices(), M = r.num_microbatches;
   Staircase pool(m, M, r.room);
   const ScalarCosts costs = authors_costs(m);
+  const std::vector<std::array<double, 3>> own = stage_costs_of(m);
   const long ops = 6L * P * M;
   const int step = static_cast<int>(std::max(1L, (2L * P + 1) * ops / kFillOps));
   for (int budget = P; budget <= 3 * P; budget += step) {
-    if (auto z = zbv_fill_pick({P, M, costs, budget})) pool.add(std::move(z->schedule), "zb-v");
+    if (auto z = zbv_fill_pick({P, M, costs, budget, {}})) pool.add(std::move(z->schedule), "zb-v");
+    if (auto z = zbv_fill_pick({P, M, costs, budget, own}))
+      pool.add(std::move(z->schedule), "zb-v");
   }
   if (1000L * P * 6 * (4L * P + M + 1) <= kVAutoBlockSlots) {
     add_v_auto(pool, P, M, v_auto_budget(m, r.room, pool.holds().per_stage()), r.memo);

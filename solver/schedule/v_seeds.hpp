@@ -7,6 +7,7 @@
 // fitting its budget never gets slower with more memory. See v_seeds.cpp.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -38,5 +39,9 @@ std::vector<StairMember> v_seeds(const VSeedRequest& request);
 /// per device the average of its stages, then the upper median over devices, here without
 /// its floor of 1; the link time likewise over the main-path transfers).
 ScalarCosts authors_costs(const PipelineModel& model);
+
+/// Each stage's own F, B (input gradient) and W along the V, in the units of authors_costs:
+/// what ZB-V's fill loop is given besides the scalar figures (zbv_fill.hpp, stage_costs).
+std::vector<std::array<double, 3>> stage_costs_of(const PipelineModel& model);
 
 }  // namespace pulse::detail

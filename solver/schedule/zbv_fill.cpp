@@ -1,6 +1,8 @@
 // ZB-V's fill loop, restated from the authors' zbv.py (see zbv_fill.hpp for the commit).
 //
 // Device i runs chunk 0 (stage i, the way down) and chunk 1 (stage 2P-1-i, the way up).
+// An op costs the scalar F, B or W, or, given per-stage costs, its own stage's (the only
+// change to the authors' loop: their cost lookup made per stage).
 // Forwards of chunk 0 and backwards of chunk 1 flow from device i-1 to i; the others the
 // other way. Each op ends at max(the device's last end, its input's end + c) + its cost,
 // the authors' own timing. The loop:
@@ -44,9 +46,10 @@ class Filler {
         max_mem_(r.max_mem),
         v_(v),
         approved_(std::move(approved)) {
-    cost_[kCatF] = r.costs.f;
-    cost_[kCatB] = r.costs.b;
-    cost_[kCatW] = r.costs.w;
+    stage_cost_ = r.stage_costs;
+    if (stage_cost_.size() != static_cast<std::size_t>(2 * S_)) {
+      stage_cost_.assign(static_cast<std::size_t>(2 * S_), {r.costs.f, r.costs.b, r.costs.w});
+    }
     count_.assign(S_, std::array<int, 6>{});
     end_.assign(static_cast<std::size_t>(6) * S_ * M_, -1.0);
     cur_.assign(S_, 0.0);
@@ -93,6 +96,12 @@ class Filler {
     return end_[static_cast<std::size_t>(node)];
   }
 
+  // What an op of `cat` and `chunk` costs on `device`: its stage's figure. A forward of
+  // chunk 1 and a backward of chunk 0 are stage 2P-1-i's (the way up), the others stage i's.
+  double cost(int cat, int chunk, int device) const {
+    const bool up = cat == kCatF ? chunk == 1 : chunk == 0;
+    return stage_cost_[static_cast<std::size_t>(up ? 2 * S_ - 1 - device : device)][cat];
+  }
   // The authors' assertion: false (and the pass stops) where theirs fails.
   bool check(bool ok) {
     raised_ = raised_ || !ok;
@@ -108,7 +117,7 @@ class Filler {
   // W ops into the wait for the input `node` (-1: none), and one more past the share.
   void fill(int stage, long node, bool one_more_allowed) {
     while (!raised_ && !pending_[stage].empty() && node >= 0 &&
-           end_at(node) + c_ >= cur_[stage] + cost_[kCatW]) {
+           end_at(node) + c_ >= cur_[stage] + cost(kCatW, pending_[stage].front(), stage)) {
       put_w(stage);
     }
     if (!raised_ && !pending_[stage].empty() &&
@@ -127,7 +136,7 @@ class Filler {
   std::vector<double> approved_;
   double max_approved_ = -1;
   bool raised_ = false;
-  double cost_[3] = {1, 1, 1};
+  std::vector<std::array<double, 3>> stage_cost_;  // [stage along the V][cat]
   static constexpr int kMem[3] = {1, 0, -1};
   std::vector<std::array<int, 6>> count_;  // [stage][cat * 2 + chunk]
   std::vector<double> end_;
@@ -140,7 +149,8 @@ class Filler {
 
 void Filler::put(int cat, int chunk, int stage) {
   if (raised_) return;
-  const double no_bubble = cur_[stage] + cost_[cat];
+  const double own = cost(cat, chunk, stage);
+  const double no_bubble = cur_[stage] + own;
   double end = no_bubble;
   const int n = count_[stage][cat * 2 + chunk];
   if (!check(n < M_) || !check(mem_[stage] + kMem[cat] <= max_mem_)) return;
@@ -152,7 +162,7 @@ void Filler::put(int cat, int chunk, int stage) {
   if (cat < 2 && ((chunk == 1 && stage < S_ - 1) || (chunk == 0 && stage > 0))) {
     const long input = id(cat, chunk, chunk == 1 ? stage + 1 : stage - 1, n);
     if (!check(end_at(input) >= 0)) return;
-    end = std::max(end, end_at(input) + c_ + cost_[cat]);
+    end = std::max(end, end_at(input) + c_ + own);
   }
   if (count_[stage][0] > 0) bubble_[stage] += end - no_bubble;
   end_[static_cast<std::size_t>(id(cat, chunk, stage, n))] = end;
@@ -172,7 +182,7 @@ void Filler::warm_up() {
     }
     const double arrival = end_at(id(kCatF, 1, i + 1, 0)) + c_;
     while (!raised_ && mem_[i] + kMem[kCatF] * (2 + i * 2) <= max_mem_ &&
-           cur_[i] + cost_[kCatF] <= arrival && count_[i][0] < M_) {
+           cur_[i] + cost(kCatF, 0, i) <= arrival && count_[i][0] < M_) {
       for (int j = 0; j <= i; ++j) put(kCatF, 0, j);
     }
     put(kCatF, 1, i);

@@ -1,11 +1,13 @@
 // ZB-V's fill loop as its authors wrote it: sail-sg/zero-bubble-pipeline-parallelism at
 // commit 39f2c186a27580b7051eb51e0f651e1efd0a8170,
 // megatron/core/pipeline_parallel/zerobubble/scheduler/zbv.py (PipelineGraph.try_v_schedule
-// and create_schedule), restated for scalar costs and a budget in stage activations.
-// Internal to the schedule synthesizer; zbv_greedy.cpp is our generalisation to per-stage
-// costs and per-link times. See zbv_fill.cpp.
+// and create_schedule), restated for scalar costs and a budget in stage activations, and
+// with the one change that lets it see uneven stages: each op's cost looked up for its own
+// stage instead of one figure for all (`stage_costs`). Internal to the schedule
+// synthesizer; zbv_greedy.cpp is our generalisation to per-link times. See zbv_fill.cpp.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <vector>
 
@@ -21,6 +23,9 @@ struct ZbvFillRequest {
   /// Stage activations a device may hold (the authors' max_mem with f_mem 1, b_mem 0 and
   /// w_mem -1: a forward holds one until its W).
   int max_mem = 0;
+  /// Per stage along the V (2P entries): F, B, W, replacing costs.f/b/w for that stage's
+  /// ops; empty: the scalar costs for every stage, as the authors time them.
+  std::vector<std::array<double, 3>> stage_costs;
 };
 
 struct ZbvFill {

@@ -145,6 +145,12 @@ std::string certificate_line(const PlanCertificate& c) {
   std::string line = fmt::format(
       "certificate: no schedule of these stages beats {} ({}); the plan is {:.3f}x of it",
       format_seconds(c.bound_s), binding, c.gap);
+  if (c.binding == "memory") {
+    // What the memory costs: the bound of the same stages with no memory limit.
+    const double free =
+        std::max({c.device_work_s, c.critical_path_s, c.fill_drain_s, c.allreduce_s});
+    line += fmt::format("; with no memory limit {}", format_seconds(free));
+  }
   if (c.partition) {
     line += fmt::format("; the partition is {:.3f}x of any partition's bound", c.partition->gap);
   }

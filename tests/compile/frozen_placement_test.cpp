@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "pulse/compile/compile.hpp"
 #include "pulse/compile/plan_builder.hpp"
@@ -20,6 +21,14 @@ constexpr const char* kModels[] = {"sd2-unet-512", "sdxl-unet-1024", "flux1-dev-
                                    "hunyuan-dit-g2-1024", "uvit-l2-256"};
 constexpr const char* kOneNodeClusters[] = {"dgx-h100-1n", "dgx1-v100-32gb-1n", "atlas800-910a-1n"};
 
+// Under ASan + UBSan (about seven times slower) each model is planned on one of the three
+// clusters, in turn: 5 of the 15 pairs, 4 of which fit. The Release suite plans all 15.
+#ifdef PULSE_SANITIZED_BUILD
+constexpr bool kEveryFrozenPair = false;
+#else
+constexpr bool kEveryFrozenPair = true;
+#endif
+
 const PlanFrozenPlacement* weighed(const PlanFrozen& f, const std::string& name) {
   for (const PlanFrozenPlacement& p : f.placements) {
     if (p.placement == name) return &p;
@@ -29,8 +38,12 @@ const PlanFrozenPlacement* weighed(const PlanFrozen& f, const std::string& name)
 
 TEST(FrozenPlacement, BubblesAreNeverSlowerThanBeforeTheStep) {
   int planned = 0, hidden = 0;
-  for (const char* model : kModels) {
-    for (const char* cluster : kOneNodeClusters) {
+  constexpr std::size_t kClusterCount = std::size(kOneNodeClusters);
+  for (std::size_t m = 0; m < std::size(kModels); ++m) {
+    const char* model = kModels[m];
+    for (std::size_t c = 0; c < kClusterCount; ++c) {
+      if (!kEveryFrozenPair && c != m % kClusterCount) continue;
+      const char* cluster = kOneNodeClusters[c];
       const test::Inputs in = test::shipped(model, cluster);
       PlanOptions o;
       o.frozen = "bubbles";
@@ -58,7 +71,7 @@ TEST(FrozenPlacement, BubblesAreNeverSlowerThanBeforeTheStep) {
       }
     }
   }
-  EXPECT_GE(planned, 12);
+  EXPECT_GE(planned, kEveryFrozenPair ? 12 : 4);
   EXPECT_GE(hidden, planned / 2);
 }
 

@@ -132,5 +132,18 @@ TEST(Certificate, LineNamesBoundBindingAndGaps) {
             "1.111x of it; 1f1b 1.270x");
 }
 
+TEST(Certificate, LineSaysWhatTheMemoryCostsWhereItBinds) {
+  // The same V with the synthesizer's bound under memory at 40 s: it binds, and the line
+  // says the bound without it (the fill and drain's 31.5 s). Below 31.5 s it does not bind.
+  PlanCertificate c = with_gap(iteration_bounds(small_v(false), 4, false, {1.0, 0.0}, 40.0), 44.0);
+  EXPECT_EQ(c.binding, "memory");
+  EXPECT_EQ(certificate_line(c),
+            "certificate: no schedule of these stages beats 40.000 s (memory); the plan is "
+            "1.100x of it; with no memory limit 31.500 s");
+  c = with_gap(iteration_bounds(small_v(false), 4, false, {1.0, 0.0}, 30.0), 35.0);
+  EXPECT_EQ(c.binding, "fill_drain");
+  EXPECT_EQ(certificate_line(c).find("memory limit"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace pulse

@@ -125,7 +125,7 @@ std::vector<Case> cases(const Instance& in, const PipelineModel& m) {
   for (int k : budgets(P)) {
     PublishedRequest r{&m, M};
     r.max_mem = k;
-    auto z = detail::zbv_fill_pick({P, M, costs, k});
+    auto z = detail::zbv_fill_pick({P, M, costs, k, {}});
     add(fmt::format("budget {}", k), S::zb_v_fill, r,
         z ? std::optional<Schedule>(z->schedule) : std::nullopt);
     auto rows = detail::v_auto_pick(P, M, costs, k);

@@ -53,7 +53,8 @@ double gap_to(const PlanCertificate& bounds, double iteration_s);
 PlanCertificate with_gap(PlanCertificate bounds, double iteration_s);
 
 /// One line for the reports: "certificate: no schedule of these stages beats 1.234 s (fill
-/// and drain); the plan is 1.03x of it; zbv-torch 1.21x, ...".
+/// and drain); the plan is 1.03x of it; zbv-torch 1.21x, ...". Where memory binds, it says
+/// what the memory costs: "...; with no memory limit 1.100 s".
 std::string certificate_line(const PlanCertificate& c);
 
 }  // namespace pulse
