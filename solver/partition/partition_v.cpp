@@ -112,6 +112,7 @@ class VDynamicProgram {
   void expand(int d, const State& from, int from_index, double bound);
   bool expand_exact(Step step, int j2_min, int j2_hi);
   void expand_bounded(Step step, int j2_min, int j2_hi);
+  int first_not_over_memory(const Step& step, int lo, int hi);
   std::optional<DeviceCost> edge(const Step& step, int j2) const;
   void take(const Step& step, int j2, const DeviceCost& cost);
   void relax(int level, int i, int j, const DpValue& v, int parent, const DeviceCost& cost);
@@ -147,6 +148,8 @@ class VDynamicProgram {
   std::int64_t budget_;
   std::int64_t transitions_ = 0;  // in the current run
   bool over_budget_ = false;      // the current exact run gave up
+  int memory_frontier_ = 0;       // first_not_over_memory's walk, per expand()
+  int compute_lo_ = -1;           // expand_bounded's lower_bound, per expand()
   bool bounded_ = false;          // runs are bounded searches from now on
   std::vector<std::vector<State>> levels_;
   // Dense (i+1, j) -> 1 + index in the level being built; 0: not in it.
@@ -232,6 +235,7 @@ std::int64_t VDynamicProgram::held_skip_bytes(int ea, int eb, int da, int db, in
   *fwd_bytes = 0;
   *bwd_bytes = 0;
   if (local_only_) return produced;
+  if (prefix_.skip_count_by_producer.back() == 0) return 0;  // no skips: every sum below is 0
   const auto& cb = prefix_.skip_bytes_by_consumer;
   const auto& pc = prefix_.skip_count_by_producer;
   const auto& cc = prefix_.skip_count_by_consumer;
@@ -375,6 +379,8 @@ void VDynamicProgram::expand(int d, const State& from, int from_index, double bo
                                                p.compute[i + 2] + rest * bound) -
                               p.compute.begin()) -
              1;
+  memory_frontier_ = 0;
+  compute_lo_ = -1;
   for (int i2 = i + 1; i2 + 1 + 2 * rest <= j - 1; ++i2) {
     const double compute_e = p.compute_in(i + 1, i2);
     if (time && compute_e > bound) break;
@@ -438,15 +444,29 @@ void VDynamicProgram::expand_bounded(Step step, int j2_min, int j2_hi) {
   int lo = j2_min;
   if (step.time) {
     const double room = step.bound - step.compute_e;
-    lo = std::max(lo, static_cast<int>(std::lower_bound(p.compute.begin(), p.compute.end(),
-                                                        p.compute[j] - room) -
-                                       p.compute.begin()));
+    // lower_bound of compute[j] - room, which never falls as expand() walks i2 up (room
+    // shrinks): searched once per state, then walked forward from the last answer.
+    const double target = p.compute[j] - room;
+    const int n = static_cast<int>(p.compute.size());
+    if (compute_lo_ < 0) {
+      compute_lo_ = static_cast<int>(std::lower_bound(p.compute.begin(), p.compute.end(), target) -
+                                     p.compute.begin());
+    }
+    while (compute_lo_ < n && p.compute[compute_lo_] < target) ++compute_lo_;
+    lo = std::max(lo, compute_lo_);
     // The search works on a rearranged sum; settle rounding with the test the loop uses.
     while (lo > j2_min && step.compute_e + p.compute_in(lo - 1, j - 1) <= step.bound) --lo;
     while (lo <= j2_hi && step.compute_e + p.compute_in(lo, j - 1) > step.bound) ++lo;
   }
+  lo = first_not_over_memory(step, lo, j2_hi);
+  const double per_device = step.time ? static_cast<double>(request_.memory_capacity) : step.bound;
   int fullest = j2_hi + 1;
   for (int j2 = lo; j2 <= j2_hi; ++j2) {
+    // edge's last test: what is left between E and D must fit the devices after this one.
+    // It only grows with j2, so once it fails no larger j2 passes.
+    const double rest_static =
+        step.spp * static_cast<double>(p.params_in(step.i2 + 1, j2 - 1)) - step.rest;
+    if (rest_static > step.rest * per_device) break;
     if (const auto cost = edge(step, j2)) {
       take(step, j2, *cost);
       fullest = j2;
@@ -462,6 +482,31 @@ void VDynamicProgram::expand_bounded(Step step, int j2_min, int j2_hi) {
       break;
     }
   }
+}
+
+// The smallest j2 in [lo, hi] (hi + 1 if none) whose device is not over the memory limit on
+// its weights, their state and its activations alone (skips aside), the test expand_exact's
+// `full` makes: edge() refuses every j2 below it. That memory only shrinks as j2 grows (D
+// shrinks; memory_bound is monotone in both sums) and grows with i2 (E grows), so the first
+// j2 not over it never falls as expand() walks i2 up: memory_frontier_ keeps where the last
+// walk stopped, a lower bound for the next (lo never falls either), instead of one
+// side_cost per j2 (a 3001-layer chain at pp 4 tried thousands per encoder end).
+int VDynamicProgram::first_not_over_memory(const Step& step, int lo, int hi) {
+  const LayerPrefix& p = prefix_;
+  const int i = step.i, j = step.j, d = step.d;
+  const std::int64_t params_e = p.params_in(i + 1, step.i2);
+  const std::int64_t act_e = p.activation_in(i + 1, step.i2);
+  const double memory_limit =
+      step.time ? static_cast<double>(request_.memory_capacity) : step.bound;
+  int j2 = std::max(lo, memory_frontier_);
+  for (; j2 <= hi; ++j2) {
+    const std::int64_t least =
+        memory_bound(request_.memory, params_e + p.params_in(j2, j - 1), request_.dp,
+                     request_.inflight[d], act_e + p.activation_in(j2, j - 1));
+    if (static_cast<double>(least) <= memory_limit) break;
+  }
+  memory_frontier_ = j2;
+  return j2;
 }
 
 // Bounded search: keeps the kBeamWidth states of `level` with the smallest optimistic

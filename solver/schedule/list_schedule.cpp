@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <tuple>
@@ -98,17 +99,18 @@ namespace {
 
 // The list scheduler's state. Each device's best candidate is cached and recomputed only
 // when something that can change it happened: the device ran an op (its free time and its
-// queue moved) or an op sent it an input.
+// queue moved) or an op completed the inputs of one of its candidates.
 class ListScheduler {
  public:
   ListScheduler(const PipelineModel& model, int M, const std::vector<int>& limits, bool split,
-                const ListPolicy& policy)
-      : model_(model),
+                const ListPolicy& policy, bool record_ties)
+      : record_ties_(record_ties && !policy.active),
+        model_(model),
         num_microbatches_(M),
         limits_(limits),
         split_(split),
         policy_(policy),
-        engine_(model, M),
+        engine_(model, M, /*record_sends=*/false),
         next_f_(model.layout.num_stages(), 0),
         next_b_(model.layout.num_stages(), 0),
         next_w_(model.layout.num_stages(), 0),
@@ -116,18 +118,9 @@ class ListScheduler {
         queues_(model.num_devices()),
         best_(model.num_devices()),
         checked_(model.num_devices(), 0),
-        inputs_(3 * static_cast<std::size_t>(model.layout.num_stages())),
-        version_(model.layout.num_stages(), 0),
-        touched_by_(model.layout.num_stages()) {
-    const int S = model.layout.num_stages();
-    for (StageId st = 0; st < S; ++st) {
-      for (StageId n = std::max(st - 1, 0); n <= std::min(st + 1, S - 1); ++n)
-        touched_by_[st].push_back(n);
-    }
-    for (const Transfer& t : model.transfers) {
-      touched_by_[t.from].push_back(t.to);
-      touched_by_[t.to].push_back(t.from);
-    }
+        out_of_(model.layout.num_stages()),
+        into_(model.layout.num_stages()) {
+    init_inputs();
     while (leaves_ < model.num_devices()) leaves_ *= 2;
     winner_.assign(2 * static_cast<std::size_t>(leaves_), -1);
     for (DeviceId d = 0; d < model.num_devices(); ++d) {
@@ -138,6 +131,16 @@ class ListScheduler {
   }
 
   const std::vector<int>& checked() const { return checked_; }
+
+  ListTies ties() const {
+    ListTies out;
+    out.complete = record_ties_ && !zero_length_;
+    if (!out.complete) return out;
+    for (std::uint64_t p : pairs_.table)
+      if (p != 0) out.pairs.push_back(p - 1);
+    std::sort(out.pairs.begin(), out.pairs.end());
+    return out;
+  }
 
   Schedule run(double* makespan_s) {
     const int S = model_.layout.num_stages(), P = model_.num_devices();
@@ -151,12 +154,14 @@ class ListScheduler {
       const DeviceId d = winner_[1];
       if (d < 0) throw std::logic_error("list_schedule: no operation is ready (deadlock)");
       const Op op = best_[d]->second;
-      makespan = std::max(makespan, engine_.execute(op).busy_until_s);
+      // The key's time is ready_at's (nothing on d or its inputs moved since it was computed).
+      const TimedOp ran = engine_.execute_at(op, std::get<0>(best_[d]->first));
+      makespan = std::max(makespan, ran.busy_until_s);
+      if (!(ran.end_s > ran.start_s)) zero_length_ = true;
       schedule.device_ops[d].push_back(op);
       advance(d, op);
-      touch(op);
-      dirty.clear();
-      engine_.consumer_devices(op, dirty);
+      dirty.assign(1, d);
+      deliver_outputs(op, dirty);
       std::sort(dirty.begin(), dirty.end());
       dirty.erase(std::unique(dirty.begin(), dirty.end()), dirty.end());
       for (DeviceId e : dirty) refresh(e);
@@ -177,12 +182,13 @@ class ListScheduler {
     const OpKind back = split_ ? OpKind::backward_input : OpKind::backward;
     const DeviceQueue& q = queues_[d];
     best_[d].reset();
-    if (policy_.active) candidates_.clear();
+    const bool keep = policy_.active || record_ties_;
+    if (keep) candidates_.clear();
     auto consider = [&](const Op& op) {
       const double ready = ready_of(d, op);
       if (std::isnan(ready)) return;
       const Key key{ready, rank_of(policy_, op), op.mb, -op.stage, d};
-      if (policy_.active) candidates_.push_back({key, op});
+      if (keep) candidates_.push_back({key, op});
       if (!best_[d] || key < best_[d]->first) best_[d] = {key, op};
     };
     for (StageId s : q.stages) {
@@ -196,33 +202,131 @@ class ListScheduler {
       if (split_ && next_w_[s] < next_b_[s]) consider(Op{OpKind::backward_weight, s, next_w_[s]});
     }
     if (policy_.active && best_[d]) prefer_by_rank(d);
+    if (record_ties_ && best_[d] && candidates_.size() > 1) record_ties(d);
     replay_match(d);
   }
 
-  // ready_at, with what is known of each candidate's inputs kept per (stage, op kind): a
-  // device is refreshed several times per op it runs, and each refresh would otherwise
-  // re-read every input of every candidate, most of them still missing. Once all inputs are
-  // there their time is final (each is written once); while one is missing, it stays
-  // missing until an op of this stage, a neighbouring one or a transfer partner executes
-  // (run() bumps their versions). max is exact, so the time is ready_at's to the bit.
-  double ready_of(DeviceId d, const Op& op) {
-    const std::size_t slot = static_cast<std::size_t>(op.stage) * 3 + kind_slot(op.kind);
-    InputsSeen& seen = inputs_[slot];
-    const unsigned version = version_[op.stage];
-    if (seen.mb != op.mb || (std::isnan(seen.at) && seen.version != version)) {
-      seen = InputsSeen{op.mb, version, engine_.inputs_ready(op)};
+  // The pairs of candidates ready at the earliest time, the one the device chooses at (see
+  // ListTies).
+  void record_ties(DeviceId d) {
+    const double first = std::get<0>(best_[d]->first);
+    for (std::size_t i = 0; i < candidates_.size(); ++i) {
+      if (std::get<0>(candidates_[i].first) != first) continue;
+      for (std::size_t j = i + 1; j < candidates_.size(); ++j) {
+        if (std::get<0>(candidates_[j].first) != first) continue;
+        const Op& a = candidates_[i].second;
+        const Op& b = candidates_[j].second;
+        const std::uint64_t sa = static_cast<std::uint64_t>(a.stage) * 3 + kind_slot(a.kind);
+        const std::uint64_t sb = static_cast<std::uint64_t>(b.stage) * 3 + kind_slot(b.kind);
+        const bool a_first = std::pair(a.mb, -a.stage) < std::pair(b.mb, -b.stage);
+        pairs_.insert(sa < sb ? (sa << 33 | sb << 1 | (a_first ? 1 : 0))
+                              : (sb << 33 | sa << 1 | (a_first ? 0 : 1)));
+      }
     }
-    if (std::isnan(seen.at)) return seen.at;
-    return std::max(engine_.device_free(d), seen.at);
   }
 
-  // After `op` ran: the stages whose ops' inputs it may have written.
-  void touch(const Op& op) {
-    for (StageId s : touched_by_[op.stage]) ++version_[s];
+  // A set of pair codes: open addressing, linear probing (few distinct codes,
+  // inserted millions of times).
+  struct PairSet {
+    std::vector<std::uint64_t> table = std::vector<std::uint64_t>(64, 0);  // code + 1; 0 empty
+    std::size_t size = 0;
+    void insert(std::uint64_t code) {
+      const std::uint64_t v = code + 1;
+      const std::size_t mask = table.size() - 1;
+      for (std::size_t i = (v * 0x9E3779B97F4A7C15ULL) >> 40 & mask;; i = (i + 1) & mask) {
+        if (table[i] == v) return;
+        if (table[i] == 0) {
+          table[i] = v;
+          if (++size * 2 > table.size()) grow();
+          return;
+        }
+      }
+    }
+    void grow() {
+      std::vector<std::uint64_t> old(table.size() * 2, 0);
+      old.swap(table);
+      size = 0;
+      for (std::uint64_t v : old)
+        if (v != 0) insert(v - 1);
+    }
+  };
+
+  // ready_at without re-reading inputs: each op's inputs are counted as they are produced
+  // (deliver_outputs), so a candidate's input time is known the moment its last input is
+  // there. max is exact and order-free, so the time is inputs_ready's to the bit.
+  double ready_of(DeviceId d, const Op& op) const {
+    const Inputs& in = inputs_[slot(op.kind, op.stage, op.mb)];
+    if (in.missing > 0) return detail::kNotYet;
+    return std::max(engine_.device_free(d), in.at);
   }
 
   static int kind_slot(OpKind k) {
     return k == OpKind::forward ? 0 : k == OpKind::backward_weight ? 2 : 1;
+  }
+  std::size_t slot(OpKind k, StageId s, int m) const {
+    return (static_cast<std::size_t>(s) * 3 + kind_slot(k)) * num_microbatches_ + m;
+  }
+
+  // Each op's inputs, as ExecutionEngine::inputs_ready reads them: a forward needs the
+  // previous stage's output on the same device and every transfer into its stage; B or I
+  // needs its own forward, the next stage's gradient on the same device and every transfer
+  // out of its stage (their gradients); W needs its B or I.
+  void init_inputs() {
+    const int S = model_.layout.num_stages();
+    for (std::size_t t = 0; t < model_.transfers.size(); ++t) {
+      out_of_[model_.transfers[t].from].push_back(t);
+      into_[model_.transfers[t].to].push_back(t);
+    }
+    inputs_.resize(static_cast<std::size_t>(S) * 3 * num_microbatches_);
+    for (StageId s = 0; s < S; ++s) {
+      const int f = (s > 0 && same_device(s - 1, s) ? 1 : 0) + static_cast<int>(into_[s].size());
+      const int b =
+          1 + (s + 1 < S && same_device(s + 1, s) ? 1 : 0) + static_cast<int>(out_of_[s].size());
+      for (int m = 0; m < num_microbatches_; ++m) {
+        inputs_[slot(OpKind::forward, s, m)].missing = f;
+        inputs_[slot(OpKind::backward, s, m)].missing = b;
+        inputs_[slot(OpKind::backward_weight, s, m)].missing = 1;
+      }
+    }
+  }
+
+  bool same_device(StageId a, StageId b) const {
+    return model_.layout.device[a] == model_.layout.device[b];
+  }
+
+  // One input of (k, s, m) is there at `when`. If that completes the op its stage and kind
+  // offer next, its device's candidates changed: it goes to `dirty`. Any other refresh
+  // would find what it found last time (its free time, queue and candidates' inputs are
+  // as they were), so only these devices and the one that ran the op are refreshed.
+  void deliver(OpKind k, StageId s, int m, double when, std::vector<DeviceId>& dirty) {
+    Inputs& in = inputs_[slot(k, s, m)];
+    in.at = std::max(in.at, when);
+    if (--in.missing > 0) return;
+    const int next = k == OpKind::forward           ? next_f_[s]
+                     : k == OpKind::backward_weight ? next_w_[s]
+                                                    : next_b_[s];
+    if (m == next) dirty.push_back(model_.layout.device[s]);
+  }
+
+  // After `op` ran: what it produced, to the ops that consume it.
+  void deliver_outputs(const Op& op, std::vector<DeviceId>& dirty) {
+    const StageId s = op.stage;
+    const int m = op.mb, S = model_.layout.num_stages();
+    if (op.kind == OpKind::forward) {
+      const double end = engine_.forward_end(s, m);
+      deliver(OpKind::backward, s, m, end, dirty);
+      if (s + 1 < S && same_device(s + 1, s)) deliver(OpKind::forward, s + 1, m, end, dirty);
+      for (std::size_t t : out_of_[s]) {
+        deliver(OpKind::forward, model_.transfers[t].to, m, engine_.arrival(t, m, true), dirty);
+      }
+    } else if (op.kind != OpKind::backward_weight) {
+      const double end = engine_.grad_end(s, m);
+      if (split_) deliver(OpKind::backward_weight, s, m, end, dirty);
+      if (s > 0 && same_device(s - 1, s)) deliver(OpKind::backward, s - 1, m, end, dirty);
+      for (std::size_t t : into_[s]) {
+        deliver(OpKind::backward, model_.transfers[t].from, m, engine_.arrival(t, m, false), dirty);
+      }
+    }
   }
 
   // The device whose candidate starts first is the root of a tournament over the devices'
@@ -276,6 +380,9 @@ class ListScheduler {
     }
   }
 
+  bool record_ties_;
+  bool zero_length_ = false;  // an op ran for no time (then ties() is not complete)
+  PairSet pairs_;
   const PipelineModel& model_;
   int num_microbatches_;
   const std::vector<int>& limits_;
@@ -288,16 +395,14 @@ class ListScheduler {
   std::vector<std::optional<std::pair<Key, Op>>> best_;
   std::vector<std::pair<Key, Op>> candidates_;  // refresh's scratch
   std::vector<int> checked_;  // per device: most in flight when its limit was consulted
-  // ready_of's cache, [stage * 3 + kind slot]: the candidate's microbatch, the stage's
-  // version when its inputs were read, and inputs_ready's answer then.
-  struct InputsSeen {
-    int mb = -1;
-    unsigned version = 0;
-    double at = detail::kNotYet;
+  // [(stage * 3 + kind slot) * M + microbatch]: how many inputs are still missing, and when
+  // the last of those already produced arrives.
+  struct Inputs {
+    double at = -std::numeric_limits<double>::infinity();
+    int missing = 0;
   };
-  std::vector<InputsSeen> inputs_;
-  std::vector<unsigned> version_;                 // per stage
-  std::vector<std::vector<StageId>> touched_by_;  // per stage: see touch()
+  std::vector<Inputs> inputs_;
+  std::vector<std::vector<std::size_t>> out_of_, into_;  // [stage]: transfers from / to it
   int leaves_ = 1;
   std::vector<DeviceId> winner_;  // the tournament: [1] the root, [leaves_ + d] device d
 };
@@ -307,11 +412,30 @@ class ListScheduler {
 Schedule list_schedule(const PipelineModel& model, int num_microbatches,
                        const std::vector<int>& inflight_limit, bool split_backward,
                        const ListPolicy& policy, double* makespan_s,
-                       std::vector<int>* inflight_checked) {
-  ListScheduler scheduler(model, num_microbatches, inflight_limit, split_backward, policy);
+                       std::vector<int>* inflight_checked, ListTies* ties) {
+  ListScheduler scheduler(model, num_microbatches, inflight_limit, split_backward, policy,
+                          ties != nullptr);
   Schedule schedule = scheduler.run(makespan_s);
   if (inflight_checked) *inflight_checked = scheduler.checked();
+  if (ties) *ties = scheduler.ties();
   return schedule;
+}
+
+bool same_rank_order(const ListTies& ties, const ListPolicy& a, const ListPolicy& b) {
+  const auto rank = [](const ListPolicy& p, std::uint64_t slot) {
+    const std::size_t stage = slot / 3;
+    return slot % 3 == 0   ? p.forward_rank[stage]
+           : slot % 3 == 1 ? p.backward_rank[stage]
+                           : p.weight_rank[stage];
+  };
+  const auto a_first = [&](const ListPolicy& p, std::uint64_t code) {
+    const int ra = rank(p, code >> 33), rb = rank(p, code >> 1 & ((1ULL << 32) - 1));
+    return ra < rb || (ra == rb && (code & 1) != 0);
+  };
+  for (std::uint64_t code : ties.pairs) {
+    if (a_first(a, code) != a_first(b, code)) return false;
+  }
+  return true;
 }
 
 }  // namespace pulse

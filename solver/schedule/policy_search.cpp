@@ -93,16 +93,19 @@ class Search {
     if (out_of_budget()) return false;
     policy.window_limit = windows_for(limits);
     std::vector<int> ranks = ranks_key(policy);
-    if (same_as_tried(ranks, policy.window_limit, limits)) {
+    if (same_as_tried(ranks, policy, limits)) {
       ++best_.evaluations;  // the work limit counts it, so the search goes on as before
       return false;
     }
     double makespan = 0;
     std::vector<int> checked;
+    ListTies ties;
     Schedule s = list_schedule(model_, in_.num_microbatches, limits, in_.split_backward, policy,
-                               &makespan, &checked);
+                               &makespan, &checked, in_.seen ? nullptr : &ties);
     ++best_.evaluations;
-    if (!in_.seen) tried_.push_back({std::move(ranks), policy.window_limit, limits, checked});
+    if (!in_.seen) {
+      tried_.push_back({std::move(ranks), policy, limits, checked, std::move(ties)});
+    }
     if (in_.seen) in_.seen(s);
     if (best_.found && makespan >= best_.makespan_s * (1 - 1e-12)) return false;
     bool safe = true;
@@ -118,10 +121,13 @@ class Search {
   }
 
   // One scored candidate, as much as decides its schedule: the ranks and rule, the window
-  // limits, the in-flight limits, and per device the most microbatches in flight when its
-  // limit was consulted.
+  // limits (in the policy), the in-flight limits, per device the most microbatches in
+  // flight when its limit was consulted, and the pairs of ops its ranks ordered.
   struct Tried {
-    std::vector<int> ranks, windows, limits, checked;
+    std::vector<int> ranks;
+    ListPolicy policy;
+    std::vector<int> limits, checked;
+    ListTies ties;
   };
 
   static std::vector<int> ranks_key(const ListPolicy& p) {
@@ -132,24 +138,30 @@ class Search {
     return key;
   }
 
-  // Whether a candidate already scored in this search has the same schedule: the same ranks,
-  // rule and windows, and on every device the same in-flight limit or two limits both above
-  // what that run ever held when it consulted the limit (then the list scheduler takes the
-  // same decisions step by step). Such a repeat is never kept: its makespan is the one scored
-  // then, which was the best (equal now, not strictly shorter), or not below the best of that
-  // time (which only shrinks), or it failed the memory replay (which it fails again).
-  // Skipping it changes nothing but the work; it still counts as an evaluation. Not with
-  // `seen`, which wants every schedule.
-  bool same_as_tried(const std::vector<int>& ranks, const std::vector<int>& windows,
+  // Whether a candidate already scored in this search has the same schedule: the same
+  // windows; the same ranks and rule, or both under the plain rule with ranks that order
+  // alike every pair of ops that run tied (ListTies: then every device chooses as it did);
+  // and on every device the same in-flight limit or two limits both above what that run
+  // ever held when it consulted the limit (then the list scheduler takes the same decisions
+  // step by step). Such a repeat is never kept: its makespan is the one scored then, which
+  // was the best (equal now, not strictly shorter), or not below the best of that time
+  // (which only shrinks), or it failed the memory replay (which it fails again). Skipping it
+  // changes nothing but the work; it still counts as an evaluation. Not with `seen`, which
+  // wants every schedule.
+  bool same_as_tried(const std::vector<int>& ranks, const ListPolicy& policy,
                      const std::vector<int>& limits) const {
     if (in_.seen) return false;
     for (const Tried& t : tried_) {
-      if (t.ranks != ranks || t.windows != windows) continue;
+      if (t.policy.window_limit != policy.window_limit) continue;
       bool same = true;
       for (std::size_t d = 0; d < limits.size() && same; ++d) {
         same = limits[d] == t.limits[d] || (limits[d] > t.checked[d] && t.limits[d] > t.checked[d]);
       }
-      if (same) return true;
+      if (!same) continue;
+      if (t.ranks == ranks) return true;
+      if (t.ties.complete && !policy.active && same_rank_order(t.ties, t.policy, policy)) {
+        return true;
+      }
     }
     return false;
   }

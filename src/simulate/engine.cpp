@@ -11,8 +11,9 @@ bool done(double t) {
 }
 }  // namespace
 
-ExecutionEngine::ExecutionEngine(const PipelineModel& model, int num_microbatches)
-    : model_(model), num_microbatches_(num_microbatches) {
+ExecutionEngine::ExecutionEngine(const PipelineModel& model, int num_microbatches,
+                                 bool record_sends)
+    : model_(model), num_microbatches_(num_microbatches), record_sends_(record_sends) {
   const int S = model.layout.num_stages();
   out_of_.assign(S, {});
   into_.assign(S, {});
@@ -113,7 +114,7 @@ double ExecutionEngine::send_all(DeviceId d, double t, const std::vector<std::si
     link = end;
     (forward ? fwd_send_end_ : bwd_send_end_)[tidx(tr, m)] = end;
     (forward ? fwd_arrival_ : bwd_arrival_)[tidx(tr, m)] = end;
-    sends_[d].push_back(TimedSend{tr, m, forward, to, start, end});
+    if (record_sends_) sends_[d].push_back(TimedSend{tr, m, forward, to, start, end});
     if (!model_.overlap_comm) busy = end;
   }
   return busy;
@@ -131,9 +132,13 @@ void ExecutionEngine::consumer_devices(const Op& op, std::vector<DeviceId>& out)
 }
 
 TimedOp ExecutionEngine::execute(const Op& op) {
-  const DeviceId d = model_.layout.device[op.stage];
   const double start = ready_at(op);
   if (!done(start)) throw std::logic_error("ExecutionEngine::execute: an input is missing");
+  return execute_at(op, start);
+}
+
+TimedOp ExecutionEngine::execute_at(const Op& op, double start) {
+  const DeviceId d = model_.layout.device[op.stage];
   const double end = start + compute_time(op);
   const std::size_t i = idx(op.stage, op.mb);
   double busy = end;

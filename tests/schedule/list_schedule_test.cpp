@@ -191,6 +191,81 @@ TEST(ListSchedule, LimitsAboveWhatWasCheckedChangeNothing) {
   EXPECT_GT(binding_changed, 5);
 }
 
+TEST(ListSchedule, RanksThatOrderEveryTieAlikeChangeNothing) {
+  // The policy search skips a plain-rule candidate whose ranks order every pair in a scored
+  // run's ListTies as that run's ranks did: its schedule must be that run's, op for op (and
+  // its makespan and in-flight figures too). Half the pipelines have equal stage costs, where
+  // devices start ops at the same times and the order between devices varies with the ranks.
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<double> cost(0.5, 3.0);
+  std::uniform_int_distribution<int> rank(0, 3), limit(1, 4);
+  int alike = 0, differ = 0, skipped_differently = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const bool v = trial % 2 == 0;
+    const int stages = v ? 2 * (1 + trial % 4) : 1 + trial % 5;
+    std::vector<double> f;
+    const double flat = cost(rng);
+    for (int s = 0; s < stages; ++s) f.push_back(trial % 4 < 2 ? flat : cost(rng));
+    const PipelineModel m = one_layer_per_stage(f, v, 2000, trial % 3 == 0 ? 0.0 : 0.01);
+    std::vector<int> limits;
+    for (int d = 0; d < m.num_devices(); ++d) limits.push_back(limit(rng));
+    const int M = 2 + trial % 7;
+    const int S = m.layout.num_stages();
+    const auto random_policy = [&] {
+      ListPolicy p = ListPolicy::backward_first(S);
+      for (int st = 0; st < S; ++st) {
+        p.forward_rank[st] = rank(rng);
+        p.backward_rank[st] = rank(rng);
+      }
+      return p;
+    };
+    for (bool split : {false, true}) {
+      const ListPolicy ref = random_policy();
+      double makespan = 0;
+      std::vector<int> checked;
+      ListTies ties;
+      const Schedule s = list_schedule(m, M, limits, split, ref, &makespan, &checked, &ties);
+      ASSERT_TRUE(ties.complete);
+      for (int other = 0; other < 12; ++other) {
+        const ListPolicy p = random_policy();
+        double other_makespan = 0;
+        std::vector<int> other_checked;
+        const Schedule t = list_schedule(m, M, limits, split, p, &other_makespan, &other_checked);
+        if (same_rank_order(ties, ref, p)) {
+          ++alike;
+          EXPECT_EQ(t.device_ops, s.device_ops) << "trial " << trial << " policy " << other;
+          EXPECT_EQ(other_makespan, makespan);
+          EXPECT_EQ(other_checked, checked);
+        } else if (t.device_ops != s.device_ops) {
+          ++differ;  // an order the ties did decide (the test has teeth)
+        }
+        if (p.forward_rank != ref.forward_rank || p.backward_rank != ref.backward_rank) {
+          skipped_differently += same_rank_order(ties, ref, p) ? 1 : 0;
+        }
+      }
+    }
+  }
+  EXPECT_GT(alike, 100);
+  EXPECT_GT(differ, 100);
+  EXPECT_GT(skipped_differently, 100);  // other ranks, same schedule: what the search saves
+}
+
+TEST(ListSchedule, TiesAreIncompleteUnderTheActiveRuleOrWithOpsOfNoLength) {
+  const PipelineModel m = one_layer_per_stage({1.0, 1.0, 1.0, 1.0}, true, 2000, 0.01);
+  ListPolicy p = ListPolicy::backward_first(m.layout.num_stages());
+  ListTies ties;
+  list_schedule(m, 4, {2, 2}, false, p, nullptr, nullptr, &ties);
+  EXPECT_TRUE(ties.complete);
+  p.active = true;
+  list_schedule(m, 4, {2, 2}, false, p, nullptr, nullptr, &ties);
+  EXPECT_FALSE(ties.complete);
+  // An op of no length can make another device's op ready at the time it starts itself: then
+  // the order between devices matters, and the pairs are not all the ranks decided.
+  const PipelineModel zero = one_layer_per_stage({1.0, 0.0, 1.0, 1.0}, true, 2000, 0.0, 0);
+  list_schedule(zero, 4, {2, 2}, false, ListPolicy::backward_first(4), nullptr, nullptr, &ties);
+  EXPECT_FALSE(ties.complete);
+}
+
 TEST(Simulate, RejectsMissingDuplicateAndDeadlockedSchedules) {
   const PipelineModel m = one_layer_per_stage({1.0, 1.0}, false, 1e30, 0);
   const std::vector<MemoryBreakdown> zero(2);

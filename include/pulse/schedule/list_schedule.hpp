@@ -4,6 +4,7 @@
 // then every backward).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "pulse/cost/pipeline_model.hpp"
@@ -39,6 +40,24 @@ struct ListPolicy {
   static ListPolicy forward_first(int num_stages);
 };
 
+/// What a list schedule's ranks decided. Under the plain rule (not `active`), when every op
+/// runs for some time, a device's choice depends on the ranks only among its candidates
+/// ready at the same, earliest, time (the order of devices whose ops start at the same time
+/// changes no device's ops: none of them can make another's candidate ready that early).
+/// `pairs` holds each pair of op slots (stage * 3 + kind: 0 forward, 1 B or I, 2 W) a device
+/// found tied so, sorted and unique, packed as (a << 33) | (b << 1) | first with a < b, and
+/// `first` whether a's op goes first when the two ranks are equal (older microbatch, then
+/// later stage). Another policy that orders every pair the same way, at the same in-flight
+/// and window limits, gives the same schedule op for op (same_rank_order).
+struct ListTies {
+  bool complete = false;  ///< The plain rule and no op of zero length: `pairs` is all it took.
+  std::vector<std::uint64_t> pairs;
+};
+
+/// Whether policies `a` and `b` order every pair of `ties` alike. Meaningful only where
+/// ties.complete, and for two plain-rule policies.
+bool same_rank_order(const ListTies& ties, const ListPolicy& a, const ListPolicy& b);
+
 /// A list schedule for any layout (the V or a chain): each device, when free, runs the
 /// ready operation that starts earliest, ties broken by `policy`. A device admits a new
 /// microbatch only while fewer than inflight_limit[d] are in flight on it. Respects every
@@ -46,10 +65,11 @@ struct ListPolicy {
 /// `makespan_s`, when given, receives the schedule's makespan (what `simulate` would say).
 /// `inflight_checked`, when given, receives per device the most microbatches it held when
 /// its limit was consulted: any limit above that (the others equal) gives the same schedule.
+/// `ties`, when given, receives what the ranks decided (ListTies).
 Schedule list_schedule(const PipelineModel& model, int num_microbatches,
                        const std::vector<int>& inflight_limit, bool split_backward,
                        const ListPolicy& policy, double* makespan_s = nullptr,
-                       std::vector<int>* inflight_checked = nullptr);
+                       std::vector<int>* inflight_checked = nullptr, ListTies* ties = nullptr);
 
 /// GPipe: each device runs every forward of its stages (microbatch by microbatch), then every
 /// backward. Holds all microbatches in flight.

@@ -19,7 +19,9 @@ constexpr double kNotYet = std::numeric_limits<double>::quiet_NaN();
 
 class ExecutionEngine {
  public:
-  ExecutionEngine(const PipelineModel& model, int num_microbatches);
+  /// `record_sends` false: sends() stays empty (a caller that never reads it, such as the
+  /// list scheduler, saves a record per send).
+  ExecutionEngine(const PipelineModel& model, int num_microbatches, bool record_sends = true);
 
   /// Earliest start of `op` on its device, or nullopt while an input's producer has not
   /// executed yet.
@@ -34,6 +36,8 @@ class ExecutionEngine {
   double inputs_ready(const Op& op) const;
   /// Runs `op` at its ready time (which must exist) and performs its sends.
   TimedOp execute(const Op& op);
+  /// The same, for a caller that already knows ready_at(op) (which must exist): `start`.
+  TimedOp execute_at(const Op& op, double start);
   bool executed(const Op& op) const;
 
   double device_free(DeviceId d) const { return device_free_[d]; }
@@ -68,6 +72,7 @@ class ExecutionEngine {
 
   const PipelineModel& model_;
   int num_microbatches_;
+  bool record_sends_;
   std::vector<std::vector<TimedSend>> sends_;     // per sending device
   std::vector<std::vector<std::size_t>> out_of_;  // [stage]: transfers with from == stage
   std::vector<std::vector<std::size_t>> into_;    // [stage]: transfers with to == stage
