@@ -48,17 +48,6 @@ PlanFrozenPlacement weighed(const FrozenAnswer& a, double iteration_s) {
   return p;
 }
 
-PlanFrozenOp op_of(const FrozenOp& op) {
-  PlanFrozenOp o{op.component, op.device,    op.in_bubble ? "bubble" : "before_step",
-                 op.start_s,   op.end_s,     op.first_sample,
-                 op.samples,   std::nullopt, std::nullopt};
-  if (op.in_bubble) {
-    o.gap_start_s = op.gap_start_s;
-    o.gap_end_s = op.gap_end_s;
-  }
-  return o;
-}
-
 std::string note_of(const PlanFrozen& f, const std::vector<PlanFrozenPlacement>& weighed) {
   std::string note = f.placement == "cached"
                          ? fmt::format("cached offline: no step time, {} per sample stored",
@@ -170,7 +159,7 @@ Status frozen_pass(const JobInputs& job, CompiledPlan& plan, PassClock& clock) {
   f.cached_bytes_per_sample = best->cached_bytes_per_sample;
   f.weight_bytes = best->weight_bytes;
   f.activation_bytes = best->activation_bytes;
-  for (const FrozenOp& op : best->ops) f.ops.push_back(op_of(op));
+  f.ops = best->ops;
   f.note = note_of(f, f.placements);
   if (plan.pipeline_or_not) {
     cost_sharded_rows(*in.model, *in.cluster, type, plan, plan.pipeline_or_not->sharded);

@@ -48,7 +48,7 @@ std::string frozen_line(const Plan& plan, const Replay& r) {
   const PlanFrozen& f = *plan.frozen;
   const std::vector<std::string> problems = check_frozen_plan({&plan, &r.timeline});
   const auto bubbles = std::count_if(f.ops.begin(), f.ops.end(),
-                                     [](const PlanFrozenOp& o) { return o.slot == "bubble"; });
+                                     [](const FrozenOp& o) { return o.slot == "bubble"; });
   return fmt::format("  frozen      {:>12}  ({}: +{} before the step, {} in {} bubble ops; {})",
                      format_seconds(r.evaluation.iteration_s + f.before_step_s), f.placement,
                      format_seconds(f.before_step_s), format_seconds(f.bubble_s), bubbles,

@@ -128,7 +128,7 @@ TEST(FrozenPlacement, TheCheckCatchesAnOpInBusyTimeAndASampleTwice) {
   Plan plan = build_plan(p, in.model, in.cluster);
   ASSERT_TRUE(plan.frozen);
   auto bubble = std::find_if(plan.frozen->ops.begin(), plan.frozen->ops.end(),
-                             [](const PlanFrozenOp& op) { return op.slot == "bubble"; });
+                             [](const FrozenOp& op) { return op.slot == "bubble"; });
   ASSERT_NE(bubble, plan.frozen->ops.end());
   // Moved onto the device's first schedule op: busy time, and outside its gap.
   const PlanOp& first = plan.schedule[bubble->device].front();

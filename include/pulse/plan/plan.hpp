@@ -19,6 +19,7 @@
 
 #include "pulse/cost/memory.hpp"
 #include "pulse/cost/pipeline_model.hpp"
+#include "pulse/simulate/frozen.hpp"
 #include "pulse/simulate/schedule.hpp"
 
 namespace pulse {
@@ -567,23 +568,6 @@ struct PlanCertificate {
   std::vector<PublishedGap> published;
 };
 
-/// `frozen.ops[]`: one frozen forward (simulate/frozen.hpp's FrozenOp): `samples` samples
-/// from `first_sample` of the pipeline's samples (microbatch order) of `component`, on
-/// pipeline device `device`, in `slot` "before_step" (times from the start of the frozen
-/// phase before the pipeline) or "bubble" (the iteration's times, inside the idle gap
-/// [gap_start_s, gap_end_s) of the replayed timeline, encoding the next iteration's samples).
-struct PlanFrozenOp {
-  std::string component;
-  DeviceId device = 0;
-  std::string slot;  ///< "before_step" or "bubble".
-  double start_s = 0;
-  double end_s = 0;
-  int first_sample = 0;
-  int samples = 0;
-  std::optional<double> gap_start_s;  ///< Bubble ops only.
-  std::optional<double> gap_end_s;
-};
-
 /// `frozen.placements[]`: one placement as weighed.
 struct PlanFrozenPlacement {
   std::string placement;  ///< "cached", "before_step" or "bubbles".
@@ -609,7 +593,7 @@ struct PlanFrozen {
   std::vector<std::int64_t> activation_bytes;  ///< Per pipeline device, the largest piece.
   std::string note;
   std::vector<PlanFrozenPlacement> placements;
-  std::vector<PlanFrozenOp> ops;
+  std::vector<FrozenOp> ops;  ///< `frozen.ops[]` (simulate/frozen.hpp).
 };
 
 /// One bucket's plan (the plan's `buckets.rows[]`, docs/buckets.md): the partition and
