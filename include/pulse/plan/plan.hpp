@@ -443,6 +443,9 @@ struct Candidate {
   bool synthesized = false;  ///< Got the full schedule synthesis (else: screened only).
   std::optional<double> iteration_s;
   std::optional<double> samples_per_s;
+  /// A model with frozen encoders, not cached: the step with them placed as --frozen asks
+  /// (docs/frozen.md); the search ranks candidates by it.
+  std::optional<double> step_s;
   std::optional<std::int64_t> peak_memory_bytes;  ///< Largest device peak.
   std::optional<std::string> reason;              ///< Why it lost.
   std::optional<std::string> family;              ///< The family its plan used.
@@ -462,8 +465,10 @@ struct ShardedAnswer {
   std::optional<double> samples_per_s;
   std::optional<std::int64_t> peak_memory_bytes;
   std::optional<std::string> reason;  ///< Why not, when infeasible.
-  /// A model with frozen encoders (`frozen`): pp 1 has no bubbles, so every device encodes
-  /// its samples before the step; that time, the step with it, or why it does not fit.
+  /// A model with frozen encoders (`frozen`), not cached: pp 1 has no bubbles, so every device
+  /// encodes its samples before the step; that time and the step with it (its alternative's
+  /// `step_s`). `frozen_reason` is no longer written: a row whose encoders fit nowhere is
+  /// infeasible, its `reason` says why.
   std::optional<double> frozen_s;
   std::optional<double> step_s;
   std::optional<std::string> frozen_reason;
@@ -521,6 +526,9 @@ struct AlternativeAnswer {
   std::optional<std::string> family;  ///< The family its plan used.
   std::optional<double> iteration_s;
   std::optional<double> samples_per_s;
+  /// A model with frozen encoders, not cached: the step with them placed as --frozen asks;
+  /// rows are compared by it.
+  std::optional<double> step_s;
   std::optional<std::int64_t> peak_memory_bytes;
   std::optional<std::int64_t> p2p_bytes_per_iteration;
   std::optional<std::string> configuration;  ///< "pp 4 x dp 2, microbatch 1".
