@@ -92,7 +92,8 @@ struct JobInputs;
 /// simulate/frozen.hpp); infeasible when no placement the options allow fits.
 Status frozen_pass(const JobInputs& job, CompiledPlan& plan, PassClock& clock);
 /// The step of `plan` (CompiledPlan::step_s) with the frozen encoders placed as
-/// `in.options->frozen` asks on its timeline; nothing without frozen components or when cached.
+/// `in.options->frozen` asks on its timeline, memory left out (the frozen pass holds the plan
+/// kept to the memory rule); nothing without frozen components or when cached.
 void frozen_step_pass(const CompileInputs& in, CompiledPlan& plan);
 /// What the search and the alternatives compare plans by: the step's seconds (the iteration
 /// when no frozen work is weighed) and the global batch over them.

@@ -3,7 +3,6 @@
 // the step. The same rule gives every configuration the search weighs its step
 // (frozen_step_pass), so the tuner, the alternatives and pipeline_or_not compare steps.
 #include <algorithm>
-#include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
@@ -166,16 +165,19 @@ Status frozen_pass(const JobInputs& job, CompiledPlan& plan, PassClock& clock) {
 void frozen_step_pass(const CompileInputs& in, CompiledPlan& plan) {
   const std::string& option = in.options->frozen;
   if (in.model->frozen.empty() || option == "cached") return;
-  const FrozenRequest request = request_of(*in.model, *in.cluster, plan, in.device_type);
+  FrozenRequest request = request_of(*in.model, *in.cluster, plan, in.device_type);
+  // Time only, memory left out: this timeline's peak is not the plan's yet (the memory curve
+  // of the plan kept lowers it at the same speed, and the frozen pass then places under the
+  // memory rule), and the denoiser is planned within the headroom that leaves the encoders
+  // their weights and one sample (frozen_headroom). Judged against this peak, configurations
+  // the frozen pass would place lost to ones it places worse.
+  const std::int64_t unlimited = std::numeric_limits<std::int64_t>::max() / 4;
+  request.free_step_bytes.assign(request.pp, unlimited);
+  request.free_before_bytes.assign(request.pp, unlimited);
   const std::vector<FrozenAnswer> answers = answers_of(request, option);
   if (const FrozenAnswer* best = best_of(answers, option)) {
     plan.step_s = plan.evaluation.iteration_s + best->before_step_s;
-    return;
   }
-  plan.step_s = std::numeric_limits<double>::infinity();
-  plan.frozen_refused =
-      fmt::format("its frozen encoders fit no placement at pp {}, microbatch {} ({})", plan.pp,
-                  plan.microbatch_size, refusals(answers, option));
 }
 
 double step_time_s(const CompiledPlan& plan) {
@@ -183,8 +185,7 @@ double step_time_s(const CompiledPlan& plan) {
 }
 
 double step_samples_per_s(const CompiledPlan& plan) {
-  if (!plan.step_s) return plan.evaluation.samples_per_s;
-  return std::isfinite(*plan.step_s) ? plan.global_batch / *plan.step_s : 0.0;
+  return plan.step_s ? plan.global_batch / *plan.step_s : plan.evaluation.samples_per_s;
 }
 
 }  // namespace pulse::detail

@@ -172,7 +172,7 @@ void record(Trial& t, const CompiledPlan* plan, bool synthesized) {
   t.candidate.reason.reset();
   t.candidate.iteration_s = plan->evaluation.iteration_s;
   t.candidate.samples_per_s = plan->evaluation.samples_per_s;
-  t.candidate.step_s = plan->step_s;  // finite: a plan its frozen work refuses has no result
+  t.candidate.step_s = plan->step_s;
   t.candidate.family = plan->family->name;
   std::int64_t peak = 0;
   for (const DeviceTimeline& d : plan->timeline.devices) peak = std::max(peak, d.peak.total());
@@ -359,10 +359,6 @@ Status screen_pairs(const CompileInputs& in, const std::vector<Trial>& trials,
       p->error = plan.error();
       continue;
     }
-    if (plan->frozen_refused) {  // its frozen encoders fit no placement beside it
-      p->error = Error{ErrorKind::infeasible, *plan->frozen_refused};
-      continue;
-    }
     p->screened = p->result = &*plan;
     // The synthesizer's bound on any schedule of this pipeline (its memory included) holds
     // for the full synthesis too, and an iteration is never shorter than its makespan. Its
@@ -486,15 +482,6 @@ Result<CompiledPlan> tune(const CompileInputs& in, PassClock& clock) {
     const bool any_config =
         std::any_of(trials.begin(), trials.end(), [](const Trial& t) { return t.config; });
     if (!any_config) return usage_error(inconsistent(in, trials));
-    for (const Pair& p : pairs) {  // the denoiser fits, but not beside its frozen encoders
-      if (p.error && p.error->message.starts_with("its frozen encoders")) {
-        return infeasible_error(fmt::format(
-            "plan: {} fits, but in no configuration searched beside its frozen encoders; "
-            "first: {}; --frozen cached plans the step without them (their outputs computed "
-            "offline)",
-            in.model->name, p.error->message));
-      }
-    }
     return infeasible_error(nothing_fits(in, trials));
   }
   CompiledPlan plan = *chosen->result;
