@@ -127,8 +127,8 @@ std::int64_t largest_peak_bytes(const CompiledPlan& p) {
 }
 
 bool faster_plan(const CompiledPlan& a, const CompiledPlan& b) {
-  if (a.evaluation.samples_per_s != b.evaluation.samples_per_s) {
-    return a.evaluation.samples_per_s > b.evaluation.samples_per_s;
+  if (step_samples_per_s(a) != step_samples_per_s(b)) {
+    return step_samples_per_s(a) > step_samples_per_s(b);
   }
   // As fast: the one that leaves more memory (SDXL at 1024 px on one DGX H100: ZeRO-2 runs
   // data parallelism in the time ZeRO-0 does, at 44.85 of 74.67 GiB instead of 74.14).
@@ -179,6 +179,7 @@ void state_figures(AlternativeAnswer& a, const CompiledPlan& p) {
   a.family = p.family->name;
   a.iteration_s = p.evaluation.iteration_s;
   a.samples_per_s = p.evaluation.samples_per_s;
+  a.step_s = p.step_s;
   a.peak_memory_bytes = largest_peak_bytes(p);
   a.p2p_bytes_per_iteration = p2p_bytes(p);
   a.configuration = fmt::format("pp {} x dp {}, microbatch {}", p.pp, p.dp, p.microbatch_size);
@@ -371,13 +372,14 @@ Status open_level(const JobInputs& job, const Alternative& alternative, LevelRun
 Status run_level(LevelRun& run, const LevelRun* kept, CompileCache& cache, PassClock& clock) {
   if (kept) {
     const CompiledPlan& plan = kept->plan->plan;
-    if (std::isfinite(run.bound) && run.bound > plan.evaluation.iteration_s * (1 + 1e-9)) {
+    // Its bound is on the iteration, which no step is shorter than: it prunes against steps.
+    if (std::isfinite(run.bound) && run.bound > step_time_s(plan) * (1 + 1e-9)) {
       // The kept plan by its level's name: its layout among sequence layouts, else its mode.
       const Alternative& k = kept->level.alternative;
       const std::string name = k.axis == Axis::sequence ? k.label : plan.options.recompute;
       run.record.front().reason =
           fmt::format("not planned: its lower bound on time, {}, is above the plan of {} ({})",
-                      format_seconds(run.bound), name, format_seconds(plan.evaluation.iteration_s));
+                      format_seconds(run.bound), name, format_seconds(step_time_s(plan)));
       return Ok{};
     }
   }

@@ -113,6 +113,7 @@ const Result<CompiledPlan>& compile_family(const CompileInputs& in, const Config
     return keep(s.error());
   }
   evaluate_pass(in, plan, clock);
+  frozen_step_pass(in, plan);  // the step the search weighs, frozen work included
   return keep(std::move(plan));
 }
 

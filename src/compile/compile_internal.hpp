@@ -91,6 +91,14 @@ struct JobInputs;
 /// "frozen": the model profile's frozen encoders placed on the plan kept (frozen_pass.cpp,
 /// simulate/frozen.hpp); infeasible when no placement the options allow fits.
 Status frozen_pass(const JobInputs& job, CompiledPlan& plan, PassClock& clock);
+/// The step of `plan` (CompiledPlan::step_s) with the frozen encoders placed as
+/// `in.options->frozen` asks on its timeline, memory left out (the frozen pass holds the plan
+/// kept to the memory rule); nothing without frozen components or when cached.
+void frozen_step_pass(const CompileInputs& in, CompiledPlan& plan);
+/// What the search and the alternatives compare plans by: the step's seconds (the iteration
+/// when no frozen work is weighed) and the global batch over them.
+double step_time_s(const CompiledPlan& plan);
+double step_samples_per_s(const CompiledPlan& plan);
 /// The headroom the denoiser is planned in: the options' when the model has no frozen
 /// components or they are cached, else that less the share of the usable memory their
 /// weights and the largest one-sample working set take (infeasible when nothing is left).
@@ -163,6 +171,9 @@ Result<double> tune_lower_bound(const CompileInputs& in, PassClock& clock);
 /// The families the options ask to search: the strategy's, or the one --family names.
 std::vector<const Family*> searched_families(const PlanOptions& options);
 
+/// A candidate's samples/s over its step, frozen work included (its iteration's without any;
+/// every candidate of one search trains the same global batch).
+double step_rate(const Candidate& c);
 /// Bytes the plan moves between pipeline devices per iteration, all replicas together.
 std::int64_t p2p_bytes(const CompiledPlan& p);
 
@@ -172,8 +183,8 @@ FamilyOutcome outcome_of(const Family& f, const CompiledPlan* plan, bool synthes
 /// The largest peak memory of any device of the plan, in bytes.
 std::int64_t largest_peak_bytes(const CompiledPlan& p);
 
-/// True when `a` is faster than `b` (samples per second; ties: the smaller largest peak, then
-/// fewer bytes moved).
+/// True when `a` is faster than `b` (samples per second over the step, frozen work included:
+/// step_samples_per_s; ties: the smaller largest peak, then fewer bytes moved).
 bool faster_plan(const CompiledPlan& a, const CompiledPlan& b);
 
 }  // namespace pulse::detail

@@ -1,8 +1,9 @@
 // The "frozen" pass (docs/frozen.md): where the model profile's frozen encoders run in the
 // plan kept, by simulate/frozen.hpp's rules on its replayed timeline, and what they add to
-// the step; the sharded rows of pipeline_or_not get the same cost (pp 1: no bubbles, so
-// before the step).
+// the step. The same rule gives every configuration the search weighs its step
+// (frozen_step_pass), so the tuner, the alternatives and pipeline_or_not compare steps.
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -48,17 +49,6 @@ PlanFrozenPlacement weighed(const FrozenAnswer& a, double iteration_s) {
   return p;
 }
 
-PlanFrozenOp op_of(const FrozenOp& op) {
-  PlanFrozenOp o{op.component, op.device,    op.in_bubble ? "bubble" : "before_step",
-                 op.start_s,   op.end_s,     op.first_sample,
-                 op.samples,   std::nullopt, std::nullopt};
-  if (op.in_bubble) {
-    o.gap_start_s = op.gap_start_s;
-    o.gap_end_s = op.gap_end_s;
-  }
-  return o;
-}
-
 std::string note_of(const PlanFrozen& f, const std::vector<PlanFrozenPlacement>& weighed) {
   std::string note = f.placement == "cached"
                          ? fmt::format("cached offline: no step time, {} per sample stored",
@@ -74,27 +64,37 @@ std::string note_of(const PlanFrozen& f, const std::vector<PlanFrozenPlacement>&
   return note;
 }
 
-// pipeline_or_not's sharded rows: pp 1 encodes its own samples before the step, its memory
-// checked against the row's peak (the static bytes of a row are not kept).
-void cost_sharded_rows(const ModelProfile& model, const ClusterProfile& cluster, int device_type,
-                       const CompiledPlan& plan, std::vector<ShardedAnswer>& rows) {
-  for (ShardedAnswer& row : rows) {
-    if (!row.feasible || !row.iteration_s || !row.peak_memory_bytes) continue;
-    FrozenRequest r;
-    r.model = &model;
-    r.device_type = device_type;
-    r.samples = plan.global_batch / row.dp;
-    r.link_to_first = {LinkClass{}};
-    r.free_step_bytes = {cluster.usable_memory() - *row.peak_memory_bytes};
-    r.free_before_bytes = r.free_step_bytes;
-    const FrozenAnswer a = place_frozen(r, FrozenPlacement::before_step);
-    if (a.feasible) {
-      row.frozen_s = a.before_step_s;
-      row.step_s = *row.iteration_s + a.before_step_s;
-    } else {
-      row.frozen_reason = a.reason;
-    }
+// The placements `option` weighs, before_step first (cached only when asked for: it needs an
+// offline pass).
+std::vector<FrozenAnswer> answers_of(const FrozenRequest& request, const std::string& option) {
+  std::vector<FrozenAnswer> answers;
+  for (FrozenPlacement p :
+       {FrozenPlacement::before_step, FrozenPlacement::bubbles, FrozenPlacement::cached}) {
+    if (p == FrozenPlacement::cached && option != "cached") continue;
+    answers.push_back(place_frozen(request, p));
   }
+  return answers;
+}
+
+// The one `option` takes: of those it allows that fit, the least added before the step (the
+// first weighed on a tie); null when none fits.
+const FrozenAnswer* best_of(const std::vector<FrozenAnswer>& answers, const std::string& option) {
+  const FrozenAnswer* best = nullptr;
+  for (const FrozenAnswer& a : answers) {
+    const bool wanted = option == "auto" || frozen_placement_name(a.placement) == option;
+    if (wanted && a.feasible && (!best || a.before_step_s < best->before_step_s)) best = &a;
+  }
+  return best;
+}
+
+// Why each placement `option` allows was refused: "before_step: ...; bubbles: ...".
+std::string refusals(const std::vector<FrozenAnswer>& answers, const std::string& option) {
+  std::vector<std::string> why;
+  for (const FrozenAnswer& a : answers) {
+    const std::string_view name = frozen_placement_name(a.placement);
+    if (option == "auto" || name == option) why.push_back(fmt::format("{}: {}", name, a.reason));
+  }
+  return fmt::format("{}", fmt::join(why, "; "));
 }
 
 }  // namespace
@@ -134,30 +134,15 @@ Status frozen_pass(const JobInputs& job, CompiledPlan& plan, PassClock& clock) {
   const FrozenRequest request = request_of(*in.model, *in.cluster, plan, type);
   const double iteration_s = plan.evaluation.iteration_s;
   const std::string& option = job.options->frozen;
-  std::vector<FrozenAnswer> answers;
-  for (FrozenPlacement p :
-       {FrozenPlacement::before_step, FrozenPlacement::bubbles, FrozenPlacement::cached}) {
-    if (p == FrozenPlacement::cached && option != "cached") continue;  // needs an offline pass
-    answers.push_back(place_frozen(request, p));
-  }
-  const FrozenAnswer* best = nullptr;
-  for (const FrozenAnswer& a : answers) {
-    const bool wanted = option == "auto" || frozen_placement_name(a.placement) == option;
-    if (wanted && a.feasible && (!best || a.before_step_s < best->before_step_s)) best = &a;
-  }
+  const std::vector<FrozenAnswer> answers = answers_of(request, option);
+  const FrozenAnswer* best = best_of(answers, option);
   PlanFrozen f;
   for (const FrozenAnswer& a : answers) f.placements.push_back(weighed(a, iteration_s));
   if (!best) {
-    std::vector<std::string> why;
-    for (const PlanFrozenPlacement& p : f.placements) {
-      if (option == "auto" || p.placement == option) {
-        why.push_back(fmt::format("{}: {}", p.placement, p.reason.value_or("")));
-      }
-    }
     return infeasible_error(fmt::format(
         "plan: the frozen encoders of {} fit no placement on {} ({}); --frozen cached plans "
         "the step without them (their outputs computed offline)",
-        job.model->name, job.cluster->name, fmt::join(why, "; ")));
+        job.model->name, job.cluster->name, refusals(answers, option)));
   }
   f.placement = std::string(frozen_placement_name(best->placement));
   f.option = option;
@@ -170,13 +155,37 @@ Status frozen_pass(const JobInputs& job, CompiledPlan& plan, PassClock& clock) {
   f.cached_bytes_per_sample = best->cached_bytes_per_sample;
   f.weight_bytes = best->weight_bytes;
   f.activation_bytes = best->activation_bytes;
-  for (const FrozenOp& op : best->ops) f.ops.push_back(op_of(op));
+  f.ops = best->ops;
   f.note = note_of(f, f.placements);
-  if (plan.pipeline_or_not) {
-    cost_sharded_rows(*in.model, *in.cluster, type, plan, plan.pipeline_or_not->sharded);
-  }
+  plan.step_s = f.step_s;  // on the timeline kept (its memory curve may have moved the gaps)
   plan.frozen = std::move(f);
   return Ok{};
+}
+
+void frozen_step_pass(const CompileInputs& in, CompiledPlan& plan) {
+  const std::string& option = in.options->frozen;
+  if (in.model->frozen.empty() || option == "cached") return;
+  FrozenRequest request = request_of(*in.model, *in.cluster, plan, in.device_type);
+  // Time only, memory left out: this timeline's peak is not the plan's yet (the memory curve
+  // of the plan kept lowers it at the same speed, and the frozen pass then places under the
+  // memory rule), and the denoiser is planned within the headroom that leaves the encoders
+  // their weights and one sample (frozen_headroom). Judged against this peak, configurations
+  // the frozen pass would place lost to ones it places worse.
+  const std::int64_t unlimited = std::numeric_limits<std::int64_t>::max() / 4;
+  request.free_step_bytes.assign(request.pp, unlimited);
+  request.free_before_bytes.assign(request.pp, unlimited);
+  const std::vector<FrozenAnswer> answers = answers_of(request, option);
+  if (const FrozenAnswer* best = best_of(answers, option)) {
+    plan.step_s = plan.evaluation.iteration_s + best->before_step_s;
+  }
+}
+
+double step_time_s(const CompiledPlan& plan) {
+  return plan.step_s.value_or(plan.evaluation.iteration_s);
+}
+
+double step_samples_per_s(const CompiledPlan& plan) {
+  return plan.step_s ? plan.global_batch / *plan.step_s : plan.evaluation.samples_per_s;
 }
 
 }  // namespace pulse::detail

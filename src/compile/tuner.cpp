@@ -63,6 +63,12 @@ std::vector<const Family*> searched_families(const PlanOptions& options) {
   return out;
 }
 
+double step_rate(const Candidate& c) {
+  const double rate = c.samples_per_s.value_or(0);
+  if (!c.step_s || !c.iteration_s) return rate;
+  return rate * *c.iteration_s / *c.step_s;
+}
+
 namespace {
 
 struct Trial {
@@ -166,6 +172,7 @@ void record(Trial& t, const CompiledPlan* plan, bool synthesized) {
   t.candidate.reason.reset();
   t.candidate.iteration_s = plan->evaluation.iteration_s;
   t.candidate.samples_per_s = plan->evaluation.samples_per_s;
+  t.candidate.step_s = plan->step_s;
   t.candidate.family = plan->family->name;
   std::int64_t peak = 0;
   for (const DeviceTimeline& d : plan->timeline.devices) peak = std::max(peak, d.peak.total());
@@ -251,10 +258,11 @@ std::string nothing_fits(const CompileInputs& in, const std::vector<Trial>& tria
          reason;
 }
 
-// Best first: throughput, then fewer devices per pipeline, then smaller microbatches.
+// Best first: throughput over the step, then fewer devices per pipeline, then smaller
+// microbatches.
 bool faster(const Candidate& a, const Candidate& b) {
   if (a.feasible != b.feasible) return a.feasible;
-  const double x = a.samples_per_s.value_or(0), y = b.samples_per_s.value_or(0);
+  const double x = step_rate(a), y = step_rate(b);
   if (x != y) return x > y;
   if (a.pp != b.pp) return a.pp < b.pp;
   return a.microbatch_size < b.microbatch_size;
@@ -268,8 +276,9 @@ std::vector<Candidate> explain(std::vector<Trial>& trials, const Candidate& chos
       c.chosen =
           c.pp == chosen.pp && c.dp == chosen.dp && c.microbatch_size == chosen.microbatch_size;
       if (!c.chosen) {
-        c.reason = fmt::format("{:.1f}% fewer samples/s than the chosen configuration{}",
-                               100.0 * (1.0 - *c.samples_per_s / *chosen.samples_per_s),
+        c.reason = fmt::format("{:.1f}% fewer samples/s than the chosen configuration{}{}",
+                               100.0 * (1.0 - step_rate(c) / step_rate(chosen)),
+                               c.step_s ? " over the step, frozen encoders included" : "",
                                c.synthesized ? "" : " (screened)");
       }
     }
@@ -286,13 +295,13 @@ std::vector<Candidate> explain(std::vector<Trial>& trials, const Candidate& chos
 
 namespace {
 
-// The search's order on answers: throughput, then fewer devices per pipeline, smaller
-// microbatches, fewer bytes moved, the family listed first.
+// The search's order on answers: throughput over the step (frozen work included), then fewer
+// devices per pipeline, smaller microbatches, fewer bytes moved, the family listed first.
 bool ahead(const Pair& a, const Pair& b) {
   const CompiledPlan& x = *a.result;
   const CompiledPlan& y = *b.result;
-  if (x.evaluation.samples_per_s != y.evaluation.samples_per_s) {
-    return x.evaluation.samples_per_s > y.evaluation.samples_per_s;
+  if (step_samples_per_s(x) != step_samples_per_s(y)) {
+    return step_samples_per_s(x) > step_samples_per_s(y);
   }
   if (x.pp != y.pp) return x.pp < y.pp;
   if (x.microbatch_size != y.microbatch_size) return x.microbatch_size < y.microbatch_size;
@@ -352,9 +361,10 @@ Status screen_pairs(const CompileInputs& in, const std::vector<Trial>& trials,
     }
     p->screened = p->result = &*plan;
     // The synthesizer's bound on any schedule of this pipeline (its memory included) holds
-    // for the full synthesis too, and an iteration is never shorter than its makespan.
+    // for the full synthesis too, and an iteration is never shorter than its makespan. Its
+    // step is no shorter than its iteration: bounds on the iteration prune against steps.
     p->lower_bound = std::max(p->lower_bound, plan->solver.lower_bound_s);
-    fastest = std::min(fastest, plan->evaluation.iteration_s);
+    fastest = std::min(fastest, step_time_s(*plan));
   }
   return Ok{};
 }
@@ -378,7 +388,7 @@ Status finish_pairs(const CompileInputs& in, const std::vector<Trial>& trials,
                      [](const Pair* a, const Pair* b) { return ahead(*a, *b); });
     if (family.size() > top_k) family.resize(top_k);
     finishing.insert(finishing.end(), family.begin(), family.end());
-    for (const Pair* p : family) fastest = std::min(fastest, p->screened->evaluation.iteration_s);
+    for (const Pair* p : family) fastest = std::min(fastest, step_time_s(*p->screened));
   }
   std::stable_sort(finishing.begin(), finishing.end(),
                    [](const Pair* a, const Pair* b) { return ahead(*a, *b); });
@@ -392,7 +402,7 @@ Status finish_pairs(const CompileInputs& in, const std::vector<Trial>& trials,
     }
     p->synthesized = true;
     if (faster_plan(*full, *p->screened)) p->result = &*full;
-    fastest = std::min(fastest, p->result->evaluation.iteration_s);
+    fastest = std::min(fastest, step_time_s(*p->result));
   }
   return Ok{};
 }

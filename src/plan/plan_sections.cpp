@@ -409,6 +409,7 @@ void candidate_keys(IO& io, T& k) {
   io.field("synthesized", k.synthesized, flag());
   io.field("iteration_s", k.iteration_s, seconds());
   io.field("samples_per_s", k.samples_per_s, number(Format::rate, Range::nonnegative));
+  io.field("step_s", k.step_s, seconds());
   io.field("peak_memory_bytes", k.peak_memory_bytes, bytes());
   io.field("reason", k.reason, text());
   io.field("family", k.family, text());
@@ -482,6 +483,7 @@ void alternative_keys(IO& io, T& a) {
   io.field("recomputed_layers", a.recomputed_layers, count());
   io.field("sequence", a.sequence, text());
   answer_figure_keys(io, a);
+  io.field("step_s", a.step_s, seconds());
 }
 
 template <class IO, class T>

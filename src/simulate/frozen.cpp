@@ -107,7 +107,7 @@ void fill_gaps(Work& w, const FrozenRequest& r, DeviceId d) {
         if (lo == 0) break;
         const double end = at + frozen_piece_seconds(r, c, d, lo);
         w.answer.ops.push_back(
-            {c.name, d, true, at, end, w.next_sample[ci], lo, gap.start_s, gap.end_s});
+            {c.name, d, "bubble", at, end, w.next_sample[ci], lo, gap.start_s, gap.end_s});
         w.answer.bubble_s += end - at;
         if (held > 0) free -= lo * held;
         record(w, r, ci, d, lo);
@@ -140,8 +140,8 @@ bool run_before_step(Work& w, const FrozenRequest& r) {
           return false;
         }
         const double seconds = frozen_piece_seconds(r, c, d, k);
-        w.answer.ops.push_back(
-            {c.name, d, false, clock[d], clock[d] + seconds, w.next_sample[ci], k, 0, 0});
+        w.answer.ops.push_back({c.name, d, "before_step", clock[d], clock[d] + seconds,
+                                w.next_sample[ci], k, std::nullopt, std::nullopt});
         clock[d] += seconds;
         record(w, r, ci, d, k);
         share -= k;
@@ -178,7 +178,7 @@ FrozenAnswer place_frozen(const FrozenRequest& request, FrozenPlacement placemen
   std::stable_sort(w.answer.ops.begin(), w.answer.ops.end(),
                    [](const FrozenOp& a, const FrozenOp& b) {
                      if (a.device != b.device) return a.device < b.device;
-                     if (a.in_bubble != b.in_bubble) return !a.in_bubble;
+                     if (a.in_bubble() != b.in_bubble()) return !a.in_bubble();
                      return a.start_s < b.start_s;
                    });
   return w.answer;

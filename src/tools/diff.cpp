@@ -276,6 +276,30 @@ void buckets_rows(PlanDiff& d, const Plan& a, const Plan& b) {
   }
 }
 
+// Plans of a model with frozen encoders (docs/frozen.md): where each side runs them and the
+// step with them. A plan without them reads as cached: its step is its iteration.
+void frozen_rows(PlanDiff& d, const Plan& a, const Plan& b) {
+  if (!a.frozen && !b.frozen) return;
+  RowWriter w(d, "frozen");
+  const auto placement = [](const Plan& p) { return p.frozen ? p.frozen->placement : "none"; };
+  const auto step = [](const Plan& p) {
+    return p.frozen ? p.frozen->step_s : p.predicted.iteration_s;
+  };
+  const auto rate = [](const Plan& p) {
+    return p.frozen ? p.frozen->samples_per_s : p.predicted.samples_per_s;
+  };
+  w.text("placement", "frozen placement", placement(a), placement(b));
+  w.seconds("before_step_s", "frozen before the step", a.frozen ? a.frozen->before_step_s : 0,
+            b.frozen ? b.frozen->before_step_s : 0);
+  // Hidden work is neither better nor worse by itself: the step says which side is faster.
+  const auto hidden = [](const Plan& p) {
+    return format_seconds(p.frozen ? p.frozen->bubble_s : 0);
+  };
+  w.text("bubble_s", "frozen in bubbles", hidden(a), hidden(b));
+  w.seconds("step_s", "step", step(a), step(b));
+  w.rate("samples_per_s", "samples/s per step", rate(a), rate(b));
+}
+
 // Device time per sample of one plan: every pipeline device's time over an iteration
 // (compute, blocked sends, idle, the exposed all-reduce) over the samples one pipeline
 // takes. It adds up to devices used / samples/s, so it says why throughput changed even
@@ -544,6 +568,7 @@ PlanDiff diff_plans(const DiffRequest& r) {
   per_sample(d, a, b);
   traffic_and_memory(d, a, b);
   buckets_rows(d, a, b);
+  frozen_rows(d, a, b);
   const double old_rate = a.predicted.samples_per_s, new_rate = b.predicted.samples_per_s;
   d.slowdown_pct = old_rate > 0 ? 100.0 * (1.0 - new_rate / old_rate) : 0.0;
   const double old_bytes =

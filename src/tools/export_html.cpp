@@ -69,6 +69,9 @@ std::string plan_section(const Plan& p, double scale_s, int index) {
   if (p.certificate) {
     out += fmt::format("<p class=\"note\">{}</p>\n", esc(certificate_line(*p.certificate)));
   }
+  if (p.frozen) {
+    out += "<p class=\"note\">frozen encoders: " + esc(p.frozen->note) + "</p>\n";
+  }
   if (p.buckets) {  // the schedule below is the largest bucket's (the body)
     out +=
         "<h3>Buckets</h3>\n<p class=\"note\">" + esc(buckets_headline(*p.buckets)) + "</p>\n<pre>";

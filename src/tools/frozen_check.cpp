@@ -15,12 +15,12 @@ namespace {
 // Plans round times to the nanosecond.
 constexpr double kSlack = 2e-9;
 
-std::string where(const PlanFrozenOp& o, std::size_t i) {
+std::string where(const FrozenOp& o, std::size_t i) {
   return fmt::format("frozen.ops[{}] ({} on device {}, {})", i, o.component, o.device, o.slot);
 }
 
 // (b): the op against the gap it names and the schedule of its device.
-void check_bubble(const PlanFrozenOp& o, std::size_t i, const Timeline& t,
+void check_bubble(const FrozenOp& o, std::size_t i, const Timeline& t,
                   std::vector<std::string>& out) {
   const double gs = o.gap_start_s.value_or(-1), ge = o.gap_end_s.value_or(-1);
   if (!o.gap_start_s || !o.gap_end_s) {
@@ -53,8 +53,8 @@ void check_overlaps(const PlanFrozen& f, std::vector<std::string>& out) {
     std::sort(list.begin(), list.end(),
               [&](std::size_t a, std::size_t b) { return f.ops[a].start_s < f.ops[b].start_s; });
     for (std::size_t k = 1; k < list.size(); ++k) {
-      const PlanFrozenOp& a = f.ops[list[k - 1]];
-      const PlanFrozenOp& b = f.ops[list[k]];
+      const FrozenOp& a = f.ops[list[k - 1]];
+      const FrozenOp& b = f.ops[list[k]];
       if (b.start_s < a.end_s - kSlack) {
         out.push_back(fmt::format("{}: starts at {:.9f} s, before frozen.ops[{}] ends ({:.9f} s)",
                                   where(b, list[k]), b.start_s, list[k - 1], a.end_s));
@@ -67,7 +67,7 @@ void check_overlaps(const PlanFrozen& f, std::vector<std::string>& out) {
 void check_coverage(const PlanFrozen& f, std::vector<std::string>& out) {
   for (const std::string& c : f.components) {
     std::vector<int> times(f.samples, 0);
-    for (const PlanFrozenOp& o : f.ops) {
+    for (const FrozenOp& o : f.ops) {
       if (o.component != c) continue;
       for (int s = o.first_sample; s < o.first_sample + o.samples; ++s) {
         if (s >= 0 && s < f.samples) ++times[s];
@@ -94,7 +94,7 @@ void check_figures(const FrozenCheckRequest& r, const PlanFrozen& f,
                    std::vector<std::string>& out) {
   double before = 0, bubble = 0;
   for (std::size_t i = 0; i < f.ops.size(); ++i) {
-    const PlanFrozenOp& o = f.ops[i];
+    const FrozenOp& o = f.ops[i];
     if (o.slot == "before_step") before = std::max(before, o.end_s);
     if (o.slot == "bubble") bubble += o.end_s - o.start_s;
     if (!r.model || r.device_type < 0 || !r.cluster) continue;
@@ -139,7 +139,7 @@ std::vector<std::string> check_frozen_plan(const FrozenCheckRequest& r) {
   if (!r.plan->frozen) return out;
   const PlanFrozen& f = *r.plan->frozen;
   for (std::size_t i = 0; i < f.ops.size(); ++i) {  // (a), then (b)
-    const PlanFrozenOp& o = f.ops[i];
+    const FrozenOp& o = f.ops[i];
     if (std::find(f.components.begin(), f.components.end(), o.component) == f.components.end()) {
       out.push_back(fmt::format("{}: not a frozen component of the plan", where(o, i)));
     }

@@ -83,6 +83,16 @@ std::string op_rect(const PlanOp& o, double x0, double x1, double y) {
   return out + "\n";
 }
 
+// A frozen encoder's forward in an idle gap (plan.frozen.ops[], slot "bubble"): a grey,
+// dash-bordered bar of half the row's height, so the schedule's ops stay the eye's first read.
+std::string frozen_rect(const FrozenOp& o, double x0, double x1, double y) {
+  return fmt::format(
+      "<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{}\" class=\"frozen\">"
+      "<title>frozen {}: samples {} to {} of the next iteration, {} to {}</title></rect>\n",
+      x0, y + kRow / 4, std::max(0.5, x1 - x0), kRow / 2, esc(o.component), o.first_sample,
+      o.first_sample + o.samples - 1, format_seconds(o.start_s), format_seconds(o.end_s));
+}
+
 // A row label and the grey lane behind a bar of `plot` pixels.
 std::string row_label(const std::string& label, double y, Frame f, double plot,
                       const char* lane_class) {
@@ -117,6 +127,8 @@ svg text { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; }
 .legend { font-size: 11px; display: flex; flex-wrap: wrap; gap: 4px 14px; margin: 4px 0; }
 .legend i { display: inline-block; width: 12px; height: 12px; margin-right: 3px; vertical-align: -2px; }
 .legend i.cap { background: #eeeeee; border: 1px solid #999; }
+.frozen { fill: #bdbdbd; stroke: #444; stroke-width: 0.8; stroke-dasharray: 2 1.5; }
+.legend i.frozen { background: #bdbdbd; border: 1px dashed #444; }
 table.compare { border-collapse: collapse; font-size: 12px; margin: 6px 0; }
 table.compare th, table.compare td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; }
 footer { font-size: 11px; color: #777; margin-top: 24px; }
@@ -140,6 +152,10 @@ std::string timeline_svg(const Plan& p, double scale_s, const std::string& id, F
     const double y = d * (kRow + kGap);
     out += row_label(fmt::format("device {}", d), y, f, plot, "lane");
     for (const PlanOp& o : p.schedule[d]) out += op_rect(o, x(o.start_s), x(o.end_s), y);
+    if (!p.frozen) continue;
+    for (const FrozenOp& o : p.frozen->ops) {
+      if (o.device == d && o.in_bubble()) out += frozen_rect(o, x(o.start_s), x(o.end_s), y);
+    }
   }
   const double axis = p.pp() * (kRow + kGap) + 4;
   // The ticks are counted, not stepped through: a step that adds nothing to a huge time
@@ -165,6 +181,14 @@ std::string stage_legend(const Plan& p) {
         "<span><i style=\"background:{}\"></i><i style=\"background:{};border:1px solid {}\"></i>"
         "stage {} (device {})</span>",
         c, lighter(c, 0.5), c, s, p.stages[s].device);
+  }
+  const bool frozen = p.frozen && std::any_of(p.frozen->ops.begin(), p.frozen->ops.end(),
+                                              [](const FrozenOp& o) { return o.in_bubble(); });
+  if (frozen) {
+    out += fmt::format(
+        "<span><i class=\"frozen\"></i>frozen encoders in the bubbles (the next iteration's "
+        "samples; {} more before the step)</span>",
+        format_seconds(p.frozen->before_step_s));
   }
   const char* split = p.split_backward()
                           ? "solid: forward F; light, dashed border: input gradient I; "

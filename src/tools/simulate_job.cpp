@@ -97,9 +97,9 @@ SimulateRun run_simulate_job(const SimulateJob& job) {
   run.replay = std::move(*replay);
   run.differences = compare_figures(run.plan, run.replay.figures);
   const std::string& name = job.plan_path;
-  run.report = job.json
-                   ? simulation_report_json(name, in->plan_text[0], run.replay, run.differences)
-                   : simulation_report_text(name, run.plan, run.replay, run.differences);
+  run.report = job.json ? simulation_report_json(name, in->plan_text[0], run.plan, run.replay,
+                                                 run.differences)
+                        : simulation_report_text(name, run.plan, run.replay, run.differences);
   // Every output is formatted before any is written; then they appear together or not at
   // all (stdout is written after the files' temporaries, before they are renamed).
   const Replay& r = run.replay;

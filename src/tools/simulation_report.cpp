@@ -48,7 +48,7 @@ std::string frozen_line(const Plan& plan, const Replay& r) {
   const PlanFrozen& f = *plan.frozen;
   const std::vector<std::string> problems = check_frozen_plan({&plan, &r.timeline});
   const auto bubbles = std::count_if(f.ops.begin(), f.ops.end(),
-                                     [](const PlanFrozenOp& o) { return o.slot == "bubble"; });
+                                     [](const FrozenOp& o) { return o.slot == "bubble"; });
   return fmt::format("  frozen      {:>12}  ({}: +{} before the step, {} in {} bubble ops; {})",
                      format_seconds(r.evaluation.iteration_s + f.before_step_s), f.placement,
                      format_seconds(f.before_step_s), format_seconds(f.bubble_s), bubbles,
@@ -140,8 +140,62 @@ std::string simulation_report_text(const std::string& name, const Plan& plan, co
   return printable(out, LineBreaks::keep);  // names from the plan, shown on a terminal
 }
 
+namespace {
+
+// The plan's frozen ops against the replay, for the JSON report: the placement, the step on
+// the replayed iteration, every op as the plan lists it, and what the check found.
+nlohmann::ordered_json frozen_json(const Plan& plan, const Replay& r) {
+  const PlanFrozen& f = *plan.frozen;
+  const double step = r.evaluation.iteration_s + f.before_step_s;
+  nlohmann::ordered_json out;
+  out["placement"] = f.placement;
+  out["before_step_s"] = f.before_step_s;
+  out["bubble_s"] = f.bubble_s;
+  out["step_s"] = step;
+  out["samples_per_s"] = step > 0 ? plan.parallelism.global_batch / step : 0.0;
+  nlohmann::ordered_json ops = nlohmann::ordered_json::array();
+  for (const FrozenOp& o : f.ops) {
+    nlohmann::ordered_json op = {{"component", o.component}, {"device", o.device},
+                                 {"slot", o.slot},           {"start_s", o.start_s},
+                                 {"end_s", o.end_s},         {"first_sample", o.first_sample},
+                                 {"samples", o.samples}};
+    if (o.gap_start_s) op["gap_start_s"] = *o.gap_start_s;
+    if (o.gap_end_s) op["gap_end_s"] = *o.gap_end_s;
+    ops.push_back(std::move(op));
+  }
+  out["ops"] = std::move(ops);
+  out["problems"] = check_frozen_plan({&plan, &r.timeline});
+  return out;
+}
+
+// A buckets plan's rows as planned (the replay above them is the body's, the largest
+// bucket's): each bucket's microbatching, schedule family and figures, and the weighted
+// throughput.
+nlohmann::ordered_json buckets_json(const PlanBuckets& b) {
+  nlohmann::ordered_json out;
+  out["replayed"] = b.rows.at(b.body).name;
+  out["weighted_samples_per_s"] = b.weighted_samples_per_s;
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const BucketRow& r : b.rows) {
+    rows.push_back({{"name", r.name},
+                    {"tokens", r.tokens},
+                    {"share", r.share},
+                    {"microbatch_size", r.microbatch_size},
+                    {"num_microbatches", r.num_microbatches},
+                    {"family", r.family},
+                    {"iteration_s", r.iteration_s},
+                    {"samples_per_s", r.samples_per_s},
+                    {"peak_memory_bytes", r.peak_memory_bytes},
+                    {"largest_plan_iteration_s", r.largest_plan_iteration_s}});
+  }
+  out["rows"] = std::move(rows);
+  return out;
+}
+
+}  // namespace
+
 std::string simulation_report_json(const std::string& plan_name, std::string_view plan_text,
-                                   const Replay& replay,
+                                   const Plan& plan, const Replay& replay,
                                    const std::vector<FigureDifference>& differences) {
   const nlohmann::ordered_json figures = figure_sections(replay.figures);
   nlohmann::ordered_json out;
@@ -150,6 +204,8 @@ std::string simulation_report_json(const std::string& plan_name, std::string_vie
   out["cost_source"] = replay.cost_source;
   out["comm"] = figures["comm"];
   out["predicted"] = figures["predicted"];
+  if (plan.frozen) out["frozen"] = frozen_json(plan, replay);
+  if (plan.buckets) out["buckets"] = buckets_json(*plan.buckets);
   out["matches_plan"] = differences.empty();
   nlohmann::ordered_json diffs = nlohmann::ordered_json::array();
   for (const FigureDifference& d : differences) {

@@ -97,6 +97,63 @@ TEST(FrozenPlacement, AutoPicksTheFasterAndCachedIsOnlyGiven) {
   EXPECT_EQ(cached.frozen->cached_bytes_per_sample, 131072 + 118272 + 199680);
 }
 
+// The search weighs the step, frozen work included (docs/frozen.md). Two layers of 1 ms
+// forward, 2 ms backward, on two devices, global batch 4, microbatch 1, no activation
+// traffic (outputs of 0 bytes, latency 0), 10^7 parameters whose fp16 gradients (2 x 10^7
+// bytes) a ring of two all-reduces in 2 x (10^7 bytes / 10^10 B/s) = 2 ms:
+//   pp 1 x dp 2: 2 microbatches x 6 ms = 12 ms, + the all-reduce 2 ms     = 14 ms
+//   pp 2 x dp 1: 4 microbatches x 3 ms per device = 12 ms of work; device 1 starts at 1 ms
+//                and device 0's last backward (2 ms) follows device 1's   = 15 ms
+// So without frozen work pp 1 wins. A text encoder of 1 ms per sample: pp 1 has no idle time,
+// so each device encodes its pipeline's 2 samples before the step: 14 + 2 = 16 ms. pp 2 has
+// 2 x 15 - 24 = 6 ms idle in whole milliseconds (device 1's first 1 ms, device 0's wait for
+// its first backward, ...): its 4 samples fit the gaps, and its step stays 15 ms. pp 2 wins.
+TEST(FrozenPlacement, TheSearchWeighsTheStepWithItsFrozenWork) {
+  std::vector<test::LayerSpec> layers(2, test::LayerSpec{0.001, 5'000'000, 1000, 0});
+  ModelProfile model = test::make_model(layers, {});
+  FrozenComponent text;
+  text.name = "text";
+  text.kind = "text_encoder";
+  text.params = 500;
+  text.weight_bytes = 1000;
+  text.forward_s = {{0.001}};
+  text.activation_bytes_per_sample = 1000;
+  text.output_bytes_per_sample = 0;
+  model.frozen = {text};
+  const ClusterProfile cluster = test::make_cluster(2, 1, std::int64_t{80} << 30, 1e10, 0.0);
+  PlanOptions o;
+  o.global_batch = 4;
+  o.microbatch_size = 1;
+  o.frozen = "cached";  // the denoiser alone: the iteration decides
+  const auto cached = compile_plan(model, cluster, o);
+  ASSERT_TRUE(cached.ok()) << cached.error().message;
+  EXPECT_EQ(cached->pp, 1);
+  EXPECT_NEAR(cached->evaluation.iteration_s, 0.014, 1e-9);
+  o.frozen = "auto";
+  const auto step = compile_plan(model, cluster, o);
+  ASSERT_TRUE(step.ok()) << step.error().message;
+  EXPECT_EQ(step->pp, 2);
+  EXPECT_NEAR(step->evaluation.iteration_s, 0.015, 1e-9);
+  ASSERT_TRUE(step->frozen);
+  EXPECT_EQ(step->frozen->placement, "bubbles");
+  EXPECT_NEAR(step->frozen->step_s, 0.015, 1e-9);
+  EXPECT_NEAR(step->frozen->bubble_s, 0.004, 1e-9);
+  bool saw_pp1 = false;
+  for (const Candidate& c : step->candidates) {
+    if (c.pp != 1 || !c.feasible) continue;
+    saw_pp1 = true;
+    ASSERT_TRUE(c.step_s);
+    EXPECT_NEAR(*c.iteration_s, 0.014, 1e-9);
+    EXPECT_NEAR(*c.step_s, 0.016, 1e-9);
+    EXPECT_NE(c.reason->find("over the step"), std::string::npos) << *c.reason;
+  }
+  EXPECT_TRUE(saw_pp1);
+  ASSERT_TRUE(step->pipeline_or_not);
+  EXPECT_EQ(step->pipeline_or_not->verdict, "pipeline");
+  EXPECT_NE(step->pipeline_or_not->note.find("per step"), std::string::npos)
+      << step->pipeline_or_not->note;
+}
+
 TEST(FrozenPlacement, ShardedRowsPayTheirEncodingBeforeTheStep) {
   const test::Inputs in = test::shipped("sdxl-unet-1024", "dgx-h100-1n");
   PlanOptions o;
@@ -141,7 +198,7 @@ TEST(FrozenPlacement, TheCheckCatchesAnOpInBusyTimeAndASampleTwice) {
   Plan plan = build_plan(p, in.model, in.cluster);
   ASSERT_TRUE(plan.frozen);
   auto bubble = std::find_if(plan.frozen->ops.begin(), plan.frozen->ops.end(),
-                             [](const PlanFrozenOp& op) { return op.slot == "bubble"; });
+                             [](const FrozenOp& op) { return op.slot == "bubble"; });
   ASSERT_NE(bubble, plan.frozen->ops.end());
   // Moved onto the device's first schedule op: busy time, and outside its gap.
   const PlanOp& first = plan.schedule[bubble->device].front();

@@ -102,8 +102,10 @@ class HtmlDiff(unittest.TestCase):
         cls.plans, cls.paths = {}, {}
         for name, cluster in (("v100", "dgx1-v100-32gb-1n"), ("910a", "atlas800-910a-1n")):
             cls.paths[name] = os.path.join(cls.work, f"sd2-{name}.json")
-            # --family v: the row-order check below reads stage k on device k (a V).
-            subprocess.run([BINARY, "plan", "--quiet", "--family", "v", "--model", model,
+            # --family v: the row-order check below reads stage k on device k (a V) of pp 4;
+            # --frozen cached: weighing the encoders' step picks pp 2 on the 910A server.
+            subprocess.run([BINARY, "plan", "--quiet", "--family", "v", "--frozen", "cached",
+                            "--model", model,
                             "--cluster",
                             os.path.join(ROOT, "profiles/clusters", cluster + ".json"),
                             "-o", cls.paths[name]], check=True)

@@ -41,7 +41,7 @@ FrozenRequest tiny_request(const ModelProfile& m) {
 void expect_op(const FrozenOp& op, DeviceId device, bool bubble, double start, double end,
                int first, int samples) {
   EXPECT_EQ(op.device, device);
-  EXPECT_EQ(op.in_bubble, bubble);
+  EXPECT_EQ(op.in_bubble(), bubble);
   EXPECT_NEAR(op.start_s, start, 1e-12);
   EXPECT_NEAR(op.end_s, end, 1e-12);
   EXPECT_EQ(op.first_sample, first);
@@ -81,8 +81,8 @@ TEST(Frozen, BubblesFillTheGapsAndTheRestRunsBeforeTheStep) {
   expect_op(a.ops[1], 0, true, 0, 0.010, 0, 1);
   expect_op(a.ops[2], 0, true, 0.050, 0.074, 1, 3);
   expect_op(a.ops[3], 1, true, 0.020, 0.032, 4, 1);
-  EXPECT_NEAR(a.ops[3].gap_start_s, 0.020, 1e-12);
-  EXPECT_NEAR(a.ops[3].gap_end_s, 0.034, 1e-12);
+  EXPECT_NEAR(*a.ops[3].gap_start_s, 0.020, 1e-12);
+  EXPECT_NEAR(*a.ops[3].gap_end_s, 0.034, 1e-12);
   EXPECT_NEAR(a.before_step_s, 0.010, 1e-12);
   EXPECT_NEAR(a.bubble_s, 0.010 + 0.024 + 0.012, 1e-12);
 }

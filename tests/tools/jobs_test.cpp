@@ -36,7 +36,7 @@ TEST_F(ToolJobTest, SimulateWritesTheReportOfTheReplay) {
   const Plan plan = load_plan(job.plan_path).value();
   const Replay by_hand = replay_plan({&plan}).value();
   const std::string text = read_plan_text(job.plan_path).value();
-  EXPECT_EQ(run.report, simulation_report_json(job.plan_path, text, by_hand, {}));
+  EXPECT_EQ(run.report, simulation_report_json(job.plan_path, text, plan, by_hand, {}));
   EXPECT_EQ(get("sim.json"), run.report);
   EXPECT_TRUE(run.notes.empty());
 }

@@ -132,6 +132,12 @@ struct CompiledPlan : Degrees {
   std::optional<PlanCertificate> certificate;
   /// The model's frozen encoders placed on the plan kept (the frozen pass), when it has any.
   std::optional<PlanFrozen> frozen;
+  /// The step of this configuration with the model's frozen encoders placed as --frozen asks,
+  /// on its own timeline (the frozen pass's rule, memory left out until the plan kept is
+  /// placed): the iteration plus what runs before the step. Absent without frozen components
+  /// or with --frozen cached: the step is the iteration. The search and the alternatives
+  /// compare plans by it (step_samples_per_s, docs/frozen.md).
+  std::optional<double> step_s;
   std::vector<PassTime> pass_times;
   /// Schedule syntheses of this compile (any configuration or family, not only the plan
   /// kept) that the CPU-time safety limit stopped before their work limits did: when

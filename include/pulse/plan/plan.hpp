@@ -19,6 +19,7 @@
 
 #include "pulse/cost/memory.hpp"
 #include "pulse/cost/pipeline_model.hpp"
+#include "pulse/simulate/frozen.hpp"
 #include "pulse/simulate/schedule.hpp"
 
 namespace pulse {
@@ -442,6 +443,9 @@ struct Candidate {
   bool synthesized = false;  ///< Got the full schedule synthesis (else: screened only).
   std::optional<double> iteration_s;
   std::optional<double> samples_per_s;
+  /// A model with frozen encoders, not cached: the step with them placed as --frozen asks
+  /// (docs/frozen.md); the search ranks candidates by it.
+  std::optional<double> step_s;
   std::optional<std::int64_t> peak_memory_bytes;  ///< Largest device peak.
   std::optional<std::string> reason;              ///< Why it lost.
   std::optional<std::string> family;              ///< The family its plan used.
@@ -461,8 +465,10 @@ struct ShardedAnswer {
   std::optional<double> samples_per_s;
   std::optional<std::int64_t> peak_memory_bytes;
   std::optional<std::string> reason;  ///< Why not, when infeasible.
-  /// A model with frozen encoders (`frozen`): pp 1 has no bubbles, so every device encodes
-  /// its samples before the step; that time, the step with it, or why it does not fit.
+  /// A model with frozen encoders (`frozen`), not cached: pp 1 has no bubbles, so every device
+  /// encodes its samples before the step; that time and the step with it (its alternative's
+  /// `step_s`). `frozen_reason` is no longer written: a row whose encoders fit nowhere is
+  /// infeasible, its `reason` says why.
   std::optional<double> frozen_s;
   std::optional<double> step_s;
   std::optional<std::string> frozen_reason;
@@ -520,6 +526,9 @@ struct AlternativeAnswer {
   std::optional<std::string> family;  ///< The family its plan used.
   std::optional<double> iteration_s;
   std::optional<double> samples_per_s;
+  /// A model with frozen encoders, not cached: the step with them placed as --frozen asks;
+  /// rows are compared by it.
+  std::optional<double> step_s;
   std::optional<std::int64_t> peak_memory_bytes;
   std::optional<std::int64_t> p2p_bytes_per_iteration;
   std::optional<std::string> configuration;  ///< "pp 4 x dp 2, microbatch 1".
@@ -567,23 +576,6 @@ struct PlanCertificate {
   std::vector<PublishedGap> published;
 };
 
-/// `frozen.ops[]`: one frozen forward (simulate/frozen.hpp's FrozenOp): `samples` samples
-/// from `first_sample` of the pipeline's samples (microbatch order) of `component`, on
-/// pipeline device `device`, in `slot` "before_step" (times from the start of the frozen
-/// phase before the pipeline) or "bubble" (the iteration's times, inside the idle gap
-/// [gap_start_s, gap_end_s) of the replayed timeline, encoding the next iteration's samples).
-struct PlanFrozenOp {
-  std::string component;
-  DeviceId device = 0;
-  std::string slot;  ///< "before_step" or "bubble".
-  double start_s = 0;
-  double end_s = 0;
-  int first_sample = 0;
-  int samples = 0;
-  std::optional<double> gap_start_s;  ///< Bubble ops only.
-  std::optional<double> gap_end_s;
-};
-
 /// `frozen.placements[]`: one placement as weighed.
 struct PlanFrozenPlacement {
   std::string placement;  ///< "cached", "before_step" or "bubbles".
@@ -609,7 +601,7 @@ struct PlanFrozen {
   std::vector<std::int64_t> activation_bytes;  ///< Per pipeline device, the largest piece.
   std::string note;
   std::vector<PlanFrozenPlacement> placements;
-  std::vector<PlanFrozenOp> ops;
+  std::vector<FrozenOp> ops;  ///< `frozen.ops[]` (simulate/frozen.hpp).
 };
 
 /// One bucket's plan (the plan's `buckets.rows[]`, docs/buckets.md): the partition and

@@ -55,20 +55,24 @@ struct IdleGap {
 /// busy), before its first and after its last. Gaps under a nanosecond are dropped.
 std::vector<std::vector<IdleGap>> idle_gaps(const Timeline& timeline);
 
-/// One frozen forward: `samples` samples from `first_sample` (of the pipeline's S, in
-/// microbatch order) of `component`, on pipeline device `device`. Before the step, times
-/// count from the start of the frozen phase; in a bubble, they are the iteration's, within
-/// the gap [gap_start_s, gap_end_s).
+/// One frozen forward, the plan's `frozen.ops[]` record as the placement fills it (the plan
+/// holds these, plan.hpp's PlanFrozen): `samples` samples from `first_sample` (of the
+/// pipeline's S, in microbatch order) of `component`, on pipeline device `device`, in `slot`
+/// "before_step" (times from the start of the frozen phase before the pipeline) or "bubble"
+/// (the iteration's times, inside the idle gap [gap_start_s, gap_end_s) of the replayed
+/// timeline, encoding the next iteration's samples).
 struct FrozenOp {
   std::string component;
   DeviceId device = 0;
-  bool in_bubble = false;
+  std::string slot;  ///< "before_step" or "bubble".
   double start_s = 0;
   double end_s = 0;
   int first_sample = 0;
   int samples = 0;
-  double gap_start_s = 0;
-  double gap_end_s = 0;
+  std::optional<double> gap_start_s;  ///< Bubble ops only.
+  std::optional<double> gap_end_s;
+
+  bool in_bubble() const { return slot == "bubble"; }
 };
 
 struct FrozenRequest {

@@ -26,10 +26,12 @@ std::string simulation_report_text(const std::string& plan_name, const Plan& pla
                                    const std::vector<FigureDifference>& differences);
 
 /// The report as JSON text: `plan_name` and the sha256 of `plan_text` (the plan's bytes as
-/// read), the cost source, the replay's comm and predicted sections, whether they match the
-/// plan and each difference (plan -> replay).
+/// read), the cost source, the replay's comm and predicted sections, a plan with frozen
+/// encoders their `frozen` ops with the step on the replayed iteration and every problem the
+/// check (tools/frozen_check.hpp) finds against the replay, whether the figures match the plan
+/// and each difference (plan -> replay).
 std::string simulation_report_json(const std::string& plan_name, std::string_view plan_text,
-                                   const Replay& replay,
+                                   const Plan& plan, const Replay& replay,
                                    const std::vector<FigureDifference>& differences);
 
 }  // namespace pulse
