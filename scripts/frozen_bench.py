@@ -4,21 +4,22 @@
     /usr/bin/python3 scripts/frozen_bench.py [--binary build/pulse-plan] [--jobs N]
 
 For SDXL, Flux.1-dev and Hunyuan-DiT (1024 px) with the frozen encoders their profiles list,
-on one V100, 910A and H100 node and on two H100 nodes, it plans each pair with
-`--frozen bubbles` at the default global batch, tuned and at a fixed pipeline degree (4 on
-one node, 8 on two): the pipeline plan does not depend on where
-the encoders run (the frozen pass places them on the plan kept), and the plan's
-`frozen.placements[]` weighs before_step beside the bubbles it chose, so one plan gives
-all three:
+on one V100, 910A and H100 node and on two H100 nodes, it plans each pair three times at the
+default global batch, tuned and at a fixed pipeline degree (4 on one node, 8 on two), once
+per placement: the search weighs the step (iteration + the frozen work as placed), so each
+placement may keep a configuration of its own:
 
-  cached       the step without frozen work: predicted.iteration_s (an offline pass encoded
-               every sample; storage per sample is frozen.cached_bytes_per_sample)
-  before_step  predicted.iteration_s + every device encoding its share before the pipeline
-  bubbles      predicted.iteration_s + what the idle gaps could not take, before the pipeline
+  cached       `--frozen cached`: the step without frozen work, predicted.iteration_s (an
+               offline pass encoded every sample; storage per sample is
+               frozen.cached_bytes_per_sample)
+  before_step  `--frozen before_step`: every device encodes its share before the pipeline
+  bubbles      `--frozen bubbles`: the pipeline's idle gaps take what they can, the rest
+               before the pipeline
 
 and prints a markdown table: seconds per step, the ratio before_step / bubbles (how much
-faster bubbles are), bubbles / cached (what the encoders still cost), and the frozen work
-hidden in gaps. Every figure is the plan's own; the planner is deterministic.
+faster bubbles are), bubbles / cached (what the encoders still cost), the frozen work hidden
+in gaps, and each placement's configuration. Every figure is the plan's own; the planner is
+deterministic.
 """
 
 import argparse
@@ -37,34 +38,44 @@ MODELS = [
 CLUSTERS = ["dgx1-v100-32gb-1n", "atlas800-910a-1n", "dgx-h100-1n", "dgx-h100-2n"]
 
 
-# The pipeline degree of the "fixed pp" rows: the tuner does not weigh frozen time when it
-# chooses pp (docs/frozen.md), so the tuned plan is often data parallel (pp 1, no bubbles);
-# these rows show what bubbles do when the step is pipelined.
+# The pipeline degree of the "fixed pp" rows: tuned, a plan may keep data parallelism (pp 1,
+# no bubbles); these rows show what bubbles do when the step is pipelined.
 FIXED_PP = {"1n": 4, "2n": 8}
 
 
-def plan(binary, model, cluster, pp):
-    cmd = [binary, "plan", "--quiet", "--frozen", "bubbles",
+def plan_one(binary, model, cluster, pp, frozen):
+    cmd = [binary, "plan", "--quiet", "--frozen", frozen,
            "--model", os.path.join(ROOT, "profiles", "models", model + ".json"),
            "--cluster", os.path.join(ROOT, "profiles", "clusters", cluster + ".json")]
     if pp:
         cmd += ["--pp", str(pp)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode == 1:
-        return {"fits": False, "reason": proc.stderr.strip().removeprefix("pulse-plan: ")}
+        return None, proc.stderr.strip().removeprefix("pulse-plan: ")
     if proc.returncode != 0:
         sys.exit(f"frozen_bench: {' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr}")
-    p = json.loads(proc.stdout)
-    f = p["frozen"]
-    weighed = {w["placement"]: w for w in f["placements"]}
-    before = weighed["before_step"]
+    return json.loads(proc.stdout), None
+
+
+def layout(p):
+    q = p["parallelism"]
+    return f"pp {q['pp']} x dp {q['dp']}, mb {q['microbatch_size']} x {q['num_microbatches']}"
+
+
+def plan(binary, model, cluster, pp):
+    cached, reason = plan_one(binary, model, cluster, pp, "cached")
+    if cached is None:
+        return {"fits": False, "reason": reason}
+    before, _ = plan_one(binary, model, cluster, pp, "before_step")
+    bubbles, reason = plan_one(binary, model, cluster, pp, "bubbles")
+    if bubbles is None:
+        return {"fits": False, "reason": reason}
+    f = bubbles["frozen"]
     return {
         "fits": True,
-        "layout": (f"pp {p['parallelism']['pp']} x dp {p['parallelism']['dp']}, "
-                   f"mb {p['parallelism']['microbatch_size']} x "
-                   f"{p['parallelism']['num_microbatches']}"),
-        "cached": p["predicted"]["iteration_s"],
-        "before": before["step_s"] if before["feasible"] else None,
+        "layouts": [layout(x) if x else "refused" for x in (cached, before, bubbles)],
+        "cached": cached["predicted"]["iteration_s"],
+        "before": before["frozen"]["step_s"] if before else None,
         "bubbles": f["step_s"],
         "hidden": f["bubble_s"],
         "left": f["before_step_s"],
@@ -81,8 +92,9 @@ def main(argv=None):
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         results = dict(zip(pairs, pool.map(lambda job: plan(args.binary, *job), pairs)))
     names = dict(MODELS)
-    print("| model | cluster | pp | plan | cached s | before_step s | bubbles s | before_step / "
-          "bubbles | bubbles / cached | in bubbles s | left before the step s |")
+    print("| model | cluster | pp | cached s | before_step s | bubbles s | before_step / "
+          "bubbles | bubbles / cached | in bubbles s | left before the step s | plans (cached; "
+          "before_step; bubbles) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for (model, cluster, pp), r in results.items():
         tuned = "tuned" if pp is None else f"--pp {pp}"
@@ -93,9 +105,9 @@ def main(argv=None):
             continue
         before = f"{r['before']:.4f}" if r["before"] is not None else "refused"
         speedup = f"{r['before'] / r['bubbles']:.3f}x" if r["before"] is not None else "-"
-        print(f"| {names[model]} | {cluster} | {tuned} | {r['layout']} | {r['cached']:.4f} | {before} | "
+        print(f"| {names[model]} | {cluster} | {tuned} | {r['cached']:.4f} | {before} | "
               f"{r['bubbles']:.4f} | {speedup} | {r['bubbles'] / r['cached']:.3f}x | "
-              f"{r['hidden']:.4f} | {r['left']:.4f} |")
+              f"{r['hidden']:.4f} | {r['left']:.4f} | {'; '.join(r['layouts'])} |")
     return 0
 
 
