@@ -296,14 +296,6 @@ const test::PeerInstance& instance_named(const std::string& name) {
   return none;
 }
 
-std::vector<std::array<double, 3>> stage_costs_of(const test::PeerInstance& in) {
-  std::vector<std::array<double, 3>> own;
-  for (const test::PeerStage& s : in.stages) {
-    own.push_back({s.forward_ms, s.input_grad_ms, s.weight_grad_ms});
-  }
-  return own;
-}
-
 // The simulator's makespan (ms) and fullest device of `s` on the instance's pipeline.
 std::pair<double, std::int64_t> replayed(const test::PeerInstance& in, const Schedule& s) {
   const PipelineModel m = test::peer_pipeline_model(in);
@@ -342,7 +334,8 @@ TEST(ZbvFillStageCosts, ItsOwnTimingOfUnevenStagesIsTheSimulators) {
   int compared = 0;
   for (const char* name : {"v-ramp P4 M8 d0.0", "sd2 pp4 M16 d0.0"}) {
     const test::PeerInstance& in = instance_named(name);
-    const std::vector<std::array<double, 3>> own = stage_costs_of(in);
+    const std::vector<std::array<double, 3>> own =
+        detail::stage_costs_of(test::peer_pipeline_model(in));
     for (int k = in.num_devices; k <= 3 * in.num_devices; ++k) {
       const auto z =
           detail::zbv_fill_pick({in.num_devices, in.num_microbatches, costs_of(in), k, own});
