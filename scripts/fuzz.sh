@@ -3,7 +3,7 @@
 #   scripts/fuzz.sh                      every target for 60 seconds
 #   scripts/fuzz.sh --seconds 600 plan_reader_fuzz
 # Options: --seconds N (per target, default 60), --build-dir DIR (default build-fuzz),
-#          --jobs N (build jobs, default: all cores).
+#          --jobs N (build jobs and targets fuzzed at once, default: all cores).
 # Targets: model_profile_fuzz cluster_profile_fuzz plan_reader_fuzz plan_roundtrip_fuzz.
 #
 # Needs clang and its sanitizer/fuzzer runtimes (Debian: clang libclang-rt-14-dev; the
@@ -63,25 +63,43 @@ cmake --build "$build" -j "$jobs" --target "${targets[@]}" >&2
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 
-failed=()
-for target in "${targets[@]}"; do
-  corpus="$build/corpus/$target"
-  findings="$build/findings/$target"
+# One target: its log, and 0, or 1 with the finding saved.
+fuzz_one() {
+  local target=$1 corpus="$build/corpus/$1" findings="$build/findings/$1" timeout=10
   mkdir -p "$corpus" "$findings"
   # The profile and plan readers answer in milliseconds; a whole plan, with its sharded
   # alternatives, takes up to about 4 s per seed here (tests/fuzz/plan_roundtrip_fuzz.cpp).
-  timeout=10
   [ "$target" = plan_roundtrip_fuzz ] && timeout=30
-  echo "fuzz.sh: $target for ${seconds}s" >&2
   # The first folder is the one libFuzzer adds new inputs to; the seeds are only read.
-  if "$build/tests/fuzz/$target" -max_total_time="$seconds" -timeout="$timeout" -rss_limit_mb=2048 \
-       -dict="$build/seeds/$target.dict" -artifact_prefix="$findings/" -print_final_stats=1 \
-       "$corpus" "$build/seeds/$target" >"$build/$target.log" 2>&1; then
+  "$build/tests/fuzz/$target" -max_total_time="$seconds" -timeout="$timeout" -rss_limit_mb=2048 \
+    -dict="$build/seeds/$target.dict" -artifact_prefix="$findings/" -print_final_stats=1 \
+    "$corpus" "$build/seeds/$target" >"$build/$target.log" 2>&1
+}
+
+# Each libFuzzer process uses one core: the targets run --jobs at a time (each for --seconds),
+# and their reports are printed in the targets' order once they are all done.
+failed=()
+declare -A pid_of
+running=()
+for target in "${targets[@]}"; do
+  while [ ${#running[@]} -ge "$jobs" ]; do
+    wait -n || true
+    alive=()
+    for t in "${running[@]}"; do kill -0 "${pid_of[$t]}" 2>/dev/null && alive+=("$t"); done
+    running=("${alive[@]}")
+  done
+  echo "fuzz.sh: $target for ${seconds}s" >&2
+  fuzz_one "$target" &
+  pid_of[$target]=$!
+  running+=("$target")
+done
+for target in "${targets[@]}"; do
+  if wait "${pid_of[$target]}"; then
     grep -E "^#[0-9]+.*(DONE|INITED)|^stat::(number_of_executed_units|peak_rss)" \
-      "$build/$target.log" >&2 || true
+      "$build/$target.log" | sed "s/^/$target: /" >&2 || true
   else
     tail -n 60 "$build/$target.log" >&2
-    echo "fuzz.sh: $target: FINDING, saved in $findings/ (log: $build/$target.log)" >&2
+    echo "fuzz.sh: $target: FINDING, saved in $build/findings/$target/ (log: $build/$target.log)" >&2
     failed+=("$target")
   fi
 done
