@@ -5,6 +5,7 @@ node) once with each of two binaries, and compares the plan's bytes, the exit co
 
   scripts/same_plans.py OLD_BINARY NEW_BINARY [--only SUBSTR]
                         [--old-profiles DIR --ignore-hashes] [--ignore-key KEY ...]
+                        [--throughput [--new-args "ARGS"]]
 
 Prints each case that differs and a count; exit status 1 when any differs. Use it with a
 build from before a change that should not move any plan (a refactor, a new check, a reader
@@ -16,6 +17,14 @@ older profiles/ directory; cases whose files it lacks are skipped) and --ignore-
 compares the plans with every "sha256" key removed (the inputs' hashes change with the
 files). --ignore-key KEY (repeatable) removes every key of that name as well: a change that
 adds keys on purpose names them, and every other byte must still agree.
+
+--throughput compares what the plans predict, not their bytes: each case's exit code and
+`predicted.samples_per_s`, printing every case where they differ and counting the slower
+and faster ones (exit status 1 when any is slower or changes its exit code). It answers
+"is any plan slower than with an older release?" across changes that add keys on purpose.
+--new-args gives the new binary more arguments, to plan under the old one's assumptions
+(issue 42's check against 2113041: `--new-args "--headroom 1 --frozen cached"`, since that
+release filled the whole usable memory and planned the denoiser alone).
 """
 
 import argparse
@@ -57,6 +66,43 @@ def outcome(binary, args, ignore_hashes=False, profiles=None, ignore_keys=()):
         return proc.returncode, hashlib.sha256(body).hexdigest(), err
 
 
+def predicted(binary, args):
+    """(exit code, predicted samples/s or None) of one plan."""
+    with tempfile.TemporaryDirectory() as work:
+        out = pathlib.Path(work) / "plan.json"
+        proc = subprocess.run([binary, "plan", "-q", "-o", str(out)] + args, capture_output=True)
+        if proc.returncode != 0 or not out.exists():
+            return proc.returncode, None
+        return 0, json.loads(out.read_bytes())["predicted"]["samples_per_s"]
+
+
+def compare_throughput(a, todo):
+    """--throughput: exit codes and predicted samples/s of each case; 1 when any is slower."""
+    counts = {"slower": 0, "faster": 0, "same": 0, "exit": 0}
+    skipped = 0
+    for name, args in todo:
+        before = old_args(args, a.old_profiles) if a.old_profiles else args
+        if before is None:
+            skipped += 1
+            continue
+        old = predicted(a.old, before)
+        new = predicted(a.new, args + a.new_args.split())
+        if old[0] != new[0]:
+            counts["exit"] += 1
+            print(f"{name}: exit {old[0]} -> {new[0]}", flush=True)
+        elif old[1] is not None:
+            ratio = new[1] / old[1]
+            kind = "slower" if ratio < 1 - 1e-9 else "faster" if ratio > 1 + 1e-9 else "same"
+            counts[kind] += 1
+            if kind != "same":
+                print(f"{name}: {kind}, {old[1]} -> {new[1]} samples/s ({ratio:.4f}x)", flush=True)
+    print(f"{len(todo) - skipped} cases ({skipped} skipped: a profile not in the old "
+          f"directory): {counts['same']} plan at the same samples/s, {counts['slower']} slower, "
+          f"{counts['faster']} faster, {counts['exit']} with another exit code; "
+          f"{len(todo) - skipped - sum(counts.values())} refused or not fitting with both")
+    return 1 if counts["slower"] or counts["exit"] else 0
+
+
 def old_args(args, old_profiles):
     """The case's arguments with its profile paths moved to old_profiles; None when a file
     is not there."""
@@ -82,10 +128,18 @@ def main():
                     help="compare plans without their sha256 keys")
     ap.add_argument("--ignore-key", action="append", default=[], metavar="KEY",
                     help="compare plans without every key of this name (repeatable)")
+    ap.add_argument("--throughput", action="store_true",
+                    help="compare exit codes and predicted samples/s instead of bytes")
+    ap.add_argument("--new-args", default="",
+                    help="more plan arguments for the new binary (space-separated)")
     a = ap.parse_args()
+    if a.new_args and not a.throughput:
+        ap.error("--new-args only with --throughput (the plans' bytes would differ anyway)")
     models = sorted((ROOT / "profiles" / "models").glob("*.json"))
     clusters = sorted((ROOT / "profiles" / "clusters").glob("*.json"))
     todo = [c for c in determinism.cases(models, clusters) if a.only in c[0]]
+    if a.throughput:
+        return compare_throughput(a, todo)
     differ = 0
     skipped = 0
     for name, args in todo:
