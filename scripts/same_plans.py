@@ -76,15 +76,21 @@ def predicted(binary, args):
         return 0, json.loads(out.read_bytes())["predicted"]["samples_per_s"]
 
 
+def comparable(a, todo):
+    """(how many cases the old profiles lack, [(name, old binary's args, new's)])."""
+    pairs = []
+    for name, args in todo:
+        before = old_args(args, a.old_profiles) if a.old_profiles else args
+        if before is not None:
+            pairs.append((name, before, args))
+    return len(todo) - len(pairs), pairs
+
+
 def compare_throughput(a, todo):
     """--throughput: exit codes and predicted samples/s of each case; 1 when any is slower."""
     counts = {"slower": 0, "faster": 0, "same": 0, "exit": 0}
-    skipped = 0
-    for name, args in todo:
-        before = old_args(args, a.old_profiles) if a.old_profiles else args
-        if before is None:
-            skipped += 1
-            continue
+    skipped, pairs = comparable(a, todo)
+    for name, before, args in pairs:
         old = predicted(a.old, before)
         new = predicted(a.new, args + a.new_args.split())
         if old[0] != new[0]:
@@ -141,12 +147,8 @@ def main():
     if a.throughput:
         return compare_throughput(a, todo)
     differ = 0
-    skipped = 0
-    for name, args in todo:
-        before = old_args(args, a.old_profiles) if a.old_profiles else args
-        if before is None:
-            skipped += 1
-            continue
+    skipped, pairs = comparable(a, todo)
+    for name, before, args in pairs:
         old = outcome(a.old, before, a.ignore_hashes, a.old_profiles, a.ignore_key)
         new = outcome(a.new, args, a.ignore_hashes, ignore_keys=a.ignore_key)
         if old != new:
