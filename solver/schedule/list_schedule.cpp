@@ -159,11 +159,11 @@ class ListScheduler {
       // The key's time is ready_at's (nothing on d or its inputs moved since it was computed).
       const TimedOp ran = engine_.execute_at(op, std::get<0>(best_[d]->first));
       makespan = std::max(makespan, ran.busy_until_s);
+      if (!(ran.end_s > ran.start_s)) zero_length_ = true;
       if (may_stop && cannot_end_before(stop->at, ran.busy_until_s, left[d] -= compute(op))) {
         stop->stopped = true;
         return Schedule{};
       }
-      if (!(ran.end_s > ran.start_s)) zero_length_ = true;
       schedule.device_ops[d].push_back(op);
       advance(d, op);
       dirty.assign(1, d);
