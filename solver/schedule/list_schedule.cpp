@@ -142,7 +142,7 @@ class ListScheduler {
     return out;
   }
 
-  Schedule run(double* makespan_s) {
+  Schedule run(double* makespan_s, ListStop* stop) {
     const int S = model_.layout.num_stages(), P = model_.num_devices();
     Schedule schedule;
     schedule.device_ops.assign(P, {});
@@ -150,6 +150,8 @@ class ListScheduler {
     const std::size_t total = static_cast<std::size_t>(S) * num_microbatches_ * (split_ ? 3 : 2);
     double makespan = 0;
     std::vector<DeviceId> dirty;
+    const bool may_stop = stop && stop->at < std::numeric_limits<double>::infinity();
+    std::vector<double> left = may_stop ? compute_left() : std::vector<double>{};
     for (std::size_t done = 0; done < total; ++done) {
       const DeviceId d = winner_[1];
       if (d < 0) throw std::logic_error("list_schedule: no operation is ready (deadlock)");
@@ -158,6 +160,10 @@ class ListScheduler {
       const TimedOp ran = engine_.execute_at(op, std::get<0>(best_[d]->first));
       makespan = std::max(makespan, ran.busy_until_s);
       if (!(ran.end_s > ran.start_s)) zero_length_ = true;
+      if (may_stop && cannot_end_before(stop->at, ran.busy_until_s, left[d] -= compute(op))) {
+        stop->stopped = true;
+        return Schedule{};
+      }
       schedule.device_ops[d].push_back(op);
       advance(d, op);
       dirty.assign(1, d);
@@ -177,6 +183,26 @@ class ListScheduler {
     StageId admitting = 0;  // the device's first stage: a microbatch enters the device there
     int inflight = 0;
   };
+
+  double compute(const Op& op) const { return engine_.compute_time(op); }
+
+  // Per device: the compute of every op it runs (ListStop).
+  std::vector<double> compute_left() const {
+    std::vector<double> left(model_.num_devices(), 0.0);
+    const OpKind back = split_ ? OpKind::backward_input : OpKind::backward;
+    for (StageId s = 0; s < model_.layout.num_stages(); ++s) {
+      double one = compute({OpKind::forward, s, 0}) + compute({back, s, 0});
+      if (split_) one += compute({OpKind::backward_weight, s, 0});
+      left[model_.layout.device[s]] += one * num_microbatches_;
+    }
+    return left;
+  }
+
+  // Whether a device free at `free` with `left` seconds of compute to run ends at `at` or
+  // later, beyond the rounding of the sums (ListStop).
+  static bool cannot_end_before(double at, double free, double left) {
+    return (free + left) * (1 - ListStop::kRoundingMargin) >= at;
+  }
 
   void refresh(DeviceId d) {
     const OpKind back = split_ ? OpKind::backward_input : OpKind::backward;
@@ -412,10 +438,11 @@ class ListScheduler {
 Schedule list_schedule(const PipelineModel& model, int num_microbatches,
                        const std::vector<int>& inflight_limit, bool split_backward,
                        const ListPolicy& policy, double* makespan_s,
-                       std::vector<int>* inflight_checked, ListTies* ties) {
+                       std::vector<int>* inflight_checked, ListTies* ties, ListStop* stop) {
   ListScheduler scheduler(model, num_microbatches, inflight_limit, split_backward, policy,
                           ties != nullptr);
-  Schedule schedule = scheduler.run(makespan_s);
+  if (stop) stop->stopped = false;
+  Schedule schedule = scheduler.run(makespan_s, stop);
   if (inflight_checked) *inflight_checked = scheduler.checked();
   if (ties) *ties = scheduler.ties();
   return schedule;

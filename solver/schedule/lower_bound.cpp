@@ -129,9 +129,14 @@ std::vector<Job> jobs_of(const OpGraph& g, int M, const Timing& tm, const std::v
 // Without the cap, SD2 on 8 DGX-1 nodes at global batch 8192 (M up to 1024) spent 25 s here.
 constexpr std::int64_t kMaxWarmUpSplits = 64;
 
-// The warm-up cut of one device (see the top of the file); 0 when it does not apply.
+// The warm-up cut of one device (see the top of the file); 0 when it does not apply. Its
+// caller keeps max(`bound`, cut): once one split's value is at most `bound`, the smallest is
+// too and the cut cannot raise the bound, so the rest are not solved (the value returned is
+// then that split's, not the smallest, and the caller's maximum is `bound` either way). The
+// splits go from the most forwards before T0 down: the schedule's own split usually fills
+// the room, and its value is the one most likely under the bound.
 double warm_up_cut(const OpGraph& g, int M, const Timing& tm, const std::vector<int>& ops,
-                   const DeviceMemory& dm) {
+                   const DeviceMemory& dm, double bound) {
   const std::size_t n = dm.forward.size();
   if (n == 0 || n > 2 || dm.holds[0] <= 0) return 0;
   std::int64_t all = 0;
@@ -142,7 +147,7 @@ double warm_up_cut(const OpGraph& g, int M, const Timing& tm, const std::vector<
   double best = std::numeric_limits<double>::infinity();
   const std::int64_t most = std::min<std::int64_t>(M, dm.room / dm.holds[0]);
   if (most > kMaxWarmUpSplits) return 0;
-  for (std::int64_t a = 0; a <= most; ++a) {
+  for (std::int64_t a = most; a >= 0 && best > bound; --a) {
     std::vector<int> from_mb{static_cast<int>(a)};
     if (n == 2) {
       const std::int64_t left = dm.room - a * dm.holds[0];
@@ -211,7 +216,7 @@ double schedule_lower_bound(const OpGraph& g, int M, const MemoryRelaxation& mem
     const std::vector<int>& ops = g.by_device[d];
     bound = std::max(bound, jackson_preemptive(jobs_of(g, M, tm, ops, nullptr, {}, 0)));
     if (d < memory.devices.size())
-      bound = std::max(bound, warm_up_cut(g, M, tm, ops, memory.devices[d]));
+      bound = std::max(bound, warm_up_cut(g, M, tm, ops, memory.devices[d], bound));
   }
   return bound;
 }

@@ -100,12 +100,20 @@ class Search {
     double makespan = 0;
     std::vector<int> checked;
     ListTies ties;
+    // A run that cannot end strictly shorter than the best is never kept: it may stop as
+    // soon as that is known (ListStop). It still counts as an evaluation, and its record
+    // (the checked counts and ties of the steps it took) lets same_as_tried skip a repeat,
+    // which would run the same ops up to there and so be no shorter. Not with `seen`, which
+    // wants every schedule whole.
+    ListStop stop;
+    if (best_.found && !in_.seen) stop.at = best_.makespan_s * (1 - 1e-12);
     Schedule s = list_schedule(model_, in_.num_microbatches, limits, in_.split_backward, policy,
-                               &makespan, &checked, in_.seen ? nullptr : &ties);
+                               &makespan, &checked, in_.seen ? nullptr : &ties, &stop);
     ++best_.evaluations;
     if (!in_.seen) {
       tried_.push_back({std::move(ranks), policy, limits, checked, std::move(ties)});
     }
+    if (stop.stopped) return false;
     if (in_.seen) in_.seen(s);
     if (best_.found && makespan >= best_.makespan_s * (1 - 1e-12)) return false;
     bool safe = true;
@@ -145,7 +153,9 @@ class Search {
   // ever held when it consulted the limit (then the list scheduler takes the same decisions
   // step by step). Such a repeat is never kept: its makespan is the one scored then, which
   // was the best (equal now, not strictly shorter), or not below the best of that time
-  // (which only shrinks), or it failed the memory replay (which it fails again). Skipping it
+  // (which only shrinks), or it failed the memory replay (which it fails again), or that run
+  // stopped (ListStop: the repeat runs the same ops up to where it stopped, so it ends no
+  // earlier than the best then, which only shrinks). Skipping it
   // changes nothing but the work; it still counts as an evaluation. Not with `seen`, which
   // wants every schedule.
   bool same_as_tried(const std::vector<int>& ranks, const ListPolicy& policy,

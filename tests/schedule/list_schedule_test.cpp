@@ -250,6 +250,77 @@ TEST(ListSchedule, RanksThatOrderEveryTieAlikeChangeNothing) {
   EXPECT_GT(skipped_differently, 100);  // other ranks, same schedule: what the search saves
 }
 
+TEST(ListSchedule, StoppedRunsAndTheirRepeatsEndNoEarlierThanTheStop) {
+  // ListStop: a run that is not stopped is the plain run op for op; a stopped one had a plain
+  // makespan of at least `at`; and a run whose ranks order the stopped run's ties alike, at
+  // limits equal or both above its checked counts, is no shorter either (the policy search
+  // skips it). Stops at fractions of the plain makespan around 1.
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<double> cost(0.5, 3.0);
+  std::uniform_int_distribution<int> rank(0, 3), limit(1, 4);
+  int stopped = 0, kept = 0, repeats = 0, repeats_shorter_elsewhere = 0;
+  for (int trial = 0; trial < 24; ++trial) {
+    const bool v = trial % 2 == 0;
+    const int stages = v ? 2 * (1 + trial % 4) : 1 + trial % 5;
+    std::vector<double> f;
+    const double flat = cost(rng);
+    for (int s = 0; s < stages; ++s) f.push_back(trial % 4 < 2 ? flat : cost(rng));
+    const PipelineModel m = one_layer_per_stage(f, v, 2000, trial % 3 == 0 ? 0.0 : 0.01);
+    std::vector<int> limits;
+    for (int d = 0; d < m.num_devices(); ++d) limits.push_back(limit(rng));
+    const int M = 3 + trial % 6, S = m.layout.num_stages();
+    const auto random_policy = [&] {
+      ListPolicy p = ListPolicy::backward_first(S);
+      for (int st = 0; st < S; ++st) {
+        p.forward_rank[st] = rank(rng);
+        p.backward_rank[st] = rank(rng);
+      }
+      return p;
+    };
+    for (bool split : {false, true}) {
+      const ListPolicy ref = random_policy();
+      double plain = 0;
+      const Schedule whole = list_schedule(m, M, limits, split, ref, &plain);
+      for (double fraction : {0.5, 0.8, 0.95, 1.0, 1.0 + 1e-6, 1.5}) {
+        ListStop stop;
+        stop.at = plain * fraction;
+        double makespan = 0;
+        std::vector<int> checked;
+        ListTies ties;
+        const Schedule s =
+            list_schedule(m, M, limits, split, ref, &makespan, &checked, &ties, &stop);
+        if (!stop.stopped) {
+          ++kept;
+          EXPECT_EQ(s.device_ops, whole.device_ops) << "trial " << trial;
+          EXPECT_EQ(makespan, plain);
+          continue;
+        }
+        ++stopped;
+        EXPECT_GE(plain, stop.at) << "trial " << trial << " at " << fraction;
+        ASSERT_TRUE(ties.complete);
+        for (int other = 0; other < 8; ++other) {
+          const ListPolicy p = random_policy();
+          std::vector<int> more = limits;
+          for (std::size_t d = 0; d < more.size(); ++d)
+            if (checked[d] < more[d]) more[d] += other % 3;
+          double other_makespan = 0;
+          list_schedule(m, M, more, split, p, &other_makespan);
+          if (same_rank_order(ties, ref, p)) {
+            ++repeats;
+            EXPECT_GE(other_makespan, stop.at) << "trial " << trial << " policy " << other;
+          } else if (other_makespan < stop.at) {
+            ++repeats_shorter_elsewhere;  // ranks that differ on a tie can do better
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(stopped, 40);
+  EXPECT_GT(kept, 40);
+  EXPECT_GT(repeats, 100);
+  EXPECT_GT(repeats_shorter_elsewhere, 5);
+}
+
 TEST(ListSchedule, TiesAreIncompleteUnderTheActiveRuleOrWithOpsOfNoLength) {
   const PipelineModel m = one_layer_per_stage({1.0, 1.0, 1.0, 1.0}, true, 2000, 0.01);
   ListPolicy p = ListPolicy::backward_first(m.layout.num_stages());

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "pulse/cost/pipeline_model.hpp"
@@ -54,6 +55,23 @@ struct ListTies {
   std::vector<std::uint64_t> pairs;
 };
 
+/// A list schedule that gives up once it cannot end before `at` (a caller that keeps only
+/// schedules shorter than one it has). After each op, device d's last op cannot end before
+/// its free time plus the compute of every op it has still to run (each op starts no
+/// earlier than the device is free, and runs its compute time); once that exceeds `at`,
+/// by more than the rounding of those sums (a relative kRoundingMargin), the makespan is at
+/// least `at`, and the run stops: `stopped` true, the schedule empty, the ties and checked
+/// counts those of the steps it took. Another run at limits equal or both above those
+/// counts, with ranks that order those ties alike, runs the same ops on each device up to
+/// the stopping op, so its makespan is at least `at` too. A run that is not stopped is the
+/// plain run, op for op.
+struct ListStop {
+  double at = std::numeric_limits<double>::infinity();
+  bool stopped = false;
+  /// Relative: the sums' rounding stays far below it (under 1e-10 up to 10^6 ops).
+  static constexpr double kRoundingMargin = 1e-8;
+};
+
 /// Whether policies `a` and `b` order every pair of `ties` alike. Meaningful only where
 /// ties.complete, and for two plain-rule policies.
 bool same_rank_order(const ListTies& ties, const ListPolicy& a, const ListPolicy& b);
@@ -65,11 +83,13 @@ bool same_rank_order(const ListTies& ties, const ListPolicy& a, const ListPolicy
 /// `makespan_s`, when given, receives the schedule's makespan (what `simulate` would say).
 /// `inflight_checked`, when given, receives per device the most microbatches it held when
 /// its limit was consulted: any limit above that (the others equal) gives the same schedule.
-/// `ties`, when given, receives what the ranks decided (ListTies).
+/// `ties`, when given, receives what the ranks decided (ListTies). `stop`, when given, may end
+/// the run early (ListStop).
 Schedule list_schedule(const PipelineModel& model, int num_microbatches,
                        const std::vector<int>& inflight_limit, bool split_backward,
                        const ListPolicy& policy, double* makespan_s = nullptr,
-                       std::vector<int>* inflight_checked = nullptr, ListTies* ties = nullptr);
+                       std::vector<int>* inflight_checked = nullptr, ListTies* ties = nullptr,
+                       ListStop* stop = nullptr);
 
 /// GPipe: each device runs every forward of its stages (microbatch by microbatch), then every
 /// backward. Holds all microbatches in flight.
