@@ -271,6 +271,7 @@ PartitionAnswer partition_sequential(const PartitionRequest& request) {
     outcome.status = r.exact ? SolveStatus::optimal : SolveStatus::feasible;
     return outcome;
   }
+  if (!request.shortfall) return outcome;
   if ((outcome.shortfall = detail::weights_alone_shortfall(request, prefix))) return outcome;
   SequentialDynamicProgram memory_dp(request, Objective::memory);
   outcome.shortfall = detail::smallest_shortfall(memory_dp, request, prefix);

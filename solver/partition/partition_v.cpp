@@ -669,7 +669,8 @@ PartitionAnswer partition_v(const PartitionRequest& request, SkipPolicy policy) 
     outcome.status = outcome.result.exact ? SolveStatus::optimal : SolveStatus::feasible;
     return outcome;
   }
-  if (policy == SkipPolicy::local_only) return outcome;  // the caller retries non-locally
+  // local_only: the caller retries non-locally.
+  if (policy == SkipPolicy::local_only || !request.shortfall) return outcome;
   if ((outcome.shortfall = detail::weights_alone_shortfall(request, prefix))) return outcome;
   // Nothing fits: find the partition with the smallest peak memory, to say by how much.
   VDynamicProgram memory_dp(request, policy, Objective::memory);

@@ -169,6 +169,26 @@ TEST(PartitionV, MemoryShortfallNamesDeviceAndBytes) {
                   .found());
 }
 
+TEST(Partition, ShortfallOnlyWhenAskedFor) {
+  // The case above: with request.shortfall false both partitioners say "not found" and skip
+  // the memory search, so no shortfall; asked again, the same 34000 bytes (the chain's
+  // most frugal cut is the same two layers a device).
+  const ModelProfile model = test::make_model({{}, {}, {}, {}}, {});
+  const LayerGraph g = LayerGraph::build(model, 0, 1);
+  auto r = request_for(g, 2, test::free_links(2), 30000);
+  r.shortfall = false;
+  const PartitionAnswer v = partition_v(r, SkipPolicy::allow_nonlocal);
+  const PartitionAnswer chain = partition_sequential(r);
+  EXPECT_FALSE(v.found());
+  EXPECT_FALSE(v.shortfall.has_value());
+  EXPECT_FALSE(chain.found());
+  EXPECT_FALSE(chain.shortfall.has_value());
+  r.shortfall = true;
+  ASSERT_TRUE(partition_sequential(r).shortfall.has_value());
+  EXPECT_EQ(partition_sequential(r).shortfall->needed_bytes, 34000);
+  ASSERT_TRUE(partition_v(r, SkipPolicy::allow_nonlocal).shortfall.has_value());
+}
+
 TEST(PartitionV, SingleDeviceHoldsBothStages) {
   const ModelProfile model = tiny_unet();
   const LayerGraph g = LayerGraph::build(model, 0, 1);
