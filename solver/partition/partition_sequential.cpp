@@ -187,9 +187,11 @@ std::optional<SequentialDynamicProgram::Found> SequentialDynamicProgram::run(dou
             ++inside_count;
           }
         }
-        if (time && device_load(prefix_.compute_in(a, b), forward, request_.overlap_comm) > bound) {
-          break;
-        }
+        const double least = device_load(prefix_.compute_in(a, b), forward, request_.overlap_comm);
+        if (time && least > bound) break;
+        // Nor can it beat the best start found (its primary is at least `least`, which only
+        // grows as the stage does; 2e-12 is past better()'s relative tie).
+        if (time && best.start >= 0 && least > best.value.primary * (1 + 2e-12)) break;
         const Cell* prev = s == 0 ? nullptr : &table[s - 1][a - 1];
         if (s == 0 && a != 0) continue;
         if (prev && prev->start < 0) continue;
@@ -271,6 +273,7 @@ PartitionAnswer partition_sequential(const PartitionRequest& request) {
     outcome.status = r.exact ? SolveStatus::optimal : SolveStatus::feasible;
     return outcome;
   }
+  if (!request.shortfall) return outcome;
   if ((outcome.shortfall = detail::weights_alone_shortfall(request, prefix))) return outcome;
   SequentialDynamicProgram memory_dp(request, Objective::memory);
   outcome.shortfall = detail::smallest_shortfall(memory_dp, request, prefix);

@@ -43,6 +43,7 @@
 #include <memory>
 #include <new>
 #include <optional>
+#include <queue>
 
 #include "partition_dp.hpp"
 #include "pulse/base/limits.hpp"
@@ -73,6 +74,7 @@ class VDynamicProgram {
         budget_(request.exact_transition_budget) {
     build_crossing_tables();
     if (!local_only_) build_skip_grid();
+    if (objective_ == Objective::time) load_floor_ = average_load_floor();
     // calloc: the pages of an index the band never reaches are never touched (at 4096
     // layers the index is 64 MiB, and the tuner builds one per configuration).
     const std::size_t cells = static_cast<std::size_t>(num_layers_ + 1) * (num_layers_ + 1);
@@ -95,6 +97,7 @@ class VDynamicProgram {
   };
 
   std::optional<Found> run_once(double bound);
+  double average_load_floor() const;
   void keep_most_promising(int level);
   void build_crossing_tables();
   void build_skip_grid();
@@ -125,7 +128,10 @@ class VDynamicProgram {
   double send(int from, int to, int count, std::int64_t bytes) const {
     return transfer_time(request_.links[from][to], count, bytes);
   }
-  std::int64_t grid_sum(int pa, int pb, int ca, int cb, bool count) const;
+  struct Skips {
+    std::int64_t bytes = 0, count = 0;
+  };
+  Skips grid_sum(int pa, int pb, int ca, int cb) const;
   Found reconstruct(const State& last, const DeviceCost& middle, const DpValue& value) const;
 
   const PartitionRequest& request_;
@@ -141,8 +147,7 @@ class VDynamicProgram {
   // (consumer_rank_[b]): the producers (consumers) before layer a (b). So skips with p < a
   // and c < b are at [producer_rank_[a] * grid_cols_ + consumer_rank_[b]], and the grid has
   // (skips + 1)^2 cells at most, not (L + 1)^2 (8 skips of a 4096-layer model: 81).
-  std::vector<std::int64_t> grid_bytes_;
-  std::vector<int> grid_count_;
+  std::vector<Skips> grid_;
   std::vector<int> producer_rank_, consumer_rank_;
   std::size_t grid_cols_ = 0;
   std::int64_t budget_;
@@ -151,22 +156,36 @@ class VDynamicProgram {
   int memory_frontier_ = 0;       // first_not_over_memory's walk, per expand()
   int compute_lo_ = -1;           // expand_bounded's lower_bound, per expand()
   bool bounded_ = false;          // runs are bounded searches from now on
+  double load_floor_ = 0;         // no partition's largest load is below it (time objective)
   std::vector<std::vector<State>> levels_;
   // Dense (i+1, j) -> 1 + index in the level being built; 0: not in it.
   std::unique_ptr<int[], decltype(&std::free)> slot_{nullptr, &std::free};
   std::vector<std::size_t> touched_;
 };
 
+// One sweep over the layers with a heap of the skips open there (O((L + S) log S); a loop
+// over each skip's span cost O(L S), 8 M steps a table at 2048 skips of 4096 layers, and
+// the tuner builds a table per partition).
 void VDynamicProgram::build_crossing_tables() {
   min_consumer_crossing_.assign(num_layers_, num_layers_);
   max_producer_crossing_.assign(num_layers_ + 1, -1);
+  std::vector<std::vector<int>> consumers_from(num_layers_ + 1);  // by producer
   for (const SkipPair& s : request_.graph->skip_pairs()) {
-    for (int i = s.producer; i < s.consumer; ++i) {
-      min_consumer_crossing_[i] = std::min(min_consumer_crossing_[i], s.consumer);
-    }
-    for (int j = s.producer + 1; j <= s.consumer; ++j) {
-      max_producer_crossing_[j] = std::max(max_producer_crossing_[j], s.producer);
-    }
+    consumers_from[s.producer].push_back(s.consumer);
+  }
+  // min_consumer_crossing_[i]: the least consumer c > i of the skips with producer <= i.
+  std::priority_queue<int, std::vector<int>, std::greater<>> least_consumer;
+  for (int i = 0; i < num_layers_; ++i) {
+    for (int c : consumers_from[i]) least_consumer.push(c);
+    while (!least_consumer.empty() && least_consumer.top() <= i) least_consumer.pop();
+    if (!least_consumer.empty()) min_consumer_crossing_[i] = least_consumer.top();
+  }
+  // max_producer_crossing_[j]: the largest producer p < j of the skips with consumer >= j.
+  std::priority_queue<std::pair<int, int>> latest_producer;  // (producer, consumer)
+  for (int j = 1; j <= num_layers_; ++j) {
+    for (int c : consumers_from[j - 1]) latest_producer.emplace(j - 1, c);
+    while (!latest_producer.empty() && latest_producer.top().second < j) latest_producer.pop();
+    if (!latest_producer.empty()) max_producer_crossing_[j] = latest_producer.top().first;
   }
 }
 
@@ -185,40 +204,36 @@ void VDynamicProgram::build_skip_grid() {
   }
   const std::size_t rows = static_cast<std::size_t>(producer_rank_[num_layers_]) + 1;
   const std::size_t cols = grid_cols_ = static_cast<std::size_t>(consumer_rank_[num_layers_]) + 1;
-  grid_bytes_.assign(rows * cols, 0);
-  grid_count_.assign(rows * cols, 0);
+  grid_.assign(rows * cols, Skips{});
   for (const SkipPair& s : skips) {
     const std::size_t cell =
         (producer_rank_[s.producer] + 1) * cols + consumer_rank_[s.consumer] + 1;
-    grid_bytes_[cell] += s.bytes;
-    grid_count_[cell] += 1;
+    grid_[cell].bytes += s.bytes;
+    grid_[cell].count += 1;
   }
+  auto add = [](Skips& to, const Skips& x, int sign) {
+    to.bytes += sign * x.bytes;
+    to.count += sign * x.count;
+  };
   for (std::size_t a = 0; a < rows; ++a) {
     for (std::size_t b = 0; b < cols; ++b) {
-      if (a > 0) {
-        grid_bytes_[a * cols + b] += grid_bytes_[(a - 1) * cols + b];
-        grid_count_[a * cols + b] += grid_count_[(a - 1) * cols + b];
-      }
-      if (b > 0) {
-        grid_bytes_[a * cols + b] += grid_bytes_[a * cols + b - 1];
-        grid_count_[a * cols + b] += grid_count_[a * cols + b - 1];
-      }
-      if (a > 0 && b > 0) {
-        grid_bytes_[a * cols + b] -= grid_bytes_[(a - 1) * cols + b - 1];
-        grid_count_[a * cols + b] -= grid_count_[(a - 1) * cols + b - 1];
-      }
+      Skips& cell = grid_[a * cols + b];
+      if (a > 0) add(cell, grid_[(a - 1) * cols + b], 1);
+      if (b > 0) add(cell, grid_[a * cols + b - 1], 1);
+      if (a > 0 && b > 0) add(cell, grid_[(a - 1) * cols + b - 1], -1);
     }
   }
 }
 
-// Skips with producer in [pa, pb] and consumer in [ca, cb]; empty ranges give 0.
-std::int64_t VDynamicProgram::grid_sum(int pa, int pb, int ca, int cb, bool count) const {
-  if (pb < pa || cb < ca) return 0;
-  auto at = [&](int a, int b) -> std::int64_t {
-    const std::size_t cell = producer_rank_[a] * grid_cols_ + consumer_rank_[b];
-    return count ? grid_count_[cell] : grid_bytes_[cell];
+// Skips (bytes, count) with producer in [pa, pb] and consumer in [ca, cb]; empty ranges
+// give none.
+VDynamicProgram::Skips VDynamicProgram::grid_sum(int pa, int pb, int ca, int cb) const {
+  if (pb < pa || cb < ca) return {};
+  auto at = [&](int a, int b) -> const Skips& {
+    return grid_[producer_rank_[a] * grid_cols_ + consumer_rank_[b]];
   };
-  return at(pb + 1, cb + 1) - at(pa, cb + 1) - at(pb + 1, ca) + at(pa, ca);
+  const Skips &x = at(pb + 1, cb + 1), &y = at(pa, cb + 1), &z = at(pb + 1, ca), &w = at(pa, ca);
+  return {x.bytes - y.bytes - z.bytes + w.bytes, x.count - y.count - z.count + w.count};
 }
 
 // Skip bytes one microbatch holds on a device with segments [ea, eb] and [da, db]: every
@@ -240,14 +255,23 @@ std::int64_t VDynamicProgram::held_skip_bytes(int ea, int eb, int da, int db, in
   const auto& pc = prefix_.skip_count_by_producer;
   const auto& cc = prefix_.skip_count_by_consumer;
   const std::int64_t consumed = (cb[eb + 1] - cb[ea]) + (db >= da ? cb[db + 1] - cb[da] : 0);
-  const int produced_n = (pc[eb + 1] - pc[ea]) + (db >= da ? pc[db + 1] - pc[da] : 0);
+  const int produced_e = pc[eb + 1] - pc[ea];
+  const int produced_d = db >= da ? pc[db + 1] - pc[da] : 0;
+  const int produced_n = produced_e + produced_d;
   const int consumed_n = (cc[eb + 1] - cc[ea]) + (db >= da ? cc[db + 1] - cc[da] : 0);
-  // Both ends inside: E->E, E->D, D->D (a consumer never precedes its producer).
-  const std::int64_t inside = grid_sum(ea, eb, ea, eb, false) + grid_sum(ea, eb, da, db, false) +
-                              grid_sum(da, db, da, db, false);
-  const int inside_n =
-      static_cast<int>(grid_sum(ea, eb, ea, eb, true) + grid_sum(ea, eb, da, db, true) +
-                       grid_sum(da, db, da, db, true));
+  // Both ends inside: E->E, E->D, D->D (a consumer never precedes its producer). A segment
+  // that produces no skip has no sum to look up (most devices, with few skips).
+  std::int64_t inside = 0;
+  int inside_n = 0;
+  auto add = [&](const Skips& s) {
+    inside += s.bytes;
+    inside_n += static_cast<int>(s.count);
+  };
+  if (produced_e > 0) {
+    add(grid_sum(ea, eb, ea, eb));
+    add(grid_sum(ea, eb, da, db));
+  }
+  if (produced_d > 0) add(grid_sum(da, db, da, db));
   *fwd_bytes = produced - inside;
   *fwd_count = produced_n - inside_n;
   *bwd_bytes = consumed - inside;
@@ -548,12 +572,36 @@ void VDynamicProgram::keep_most_promising(int level) {
   states = std::move(kept);
 }
 
+// The average device load of any partition, at least: every layer's compute once, and each
+// device's fewest sends, one message of the smallest layer output per neighbour and
+// direction (side_cost and middle_cost send at least that much; skips only add). With
+// blocking sends a device's load is its compute plus its sends, so the largest load is at
+// least the average of this sum; overlapped sends may hide behind compute, so then the
+// floor is the compute alone.
+double VDynamicProgram::average_load_floor() const {
+  const LayerPrefix& p = prefix_;
+  double total = p.compute_in(0, num_layers_ - 1);
+  if (!request_.overlap_comm && pp_ >= 2) {
+    const std::int64_t least_output = *std::min_element(p.output.begin(), p.output.end());
+    for (int d = 0; d < pp_; ++d) {
+      if (d + 1 < pp_) total += 2 * send(d, d + 1, 1, least_output);  // E forward, D backward
+      if (d >= 1) total += 2 * send(d, d - 1, 1, least_output);       // D forward, E backward
+    }
+  }
+  return total / pp_;
+}
+
 std::optional<VDynamicProgram::Found> VDynamicProgram::run(double bound) {
   if (!bounded_) {
     std::optional<Found> found = run_once(bound);
     if (!over_budget_) return found;
     bounded_ = true;  // looser bounds would cost more still
   }
+  // A bound under the average load floor admits no partition: the bounded search, whose
+  // partitions are valid, would find none (a relative 1e-6 absorbs rounding in the sums).
+  // Exact runs still run, as whether they exceed the budget decides when the search turns
+  // bounded.
+  if (objective_ == Objective::time && bound * (1 + 1e-6) < load_floor_) return std::nullopt;
   return run_once(bound);
 }
 
@@ -669,7 +717,8 @@ PartitionAnswer partition_v(const PartitionRequest& request, SkipPolicy policy) 
     outcome.status = outcome.result.exact ? SolveStatus::optimal : SolveStatus::feasible;
     return outcome;
   }
-  if (policy == SkipPolicy::local_only) return outcome;  // the caller retries non-locally
+  // local_only: the caller retries non-locally.
+  if (policy == SkipPolicy::local_only || !request.shortfall) return outcome;
   if ((outcome.shortfall = detail::weights_alone_shortfall(request, prefix))) return outcome;
   // Nothing fits: find the partition with the smallest peak memory, to say by how much.
   VDynamicProgram memory_dp(request, policy, Objective::memory);

@@ -12,6 +12,7 @@
 
 #include "pulse/compile/compile.hpp"
 #include "pulse/graph/layer_graph.hpp"
+#include "pulse/partition/partition.hpp"
 #include "pulse/schedule/schedule_memo.hpp"
 
 namespace pulse::detail {
@@ -74,6 +75,10 @@ struct CompileCache {
   std::map<GraphKey, LayerGraph> blind_graphs;  ///< The same without skips.
   std::map<std::vector<std::int64_t>, Placement> placements;
   std::map<CacheKey, Result<CompiledPlan>> plans;
+  /// Partition answers by partitioner and request (passes.cpp, PartitionKey): families that
+  /// differ in their schedule alone (v and v-released on a model without skips, chain and
+  /// 1f1b-direct) ask for the same partitions.
+  std::map<std::vector<std::int64_t>, PartitionAnswer> partitions;
   ScheduleMemo memo;          ///< Every synthesis request of the job carries it.
   int safety_limit_hits = 0;  ///< Syntheses the CPU-time safety limit stopped.
 };

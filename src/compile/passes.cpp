@@ -3,7 +3,9 @@
 #include "passes.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <optional>
 
@@ -69,6 +71,8 @@ const LayerGraph& cached_graph(const CompileInputs& in, int microbatch_size, boo
   const CompileCache::GraphKey key{in.options->recompute, in.options->sequence, microbatch_size};
   auto it = graphs.find(key);
   if (it != graphs.end()) return it->second;
+  // Without skips, blindness changes nothing: the same graph (and its cached partitions).
+  if (blind && in.model->skips.empty()) return cached_graph(in, microbatch_size, false);
   ModelProfile model = *in.model;
   if (blind) model.skips.clear();
   return graphs.emplace(key, LayerGraph::build(model, in.device_type, microbatch_size))
@@ -110,14 +114,79 @@ void prepare_partition(const CompileInputs& in, const Config& c, PassState& st) 
                                                   : default_inflight(shape, c.num_microbatches);
 }
 
-// One partition of the family's shape: the chain DP, or the V DP over its levels.
-PartitionAnswer partition_once(const Family& f, const PartitionRequest& request) {
-  if (f.chain()) return partition_sequential(request);
-  if (f.skips == SkipTreatment::local_first) {
-    PartitionAnswer local = partition_v(request, SkipPolicy::local_only);
-    if (local.found()) return local;
+// Everything a partitioner reads of its request, field by field, after which partitioner
+// (0: sequential, 1 + SkipPolicy: V): an answer is a function of these. The graph by its
+// address: the job's graphs live in its cache until the job ends. `shortfall` is left out:
+// cached_partition decides whether an answer without one will do.
+std::vector<std::int64_t> partition_key(int partitioner, const PartitionRequest& r) {
+  std::vector<std::int64_t> k{partitioner,
+                              static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(r.graph)),
+                              r.pp,
+                              r.waves,
+                              r.overlap_comm,
+                              r.memory_capacity,
+                              r.dp,
+                              static_cast<std::int64_t>(r.routing),
+                              r.exact_transition_budget};
+  auto text = [&k](const std::string& s) {
+    k.push_back(static_cast<std::int64_t>(s.size()));
+    k.insert(k.end(), s.begin(), s.end());
+  };
+  auto real = [&k](double x) { k.push_back(std::bit_cast<std::int64_t>(x)); };
+  const MemoryModel& m = r.memory;
+  text(m.precision);
+  real(m.weight_bytes_per_param);
+  real(m.gradient_bytes_per_param);
+  real(m.optimizer_bytes_per_param);
+  k.push_back(m.zero_stage);
+  k.push_back(m.sequence_degree);
+  k.push_back(static_cast<std::int64_t>(r.inflight.size()));
+  k.insert(k.end(), r.inflight.begin(), r.inflight.end());
+  for (const auto& row : r.links) {
+    for (const LinkClass& l : row) {
+      text(l.name);
+      real(l.bandwidth_bytes_per_s);
+      real(l.latency_s);
+    }
   }
-  return partition_v(request, SkipPolicy::allow_nonlocal);
+  return k;
+}
+
+// One partitioner's answer to `request`, computed once per job. An answer that found no
+// partition and skipped its shortfall is computed again when one is asked for.
+const PartitionAnswer& cached_partition(const CompileInputs& in, int partitioner,
+                                        const PartitionRequest& request) {
+  auto& answers = in.cache->partitions;
+  const std::vector<std::int64_t> key = partition_key(partitioner, request);
+  auto it = answers.find(key);
+  if (it != answers.end()) {
+    const PartitionAnswer& a = it->second;
+    const bool without_shortfall = !a.found() && !a.shortfall && request.shortfall;
+    if (!without_shortfall || partitioner == 1 + static_cast<int>(SkipPolicy::local_only)) {
+      return a;  // (local_only never states a shortfall)
+    }
+  }
+  PartitionAnswer answer = partitioner == 0
+                               ? partition_sequential(request)
+                               : partition_v(request, static_cast<SkipPolicy>(partitioner - 1));
+  return answers.insert_or_assign(key, std::move(answer)).first->second;
+}
+
+// One partition of the family's shape: the chain DP, or the V DP over its levels.
+PartitionAnswer partition_once(const CompileInputs& in, const Family& f,
+                               const PartitionRequest& request) {
+  if (f.chain()) return cached_partition(in, 0, request);
+  constexpr int kLocal = 1 + static_cast<int>(SkipPolicy::local_only);
+  constexpr int kNonlocal = 1 + static_cast<int>(SkipPolicy::allow_nonlocal);
+  if (f.skips == SkipTreatment::local_first) {
+    const PartitionAnswer& local = cached_partition(in, kLocal, request);
+    if (local.found()) return local;
+    // Without skips the two policies run the same search (no locality test binds, no skip
+    // is charged): the non-local run would find nothing either, and only its shortfall is
+    // news.
+    if (request.graph->skip_pairs().empty() && !request.shortfall) return local;
+  }
+  return cached_partition(in, kNonlocal, request);
 }
 
 // The cut the user gave (--cuts, --partition-from), costed as the partitioners cost theirs:
@@ -157,15 +226,20 @@ Status cut(const CompileInputs& in, const Config& c, CompiledPlan& plan, PassSta
     plan.partition = given_partition(in, c, st, request);
     return Ok{};
   }
+  // As the schedule wants, else one microbatch in flight; only the last attempt's shortfall
+  // is stated.
+  const std::vector<int> one(c.pp, 1);
   PartitionAnswer answer;
   for (const bool full : {true, false}) {
-    request.inflight = full ? st.wanted : std::vector<int>(c.pp, 1);
+    request.inflight = full ? st.wanted : one;
+    request.shortfall = !full || st.wanted == one;
     if (auto valid = validate_request(request); !valid) return valid.error();
-    answer = partition_once(*st.family, request);
+    answer = partition_once(in, *st.family, request);
     if (answer.found()) {
       plan.partition = std::move(answer.result);
       return Ok{};
     }
+    if (request.shortfall) break;
   }
   return infeasible_error(shortfall_message(in, c, *st.family, answer.shortfall));
 }

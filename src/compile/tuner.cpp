@@ -208,6 +208,7 @@ std::string smallest_shortfall(const CompileInputs& in) {
     r.dp = std::max(1, cluster.num_devices() / p);
     r.inflight.assign(p, 1);
     r.routing = frugal->routing;
+    r.shortfall = false;  // whether it fits is all this asks
     const bool fits =
         v ? partition_v(r, SkipPolicy::allow_nonlocal).found() : partition_sequential(r).found();
     if (fits) {

@@ -169,6 +169,49 @@ TEST(PartitionV, MemoryShortfallNamesDeviceAndBytes) {
                   .found());
 }
 
+TEST(Partition, ShortfallOnlyWhenAskedFor) {
+  // The case above: with request.shortfall false both partitioners say "not found" and skip
+  // the memory search, so no shortfall; asked again, the same 34000 bytes (the chain's
+  // most frugal cut is the same two layers a device).
+  const ModelProfile model = test::make_model({{}, {}, {}, {}}, {});
+  const LayerGraph g = LayerGraph::build(model, 0, 1);
+  auto r = request_for(g, 2, test::free_links(2), 30000);
+  r.shortfall = false;
+  const PartitionAnswer v = partition_v(r, SkipPolicy::allow_nonlocal);
+  const PartitionAnswer chain = partition_sequential(r);
+  EXPECT_FALSE(v.found());
+  EXPECT_FALSE(v.shortfall.has_value());
+  EXPECT_FALSE(chain.found());
+  EXPECT_FALSE(chain.shortfall.has_value());
+  r.shortfall = true;
+  ASSERT_TRUE(partition_sequential(r).shortfall.has_value());
+  EXPECT_EQ(partition_sequential(r).shortfall->needed_bytes, 34000);
+  ASSERT_TRUE(partition_v(r, SkipPolicy::allow_nonlocal).shortfall.has_value());
+}
+
+TEST(PartitionV, LoadFloorKeepsTheBoundThatFindsTheOptimum) {
+  // Six layers of 3 ms (forward 1, backward 2) at pp 2, every send 1.5 ms (latency, free
+  // bandwidth): each device sends two messages, so any partition's loads sum to 18 + 4 x 1.5
+  // = 24 ms and the largest is at least 12 ms, the floor under which the bounded search is
+  // not run. Three layers a device meet it: device 0 {0, 4, 5} or {0, 1, 5}, 9 + 3 = 12 ms.
+  // The search's lower bound is 9 ms (compute alone); with a budget of 0 transitions it is
+  // bounded from the first run, and the bounds 9 x 1.0001 ... 9 x 1.2 = 10.8 ms are under
+  // the floor. 9 x 1.4 = 12.6 ms finds the 12 ms partition. At the next bound, 9 x 1.8 =
+  // 16.2 ms, the fullest decoder side puts four layers on device 0 (15 ms): a floor that
+  // skipped 12.6 ms (one over the true floor) would answer that.
+  const ModelProfile model = test::make_model(std::vector<test::LayerSpec>(6), {});
+  const LayerGraph g = LayerGraph::build(model, 0, 1);
+  const PipelineLinks slow(2, std::vector<LinkClass>(2, LinkClass{"slow", 1e30, 0.0015}));
+  auto r = request_for(g, 2, slow);
+  r.exact_transition_budget = 0;
+  const PartitionAnswer out = partition_v(r, SkipPolicy::allow_nonlocal);
+  ASSERT_TRUE(out.found());
+  EXPECT_EQ(out.result.method, "v-dp-nonlocal-bounded");
+  EXPECT_NEAR(out.result.objective_s, 0.012, 1e-12);
+  EXPECT_NEAR(out.result.lower_bound_s, 0.009, 1e-12);
+  for (double load : out.result.device_load_s) EXPECT_NEAR(load, 0.012, 1e-12);
+}
+
 TEST(PartitionV, SingleDeviceHoldsBothStages) {
   const ModelProfile model = tiny_unet();
   const LayerGraph g = LayerGraph::build(model, 0, 1);

@@ -66,6 +66,11 @@ struct PartitionRequest {
   /// The default keeps a run to a fraction of a second; it only binds when the bound is
   /// loose against an even share, as when one layer outweighs several devices' shares.
   std::int64_t exact_transition_budget = 1'000'000;
+  /// Whether an answer that finds no partition says by how much memory it misses
+  /// (PartitionAnswer::shortfall: the memory DP, or the weights' floor). False when the
+  /// caller only asks whether a partition exists, or retries with another request whatever
+  /// the shortfall: the memory DP is skipped and the shortfall left empty.
+  bool shortfall = true;
 };
 
 /// The most memory-frugal partition still needs more than a device has.
