@@ -116,9 +116,12 @@ void prepare_partition(const CompileInputs& in, const Config& c, PassState& st) 
 
 // Everything a partitioner reads of its request, field by field, after which partitioner
 // (0: sequential, 1 + SkipPolicy: V): an answer is a function of these. The graph by its
-// address: the job's graphs live in its cache until the job ends. `shortfall` is left out:
-// cached_partition decides whether an answer without one will do.
-std::vector<std::int64_t> partition_key(int partitioner, const PartitionRequest& r) {
+// address: the job's graphs live in its cache until the job ends. The links by the devices
+// they join, `ranks`: the request's are pipeline_links(cluster, ranks) and a job has one
+// cluster (at pp 1024 the links are a million classes, too many to copy into each key).
+// `shortfall` is left out: cached_partition decides whether an answer without one will do.
+std::vector<std::int64_t> partition_key(int partitioner, const PartitionRequest& r,
+                                        const std::vector<int>& ranks) {
   std::vector<std::int64_t> k{partitioner,
                               static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(r.graph)),
                               r.pp,
@@ -142,22 +145,18 @@ std::vector<std::int64_t> partition_key(int partitioner, const PartitionRequest&
   k.push_back(m.sequence_degree);
   k.push_back(static_cast<std::int64_t>(r.inflight.size()));
   k.insert(k.end(), r.inflight.begin(), r.inflight.end());
-  for (const auto& row : r.links) {
-    for (const LinkClass& l : row) {
-      text(l.name);
-      real(l.bandwidth_bytes_per_s);
-      real(l.latency_s);
-    }
-  }
+  k.push_back(static_cast<std::int64_t>(ranks.size()));
+  k.insert(k.end(), ranks.begin(), ranks.end());
   return k;
 }
 
 // One partitioner's answer to `request`, computed once per job. An answer that found no
 // partition and skipped its shortfall is computed again when one is asked for.
 const PartitionAnswer& cached_partition(const CompileInputs& in, int partitioner,
-                                        const PartitionRequest& request) {
+                                        const PartitionRequest& request,
+                                        const std::vector<int>& ranks) {
   auto& answers = in.cache->partitions;
-  const std::vector<std::int64_t> key = partition_key(partitioner, request);
+  const std::vector<std::int64_t> key = partition_key(partitioner, request, ranks);
   auto it = answers.find(key);
   if (it != answers.end()) {
     const PartitionAnswer& a = it->second;
@@ -174,19 +173,19 @@ const PartitionAnswer& cached_partition(const CompileInputs& in, int partitioner
 
 // One partition of the family's shape: the chain DP, or the V DP over its levels.
 PartitionAnswer partition_once(const CompileInputs& in, const Family& f,
-                               const PartitionRequest& request) {
-  if (f.chain()) return cached_partition(in, 0, request);
+                               const PartitionRequest& request, const std::vector<int>& ranks) {
+  if (f.chain()) return cached_partition(in, 0, request, ranks);
   constexpr int kLocal = 1 + static_cast<int>(SkipPolicy::local_only);
   constexpr int kNonlocal = 1 + static_cast<int>(SkipPolicy::allow_nonlocal);
   if (f.skips == SkipTreatment::local_first) {
-    const PartitionAnswer& local = cached_partition(in, kLocal, request);
+    const PartitionAnswer& local = cached_partition(in, kLocal, request, ranks);
     if (local.found()) return local;
     // Without skips the two policies run the same search (no locality test binds, no skip
     // is charged): the non-local run would find nothing either, and only its shortfall is
     // news.
     if (request.graph->skip_pairs().empty() && !request.shortfall) return local;
   }
-  return cached_partition(in, kNonlocal, request);
+  return cached_partition(in, kNonlocal, request, ranks);
 }
 
 // The cut the user gave (--cuts, --partition-from), costed as the partitioners cost theirs:
@@ -234,7 +233,7 @@ Status cut(const CompileInputs& in, const Config& c, CompiledPlan& plan, PassSta
     request.inflight = full ? st.wanted : one;
     request.shortfall = !full || st.wanted == one;
     if (auto valid = validate_request(request); !valid) return valid.error();
-    answer = partition_once(in, *st.family, request);
+    answer = partition_once(in, *st.family, request, plan.placement.ranks[0]);
     if (answer.found()) {
       plan.partition = std::move(answer.result);
       return Ok{};
