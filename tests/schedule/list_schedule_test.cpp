@@ -31,6 +31,40 @@ PipelineModel one_layer_per_stage(const std::vector<double>& forward_s, bool v, 
                               test::uniform_links(pp, bandwidth, latency), false);
 }
 
+// The property tests' random pipelines: trial by trial a V or a chain of 1-8 stages, half
+// with equal stage costs (0.5-3 s), no latency every third trial, a limit of 1-4 in flight
+// per device; and random ranks (0-3) for its stages, drawn when asked for.
+struct RandomPipeline {
+  RandomPipeline(std::mt19937& rng, int trial) : rng_(rng) {
+    std::uniform_real_distribution<double> cost(0.5, 3.0);
+    std::uniform_int_distribution<int> limit(1, 4);
+    const bool v = trial % 2 == 0;
+    const int stages = v ? 2 * (1 + trial % 4) : 1 + trial % 5;
+    std::vector<double> f;
+    const double flat = cost(rng);
+    for (int s = 0; s < stages; ++s) f.push_back(trial % 4 < 2 ? flat : cost(rng));
+    model = one_layer_per_stage(f, v, 2000, trial % 3 == 0 ? 0.0 : 0.01);
+    for (int d = 0; d < model.num_devices(); ++d) limits.push_back(limit(rng));
+  }
+
+  ListPolicy random_policy() {
+    std::uniform_int_distribution<int> rank(0, 3);
+    const int stages = model.layout.num_stages();
+    ListPolicy p = ListPolicy::backward_first(stages);
+    for (int st = 0; st < stages; ++st) {
+      p.forward_rank[st] = rank(rng_);
+      p.backward_rank[st] = rank(rng_);
+    }
+    return p;
+  }
+
+  PipelineModel model;
+  std::vector<int> limits;
+
+ private:
+  std::mt19937& rng_;
+};
+
 Timeline run(const PipelineModel& m, int M, const std::vector<int>& limits, bool split = false) {
   const Schedule s = list_schedule(m, M, limits, split);
   const std::vector<MemoryBreakdown> zero(m.num_devices());
@@ -197,28 +231,13 @@ TEST(ListSchedule, RanksThatOrderEveryTieAlikeChangeNothing) {
   // its makespan and in-flight figures too). Half the pipelines have equal stage costs, where
   // devices start ops at the same times and the order between devices varies with the ranks.
   std::mt19937 rng(13);
-  std::uniform_real_distribution<double> cost(0.5, 3.0);
-  std::uniform_int_distribution<int> rank(0, 3), limit(1, 4);
   int alike = 0, differ = 0, skipped_differently = 0;
   for (int trial = 0; trial < 60; ++trial) {
-    const bool v = trial % 2 == 0;
-    const int stages = v ? 2 * (1 + trial % 4) : 1 + trial % 5;
-    std::vector<double> f;
-    const double flat = cost(rng);
-    for (int s = 0; s < stages; ++s) f.push_back(trial % 4 < 2 ? flat : cost(rng));
-    const PipelineModel m = one_layer_per_stage(f, v, 2000, trial % 3 == 0 ? 0.0 : 0.01);
-    std::vector<int> limits;
-    for (int d = 0; d < m.num_devices(); ++d) limits.push_back(limit(rng));
+    RandomPipeline pipe(rng, trial);
+    const PipelineModel& m = pipe.model;
+    const std::vector<int>& limits = pipe.limits;
     const int M = 2 + trial % 7;
-    const int S = m.layout.num_stages();
-    const auto random_policy = [&] {
-      ListPolicy p = ListPolicy::backward_first(S);
-      for (int st = 0; st < S; ++st) {
-        p.forward_rank[st] = rank(rng);
-        p.backward_rank[st] = rank(rng);
-      }
-      return p;
-    };
+    const auto random_policy = [&pipe] { return pipe.random_policy(); };
     for (bool split : {false, true}) {
       const ListPolicy ref = random_policy();
       double makespan = 0;
@@ -256,27 +275,13 @@ TEST(ListSchedule, StoppedRunsAndTheirRepeatsEndNoEarlierThanTheStop) {
   // limits equal or both above its checked counts, is no shorter either (the policy search
   // skips it). Stops at fractions of the plain makespan around 1.
   std::mt19937 rng(17);
-  std::uniform_real_distribution<double> cost(0.5, 3.0);
-  std::uniform_int_distribution<int> rank(0, 3), limit(1, 4);
   int stopped = 0, kept = 0, repeats = 0, repeats_shorter_elsewhere = 0;
   for (int trial = 0; trial < 24; ++trial) {
-    const bool v = trial % 2 == 0;
-    const int stages = v ? 2 * (1 + trial % 4) : 1 + trial % 5;
-    std::vector<double> f;
-    const double flat = cost(rng);
-    for (int s = 0; s < stages; ++s) f.push_back(trial % 4 < 2 ? flat : cost(rng));
-    const PipelineModel m = one_layer_per_stage(f, v, 2000, trial % 3 == 0 ? 0.0 : 0.01);
-    std::vector<int> limits;
-    for (int d = 0; d < m.num_devices(); ++d) limits.push_back(limit(rng));
-    const int M = 3 + trial % 6, S = m.layout.num_stages();
-    const auto random_policy = [&] {
-      ListPolicy p = ListPolicy::backward_first(S);
-      for (int st = 0; st < S; ++st) {
-        p.forward_rank[st] = rank(rng);
-        p.backward_rank[st] = rank(rng);
-      }
-      return p;
-    };
+    RandomPipeline pipe(rng, trial);
+    const PipelineModel& m = pipe.model;
+    const std::vector<int>& limits = pipe.limits;
+    const int M = 3 + trial % 6;
+    const auto random_policy = [&pipe] { return pipe.random_policy(); };
     for (bool split : {false, true}) {
       const ListPolicy ref = random_policy();
       double plain = 0;
