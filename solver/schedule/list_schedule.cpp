@@ -117,6 +117,7 @@ class ListScheduler {
         open_(model.layout.num_stages(), 0),
         queues_(model.num_devices()),
         best_(model.num_devices()),
+        listed_(record_ties_ ? model.num_devices() : 0),
         checked_(model.num_devices(), 0),
         out_of_(model.layout.num_stages()),
         into_(model.layout.num_stages()) {
@@ -146,6 +147,10 @@ class ListScheduler {
     const int S = model_.layout.num_stages(), P = model_.num_devices();
     Schedule schedule;
     schedule.device_ops.assign(P, {});
+    for (DeviceId d = 0; d < P; ++d) {
+      schedule.device_ops[d].reserve(queues_[d].stages.size() * num_microbatches_ *
+                                     (split_ ? 3 : 2));
+    }
     schedule.split_backward = split_;
     const std::size_t total = static_cast<std::size_t>(S) * num_microbatches_ * (split_ ? 3 : 2);
     double makespan = 0;
@@ -167,9 +172,11 @@ class ListScheduler {
       schedule.device_ops[d].push_back(op);
       advance(d, op);
       dirty.assign(1, d);
-      deliver_outputs(op, dirty);
-      std::sort(dirty.begin(), dirty.end());
-      dirty.erase(std::unique(dirty.begin(), dirty.end()), dirty.end());
+      deliver_outputs(op, dirty);  // the active rule's consumers join d here
+      if (dirty.size() > 1) {
+        std::sort(dirty.begin(), dirty.end());
+        dirty.erase(std::unique(dirty.begin(), dirty.end()), dirty.end());
+      }
       for (DeviceId e : dirty) refresh(e);
     }
     schedule.policy = "list";
@@ -204,51 +211,94 @@ class ListScheduler {
     return (free + left) * (1 - ListStop::kRoundingMargin) >= at;
   }
 
+  // Device d's candidates, its best, and the pairs its ranks decide, from scratch: after d
+  // ran an op (its free time and queue moved), or at the start.
   void refresh(DeviceId d) {
     const OpKind back = split_ ? OpKind::backward_input : OpKind::backward;
     const DeviceQueue& q = queues_[d];
     best_[d].reset();
+    // Kept: for the active rule's pass over them, or as d's list, which add_candidate
+    // extends until d runs again.
+    std::vector<std::pair<Key, Op>>& kept = record_ties_ ? listed_[d] : candidates_;
     const bool keep = policy_.active || record_ties_;
-    if (keep) candidates_.clear();
+    if (keep) kept.clear();
+    const double free = engine_.device_free(d);
     auto consider = [&](const Op& op) {
-      const double ready = ready_of(d, op);
+      const double ready = ready_of(free, op);
       if (std::isnan(ready)) return;
       const Key key{ready, rank_of(policy_, op), op.mb, -op.stage, d};
-      if (keep) candidates_.push_back({key, op});
+      if (keep) kept.push_back({key, op});
       if (!best_[d] || key < best_[d]->first) best_[d] = {key, op};
     };
     for (StageId s : q.stages) {
       const bool admits = s == q.admitting;
       if (admits && next_f_[s] < num_microbatches_) checked_[d] = std::max(checked_[d], q.inflight);
-      const bool room = admits ? q.inflight < limits_[d] : window_open(s);
-      if (next_f_[s] < num_microbatches_ && room) {
+      if (next_f_[s] < num_microbatches_ && room(d, s)) {
         consider(Op{OpKind::forward, s, next_f_[s]});
       }
       if (next_b_[s] < next_f_[s]) consider(Op{back, s, next_b_[s]});
       if (split_ && next_w_[s] < next_b_[s]) consider(Op{OpKind::backward_weight, s, next_w_[s]});
     }
     if (policy_.active && best_[d]) prefer_by_rank(d);
-    if (record_ties_ && best_[d] && candidates_.size() > 1) record_ties(d);
+    if (record_ties_ && best_[d] && kept.size() > 1)
+      record_ties(kept, std::get<0>(best_[d]->first));
     replay_match(d);
   }
 
-  // The pairs of candidates ready at the earliest time, the one the device chooses at (see
-  // ListTies).
-  void record_ties(DeviceId d) {
-    const double first = std::get<0>(best_[d]->first);
-    for (std::size_t i = 0; i < candidates_.size(); ++i) {
-      if (std::get<0>(candidates_[i].first) != first) continue;
-      for (std::size_t j = i + 1; j < candidates_.size(); ++j) {
-        if (std::get<0>(candidates_[j].first) != first) continue;
-        const Op& a = candidates_[i].second;
-        const Op& b = candidates_[j].second;
-        const std::uint64_t sa = static_cast<std::uint64_t>(a.stage) * 3 + kind_slot(a.kind);
-        const std::uint64_t sb = static_cast<std::uint64_t>(b.stage) * 3 + kind_slot(b.kind);
-        const bool a_first = std::pair(a.mb, -a.stage) < std::pair(b.mb, -b.stage);
-        pairs_.insert(sa < sb ? (sa << 33 | sb << 1 | (a_first ? 1 : 0))
-                              : (sb << 33 | sa << 1 | (a_first ? 0 : 1)));
+  // Whether device d's stage s may take its next forward: below d's in-flight limit where a
+  // microbatch enters d, else within the stage's window.
+  bool room(DeviceId d, StageId s) const {
+    const DeviceQueue& q = queues_[d];
+    return s == q.admitting ? q.inflight < limits_[d] : window_open(s);
+  }
+
+  // `op`, the next op of its stage and kind, just got its last input, on device e, which has
+  // not run an op since its last refresh: its free time, queue and the inputs of its
+  // candidates are as they were, so a refresh would find the candidates it found then, and
+  // `op`. So `op` joins them: it is e's best if its key is less, and with the plain rule the
+  // pairs a refresh would add are op's with the candidates tied at the earliest time when
+  // op starts then too (the pairs among those were recorded when they tied). The active
+  // rule weighs every candidate against the earliest one's end: e is refreshed instead.
+  void add_candidate(DeviceId e, const Op& op, std::vector<DeviceId>& dirty) {
+    if (policy_.active) {
+      dirty.push_back(e);
+      return;
+    }
+    if (op.kind == OpKind::forward && !room(e, op.stage)) return;
+    const Key key{ready_of(engine_.device_free(e), op), rank_of(policy_, op), op.mb, -op.stage, e};
+    if (record_ties_) {
+      std::vector<std::pair<Key, Op>>& listed = listed_[e];
+      if (best_[e] && std::get<0>(key) == std::get<0>(best_[e]->first)) {
+        for (const auto& c : listed) {
+          if (std::get<0>(c.first) == std::get<0>(key)) record_pair(c.second, op);
+        }
+      }
+      listed.push_back({key, op});
+    }
+    if (!best_[e] || key < best_[e]->first) {
+      best_[e] = {key, op};
+      replay_match(e);
+    }
+  }
+
+  // The pairs of candidates ready at the earliest time, `first`, the one the device chooses
+  // at (see ListTies).
+  void record_ties(const std::vector<std::pair<Key, Op>>& candidates, double first) {
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      if (std::get<0>(candidates[i].first) != first) continue;
+      for (std::size_t j = i + 1; j < candidates.size(); ++j) {
+        if (std::get<0>(candidates[j].first) != first) continue;
+        record_pair(candidates[i].second, candidates[j].second);
       }
     }
+  }
+
+  void record_pair(const Op& a, const Op& b) {
+    const std::uint64_t sa = static_cast<std::uint64_t>(a.stage) * 3 + kind_slot(a.kind);
+    const std::uint64_t sb = static_cast<std::uint64_t>(b.stage) * 3 + kind_slot(b.kind);
+    const bool a_first = std::pair(a.mb, -a.stage) < std::pair(b.mb, -b.stage);
+    pairs_.insert(sa < sb ? (sa << 33 | sb << 1 | (a_first ? 1 : 0))
+                          : (sb << 33 | sa << 1 | (a_first ? 0 : 1)));
   }
 
   // A set of pair codes: open addressing, linear probing (few distinct codes,
@@ -280,10 +330,10 @@ class ListScheduler {
   // ready_at without re-reading inputs: each op's inputs are counted as they are produced
   // (deliver_outputs), so a candidate's input time is known the moment its last input is
   // there. max is exact and order-free, so the time is inputs_ready's to the bit.
-  double ready_of(DeviceId d, const Op& op) const {
+  double ready_of(double device_free, const Op& op) const {
     const Inputs& in = inputs_[slot(op.kind, op.stage, op.mb)];
     if (in.missing > 0) return detail::kNotYet;
-    return std::max(engine_.device_free(d), in.at);
+    return std::max(device_free, in.at);
   }
 
   static int kind_slot(OpKind k) {
@@ -321,36 +371,43 @@ class ListScheduler {
   }
 
   // One input of (k, s, m) is there at `when`. If that completes the op its stage and kind
-  // offer next, its device's candidates changed: it goes to `dirty`. Any other refresh
-  // would find what it found last time (its free time, queue and candidates' inputs are
-  // as they were), so only these devices and the one that ran the op are refreshed.
-  void deliver(OpKind k, StageId s, int m, double when, std::vector<DeviceId>& dirty) {
+  // offer next, its device has one more candidate (add_candidate), unless that device is
+  // the one that ran the op, which is refreshed whole after the deliveries. Nothing else
+  // changes a device's candidates: its free time, queue and candidates' inputs are as they
+  // were.
+  void deliver(OpKind k, StageId s, int m, double when, DeviceId ran_on,
+               std::vector<DeviceId>& dirty) {
     Inputs& in = inputs_[slot(k, s, m)];
     in.at = std::max(in.at, when);
     if (--in.missing > 0) return;
     const int next = k == OpKind::forward           ? next_f_[s]
                      : k == OpKind::backward_weight ? next_w_[s]
                                                     : next_b_[s];
-    if (m == next) dirty.push_back(model_.layout.device[s]);
+    const DeviceId e = model_.layout.device[s];
+    if (m != next || e == ran_on) return;
+    const OpKind kind = k == OpKind::backward && split_ ? OpKind::backward_input : k;
+    add_candidate(e, Op{kind, s, m}, dirty);
   }
 
   // After `op` ran: what it produced, to the ops that consume it.
   void deliver_outputs(const Op& op, std::vector<DeviceId>& dirty) {
     const StageId s = op.stage;
     const int m = op.mb, S = model_.layout.num_stages();
+    const DeviceId d = model_.layout.device[s];
     if (op.kind == OpKind::forward) {
       const double end = engine_.forward_end(s, m);
-      deliver(OpKind::backward, s, m, end, dirty);
-      if (s + 1 < S && same_device(s + 1, s)) deliver(OpKind::forward, s + 1, m, end, dirty);
+      deliver(OpKind::backward, s, m, end, d, dirty);
+      if (s + 1 < S && same_device(s + 1, s)) deliver(OpKind::forward, s + 1, m, end, d, dirty);
       for (std::size_t t : out_of_[s]) {
-        deliver(OpKind::forward, model_.transfers[t].to, m, engine_.arrival(t, m, true), dirty);
+        deliver(OpKind::forward, model_.transfers[t].to, m, engine_.arrival(t, m, true), d, dirty);
       }
     } else if (op.kind != OpKind::backward_weight) {
       const double end = engine_.grad_end(s, m);
-      if (split_) deliver(OpKind::backward_weight, s, m, end, dirty);
-      if (s > 0 && same_device(s - 1, s)) deliver(OpKind::backward, s - 1, m, end, dirty);
+      if (split_) deliver(OpKind::backward_weight, s, m, end, d, dirty);
+      if (s > 0 && same_device(s - 1, s)) deliver(OpKind::backward, s - 1, m, end, d, dirty);
       for (std::size_t t : into_[s]) {
-        deliver(OpKind::backward, model_.transfers[t].from, m, engine_.arrival(t, m, false), dirty);
+        deliver(OpKind::backward, model_.transfers[t].from, m, engine_.arrival(t, m, false), d,
+                dirty);
       }
     }
   }
@@ -358,13 +415,17 @@ class ListScheduler {
   // The device whose candidate starts first is the root of a tournament over the devices'
   // candidates (winner_[1]), replayed from d's leaf up when d's candidate changes: O(log P)
   // a step instead of a scan of every device (pp 512: 512 compares for each of a million
-  // ops). Keys end with the device, so no two are equal and the winner is the scan's.
+  // ops). Keys end with the device, so no two are equal and the winner is the scan's. Only
+  // d's key moved since the tree was last replayed: a match that another device still wins
+  // is the match it was, and so is every match above it.
   void replay_match(DeviceId d) {
     std::size_t at = static_cast<std::size_t>(leaves_) + d;
     winner_[at] = best_[d] ? d : -1;
     for (at /= 2; at >= 1; at /= 2) {
       const DeviceId a = winner_[2 * at], b = winner_[2 * at + 1];
-      winner_[at] = a < 0 ? b : b < 0 ? a : best_[b]->first < best_[a]->first ? b : a;
+      const DeviceId w = a < 0 ? b : b < 0 ? a : best_[b]->first < best_[a]->first ? b : a;
+      if (w == winner_[at] && w != d) return;
+      winner_[at] = w;
     }
   }
 
@@ -419,7 +480,8 @@ class ListScheduler {
   std::vector<int> open_;  // per stage: microbatches between its forward and last backward
   std::vector<DeviceQueue> queues_;
   std::vector<std::optional<std::pair<Key, Op>>> best_;
-  std::vector<std::pair<Key, Op>> candidates_;  // refresh's scratch
+  std::vector<std::pair<Key, Op>> candidates_;           // refresh's scratch
+  std::vector<std::vector<std::pair<Key, Op>>> listed_;  // per device, with ties: its candidates
   std::vector<int> checked_;  // per device: most in flight when its limit was consulted
   // [(stage * 3 + kind slot) * M + microbatch]: how many inputs are still missing, and when
   // the last of those already produced arrives.

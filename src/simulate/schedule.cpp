@@ -2,20 +2,6 @@
 
 namespace pulse {
 
-double op_compute_s(const StageCost& cost, OpKind kind) {
-  switch (kind) {
-    case OpKind::forward:
-      return cost.forward_s;
-    case OpKind::backward:
-      return cost.backward_s;
-    case OpKind::backward_input:
-      return cost.backward_s - cost.backward_weight_s;
-    case OpKind::backward_weight:
-      return cost.backward_weight_s;
-  }
-  return 0;
-}
-
 char op_letter(OpKind kind) {
   switch (kind) {
     case OpKind::forward:

@@ -2,9 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <optional>
 #include <random>
+#include <set>
+#include <tuple>
 
 #include "pulse/schedule/list_schedule.hpp"
+#include "pulse/simulate/engine.hpp"
 #include "pulse/simulate/schedule_check.hpp"
 #include "pulse/simulate/simulate.hpp"
 #include "support/test_support.hpp"
@@ -324,6 +330,146 @@ TEST(ListSchedule, StoppedRunsAndTheirRepeatsEndNoEarlierThanTheStop) {
   EXPECT_GT(kept, 40);
   EXPECT_GT(repeats, 100);
   EXPECT_GT(repeats_shorter_elsewhere, 5);
+}
+
+// The list rule as list_schedule.hpp states it, with nothing cached: before every step, every
+// device's candidates from scratch (the next forward of each of its stages while it has room,
+// the next B or I and W once their predecessor ran), ready times from the execution engine,
+// each device's least key (ready, rank, microbatch, later stage) and the least over devices;
+// the checked counts and the tied pairs of every device at every step (ListTies' packing).
+// ListScheduler computes the same incrementally: each device's best is kept between the
+// steps that change it, and a device that did not run gains one candidate at a time.
+struct NaiveRun {
+  std::vector<std::vector<Op>> device_ops;
+  double makespan = 0;
+  std::vector<int> checked;
+  std::vector<std::uint64_t> pairs;
+};
+
+NaiveRun naive_list_schedule(const PipelineModel& m, int M, const std::vector<int>& limits,
+                             bool split, const ListPolicy& p) {
+  const int S = m.layout.num_stages(), P = m.num_devices();
+  const OpKind back = split ? OpKind::backward_input : OpKind::backward;
+  detail::ExecutionEngine engine(m, M);
+  std::vector<int> next_f(S, 0), next_b(S, 0), next_w(S, 0), open(S, 0), inflight(P, 0);
+  NaiveRun out;
+  out.device_ops.assign(P, {});
+  out.checked.assign(P, 0);
+  using Key = std::tuple<double, int, int, int, int>;
+  const auto rank = [&](const Op& op) {
+    return op.kind == OpKind::forward           ? p.forward_rank[op.stage]
+           : op.kind == OpKind::backward_weight ? p.weight_rank[op.stage]
+                                                : p.backward_rank[op.stage];
+  };
+  const auto slot = [](const Op& op) -> std::uint64_t {
+    return static_cast<std::uint64_t>(op.stage) * 3 + (op.kind == OpKind::forward           ? 0
+                                                       : op.kind == OpKind::backward_weight ? 2
+                                                                                            : 1);
+  };
+  std::set<std::uint64_t> pairs;
+  for (int step = 0; step < S * M * (split ? 3 : 2); ++step) {
+    std::optional<std::pair<Key, Op>> winner;
+    for (DeviceId d = 0; d < P; ++d) {
+      const std::vector<StageId> stages = m.layout.stages_on(d);
+      std::vector<std::pair<Key, Op>> cands;
+      for (StageId s : stages) {
+        const bool admits = s == stages.front();
+        if (admits && next_f[s] < M) out.checked[d] = std::max(out.checked[d], inflight[d]);
+        const bool window =
+            p.window_limit.empty() || p.window_limit[s] <= 0 || open[s] < p.window_limit[s];
+        std::vector<Op> ops;
+        if (next_f[s] < M && (admits ? inflight[d] < limits[d] : window)) {
+          ops.push_back({OpKind::forward, s, next_f[s]});
+        }
+        if (next_b[s] < next_f[s]) ops.push_back({back, s, next_b[s]});
+        if (split && next_w[s] < next_b[s]) ops.push_back({OpKind::backward_weight, s, next_w[s]});
+        for (const Op& op : ops) {
+          const double ready = engine.ready_at(op);
+          if (!std::isnan(ready)) cands.push_back({Key{ready, rank(op), op.mb, -op.stage, d}, op});
+        }
+      }
+      if (cands.empty()) continue;
+      const auto best =
+          *std::min_element(cands.begin(), cands.end(),
+                            [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (std::size_t i = 0; i < cands.size(); ++i) {
+        for (std::size_t j = i + 1; j < cands.size(); ++j) {
+          if (std::get<0>(cands[i].first) != std::get<0>(best.first) ||
+              std::get<0>(cands[j].first) != std::get<0>(best.first)) {
+            continue;
+          }
+          const Op& a = cands[i].second;
+          const Op& b = cands[j].second;
+          const bool a_first = std::pair(a.mb, -a.stage) < std::pair(b.mb, -b.stage);
+          const std::uint64_t sa = slot(a), sb = slot(b);
+          pairs.insert(sa < sb ? (sa << 33 | sb << 1 | (a_first ? 1 : 0))
+                               : (sb << 33 | sa << 1 | (a_first ? 0 : 1)));
+        }
+      }
+      if (!winner || best.first < winner->first) winner = best;
+    }
+    if (!winner) {
+      ADD_FAILURE() << "deadlock at step " << step;
+      return out;
+    }
+    const Op op = winner->second;
+    const DeviceId d = m.layout.device[op.stage];
+    out.makespan = std::max(out.makespan, engine.execute(op).busy_until_s);
+    out.device_ops[d].push_back(op);
+    const bool admits = op.stage == m.layout.stages_on(d).front();
+    if (op.kind == OpKind::forward) {
+      ++next_f[op.stage];
+      ++open[op.stage];
+      if (admits) ++inflight[d];
+    } else if (op.kind == OpKind::backward_weight) {
+      ++next_w[op.stage];
+    } else {
+      ++next_b[op.stage];
+    }
+    if (op.kind == OpKind::backward_weight || (op.kind != OpKind::forward && !split)) {
+      --open[op.stage];
+      if (admits) --inflight[d];
+    }
+  }
+  out.pairs.assign(pairs.begin(), pairs.end());
+  return out;
+}
+
+TEST(ListSchedule, TheSchedulerIsTheNaiveRulesScheduleOpForOp) {
+  // Random pipelines, ranks, in-flight limits, windows on half the runs, with and without a
+  // split backward: the same ops in the same order on every device, the same makespan to
+  // the bit, the same checked counts and the same tied pairs as the naive rule's.
+  std::mt19937 rng(17);
+  int runs = 0, with_pairs = 0;
+  for (int trial = 0; trial < 80; ++trial) {
+    RandomPipeline pipe(rng, trial);
+    const PipelineModel& m = pipe.model;
+    const int M = 2 + trial % 7;
+    for (bool split : {false, true}) {
+      ListPolicy policy =
+          trial % 5 == 0 ? ListPolicy::backward_first(m.layout.num_stages()) : pipe.random_policy();
+      if (trial % 2 == 1) {
+        std::uniform_int_distribution<int> window(0, 3);
+        policy.window_limit.clear();
+        for (int s = 0; s < m.layout.num_stages(); ++s) policy.window_limit.push_back(window(rng));
+      }
+      double makespan = 0;
+      std::vector<int> checked;
+      ListTies ties;
+      const Schedule s =
+          list_schedule(m, M, pipe.limits, split, policy, &makespan, &checked, &ties);
+      const NaiveRun naive = naive_list_schedule(m, M, pipe.limits, split, policy);
+      ++runs;
+      EXPECT_EQ(s.device_ops, naive.device_ops) << "trial " << trial << " split " << split;
+      EXPECT_EQ(makespan, naive.makespan) << "trial " << trial;
+      EXPECT_EQ(checked, naive.checked) << "trial " << trial;
+      ASSERT_TRUE(ties.complete);
+      EXPECT_EQ(ties.pairs, naive.pairs) << "trial " << trial << " split " << split;
+      with_pairs += naive.pairs.empty() ? 0 : 1;
+    }
+  }
+  EXPECT_EQ(runs, 160);
+  EXPECT_GT(with_pairs, 60);  // ties happen: the pairs are compared, not two empty lists
 }
 
 TEST(ListSchedule, TiesAreIncompleteUnderTheActiveRuleOrWithOpsOfNoLength) {

@@ -18,8 +18,21 @@ char op_letter(OpKind kind);
 bool op_kind_from_letter(char letter, OpKind& kind);
 
 /// Compute time of an op of `kind` on a stage with costs `cost` (I is backward minus its
-/// weight-gradient share, W that share).
-double op_compute_s(const StageCost& cost, OpKind kind);
+/// weight-gradient share, W that share). Inline: the list scheduler and the engine ask it for
+/// every op they run (tens of millions in a tuned plan).
+inline double op_compute_s(const StageCost& cost, OpKind kind) {
+  switch (kind) {
+    case OpKind::forward:
+      return cost.forward_s;
+    case OpKind::backward:
+      return cost.backward_s;
+    case OpKind::backward_input:
+      return cost.backward_s - cost.backward_weight_s;
+    case OpKind::backward_weight:
+      return cost.backward_weight_s;
+  }
+  return 0;
+}
 
 struct Op {
   OpKind kind = OpKind::forward;
