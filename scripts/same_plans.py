@@ -19,9 +19,11 @@ files). --ignore-key KEY (repeatable) removes every key of that name as well: a 
 adds keys on purpose names them, and every other byte must still agree.
 
 --throughput compares what the plans predict, not their bytes: each case's exit code and
-`predicted.samples_per_s`, printing every case where they differ and counting the slower
-and faster ones (exit status 1 when any is slower or changes its exit code). It answers
-"is any plan slower than with an older release?" across changes that add keys on purpose.
+its samples/s over the step (`frozen.samples_per_s` where the plan places frozen encoders,
+which the planner chooses by, else `predicted.samples_per_s`), printing every case where
+they differ and counting the slower and faster ones (exit status 1 when any is slower or
+changes its exit code). It answers "is any plan slower than with an older release?" across
+changes that add keys on purpose.
 --new-args gives the new binary more arguments, to plan under the old one's assumptions
 (issue 42's check against 2113041: `--new-args "--headroom 1 --frozen cached"`, since that
 release filled the whole usable memory and planned the denoiser alone).
@@ -67,13 +69,18 @@ def outcome(binary, args, ignore_hashes=False, profiles=None, ignore_keys=()):
 
 
 def predicted(binary, args):
-    """(exit code, predicted samples/s or None) of one plan."""
+    """(exit code, samples/s over the step or None) of one plan: `frozen.samples_per_s` where
+    the plan places frozen encoders (the step the planner chooses by), else
+    `predicted.samples_per_s` (the iteration, which is then the step)."""
     with tempfile.TemporaryDirectory() as work:
         out = pathlib.Path(work) / "plan.json"
         proc = subprocess.run([binary, "plan", "-q", "-o", str(out)] + args, capture_output=True)
         if proc.returncode != 0 or not out.exists():
             return proc.returncode, None
-        return 0, json.loads(out.read_bytes())["predicted"]["samples_per_s"]
+        plan = json.loads(out.read_bytes())
+        if "samples_per_s" in plan.get("frozen", {}):
+            return 0, plan["frozen"]["samples_per_s"]
+        return 0, plan["predicted"]["samples_per_s"]
 
 
 def comparable(a, todo):

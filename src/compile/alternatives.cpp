@@ -372,7 +372,7 @@ Status open_level(const JobInputs& job, const Alternative& alternative, LevelRun
 Status run_level(LevelRun& run, const LevelRun* kept, CompileCache& cache, PassClock& clock) {
   if (kept) {
     const CompiledPlan& plan = kept->plan->plan;
-    // Its bound is on the iteration, which no step is shorter than: it prunes against steps.
+    // Its bound is on the step (tune_lower_bound): it prunes against steps.
     if (std::isfinite(run.bound) && run.bound > step_time_s(plan) * (1 + 1e-9)) {
       // The kept plan by its level's name: its layout among sequence layouts, else its mode.
       const Alternative& k = kept->level.alternative;

@@ -100,6 +100,11 @@ Status frozen_pass(const JobInputs& job, CompiledPlan& plan, PassClock& clock);
 /// `in.options->frozen` asks on its timeline, memory left out (the frozen pass holds the plan
 /// kept to the memory rule); nothing without frozen components or when cached.
 void frozen_step_pass(const CompileInputs& in, CompiledPlan& plan);
+/// No schedule of the placed plan `placed` has a shorter step than this, by the frozen work
+/// frozen_step_pass weighs (0 without any): its devices run the pipeline's compute and every
+/// sample's frozen forwards (frozen_work_lower_bound) within pp steps, whether in the
+/// iteration's gaps or before it.
+double frozen_step_bound(const CompileInputs& in, const CompiledPlan& placed);
 /// What the search and the alternatives compare plans by: the step's seconds (the iteration
 /// when no frozen work is weighed) and the global batch over them.
 double step_time_s(const CompiledPlan& plan);
@@ -167,10 +172,10 @@ double iteration_lower_bound(const CompileInputs& in, const CompiledPlan& plan);
 /// each family synthesized in full; the fastest plan, with every candidate and why it lost.
 Result<CompiledPlan> tune(const CompileInputs& in, PassClock& clock);
 
-/// No plan tune(in) returns has a shorter iteration: the least, over every (configuration,
-/// family) it would place (placed here, in `in.cache`, where tune finds them), of the larger
-/// of iteration_lower_bound and the synthesizer's bound under memory (schedule_bound);
-/// infinity when none places. An internal error as it is.
+/// No plan tune(in) returns has a shorter step: the least, over every (configuration,
+/// family) it would place (placed here, in `in.cache`, where tune finds them), of the largest
+/// of iteration_lower_bound, the synthesizer's bound under memory (schedule_bound) and
+/// frozen_step_bound; infinity when none places. An internal error as it is.
 Result<double> tune_lower_bound(const CompileInputs& in, PassClock& clock);
 
 /// The families the options ask to search: the strategy's, or the one --family names.

@@ -3,6 +3,7 @@
 // the step. The same rule gives every configuration the search weighs its step
 // (frozen_step_pass), so the tuner, the alternatives and pipeline_or_not compare steps.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
@@ -178,6 +179,31 @@ void frozen_step_pass(const CompileInputs& in, CompiledPlan& plan) {
   if (const FrozenAnswer* best = best_of(answers, option)) {
     plan.step_s = plan.evaluation.iteration_s + best->before_step_s;
   }
+}
+
+double frozen_step_bound(const CompileInputs& in, const CompiledPlan& placed) {
+  if (in.model->frozen.empty() || in.options->frozen == "cached") return 0;
+  // Whichever placement frozen_step_pass takes, each device of the pipeline runs its ops,
+  // and the frozen pieces run in the timeline's idle gaps, within [0, makespan), or before
+  // it: pp x (makespan + the time before the step) holds them all. The device whose last
+  // op ends the makespan then all-reduces: the iteration is no shorter than the makespan
+  // plus the least all-reduce of a device that runs ops.
+  double compute = 0;
+  for (const StageCost& stage : placed.model.stages) compute += stage.forward_s + stage.backward_s;
+  compute *= placed.num_microbatches;
+  const int samples = placed.microbatch_size * placed.num_microbatches;
+  const double frozen = frozen_work_lower_bound(*in.model, in.device_type, samples);
+  const std::vector<double> allreduce = allreduce_times(
+      placed.model, placed.ranks, in.options->memory, *in.cluster, placed.num_microbatches);
+  double least_allreduce = std::numeric_limits<double>::infinity();
+  for (DeviceId d = 0; d < placed.model.num_devices(); ++d) {
+    if (!placed.model.layout.stages_on(d).empty()) {
+      least_allreduce = std::min(least_allreduce, allreduce[d]);
+    }
+  }
+  if (!std::isfinite(least_allreduce)) least_allreduce = 0;
+  // A relative margin far above the rounding of the sums, which add in another order.
+  return ((compute + frozen) / placed.pp + least_allreduce) * (1 - 1e-9);
 }
 
 double step_time_s(const CompiledPlan& plan) {

@@ -7,7 +7,8 @@
 // one configuration). Every configuration is tried with every family of the strategy:
 //
 //   1. place: partition, placement and pipeline model of each (configuration, family), and
-//      a lower bound on its iteration time (iteration_lower_bound);
+//      a lower bound on its step (iteration_lower_bound; with frozen work weighed, also
+//      frozen_step_bound);
 //   2. screen: a cheap schedule (a short policy search), lowest bound first; a pair whose
 //      bound is no better than the fastest screened plan so far is not scheduled;
 //   3. finish: the best few screened configurations of each family get the full schedule
@@ -326,7 +327,8 @@ Status place_pairs(const CompileInputs& in, std::vector<Trial>& trials, std::vec
         if (placed.error().kind == ErrorKind::internal) return placed.error();
         p.error = placed.error();
       } else {
-        p.lower_bound = iteration_lower_bound(in, *placed);
+        p.lower_bound =
+            std::max(iteration_lower_bound(in, *placed), frozen_step_bound(in, *placed));
       }
       pairs.push_back(std::move(p));
     }
@@ -363,7 +365,7 @@ Status screen_pairs(const CompileInputs& in, const std::vector<Trial>& trials,
     p->screened = p->result = &*plan;
     // The synthesizer's bound on any schedule of this pipeline (its memory included) holds
     // for the full synthesis too, and an iteration is never shorter than its makespan. Its
-    // step is no shorter than its iteration: bounds on the iteration prune against steps.
+    // step is no shorter than its iteration: bounds on the iteration are bounds on steps.
     p->lower_bound = std::max(p->lower_bound, plan->solver.lower_bound_s);
     fastest = std::min(fastest, step_time_s(*plan));
   }
@@ -460,8 +462,10 @@ Result<double> tune_lower_bound(const CompileInputs& in, PassClock& clock) {
         if (placed.error().kind == ErrorKind::internal) return placed.error();
         continue;
       }
-      // Its iteration is no shorter than either bound (the schedule's is its makespan's).
-      const double pair = std::max(iteration_lower_bound(in, *placed), schedule_bound(in, *placed));
+      // Its step is no shorter than any of the three (the schedule's bound is its
+      // makespan's, no longer than the iteration, no longer than the step).
+      const double pair = std::max({iteration_lower_bound(in, *placed), schedule_bound(in, *placed),
+                                    frozen_step_bound(in, *placed)});
       bound = std::min(bound, pair);
     }
   }

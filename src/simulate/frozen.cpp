@@ -57,6 +57,20 @@ double frozen_piece_seconds(const FrozenRequest& request, const FrozenComponent&
   return quantize_time(forward + send);
 }
 
+double frozen_work_lower_bound(const ModelProfile& model, int device_type, int samples) {
+  double seconds = 0;
+  for (const FrozenComponent& c : model.frozen) {
+    const std::vector<double>& times = c.forward_s[device_type];
+    double per_sample = std::numeric_limits<double>::infinity();
+    for (std::size_t k = 0; k < times.size(); ++k) {
+      per_sample = std::min(per_sample, times[k] / model.microbatch_sizes[k]);
+    }
+    // At most `samples` pieces, each rounded to the quantum by at most half of one.
+    seconds += std::max(0.0, samples * (per_sample - kTimeQuantum_s));
+  }
+  return seconds;
+}
+
 namespace {
 
 struct Work {

@@ -121,6 +121,54 @@ TEST(Frozen, CachedRunsNothingAndStatesTheStorage) {
   EXPECT_EQ(a.cached_bytes_per_sample, 1000);
 }
 
+// The least a sample can cost is the cheapest profiled rate: 10 ms / 1 or 16 ms / 2, so 8 ms
+// at 2 (a piece of 3 costs 24 ms, 8 ms a sample; of 1, 10 ms). Six samples: 48 ms, less the
+// nanosecond a piece may round away. A second component of 3 ms at 1 and 8 ms at 2 is
+// cheapest alone: 3 ms a sample.
+TEST(Frozen, WorkLowerBoundIsTheCheapestProfiledRate) {
+  ModelProfile m = tiny_model();
+  EXPECT_NEAR(frozen_work_lower_bound(m, 0, 6), 6 * (0.008 - 1e-9), 1e-15);
+  FrozenComponent other = m.frozen[0];
+  other.forward_s = {{0.003, 0.008}};
+  m.frozen.push_back(other);
+  EXPECT_NEAR(frozen_work_lower_bound(m, 0, 6), 6 * (0.008 - 1e-9) + 6 * (0.003 - 1e-9), 1e-15);
+}
+
+// Never above what a placement runs: every placement of tiny_request, under every memory
+// limit that cuts its pieces, spends at least the bound on forwards (its ops' time less
+// the sends, which only add).
+TEST(Frozen, WorkLowerBoundNeverExceedsAPlacementsForwards) {
+  const ModelProfile m = tiny_model();
+  const double bound = frozen_work_lower_bound(m, 0, 6);
+  int placed = 0;
+  for (std::int64_t room : {110, 115, 120, 130, 1'000'000}) {
+    for (FrozenPlacement p : {FrozenPlacement::before_step, FrozenPlacement::bubbles}) {
+      FrozenRequest r = tiny_request(m);
+      r.free_before_bytes = {room, room};
+      r.free_step_bytes = {room, room};
+      const FrozenAnswer a = place_frozen(r, p);
+      if (!a.feasible) continue;
+      ++placed;
+      double forwards = 0;
+      for (const FrozenOp& op : a.ops) {
+        forwards += (op.end_s - op.start_s) -
+                    (op.device == 0 ? 0.0 : 0.001 + op.samples * 0.001);  // the send (1 + k ms)
+      }
+      EXPECT_GE(forwards, bound) << "room " << room << ", " << frozen_placement_name(p);
+    }
+  }
+  EXPECT_EQ(placed, 10);
+  // The control: the rate of a piece of one (10 ms) would not be a bound; the whole-sample
+  // pieces of the placement with the most room beat it.
+  FrozenRequest r = tiny_request(m);
+  const FrozenAnswer a = place_frozen(r, FrozenPlacement::before_step);
+  double forwards = 0;
+  for (const FrozenOp& op : a.ops) {
+    forwards += (op.end_s - op.start_s) - (op.device == 0 ? 0.0 : 0.001 + op.samples * 0.001);
+  }
+  EXPECT_LT(forwards, 6 * 0.010);
+}
+
 TEST(Frozen, IdleGapsAreTheComplementOfBusyTime) {
   Timeline t;
   t.makespan_s = 0.5;

@@ -103,6 +103,15 @@ struct FrozenAnswer {
 double frozen_piece_seconds(const FrozenRequest& request, const FrozenComponent& c, DeviceId device,
                             int samples);
 
+/// No fewer seconds than the frozen forwards of `samples` samples take, all components, in
+/// any pieces on any devices of type `device_type` (what the pieces of place_frozen's answer
+/// add up to, before_step and bubbles alike). A piece of k samples takes forward_c(k) at
+/// least (plus a send off device 0), and forward_c(k) / k, linear between profiled sizes and
+/// through the origin outside them, is least at a profiled size: so each sample of c costs
+/// at least min over profiled sizes b of forward_c(b) / b, less the quantum each piece may
+/// round away.
+double frozen_work_lower_bound(const ModelProfile& model, int device_type, int samples);
+
 /// The placement `placement` of the request's components, or why it is refused.
 FrozenAnswer place_frozen(const FrozenRequest& request, FrozenPlacement placement);
 
