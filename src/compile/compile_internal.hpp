@@ -103,8 +103,9 @@ void frozen_step_pass(const CompileInputs& in, CompiledPlan& plan);
 /// No schedule of the placed plan `placed` has a shorter step than this, by the frozen work
 /// frozen_step_pass weighs (0 without any): its devices run the pipeline's compute and every
 /// sample's frozen forwards (frozen_work_lower_bound) within pp steps, whether in the
-/// iteration's gaps or before it.
-double frozen_step_bound(const CompileInputs& in, const CompiledPlan& placed);
+/// iteration's gaps or before it. `allreduce_s`: each device's all-reduce (allreduce_times).
+double frozen_step_bound(const CompileInputs& in, const CompiledPlan& placed,
+                         const std::vector<double>& allreduce_s);
 /// What the search and the alternatives compare plans by: the step's seconds (the iteration
 /// when no frozen work is weighed) and the global batch over them.
 double step_time_s(const CompiledPlan& plan);
@@ -161,11 +162,12 @@ Result<int> check_request(const ModelProfile& model, const ClusterProfile& clust
 /// what does not add up (request_limits.cpp).
 Result<Config> resolve_config(const CompileInputs& in, int pp, int dp, int microbatch_size);
 
-/// No schedule of the placed plan `plan` has a shorter iteration: every device starts no
-/// sooner than the first microbatch reaches it, then runs all its work (and, when sends
-/// block, its sends); its all-reduce follows, and without a split backward so do the
-/// backwards of the stages before its first (tuner.cpp).
-double iteration_lower_bound(const CompileInputs& in, const CompiledPlan& plan);
+/// No schedule of the placed plan `plan` has a shorter step: none has a shorter iteration
+/// (every device starts no sooner than the first microbatch reaches it, then runs all its
+/// work and, when sends block, its sends; its all-reduce follows, and without a split
+/// backward so do the backwards of the stages before its first), and with frozen work
+/// weighed, none is shorter than frozen_step_bound (tuner.cpp).
+double step_lower_bound(const CompileInputs& in, const CompiledPlan& plan);
 
 /// The search (tuner.cpp): every configuration the options leave open (one when pp and the
 /// microbatch size are fixed) times every family of the strategy, screened; the best few of
@@ -173,9 +175,9 @@ double iteration_lower_bound(const CompileInputs& in, const CompiledPlan& plan);
 Result<CompiledPlan> tune(const CompileInputs& in, PassClock& clock);
 
 /// No plan tune(in) returns has a shorter step: the least, over every (configuration,
-/// family) it would place (placed here, in `in.cache`, where tune finds them), of the largest
-/// of iteration_lower_bound, the synthesizer's bound under memory (schedule_bound) and
-/// frozen_step_bound; infinity when none places. An internal error as it is.
+/// family) it would place (placed here, in `in.cache`, where tune finds them), of the larger
+/// of step_lower_bound and the synthesizer's bound under memory (schedule_bound); infinity
+/// when none places. An internal error as it is.
 Result<double> tune_lower_bound(const CompileInputs& in, PassClock& clock);
 
 /// The families the options ask to search: the strategy's, or the one --family names.

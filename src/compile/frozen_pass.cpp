@@ -181,7 +181,8 @@ void frozen_step_pass(const CompileInputs& in, CompiledPlan& plan) {
   }
 }
 
-double frozen_step_bound(const CompileInputs& in, const CompiledPlan& placed) {
+double frozen_step_bound(const CompileInputs& in, const CompiledPlan& placed,
+                         const std::vector<double>& allreduce_s) {
   if (in.model->frozen.empty() || in.options->frozen == "cached") return 0;
   // Whichever placement frozen_step_pass takes, each device of the pipeline runs its ops,
   // and the frozen pieces run in the timeline's idle gaps, within [0, makespan), or before
@@ -193,13 +194,9 @@ double frozen_step_bound(const CompileInputs& in, const CompiledPlan& placed) {
   compute *= placed.num_microbatches;
   const int samples = placed.microbatch_size * placed.num_microbatches;
   const double frozen = frozen_work_lower_bound(*in.model, in.device_type, samples);
-  const std::vector<double> allreduce = allreduce_times(
-      placed.model, placed.ranks, in.options->memory, *in.cluster, placed.num_microbatches);
   double least_allreduce = std::numeric_limits<double>::infinity();
-  for (DeviceId d = 0; d < placed.model.num_devices(); ++d) {
-    if (!placed.model.layout.stages_on(d).empty()) {
-      least_allreduce = std::min(least_allreduce, allreduce[d]);
-    }
+  for (DeviceId d : placed.model.layout.device) {  // the devices that run a stage
+    least_allreduce = std::min(least_allreduce, allreduce_s[d]);
   }
   if (!std::isfinite(least_allreduce)) least_allreduce = 0;
   // A relative margin far above the rounding of the sums, which add in another order.

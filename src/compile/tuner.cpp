@@ -7,8 +7,7 @@
 // one configuration). Every configuration is tried with every family of the strategy:
 //
 //   1. place: partition, placement and pipeline model of each (configuration, family), and
-//      a lower bound on its step (iteration_lower_bound; with frozen work weighed, also
-//      frozen_step_bound);
+//      a lower bound on its step (step_lower_bound);
 //   2. screen: a cheap schedule (a short policy search), lowest bound first; a pair whose
 //      bound is no better than the fastest screened plan so far is not scheduled;
 //   3. finish: the best few screened configurations of each family get the full schedule
@@ -327,8 +326,7 @@ Status place_pairs(const CompileInputs& in, std::vector<Trial>& trials, std::vec
         if (placed.error().kind == ErrorKind::internal) return placed.error();
         p.error = placed.error();
       } else {
-        p.lower_bound =
-            std::max(iteration_lower_bound(in, *placed), frozen_step_bound(in, *placed));
+        p.lower_bound = step_lower_bound(in, *placed);
       }
       pairs.push_back(std::move(p));
     }
@@ -440,16 +438,18 @@ void summarize(std::vector<Trial>& trials, const std::vector<Pair>& pairs) {
 
 }  // namespace
 
-double iteration_lower_bound(const CompileInputs& in, const CompiledPlan& plan) {
+double step_lower_bound(const CompileInputs& in, const CompiledPlan& plan) {
   // The plan's certificate, before any schedule exists: the same bounds, one rule
   // (plan/certificate.hpp). Its fill and drain counts a device's blocking send after its
   // first stage's backward once (this function had it twice, in the device's work and in
   // the drain that follows, and so could exceed the makespan of a schedule that meets it).
+  // No step is shorter than its iteration, nor than the frozen work's bound.
   const std::vector<double> allreduce = allreduce_times(plan.model, plan.ranks, in.options->memory,
                                                         *in.cluster, plan.num_microbatches);
-  return iteration_bounds(plan.model, plan.num_microbatches, in.options->split_backward, allreduce,
-                          std::nullopt)
-      .bound_s;
+  const double iteration = iteration_bounds(plan.model, plan.num_microbatches,
+                                            in.options->split_backward, allreduce, std::nullopt)
+                               .bound_s;
+  return std::max(iteration, frozen_step_bound(in, plan, allreduce));
 }
 
 Result<double> tune_lower_bound(const CompileInputs& in, PassClock& clock) {
@@ -462,10 +462,9 @@ Result<double> tune_lower_bound(const CompileInputs& in, PassClock& clock) {
         if (placed.error().kind == ErrorKind::internal) return placed.error();
         continue;
       }
-      // Its step is no shorter than any of the three (the schedule's bound is its
-      // makespan's, no longer than the iteration, no longer than the step).
-      const double pair = std::max({iteration_lower_bound(in, *placed), schedule_bound(in, *placed),
-                                    frozen_step_bound(in, *placed)});
+      // Its step is no shorter than either bound (the schedule's is its makespan's, no
+      // longer than the iteration, no longer than the step).
+      const double pair = std::max(step_lower_bound(in, *placed), schedule_bound(in, *placed));
       bound = std::min(bound, pair);
     }
   }

@@ -140,6 +140,14 @@ TEST(Frozen, WorkLowerBoundIsTheCheapestProfiledRate) {
 TEST(Frozen, WorkLowerBoundNeverExceedsAPlacementsForwards) {
   const ModelProfile m = tiny_model();
   const double bound = frozen_work_lower_bound(m, 0, 6);
+  const auto forwards_of = [](const FrozenAnswer& a) {
+    double forwards = 0;
+    for (const FrozenOp& op : a.ops) {
+      forwards += (op.end_s - op.start_s) -
+                  (op.device == 0 ? 0.0 : 0.001 + op.samples * 0.001);  // the send (1 + k ms)
+    }
+    return forwards;
+  };
   int placed = 0;
   for (std::int64_t room : {110, 115, 120, 130, 1'000'000}) {
     for (FrozenPlacement p : {FrozenPlacement::before_step, FrozenPlacement::bubbles}) {
@@ -149,24 +157,13 @@ TEST(Frozen, WorkLowerBoundNeverExceedsAPlacementsForwards) {
       const FrozenAnswer a = place_frozen(r, p);
       if (!a.feasible) continue;
       ++placed;
-      double forwards = 0;
-      for (const FrozenOp& op : a.ops) {
-        forwards += (op.end_s - op.start_s) -
-                    (op.device == 0 ? 0.0 : 0.001 + op.samples * 0.001);  // the send (1 + k ms)
-      }
-      EXPECT_GE(forwards, bound) << "room " << room << ", " << frozen_placement_name(p);
+      EXPECT_GE(forwards_of(a), bound) << "room " << room << ", " << frozen_placement_name(p);
     }
   }
   EXPECT_EQ(placed, 10);
   // The control: the rate of a piece of one (10 ms) would not be a bound; the whole-sample
   // pieces of the placement with the most room beat it.
-  FrozenRequest r = tiny_request(m);
-  const FrozenAnswer a = place_frozen(r, FrozenPlacement::before_step);
-  double forwards = 0;
-  for (const FrozenOp& op : a.ops) {
-    forwards += (op.end_s - op.start_s) - (op.device == 0 ? 0.0 : 0.001 + op.samples * 0.001);
-  }
-  EXPECT_LT(forwards, 6 * 0.010);
+  EXPECT_LT(forwards_of(place_frozen(tiny_request(m), FrozenPlacement::before_step)), 6 * 0.010);
 }
 
 TEST(Frozen, IdleGapsAreTheComplementOfBusyTime) {
