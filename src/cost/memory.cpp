@@ -131,20 +131,55 @@ std::vector<int> resident_inflight_limits(const PipelineModel& model,
   return fitting(bytes_per_microbatch_staying(model), static_bytes, capacity, wanted);
 }
 
+namespace {
+
+// Sorts `v`, made of a few ascending runs, by merging neighbouring runs until one is left:
+// the sequence std::sort gives (equal elements are alike). With many runs, std::sort.
+template <class T>
+void sort_runs(std::vector<T>& v) {
+  constexpr std::size_t kFewRuns = 64;
+  std::vector<std::size_t> ends{0};  // run k is [ends[k], ends[k + 1])
+  for (std::size_t k = 1; k < v.size(); ++k) {
+    if (v[k] < v[k - 1]) {
+      if (ends.size() > kFewRuns) {
+        std::sort(v.begin(), v.end());
+        return;
+      }
+      ends.push_back(k);
+    }
+  }
+  ends.push_back(v.size());
+  while (ends.size() > 2) {
+    std::vector<std::size_t> merged{0};
+    std::size_t r = 0;
+    for (; r + 2 < ends.size(); r += 2) {
+      std::inplace_merge(v.begin() + ends[r], v.begin() + ends[r + 1], v.begin() + ends[r + 2]);
+      merged.push_back(ends[r + 2]);
+    }
+    if (r + 1 < ends.size()) merged.push_back(ends.back());  // an odd run, carried over
+    ends = std::move(merged);
+  }
+}
+
+}  // namespace
+
 Residency residency(const PipelineModel& model, DeviceId device,
                     const std::vector<ActivationHold>& holds) {
   const std::vector<StageId> stages = model.layout.stages_on(device);
   const std::int64_t skip = skip_bytes_per_microbatch(model)[device];
-  // (time, bytes, microbatches) deltas; at one instant releases (negative) come first.
-  std::vector<std::tuple<double, std::int64_t, int>> events;
-  events.reserve(2 * holds.size());
-  for (const ActivationHold& h : holds) {
+  // (time, bytes, microbatches) deltas; at one instant releases (negative) come first. Every
+  // allocation, then every release: a stage holds its microbatches in order (simulate lists
+  // them so), so each stage's allocations and each stage's releases are an ascending run,
+  // merged rather than sorted (a few runs instead of log n passes: most of this function).
+  std::vector<std::tuple<double, std::int64_t, int>> events(2 * holds.size());
+  for (std::size_t k = 0; k < holds.size(); ++k) {
+    const ActivationHold& h = holds[k];
     const bool admits = !stages.empty() && h.stage == stages.front();
     const std::int64_t bytes = model.stages[h.stage].activation_bytes + (admits ? skip : 0);
-    events.emplace_back(h.from_s, bytes, admits ? 1 : 0);
-    events.emplace_back(h.until_s, -bytes, admits ? -1 : 0);
+    events[k] = {h.from_s, bytes, admits ? 1 : 0};
+    events[holds.size() + k] = {h.until_s, -bytes, admits ? -1 : 0};
   }
-  std::sort(events.begin(), events.end());
+  sort_runs(events);
   Residency r;
   std::int64_t held = 0;
   int inflight = 0;
