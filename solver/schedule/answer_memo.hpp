@@ -45,9 +45,9 @@ struct RoomKey {
 };
 
 /// The ladder's staircase (ladder_search.cpp): the request without what the staircase does
-/// not depend on (its budget, its memory curve, its order search's work limit, the integer
-/// program's limits, the CPU-time limit), and whether the policy search at the wide room adds
-/// its list schedules, which it does.
+/// not depend on (its budget, its memory curve, its order search's work limit, whether it
+/// probes a smaller budget, the integer program's limits, the CPU-time limit), and whether
+/// the policy search at the wide room adds its list schedules, which it does.
 struct LadderKey {
   ScheduleKey open;
   bool wide_list = false;

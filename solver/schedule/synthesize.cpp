@@ -336,9 +336,11 @@ struct Search {
       };
     }
     // The staircase's key: the request without what the staircase does not depend on (the
-    // budget, the curve, the order search's limit; the integer program's limits and the wall
-    // clock, which the ladder does not use: a staircase the clock cut short is not kept).
+    // budget, the curve, the order search's limit, the probe at 3/4 of the peak, which asks
+    // for this staircase again; the integer program's limits and the wall clock, which the
+    // ladder does not use: a staircase the clock cut short is not kept).
     open.memory_curve_points = open.max_order_evaluations = 0;
+    open.probe_smaller_budget = false;
     open.max_nodes = open.exact_max_ops = open.seed = 0;
     open.max_seconds = 0;
     in.memo = r.memo;

@@ -146,6 +146,20 @@ TEST(ScheduleMemo, AScreenAndAFullSynthesisShareTheirBound) {
   EXPECT_EQ(memo.counts().answers, (ScheduleMemo::Counts{2, 0}));
 }
 
+TEST(ScheduleMemo, AFullSynthesisAndItsSmallerBudgetShareTheStaircase) {
+  // The second search at 3/4 of the answer's peak (synthesize.cpp's probe) runs without a
+  // probe of its own; the ladder's staircase does not depend on that, so the probe recalls
+  // the staircase the synthesis computed.
+  const PipelineModel m = v_model(2);
+  ScheduleMemo memo;
+  ScheduleRequest r = memo_request(m, 6, true);
+  r.probe_smaller_budget = true;
+  const ScheduleAnswer none = memo_solve(r);
+  r.memo = &memo;
+  expect_same(none, memo_solve(r), "with a memo");
+  EXPECT_EQ(memo.counts().ladders, (ScheduleMemo::Counts{1, 1}));
+}
+
 using Flip = std::function<void(ScheduleRequest&, PipelineModel&)>;
 
 // One flip per field of the request and of the pipeline model (and of what it holds).
