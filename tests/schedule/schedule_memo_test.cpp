@@ -142,7 +142,9 @@ TEST(ScheduleMemo, AScreenAndAFullSynthesisShareTheirBound) {
   r.max_order_evaluations = 2000;
   r.probe_smaller_budget = true;
   memo_solve(r);
-  EXPECT_EQ(memo.counts().bounds, (ScheduleMemo::Counts{1, 1}));
+  // Computed by the screen, recalled by the full synthesis; and computed at 3/4 of the
+  // answer's peak, where the synthesis asks whether its probe could find anything better.
+  EXPECT_EQ(memo.counts().bounds, (ScheduleMemo::Counts{2, 1}));
   EXPECT_EQ(memo.counts().answers, (ScheduleMemo::Counts{2, 0}));
 }
 
