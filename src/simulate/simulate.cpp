@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -59,68 +61,126 @@ struct MemEvent {
   bool skip;  // skip cache, else activations
 };
 
-// The holders of one skip tensor (or its gradient) over time: the producing device until
-// the first send completes, each receiving device from arrival until it sends on, and the
-// last one until the consumer uses it.
-void skip_events(const PipelineModel& model, const detail::ExecutionEngine& e,
-                 const SkipPlacement& k, const std::vector<std::size_t>& hops, int m,
-                 std::vector<std::vector<MemEvent>>& events) {
-  const auto& dev = model.layout.device;
-  auto hold = [&](DeviceId d, double from, double to) {
-    events[d].push_back({from, k.bytes, true});
-    events[d].push_back({to, -k.bytes, true});
-  };
-  DeviceId holder = dev[k.producer_stage];
-  double since = e.forward_end(k.producer_stage, m);
-  for (std::size_t tr : hops) {
-    hold(holder, since, e.send_end(tr, m, true));
-    holder = dev[model.transfers[tr].to];
-    since = e.arrival(tr, m, true);
+// One holder of a skip tensor (or of its gradient), as a device's part of the skip's
+// journey: the producing device until the first send completes, each receiving device from
+// arrival until it sends on, and the last one until the consumer uses it; the gradient the
+// same way back. Which device holds it is the same for every microbatch, the times are
+// not (at()).
+struct SkipHold {
+  std::size_t placement;  // index in model.skips
+  int index;              // 0..n forward, then n+1..2n+1 back, over the skip's n hops
+};
+
+class SkipHolds {
+ public:
+  explicit SkipHolds(const PipelineModel& model) : model_(model), hops_(model.skips.size()) {
+    // Each skip's hops, in the order they run (by sending stage): an index of the
+    // transfers by the skips they carry, not a search of every transfer per skip.
+    int most = -1;
+    for (const SkipPlacement& k : model.skips) most = std::max(most, k.skip);
+    std::vector<std::vector<std::size_t>> carrying(static_cast<std::size_t>(most + 1));
+    for (std::size_t t = 0; t < model.transfers.size(); ++t) {
+      for (int id : model.transfers[t].skips) {
+        if (id < 0 || id > most) continue;
+        auto& list = carrying[static_cast<std::size_t>(id)];
+        if (list.empty() || list.back() != t) list.push_back(t);
+      }
+    }
+    by_device_.resize(model.num_devices());
+    for (std::size_t p = 0; p < model.skips.size(); ++p) {
+      std::vector<std::size_t>& hops = hops_[p];
+      hops = carrying[static_cast<std::size_t>(model.skips[p].skip)];
+      std::sort(hops.begin(), hops.end(), [&](std::size_t a, std::size_t b) {
+        return model.transfers[a].from < model.transfers[b].from;
+      });
+      const int n = static_cast<int>(hops.size());
+      for (int index = 0; index <= 2 * n + 1; ++index) {
+        by_device_[holder(p, index)].push_back({p, index});
+      }
+    }
   }
-  hold(holder, since, e.forward_start(k.consumer_stage, m));
-  holder = dev[k.consumer_stage];
-  since = e.grad_end(k.consumer_stage, m);
-  for (auto it = hops.rbegin(); it != hops.rend(); ++it) {
-    hold(holder, since, e.send_end(*it, m, false));
-    holder = dev[model.transfers[*it].from];
-    since = e.arrival(*it, m, false);
+
+  /// Device d's holds, by skip in model.skips order, then forward before back.
+  const std::vector<SkipHold>& on(DeviceId d) const { return by_device_[d]; }
+
+  /// When hold h of microbatch m starts and ends.
+  std::pair<double, double> at(const detail::ExecutionEngine& e, const SkipHold& h, int m) const {
+    const SkipPlacement& k = model_.skips[h.placement];
+    const std::vector<std::size_t>& hops = hops_[h.placement];
+    const int n = static_cast<int>(hops.size());
+    if (h.index <= n) {  // forward: hold j from the (j-1)-th arrival to the j-th send
+      const int j = h.index;
+      const double from =
+          j == 0 ? e.forward_end(k.producer_stage, m) : e.arrival(hops[j - 1], m, true);
+      const double to = j < n ? e.send_end(hops[j], m, true) : e.forward_start(k.consumer_stage, m);
+      return {from, to};
+    }
+    const int j = h.index - n - 1;  // back, over the hops in reverse
+    const double from = j == 0 ? e.grad_end(k.consumer_stage, m) : e.arrival(hops[n - j], m, false);
+    const double to = j < n ? e.send_end(hops[n - 1 - j], m, false) : e.grad_end(k.producer_stage, m);
+    return {from, to};
   }
-  hold(holder, since, e.grad_end(k.producer_stage, m));
-}
+
+ private:
+  DeviceId holder(std::size_t p, int index) const {
+    const SkipPlacement& k = model_.skips[p];
+    const std::vector<std::size_t>& hops = hops_[p];
+    const int n = static_cast<int>(hops.size());
+    const auto& dev = model_.layout.device;
+    if (index <= n) return index == 0 ? dev[k.producer_stage] : dev[model_.transfers[hops[index - 1]].to];
+    const int j = index - n - 1;
+    return j == 0 ? dev[k.consumer_stage] : dev[model_.transfers[hops[n - j]].from];
+  }
+
+  const PipelineModel& model_;
+  std::vector<std::vector<std::size_t>> hops_;  // [placement]: its transfers, in order
+  std::vector<std::vector<SkipHold>> by_device_;
+};
 
 // Per device: the bytes it really holds at its peak (activations in flight and every skip
 // tensor while it sits there, hop by hop), and what the memory rule charges it (residency).
+// One device at a time, so that what is held at once is one device's events: a chain that
+// relays its skips through every stage has skips x hops x microbatches of them in all (pp
+// 512 over 2048 layers: gigabytes).
 void memory_pass(const PipelineModel& model, const detail::ExecutionEngine& e, int M,
                  Timeline& timeline, Peaks peaks) {
   const bool held = peaks == Peaks::held;
   const int P = model.num_devices();
-  std::vector<std::vector<MemEvent>> events(P);
-  std::vector<std::vector<ActivationHold>> holds(P);
-  for (StageId s = 0; s < model.layout.num_stages(); ++s) {
-    const DeviceId d = model.layout.device[s];
-    const std::int64_t a = model.stages[s].activation_bytes;
-    for (int m = 0; m < M; ++m) {
-      if (held) {
-        events[d].push_back({e.forward_start(s, m), a, false});
-        events[d].push_back({e.backward_done(s, m), -a, false});
+  std::optional<SkipHolds> skip_holds;
+  if (held) skip_holds.emplace(model);
+  std::vector<MemEvent> ev;
+  std::vector<ActivationHold> holds;
+  for (DeviceId d = 0; d < P; ++d) {
+    ev.clear();
+    holds.clear();
+    for (StageId s : model.layout.stages_on(d)) {
+      const std::int64_t a = model.stages[s].activation_bytes;
+      for (int m = 0; m < M; ++m) {
+        if (held) {
+          ev.push_back({e.forward_start(s, m), a, false});
+          ev.push_back({e.backward_done(s, m), -a, false});
+        }
+        holds.push_back({s, e.forward_start(s, m), e.backward_done(s, m)});
       }
-      holds[d].push_back({s, e.forward_start(s, m), e.backward_done(s, m)});
     }
-  }
-  for (const SkipPlacement& k : model.skips) {
-    if (!held) break;
-    std::vector<std::size_t> hops;
-    for (std::size_t t = 0; t < model.transfers.size(); ++t) {
-      const auto& sk = model.transfers[t].skips;
-      if (std::find(sk.begin(), sk.end(), k.skip) != sk.end()) hops.push_back(t);
+    if (held) {
+      // Skip by skip, each microbatch's holds on d in turn (the order the events were made
+      // in when every device's were made at once: the stable sort below keeps it).
+      const std::vector<SkipHold>& mine = skip_holds->on(d);
+      for (std::size_t first = 0; first < mine.size();) {
+        std::size_t last = first;
+        while (last < mine.size() && mine[last].placement == mine[first].placement) ++last;
+        const std::int64_t bytes = model.skips[mine[first].placement].bytes;
+        for (int m = 0; m < M; ++m) {
+          for (std::size_t h = first; h < last; ++h) {
+            const auto [from, to] = skip_holds->at(e, mine[h], m);
+            ev.push_back({from, bytes, true});
+            ev.push_back({to, -bytes, true});
+          }
+        }
+        first = last;
+      }
     }
-    std::sort(hops.begin(), hops.end(), [&](std::size_t a, std::size_t b) {
-      return model.transfers[a].from < model.transfers[b].from;
-    });
-    for (int m = 0; m < M; ++m) skip_events(model, e, k, hops, m, events);
-  }
-  for (int d = 0; d < P; ++d) {
-    auto& ev = events[d];
     // At one instant, releases happen before allocations: memory freed by an op that ends
     // is available to the op that starts then.
     std::stable_sort(ev.begin(), ev.end(), [](const MemEvent& a, const MemEvent& b) {
@@ -137,7 +197,7 @@ void memory_pass(const PipelineModel& model, const detail::ExecutionEngine& e, i
         t.peak.skip_cache = skip;
       }
     }
-    const Residency charged = residency(model, d, holds[d]);
+    const Residency charged = residency(model, d, holds);
     t.resident_peak = charged.peak_bytes;
     t.max_inflight = charged.max_inflight;
   }

@@ -507,6 +507,36 @@ TEST(Simulate, RejectsMissingDuplicateAndDeadlockedSchedules) {
   EXPECT_NE(r.error().message.find("schedule deadlocks: device 0 waits at"), std::string::npos);
 }
 
+TEST(Simulate, ARelayedSkipIsHeldHopByHop) {
+  // A chain of three one-layer stages (activations 100, 10, 20 bytes), a skip of 5 bytes
+  // from the first layer to the last, relayed through stage 1; F 1 s, B 2 s, free links;
+  // GPipe over two microbatches:
+  //   F0.0 [0,1] F0.1 [1,2]   F1.0 [1,2] F1.1 [2,3]   F2.0 [2,3] F2.1 [3,4]
+  //   B2.0 [4,6] B2.1 [6,8]   B1.0 [6,8] B1.1 [8,10]  B0.0 [8,10] B0.1 [10,12]
+  // Device 1 holds microbatch m's skip from its arrival to its send (m0 [1,2], m1 [2,3]) and
+  // its gradient the same way back (m0 [6,8], m1 [8,10]): 20 + 5 at [2,3). Device 0 holds
+  // the gradients until B0 ends (m0 [8,10]): 200 + 5 at [8,10). Device 2 passes both on at
+  // once: 40 + 0.
+  std::vector<test::LayerSpec> layers{{1.0, 10, 100, 1000}, {1.0, 10, 10, 1000},
+                                      {1.0, 10, 20, 1000}};
+  const LayerGraph g = LayerGraph::build(test::make_model(layers, {{0, 2}}, 5), 0, 1);
+  PipelineModel m = build_pipeline_model(g, sequential_layout({0, 1, 2, 3}, 3),
+                                         SkipRouting::forwarded, test::free_links(3), false);
+  for (StageCost& c : m.stages) {
+    c.forward_s = 1.0;
+    c.backward_s = 2.0;
+  }
+  const auto t = simulate(m, gpipe_schedule(m, 2, false), 2, std::vector<MemoryBreakdown>(3),
+                          Peaks::held);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  ASSERT_DOUBLE_EQ(t->makespan_s, 12.0);
+  const std::vector<std::pair<std::int64_t, std::int64_t>> want{{200, 5}, {20, 5}, {40, 0}};
+  for (int d = 0; d < 3; ++d) {
+    EXPECT_EQ(t->devices[d].peak.activations, want[d].first) << "device " << d;
+    EXPECT_EQ(t->devices[d].peak.skip_cache, want[d].second) << "device " << d;
+  }
+}
+
 TEST(ScheduleCheck, NamesEachViolation) {
   const PipelineModel m = one_layer_per_stage({1.0, 1.0}, false, 1000, 0.5);
   const std::vector<MemoryBreakdown> zero(2);
