@@ -497,23 +497,26 @@ void trim_and_curve(const ScheduleRequest& r, const Deadline& deadline, Schedule
 // Whether no schedule within `budget` bytes of activations can be as short as `makespan_s`:
 // the bound the synthesis certifies with (lower_bound.hpp), at that budget's room, is
 // longer beyond better()'s tie.
-bool bound_rules_out(const ScheduleRequest& r, std::int64_t budget, double makespan_s) {
+bool bound_rules_out(const ScheduleRequest& r, std::int64_t budget, double makespan_s,
+                     const detail::OpGraph& graph) {
   ScheduleRequest at = r;
   at.activation_budget = budget;
   const Memory mem = memory_of(at);
   if (!check_room(at, mem)) return false;  // the synthesis says so itself, at once
-  return compare(memory_bound(at, mem, nullptr), makespan_s) > 0;
+  return compare(memory_bound(at, mem, &graph), makespan_s) > 0;
 }
 
 // A budget narrows the search to other schedules, and sometimes to a faster one (SD2 at 512
 // px, pp 4 on a DGX-1: 0.6639 s at 3/4 of the peak against 0.6771 s without): the synthesis
 // searches once more, with its own effort, at 3/4 of the peak it found, and keeps what is
 // better. So a plan is never slower than `plan --activation-budget` at that point. Not where
-// the bound at that point is longer than the answer: nothing found there could be better.
-void probe_smaller_budget(const ScheduleRequest& r, const Deadline& deadline, ScheduleAnswer& a) {
+// the bound at that point is longer than the answer: nothing found there could be better
+// (nor can the CPU-time limit cut that search short, so the answer's status stays as it is).
+void probe_smaller_budget(const ScheduleRequest& r, const Deadline& deadline, ScheduleAnswer& a,
+                          const detail::OpGraph& graph) {
   if (a.peak_activation_bytes <= 0) return;
   const std::int64_t budget = a.peak_activation_bytes * 3 / 4;
-  if (deadline.left() > 0 && bound_rules_out(r, budget, a.timeline.makespan_s)) return;
+  if (deadline.left() > 0 && bound_rules_out(r, budget, a.timeline.makespan_s, graph)) return;
   auto smaller = at_budget(r, budget, deadline, a, true);
   if (smaller && better(smaller->timeline, a.timeline, r.allreduce_s))
     adopt(a, std::move(*smaller));
@@ -549,7 +552,7 @@ Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound) {
   }
   search.exact(graph);
   search.finish();
-  if (with_bound && r.probe_smaller_budget) probe_smaller_budget(r, deadline, a);
+  if (with_bound && r.probe_smaller_budget) probe_smaller_budget(r, deadline, a, graph);
   trim_and_curve(r, deadline, a, false);
   return a;
 }

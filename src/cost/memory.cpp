@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -168,9 +169,10 @@ Residency residency(const PipelineModel& model, DeviceId device,
   const std::vector<StageId> stages = model.layout.stages_on(device);
   const std::int64_t skip = skip_bytes_per_microbatch(model)[device];
   // (time, bytes, microbatches) deltas; at one instant releases (negative) come first. Every
-  // allocation, then every release: a stage holds its microbatches in order (simulate lists
-  // them so), so each stage's allocations and each stage's releases are an ascending run,
-  // merged rather than sorted (a few runs instead of log n passes: most of this function).
+  // allocation, then every release: a schedule runs each stage's microbatches in order and
+  // simulate lists a stage's holds by microbatch, so each stage's allocations and each
+  // stage's releases are an ascending run, merged rather than sorted (a few runs instead of
+  // log n passes: most of this function). Holds in another order only make more runs.
   std::vector<std::tuple<double, std::int64_t, int>> events(2 * holds.size());
   for (std::size_t k = 0; k < holds.size(); ++k) {
     const ActivationHold& h = holds[k];

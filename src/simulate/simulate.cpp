@@ -89,7 +89,7 @@ class SkipHolds {
     by_device_.resize(model.num_devices());
     for (std::size_t p = 0; p < model.skips.size(); ++p) {
       std::vector<std::size_t>& hops = hops_[p];
-      hops = carrying[static_cast<std::size_t>(model.skips[p].skip)];
+      if (model.skips[p].skip >= 0) hops = carrying[static_cast<std::size_t>(model.skips[p].skip)];
       std::sort(hops.begin(), hops.end(), [&](std::size_t a, std::size_t b) {
         return model.transfers[a].from < model.transfers[b].from;
       });
@@ -117,7 +117,8 @@ class SkipHolds {
     }
     const int j = h.index - n - 1;  // back, over the hops in reverse
     const double from = j == 0 ? e.grad_end(k.consumer_stage, m) : e.arrival(hops[n - j], m, false);
-    const double to = j < n ? e.send_end(hops[n - 1 - j], m, false) : e.grad_end(k.producer_stage, m);
+    const double to =
+        j < n ? e.send_end(hops[n - 1 - j], m, false) : e.grad_end(k.producer_stage, m);
     return {from, to};
   }
 
@@ -127,7 +128,8 @@ class SkipHolds {
     const std::vector<std::size_t>& hops = hops_[p];
     const int n = static_cast<int>(hops.size());
     const auto& dev = model_.layout.device;
-    if (index <= n) return index == 0 ? dev[k.producer_stage] : dev[model_.transfers[hops[index - 1]].to];
+    if (index <= n)
+      return index == 0 ? dev[k.producer_stage] : dev[model_.transfers[hops[index - 1]].to];
     const int j = index - n - 1;
     return j == 0 ? dev[k.consumer_stage] : dev[model_.transfers[hops[n - j]].from];
   }

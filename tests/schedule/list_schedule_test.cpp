@@ -517,8 +517,8 @@ TEST(Simulate, ARelayedSkipIsHeldHopByHop) {
   // its gradient the same way back (m0 [6,8], m1 [8,10]): 20 + 5 at [2,3). Device 0 holds
   // the gradients until B0 ends (m0 [8,10]): 200 + 5 at [8,10). Device 2 passes both on at
   // once: 40 + 0.
-  std::vector<test::LayerSpec> layers{{1.0, 10, 100, 1000}, {1.0, 10, 10, 1000},
-                                      {1.0, 10, 20, 1000}};
+  std::vector<test::LayerSpec> layers{
+      {1.0, 10, 100, 1000}, {1.0, 10, 10, 1000}, {1.0, 10, 20, 1000}};
   const LayerGraph g = LayerGraph::build(test::make_model(layers, {{0, 2}}, 5), 0, 1);
   PipelineModel m = build_pipeline_model(g, sequential_layout({0, 1, 2, 3}, 3),
                                          SkipRouting::forwarded, test::free_links(3), false);
@@ -526,8 +526,8 @@ TEST(Simulate, ARelayedSkipIsHeldHopByHop) {
     c.forward_s = 1.0;
     c.backward_s = 2.0;
   }
-  const auto t = simulate(m, gpipe_schedule(m, 2, false), 2, std::vector<MemoryBreakdown>(3),
-                          Peaks::held);
+  const auto t =
+      simulate(m, gpipe_schedule(m, 2, false), 2, std::vector<MemoryBreakdown>(3), Peaks::held);
   ASSERT_TRUE(t.ok()) << t.error().message;
   ASSERT_DOUBLE_EQ(t->makespan_s, 12.0);
   const std::vector<std::pair<std::int64_t, std::int64_t>> want{{200, 5}, {20, 5}, {40, 0}};

@@ -151,7 +151,8 @@ TEST(ScheduleMemo, AScreenAndAFullSynthesisShareTheirBound) {
 TEST(ScheduleMemo, AFullSynthesisAndItsSmallerBudgetShareTheStaircase) {
   // The second search at 3/4 of the answer's peak (synthesize.cpp's probe) runs without a
   // probe of its own; the ladder's staircase does not depend on that, so the probe recalls
-  // the staircase the synthesis computed.
+  // the staircase the synthesis computed. (Here the bound at 3/4 of the peak does not rule
+  // the probe out: it runs.)
   const PipelineModel m = v_model(2);
   ScheduleMemo memo;
   ScheduleRequest r = memo_request(m, 6, true);
