@@ -486,9 +486,10 @@ std::optional<std::pair<JsonPath, double>> non_finite(const detail::ojson& v, co
   return std::nullopt;
 }
 
-}  // namespace
-
-Result<std::string> encode_plan(const Plan& plan) {
+// The plan's text, or where a number in it is not finite. The tree it is dumped from is
+// gone when this returns, before the text is read back (a plan of millions of ops is
+// gigabytes as a tree).
+Result<std::string> dump_plan(const Plan& plan) {
   detail::ojson out = detail::ojson::object();
   detail::PlanWriter io(out);
   detail::plan_keys(io, plan);
@@ -498,7 +499,15 @@ Result<std::string> encode_plan(const Plan& plan) {
                     "only, so none is written",
                     bad->second, bad->first.str()));
   }
-  std::string text = out.dump(2, ' ', false, detail::ojson::error_handler_t::replace) + "\n";
+  return out.dump(2, ' ', false, detail::ojson::error_handler_t::replace) + "\n";
+}
+
+}  // namespace
+
+Result<std::string> encode_plan(const Plan& plan) {
+  auto dumped = dump_plan(plan);
+  if (!dumped) return dumped.error();
+  std::string text = std::move(*dumped);
   // What the reader would refuse (a time over the limit, an op missing) is refused here, so
   // that no command writes a plan the others cannot read.
   auto read = parse_plan(text, plan.file.empty() ? "the plan" : plan.file);

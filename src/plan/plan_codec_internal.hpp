@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -203,7 +204,7 @@ class PlanWriter {
   void list(std::string_view key, const std::vector<T>& values, const Spec& spec) {
     ojson array = ojson::array();
     for (const T& v : values) array.push_back(scalar(v, spec));
-    out_[std::string(key)] = array;
+    out_[std::string(key)] = std::move(array);
   }
   /// An optional list: absent when unset (so plans without it stay byte-identical).
   template <class T>
@@ -230,7 +231,7 @@ class PlanWriter {
                Length = Length::any) {
     ojson array = ojson::array();
     for (const T& v : values) array.push_back(write(v, keys));
-    out_[std::string(key)] = array;
+    out_[std::string(key)] = std::move(array);
   }
   template <class T, class Fn>
   void objects(std::string_view key, const std::optional<std::vector<T>>& values, Fn&& keys) {
@@ -239,13 +240,17 @@ class PlanWriter {
   template <class Fn>
   void device_schedules(std::string_view key, const std::vector<std::vector<PlanOp>>& schedule,
                         Fn&& op_keys) {
+    // Moved, not copied, into place: a schedule of millions of ops is most of the plan.
     ojson array = ojson::array();
     for (std::size_t d = 0; d < schedule.size(); ++d) {
       ojson ops = ojson::array();
       for (const PlanOp& op : schedule[d]) ops.push_back(write(op, op_keys));
-      array.push_back({{"device", d}, {"ops", ops}});
+      ojson entry = ojson::object();
+      entry["device"] = d;
+      entry["ops"] = std::move(ops);
+      array.push_back(std::move(entry));
     }
-    out_[std::string(key)] = array;
+    out_[std::string(key)] = std::move(array);
   }
 
  private:
