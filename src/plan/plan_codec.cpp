@@ -459,11 +459,24 @@ ojson figures(const Plan& plan) {
 
 }  // namespace detail
 
-std::string write_plan(const Plan& plan) {
+namespace {
+
+// The plan as a JSON tree, and a tree as the plan's text.
+detail::ojson plan_tree(const Plan& plan) {
   detail::ojson out = detail::ojson::object();
   detail::PlanWriter io(out);
   detail::plan_keys(io, plan);
-  return out.dump(2, ' ', false, detail::ojson::error_handler_t::replace) + "\n";
+  return out;
+}
+
+std::string plan_text(const detail::ojson& tree) {
+  return tree.dump(2, ' ', false, detail::ojson::error_handler_t::replace) + "\n";
+}
+
+}  // namespace
+
+std::string write_plan(const Plan& plan) {
+  return plan_text(plan_tree(plan));
 }
 
 namespace {
@@ -490,16 +503,14 @@ std::optional<std::pair<JsonPath, double>> non_finite(const detail::ojson& v, co
 // gone when this returns, before the text is read back (a plan of millions of ops is
 // gigabytes as a tree).
 Result<std::string> dump_plan(const Plan& plan) {
-  detail::ojson out = detail::ojson::object();
-  detail::PlanWriter io(out);
-  detail::plan_keys(io, plan);
+  const detail::ojson out = plan_tree(plan);
   if (const auto bad = non_finite(out, JsonPath{})) {
     return internal_error(
         fmt::format("the plan made has {} at {}; a plan holds finite numbers "
                     "only, so none is written",
                     bad->second, bad->first.str()));
   }
-  return out.dump(2, ' ', false, detail::ojson::error_handler_t::replace) + "\n";
+  return plan_text(out);
 }
 
 }  // namespace
