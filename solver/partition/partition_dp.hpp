@@ -72,6 +72,8 @@ struct DpFound {
   std::vector<DeviceCost> devices;
   int states = 0;
   bool exact = true;  ///< False when a bounded search (not the full DP) found it.
+  /// The most transitions any exact run of the search examined (PartitionResult's).
+  std::int64_t exact_transitions = 0;
 };
 
 inline double primary_of(const DeviceCost& c, Objective objective) {

@@ -113,6 +113,11 @@ class VDynamicProgram {
   };
 
   void expand(int d, const State& from, int from_index, double bound);
+  template <class Visit>
+  void for_each_encoder_end(int d, const State& from, double bound, double spp,
+                            Visit&& visit) const;
+  std::int64_t count_transitions(int d, const State& from, double bound, std::int64_t limit) const;
+  bool level_over_budget(int d, double bound) const;
   bool expand_exact(Step step, int j2_min, int j2_hi);
   void expand_bounded(Step step, int j2_min, int j2_hi);
   int first_not_over_memory(const Step& step, int lo, int hi);
@@ -151,12 +156,13 @@ class VDynamicProgram {
   std::vector<int> producer_rank_, consumer_rank_;
   std::size_t grid_cols_ = 0;
   std::int64_t budget_;
-  std::int64_t transitions_ = 0;  // in the current run
-  bool over_budget_ = false;      // the current exact run gave up
-  int memory_frontier_ = 0;       // first_not_over_memory's walk, per expand()
-  int compute_lo_ = -1;           // expand_bounded's lower_bound, per expand()
-  bool bounded_ = false;          // runs are bounded searches from now on
-  double load_floor_ = 0;         // no partition's largest load is below it (time objective)
+  std::int64_t transitions_ = 0;       // in the current run
+  std::int64_t most_transitions_ = 0;  // of an exact run that finished
+  bool over_budget_ = false;           // the current exact run gave up
+  int memory_frontier_ = 0;            // first_not_over_memory's walk, per expand()
+  int compute_lo_ = -1;                // expand_bounded's lower_bound, per expand()
+  bool bounded_ = false;               // runs are bounded searches from now on
+  double load_floor_ = 0;              // no partition's largest load is below it (time objective)
   std::vector<std::vector<State>> levels_;
   // Dense (i+1, j) -> 1 + index in the level being built; 0: not in it.
   std::unique_ptr<int[], decltype(&std::free)> slot_{nullptr, &std::free};
@@ -388,14 +394,17 @@ bool VDynamicProgram::within(const DeviceCost& c, double bound) const {
         step.from_index, cost);
 }
 
-void VDynamicProgram::expand(int d, const State& from, int from_index, double bound) {
+// Device d's encoder ends from state `from`, in order: visit(i2, compute_e, j2_min, j2_hi)
+// with E = [i + 1, i2], its compute, and the range of decoder starts j2 the bound leaves
+// (the devices after d need 2 * rest layers and, under the time objective, must fit what is
+// left), until visit returns false.
+template <class Visit>
+void VDynamicProgram::for_each_encoder_end(int d, const State& from, double bound, double spp,
+                                           Visit&& visit) const {
   const LayerPrefix& p = prefix_;
   const int i = from.i, j = from.j;
   const int rest = pp_ - 1 - d;  // devices after this one; they need 2 * rest layers
   const bool time = objective_ == Objective::time;
-  // Per-parameter bytes for pruning; one byte of slack per device absorbs rounding.
-  const double spp =
-      request_.memory.static_bytes(1 << 20, request_.dp) / static_cast<double>(1 << 20);
   // Largest x with compute[x] <= compute[i2 + 1] + rest * bound. The right side grows with
   // i2, so one forward walk finds it for every i2 (a binary search per i2 cost more than
   // the transitions themselves on long models).
@@ -403,8 +412,6 @@ void VDynamicProgram::expand(int d, const State& from, int from_index, double bo
                                                p.compute[i + 2] + rest * bound) -
                               p.compute.begin()) -
              1;
-  memory_frontier_ = 0;
-  compute_lo_ = -1;
   for (int i2 = i + 1; i2 + 1 + 2 * rest <= j - 1; ++i2) {
     const double compute_e = p.compute_in(i + 1, i2);
     if (time && compute_e > bound) break;
@@ -417,14 +424,72 @@ void VDynamicProgram::expand(int d, const State& from, int from_index, double bo
       while (fits < num_layers_ && p.compute[fits + 1] <= cap) ++fits;
       j2_hi = std::min(j2_hi, fits);
     }
-    const Step step{d, i, j, i2, rest, bound, spp, compute_e, time, &from, from_index};
-    const int j2_min = i2 + 1 + 2 * rest;
-    if (!bounded_) {
-      if (!expand_exact(step, j2_min, j2_hi)) return;
-    } else {
-      expand_bounded(step, j2_min, j2_hi);
-    }
+    if (!visit(i2, compute_e, i2 + 1 + 2 * rest, j2_hi)) return;
   }
+}
+
+void VDynamicProgram::expand(int d, const State& from, int from_index, double bound) {
+  const int rest = pp_ - 1 - d;
+  const bool time = objective_ == Objective::time;
+  // Per-parameter bytes for pruning; one byte of slack per device absorbs rounding.
+  const double spp =
+      request_.memory.static_bytes(1 << 20, request_.dp) / static_cast<double>(1 << 20);
+  memory_frontier_ = 0;
+  compute_lo_ = -1;
+  for_each_encoder_end(d, from, bound, spp, [&](int i2, double compute_e, int j2_min, int j2_hi) {
+    const Step step{d, from.i, from.j, i2, rest, bound, spp, compute_e, time, &from, from_index};
+    if (!bounded_) return expand_exact(step, j2_min, j2_hi);
+    expand_bounded(step, j2_min, j2_hi);
+    return true;
+  });
+}
+
+// How many transitions the exact DP examines from `from` (time objective): expand()'s walk
+// over encoder ends, each decoder start from j2_hi down to j2_min or to the first whose
+// compute alone is over the bound, without costing any (expand_exact counts them the same
+// way). Stops once past `limit`.
+std::int64_t VDynamicProgram::count_transitions(int d, const State& from, double bound,
+                                                std::int64_t limit) const {
+  const LayerPrefix& p = prefix_;
+  const int j = from.j;
+  // The device's compute, E's and D = [j2, j - 1]'s, only grows as j2 falls: those within
+  // the bound are j2 >= low. E grows with i2, so low never falls: one search, then a walk.
+  int low = -1;
+  std::int64_t n = 0;
+  for_each_encoder_end(d, from, bound, 0.0, [&](int, double compute_e, int j2_min, int j2_hi) {
+    auto over = [&](int j2) { return compute_e + p.compute_in(j2, j - 1) > bound; };
+    if (low < 0) {
+      int a = 0, b = j;
+      while (a < b) {
+        const int mid = a + (b - a) / 2;
+        if (over(mid))
+          a = mid + 1;
+        else
+          b = mid;
+      }
+      low = a;
+    }
+    while (low < j && over(low)) ++low;
+    const int first = std::max(j2_min, low);
+    if (j2_hi >= first) n += j2_hi - first + 1;
+    return n <= limit;
+  });
+  return n;
+}
+
+// Whether expanding level d takes an exact run past its transition budget: counted before
+// any of the level's transitions is costed, the cost the run's last level would otherwise
+// pay for nothing (when a model turns to the bounded search, the exact run that finds out
+// examined a budget's worth, a sixth of the planning time of a 4096-layer model). The
+// verdict is the one counting as it goes gives: the same transitions, the same total.
+bool VDynamicProgram::level_over_budget(int d, double bound) const {
+  if (objective_ != Objective::time) return false;  // counted as it goes (expand_exact)
+  std::int64_t left = budget_ - transitions_;
+  for (const State& from : levels_[d]) {
+    left -= count_transitions(d, from, bound, left);
+    if (left < 0) return true;
+  }
+  return false;
 }
 
 // Every decoder segment of the exact DP, j2 from j2_hi down; false once the run is over its
@@ -594,7 +659,11 @@ double VDynamicProgram::average_load_floor() const {
 std::optional<VDynamicProgram::Found> VDynamicProgram::run(double bound) {
   if (!bounded_) {
     std::optional<Found> found = run_once(bound);
-    if (!over_budget_) return found;
+    if (!over_budget_) {
+      most_transitions_ = std::max(most_transitions_, transitions_);
+      if (found) found->exact_transitions = most_transitions_;
+      return found;
+    }
     bounded_ = true;  // looser bounds would cost more still
   }
   // A bound under the average load floor admits no partition: the bounded search, whose
@@ -614,6 +683,10 @@ std::optional<VDynamicProgram::Found> VDynamicProgram::run_once(double bound) {
   for (int d = 0; d + 1 < pp_; ++d) {
     for (std::size_t k : touched_) slot_[k] = 0;
     touched_.clear();
+    if (!bounded_ && level_over_budget(d, bound)) {
+      over_budget_ = true;
+      return std::nullopt;
+    }
     for (std::size_t s = 0; s < levels_[d].size() && !over_budget_; ++s) {
       expand(d, levels_[d][s], static_cast<int>(s), bound);
     }
@@ -681,6 +754,7 @@ PartitionResult to_result(const VDynamicProgram::Found& f, const PartitionReques
   out.objective_s = f.value.primary;
   out.bytes_per_microbatch = f.value.bytes;
   out.states_explored = f.states;
+  out.exact_transitions = f.exact_transitions;
   detail::record_devices(f.devices, out);
   return out;
 }

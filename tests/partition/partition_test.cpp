@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <random>
 
 #include "pulse/base/limits.hpp"
@@ -388,6 +389,53 @@ INSTANTIATE_TEST_SUITE_P(Shapes, BruteForceAgreement,
                                            Shape{"crossing", test::random_skips},
                                            Shape{"none", no_skips}),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// An exact run that would examine more transitions than its budget is given up before the
+// level that passes the budget is costed (partition_v.cpp, level_over_budget), by a count
+// made ahead of the level. It must be the count the run makes as it goes: a budget of
+// exactly the most transitions any run examined keeps the search exact (a count ahead that
+// said more would turn it bounded), one fewer turns it bounded. Random models of 6 to 60
+// layers, P 2 to 4, both skip policies, memory loose and then binding.
+TEST(PartitionV, ABudgetOfTheTransitionsExaminedKeepsTheSearchExact) {
+  std::mt19937 rng(2026);
+  int checked = 0;
+  for (int trial = 0; trial < 30; ++trial) {
+    const ModelProfile model = random_model(rng, 60, Shape{"nested", test::random_nested_skips});
+    const int n = static_cast<int>(model.layers.size());
+    const LayerGraph g = LayerGraph::build(model, 0, 1);
+    for (int pp = 2; pp <= 4 && 2 * pp <= n; ++pp) {
+      for (const SkipPolicy policy : {SkipPolicy::local_only, SkipPolicy::allow_nonlocal}) {
+        auto r = request_for(g, pp, test::uniform_links(pp, 1e9, 1e-4));
+        r.exact_transition_budget = std::numeric_limits<std::int64_t>::max();
+        const PartitionAnswer loose = partition_v(r, policy);
+        if (!loose.found()) continue;
+        // Then with the fullest device of that answer one byte over the capacity.
+        const std::int64_t fullest = *std::max_element(loose.result.device_memory_bytes.begin(),
+                                                       loose.result.device_memory_bytes.end());
+        for (const std::int64_t capacity : {r.memory_capacity, fullest - 1}) {
+          SCOPED_TRACE(testing::Message() << "trial " << trial << " pp " << pp << " policy "
+                                          << static_cast<int>(policy) << " capacity " << capacity);
+          r.memory_capacity = capacity;
+          r.exact_transition_budget = std::numeric_limits<std::int64_t>::max();
+          const PartitionAnswer all = partition_v(r, policy);
+          if (!all.found() || all.result.exact_transitions == 0) continue;
+          ASSERT_TRUE(all.result.exact);
+          r.exact_transition_budget = all.result.exact_transitions;
+          const PartitionAnswer just = partition_v(r, policy);
+          ASSERT_TRUE(just.found());
+          EXPECT_TRUE(just.result.exact);
+          EXPECT_EQ(just.result.layout.first_layer, all.result.layout.first_layer);
+          EXPECT_EQ(just.result.exact_transitions, all.result.exact_transitions);
+          r.exact_transition_budget = all.result.exact_transitions - 1;
+          const PartitionAnswer under = partition_v(r, policy);
+          EXPECT_FALSE(under.found() && under.result.exact);
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 100);
+}
 
 TEST(PartitionSequential, RelaysSkipsThroughEveryBoundary) {
   // Four layers, a skip 0->3, pp 2 cut in the middle (both layers cost the same): the skip

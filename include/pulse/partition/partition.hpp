@@ -95,6 +95,9 @@ struct PartitionResult {
   std::vector<double> device_load_s;
   std::vector<std::int64_t> device_memory_bytes;  ///< The bound the memory check used.
   int states_explored = 0;
+  /// partition_v: the most transitions one exact DP run examined on the way to this answer
+  /// (each run's count, as exact_transition_budget limits it). Not in the plan.
+  std::int64_t exact_transitions = 0;
 };
 
 /// What a partition search found.
