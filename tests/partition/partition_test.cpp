@@ -437,6 +437,49 @@ TEST(PartitionV, ABudgetOfTheTransitionsExaminedKeepsTheSearchExact) {
   EXPECT_GT(checked, 100);
 }
 
+// The V DPs of a thread share one state index, each zeroing back the cells it set
+// (partition_v.cpp, SlotIndex): a cell left set would put a later DP's state in another's
+// slot. Runs exact and bounded on models of 60 and 40 layers, then tiny-unet's hand optimum,
+// then the first model's bounded run again, which must give what it gave the first time.
+TEST(PartitionV, DynamicProgramsOneAfterAnotherAgree) {
+  std::mt19937 rng(99);
+  auto model_of = [&](int layers) {
+    std::vector<LayerSpec> specs;
+    std::uniform_int_distribution<int> ms(1, 9);
+    for (int l = 0; l < layers; ++l) specs.push_back({ms(rng) / 1000.0});
+    std::vector<std::pair<int, int>> skips;
+    for (int l = 0; l < layers / 4; ++l) skips.push_back({l, layers - 1 - l});
+    return test::make_model(specs, skips);
+  };
+  const ModelProfile big = model_of(60), mid = model_of(40), tiny = tiny_unet();
+  const LayerGraph gb = LayerGraph::build(big, 0, 1), gm = LayerGraph::build(mid, 0, 1),
+                   gt = LayerGraph::build(tiny, 0, 1);
+  auto run = [](const LayerGraph& g, int pp, std::int64_t budget, SkipPolicy policy) {
+    auto r = request_for(g, pp, test::uniform_links(pp, 1e9, 1e-4));
+    r.exact_transition_budget = budget;
+    return partition_v(r, policy);
+  };
+  // One transition short of what the exact search examines: bounded from that run on.
+  const std::int64_t all =
+      run(gb, 4, std::numeric_limits<std::int64_t>::max(), SkipPolicy::allow_nonlocal)
+          .result.exact_transitions;
+  ASSERT_GT(all, 0);
+  const PartitionAnswer first = run(gb, 4, all - 1, SkipPolicy::allow_nonlocal);
+  ASSERT_TRUE(first.found());
+  EXPECT_FALSE(first.result.exact);
+  ASSERT_TRUE(run(gm, 3, 10, SkipPolicy::local_only).found());
+  const PartitionAnswer hand =
+      partition_v(request_for(gt, 2, test::free_links(2)), SkipPolicy::local_only);
+  ASSERT_TRUE(hand.found());
+  EXPECT_NEAR(hand.result.objective_s, 0.054, 1e-12);
+  EXPECT_EQ(hand.result.layout.first_layer, (std::vector<LayerId>{0, 3, 5, 7, 10}));
+  const PartitionAnswer again = run(gb, 4, all - 1, SkipPolicy::allow_nonlocal);
+  ASSERT_TRUE(again.found());
+  EXPECT_EQ(again.result.layout.first_layer, first.result.layout.first_layer);
+  EXPECT_EQ(again.result.objective_s, first.result.objective_s);
+  EXPECT_EQ(again.result.states_explored, first.result.states_explored);
+}
+
 TEST(PartitionSequential, RelaysSkipsThroughEveryBoundary) {
   // Four layers, a skip 0->3, pp 2 cut in the middle (both layers cost the same): the skip
   // rides with the activation across the one boundary: 2 messages each way.
