@@ -93,6 +93,95 @@ struct SlotIndex {
   }
 };
 
+// The skips of a model as a grid over ranks, for sums over a producer range and a consumer
+// range in O(1) (VDynamicProgram::grid_sum): cells[x * cols + y] sums the skips whose
+// producer is among the x first producers and whose consumer among the y first consumers;
+// producer_rank[a] (consumer_rank[b]) counts the producers (consumers) before layer a (b).
+// So skips with p < a and c < b are at [producer_rank[a] * cols + consumer_rank[b]], and
+// the grid has (skips + 1)^2 cells at most, not (L + 1)^2 (8 skips of a 4096-layer model:
+// 81; 2048 skips: 4.2 M, 67 MB).
+//
+// A function of the layer count and the skips alone, so the DPs of a thread share the
+// last two built: the tuner builds a non-local DP per configuration, over two or three
+// distinct skip sets (the microbatch sizes scale the bytes), and at 2048 skips building
+// and faulting in a grid each time cost about a tenth of the 4096-layer tuned limits row.
+struct SkipGrid {
+  struct Skips {
+    std::int64_t bytes = 0, count = 0;
+  };
+  int num_layers = 0;
+  std::vector<SkipPair> skips;  // what it was built from (index aside)
+  std::vector<Skips> cells;
+  std::vector<int> producer_rank, consumer_rank;
+  std::size_t cols = 0;
+
+  static std::shared_ptr<const SkipGrid> of(int num_layers, const std::vector<SkipPair>& skips);
+
+ private:
+  bool built_from(int layers, const std::vector<SkipPair>& pairs) const {
+    return num_layers == layers &&
+           std::equal(skips.begin(), skips.end(), pairs.begin(), pairs.end(),
+                      [](const SkipPair& a, const SkipPair& b) {
+                        return a.producer == b.producer && a.consumer == b.consumer &&
+                               a.bytes == b.bytes;
+                      });
+  }
+  void build();
+};
+
+std::shared_ptr<const SkipGrid> SkipGrid::of(int num_layers, const std::vector<SkipPair>& skips) {
+  constexpr std::size_t kKept = 2;
+  thread_local std::vector<std::shared_ptr<const SkipGrid>> recent;  // most recent first
+  for (std::size_t k = 0; k < recent.size(); ++k) {
+    if (recent[k]->built_from(num_layers, skips)) {
+      std::rotate(recent.begin(), recent.begin() + static_cast<std::ptrdiff_t>(k),
+                  recent.begin() + static_cast<std::ptrdiff_t>(k) + 1);
+      return recent.front();
+    }
+  }
+  auto grid = std::make_shared<SkipGrid>();
+  grid->num_layers = num_layers;
+  grid->skips = skips;
+  grid->build();
+  if (recent.size() == kKept) recent.pop_back();
+  recent.insert(recent.begin(), grid);
+  return grid;
+}
+
+void SkipGrid::build() {
+  std::vector<char> produces(num_layers, 0), consumes(num_layers, 0);
+  for (const SkipPair& s : skips) {
+    produces[s.producer] = 1;
+    consumes[s.consumer] = 1;
+  }
+  producer_rank.assign(num_layers + 1, 0);
+  consumer_rank.assign(num_layers + 1, 0);
+  for (int a = 1; a <= num_layers; ++a) {
+    producer_rank[a] = producer_rank[a - 1] + produces[a - 1];
+    consumer_rank[a] = consumer_rank[a - 1] + consumes[a - 1];
+  }
+  const std::size_t rows = static_cast<std::size_t>(producer_rank[num_layers]) + 1;
+  cols = static_cast<std::size_t>(consumer_rank[num_layers]) + 1;
+  cells.assign(rows * cols, Skips{});
+  for (const SkipPair& s : skips) {
+    const std::size_t cell = (producer_rank[s.producer] + 1) * cols + consumer_rank[s.consumer] + 1;
+    cells[cell].bytes += s.bytes;
+    cells[cell].count += 1;
+  }
+  auto add = [](Skips& to, const Skips& x, int sign) {
+    to.bytes += sign * x.bytes;
+    to.count += sign * x.count;
+  };
+  for (std::size_t a = 0; a < rows; ++a) {
+    for (std::size_t b = 0; b < cols; ++b) {
+      Skips& cell = cells[a * cols + b];
+      if (a > 0) add(cell, cells[(a - 1) * cols + b], 1);
+      if (b > 0) add(cell, cells[a * cols + b - 1], 1);
+      if (a > 0 && b > 0) add(cell, cells[(a - 1) * cols + b - 1], -1);
+    }
+  }
+}
+
 class VDynamicProgram {
  public:
   VDynamicProgram(const PartitionRequest& request, SkipPolicy policy, Objective objective)
@@ -105,7 +194,7 @@ class VDynamicProgram {
         slowest_(detail::slowest_link(request.links)),
         budget_(request.exact_transition_budget) {
     build_crossing_tables();
-    if (!local_only_) build_skip_grid();
+    if (!local_only_) grid_ = SkipGrid::of(num_layers_, request.graph->skip_pairs());
     if (objective_ == Objective::time) load_floor_ = average_load_floor();
     slot_ = SlotIndex::take(static_cast<std::size_t>(num_layers_ + 1) * (num_layers_ + 1));
   }
@@ -134,7 +223,6 @@ class VDynamicProgram {
   double average_load_floor() const;
   void keep_most_promising(int level);
   void build_crossing_tables();
-  void build_skip_grid();
   // One device's encoder segment fixed: from state (i, j) = `from` (at `from_index`), device
   // d takes E = [i + 1, i2]; what is left for its decoder segment D = [j2, j - 1]. Passed by
   // value, so that the loops keep it in registers.
@@ -167,9 +255,7 @@ class VDynamicProgram {
   double send(int from, int to, int count, std::int64_t bytes) const {
     return transfer_time(request_.links[from][to], count, bytes);
   }
-  struct Skips {
-    std::int64_t bytes = 0, count = 0;
-  };
+  using Skips = SkipGrid::Skips;
   Skips grid_sum(int pa, int pb, int ca, int cb) const;
   Found reconstruct(const State& last, const DeviceCost& middle, const DpValue& value) const;
 
@@ -181,14 +267,7 @@ class VDynamicProgram {
   LinkClass slowest_;
   std::vector<int> min_consumer_crossing_;  // [i]: min c over skips p <= i < c; L if none
   std::vector<int> max_producer_crossing_;  // [j]: max p over skips p < j <= c; -1 if none
-  // The skip grid over ranks: [x * grid_cols_ + y]: skips whose producer is among the x
-  // first producers and whose consumer among the y first consumers; producer_rank_[a]
-  // (consumer_rank_[b]): the producers (consumers) before layer a (b). So skips with p < a
-  // and c < b are at [producer_rank_[a] * grid_cols_ + consumer_rank_[b]], and the grid has
-  // (skips + 1)^2 cells at most, not (L + 1)^2 (8 skips of a 4096-layer model: 81).
-  std::vector<Skips> grid_;
-  std::vector<int> producer_rank_, consumer_rank_;
-  std::size_t grid_cols_ = 0;
+  std::shared_ptr<const SkipGrid> grid_;    // allow_nonlocal only
   std::int64_t budget_;
   std::int64_t transitions_ = 0;       // in the current run
   std::int64_t most_transitions_ = 0;  // of an exact run that finished
@@ -229,48 +308,13 @@ void VDynamicProgram::build_crossing_tables() {
   }
 }
 
-void VDynamicProgram::build_skip_grid() {
-  const auto& skips = request_.graph->skip_pairs();
-  std::vector<char> produces(num_layers_, 0), consumes(num_layers_, 0);
-  for (const SkipPair& s : skips) {
-    produces[s.producer] = 1;
-    consumes[s.consumer] = 1;
-  }
-  producer_rank_.assign(num_layers_ + 1, 0);
-  consumer_rank_.assign(num_layers_ + 1, 0);
-  for (int a = 1; a <= num_layers_; ++a) {
-    producer_rank_[a] = producer_rank_[a - 1] + produces[a - 1];
-    consumer_rank_[a] = consumer_rank_[a - 1] + consumes[a - 1];
-  }
-  const std::size_t rows = static_cast<std::size_t>(producer_rank_[num_layers_]) + 1;
-  const std::size_t cols = grid_cols_ = static_cast<std::size_t>(consumer_rank_[num_layers_]) + 1;
-  grid_.assign(rows * cols, Skips{});
-  for (const SkipPair& s : skips) {
-    const std::size_t cell =
-        (producer_rank_[s.producer] + 1) * cols + consumer_rank_[s.consumer] + 1;
-    grid_[cell].bytes += s.bytes;
-    grid_[cell].count += 1;
-  }
-  auto add = [](Skips& to, const Skips& x, int sign) {
-    to.bytes += sign * x.bytes;
-    to.count += sign * x.count;
-  };
-  for (std::size_t a = 0; a < rows; ++a) {
-    for (std::size_t b = 0; b < cols; ++b) {
-      Skips& cell = grid_[a * cols + b];
-      if (a > 0) add(cell, grid_[(a - 1) * cols + b], 1);
-      if (b > 0) add(cell, grid_[a * cols + b - 1], 1);
-      if (a > 0 && b > 0) add(cell, grid_[(a - 1) * cols + b - 1], -1);
-    }
-  }
-}
-
 // Skips (bytes, count) with producer in [pa, pb] and consumer in [ca, cb]; empty ranges
 // give none.
 VDynamicProgram::Skips VDynamicProgram::grid_sum(int pa, int pb, int ca, int cb) const {
   if (pb < pa || cb < ca) return {};
+  const SkipGrid& g = *grid_;
   auto at = [&](int a, int b) -> const Skips& {
-    return grid_[producer_rank_[a] * grid_cols_ + consumer_rank_[b]];
+    return g.cells[g.producer_rank[a] * g.cols + g.consumer_rank[b]];
   };
   const Skips &x = at(pb + 1, cb + 1), &y = at(pa, cb + 1), &z = at(pb + 1, ca), &w = at(pa, ca);
   return {x.bytes - y.bytes - z.bytes + w.bytes, x.count - y.count - z.count + w.count};

@@ -480,6 +480,39 @@ TEST(PartitionV, DynamicProgramsOneAfterAnotherAgree) {
   EXPECT_EQ(again.result.states_explored, first.result.states_explored);
 }
 
+// Non-local V DPs share the skip grid of the last two skip sets a thread built
+// (partition_v.cpp, SkipGrid::of), matched by the skips themselves. Two models alike but for
+// their skip bytes, and a third with other skips, in turn: each answer reports what the
+// pipeline model of its layout says (a grid matched on the skips' ends alone would give one
+// model the other's held bytes) and is the one its model gave first.
+TEST(PartitionV, ModelsThatDifferOnlyInSkipBytesKeepTheirOwnAnswers) {
+  std::vector<LayerSpec> specs;
+  for (double ms : {2, 3, 5, 4, 6, 6, 4, 5, 3, 2, 4, 3}) specs.push_back({ms / 1000});
+  const std::vector<std::pair<int, int>> skips = {{0, 11}, {1, 10}, {2, 9}, {3, 8}};
+  const ModelProfile light = test::make_model(specs, skips, 100);
+  const ModelProfile heavy = test::make_model(specs, skips, 4000000);
+  const ModelProfile other = test::make_model(specs, {{0, 5}, {6, 11}}, 100);
+  const LayerGraph gl = LayerGraph::build(light, 0, 1), gh = LayerGraph::build(heavy, 0, 1),
+                   go = LayerGraph::build(other, 0, 1);
+  auto run = [](const LayerGraph& g) {
+    const PartitionRequest r = request_for(g, 3, test::uniform_links(3, 1e9, 1e-4));
+    const PartitionAnswer a = partition_v(r, SkipPolicy::allow_nonlocal);
+    EXPECT_TRUE(a.found());
+    expect_reported_as_modelled(g, r, a.result, false);
+    return a.result;
+  };
+  const PartitionResult l = run(gl), h = run(gh), o = run(go);
+  for (int round = 0; round < 2; ++round) {
+    for (const auto& [g, first] :
+         {std::pair{&gh, &h}, std::pair{&go, &o}, std::pair{&gl, &l}, std::pair{&gh, &h}}) {
+      const PartitionResult again = run(*g);
+      EXPECT_EQ(again.layout.first_layer, first->layout.first_layer);
+      EXPECT_EQ(again.bytes_per_microbatch, first->bytes_per_microbatch);
+      EXPECT_EQ(again.objective_s, first->objective_s);
+    }
+  }
+}
+
 TEST(PartitionSequential, RelaysSkipsThroughEveryBoundary) {
   // Four layers, a skip 0->3, pp 2 cut in the middle (both layers cost the same): the skip
   // rides with the activation across the one boundary: 2 messages each way.
