@@ -15,6 +15,7 @@
 // partitioner prunes the search.
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 
 #include "partition_dp.hpp"
@@ -40,22 +41,26 @@ class SequentialDynamicProgram {
         objective_(objective),
         direct_(request.routing == SkipRouting::direct),
         slowest_(detail::slowest_link(request.links)) {
-    live_bytes_.assign(num_layers_, 0);
-    live_count_.assign(num_layers_, 0);
-    by_producer_.assign(num_layers_, {});
-    for (const SkipPair& s : request.graph->skip_pairs()) {
-      for (int x = s.producer; x < s.consumer; ++x) {
-        live_bytes_[x] += s.bytes;
-        live_count_[x] += 1;
+    // Skips crossing each cut, from their ends: + at the producer, - at the consumer, summed
+    // (a loop over each skip's span was O(L S)). Direct skips never ride on the main path.
+    live_bytes_.assign(num_layers_ + 1, 0);
+    live_count_.assign(num_layers_ + 1, 0);
+    const auto& skips = request.graph->skip_pairs();
+    if (!direct_) {
+      for (const SkipPair& s : skips) {
+        live_bytes_[s.producer] += s.bytes;
+        live_count_[s.producer] += 1;
+        live_bytes_[s.consumer] -= s.bytes;
+        live_count_[s.consumer] -= 1;
       }
-      by_producer_[s.producer].push_back({s.consumer, s.bytes});
-      if (direct_) {  // direct skips never ride on the main path
-        for (int x = s.producer; x < s.consumer; ++x) {
-          live_bytes_[x] -= s.bytes;
-          live_count_[x] -= 1;
-        }
+      for (int x = 1; x < num_layers_; ++x) {
+        live_bytes_[x] += live_bytes_[x - 1];
+        live_count_[x] += live_count_[x - 1];
       }
     }
+    live_bytes_.resize(num_layers_);
+    live_count_.resize(num_layers_);
+    grid_ = detail::SkipGrid::of(num_layers_, skips);
   }
 
   using Found = DpFound;
@@ -75,8 +80,9 @@ class SequentialDynamicProgram {
   /// Stage s's forward send at the cut after layer b (output, relayed skips, carried
   /// tensors: one message each), whatever its first layer; 0 for the last stage.
   double forward_send(int s, int b, std::int64_t* bytes = nullptr) const;
-  /// `inside`: skips with both ends in [a, b] (bytes, count), cached on the device.
-  DeviceCost cost(int s, int a, int b, std::int64_t inside, int inside_count) const;
+  double upper_value(int s, int b, const std::vector<std::vector<Cell>>& table, double bound) const;
+  /// Stage s taking layers [a, b].
+  DeviceCost cost(int s, int a, int b) const;
   /// Direct routing: skips sent from [a, b] and gradients sent back into it.
   double direct_sends(int a, int b, std::int64_t inside, int inside_count, DeviceCost& c,
                       std::int64_t& held) const;
@@ -91,7 +97,7 @@ class SequentialDynamicProgram {
   Objective objective_;
   std::vector<std::int64_t> live_bytes_;  // [x]: skip bytes crossing the cut after layer x
   std::vector<int> live_count_;
-  std::vector<std::vector<std::pair<int, std::int64_t>>> by_producer_;  // (consumer, bytes)
+  std::shared_ptr<const detail::SkipGrid> grid_;  // skips inside a stage, summed
   bool direct_;
   LinkClass slowest_;
 };
@@ -118,8 +124,10 @@ double SequentialDynamicProgram::forward_send(int s, int b, std::int64_t* bytes)
                        sent);
 }
 
-DeviceCost SequentialDynamicProgram::cost(int s, int a, int b, std::int64_t inside,
-                                          int inside_count) const {
+DeviceCost SequentialDynamicProgram::cost(int s, int a, int b) const {
+  const detail::SkipGrid::Skips in = grid_->sum(a, b, a, b);  // skips with both ends in it
+  const std::int64_t inside = in.bytes;
+  const int inside_count = static_cast<int>(in.count);
   const LayerPrefix& p = prefix_;
   DeviceCost c;
   double sends = 0;
@@ -150,19 +158,33 @@ double SequentialDynamicProgram::even_split_load() const {
   for (int s = 0; s < pp_; ++s) {
     const int a = static_cast<int>(static_cast<std::int64_t>(s) * num_layers_ / pp_);
     const int b = static_cast<int>(static_cast<std::int64_t>(s + 1) * num_layers_ / pp_) - 1;
-    std::int64_t inside = 0;
-    int inside_count = 0;
-    for (int x = a; x <= b; ++x) {
-      for (const auto& [consumer, bytes] : by_producer_[x]) {
-        if (consumer <= b) {
-          inside += bytes;
-          ++inside_count;
-        }
-      }
-    }
-    most = std::max(most, cost(s, a, b, inside, inside_count).load);
+    most = std::max(most, cost(s, a, b).load);
   }
   return most;
+}
+
+// The primary value of one start of stage s at cell b (the start that won cell b - 1, the
+// stage now one layer longer), or infinity where that start is not one the cell can take.
+// Cell b's best is at most this (a relative 1e-12 per tie of better() aside): taken from
+// the walk below, the walk either reaches that start (and keeps it or something better) or
+// stops before it, where the stage alone is already over its best. So a start whose
+// previous stages alone are over it (by more than those ties) is never the cell's best;
+// nor does leaving it out change which start is: while only such starts have been seen,
+// the first start under it replaces any of them, and the walk stops no earlier without
+// them (it stops on the best so far). From then on the cell's walk is the same.
+double SequentialDynamicProgram::upper_value(int s, int b,
+                                             const std::vector<std::vector<Cell>>& table,
+                                             double bound) const {
+  const double none = std::numeric_limits<double>::infinity();
+  if (s == 0 || b == s) return none;
+  const Cell& last = table[s][b - 1];
+  const int a = last.start;
+  if (a < s) return none;
+  const Cell& prev = table[s - 1][a - 1];
+  if (prev.start < 0) return none;
+  const DeviceCost c = cost(s, a, b);
+  if (!within(c, bound)) return none;
+  return detail::extend(prev.value, c, objective_, request_.memory_capacity).primary;
 }
 
 std::optional<SequentialDynamicProgram::Found> SequentialDynamicProgram::run(double bound) {
@@ -178,15 +200,8 @@ std::optional<SequentialDynamicProgram::Found> SequentialDynamicProgram::run(dou
       // A stage ending at b pays at least its forward send there: with it, the time bound
       // stops the walk where sends, not compute, fill the stage (load is monotone in both).
       const double forward = time ? forward_send(s, b) : 0.0;
-      std::int64_t inside = 0;
-      int inside_count = 0;
+      const double skip_above = upper_value(s, b, table, bound) * (1 + 1e-9);
       for (int a = b; a >= s; --a) {
-        for (const auto& [consumer, bytes] : by_producer_[a]) {
-          if (consumer <= b) {
-            inside += bytes;
-            ++inside_count;
-          }
-        }
         const double least = device_load(prefix_.compute_in(a, b), forward, request_.overlap_comm);
         if (time && least > bound) break;
         // Nor can it beat the best start found (its primary is at least `least`, which only
@@ -195,11 +210,16 @@ std::optional<SequentialDynamicProgram::Found> SequentialDynamicProgram::run(dou
         const Cell* prev = s == 0 ? nullptr : &table[s - 1][a - 1];
         if (s == 0 && a != 0) continue;
         if (prev && prev->start < 0) continue;
-        const DeviceCost c = cost(s, a, b, inside, inside_count);
+        // Worse than a start the cell can take, beyond the ties better() allows: never this
+        // cell's best, nor in the way of the one that is (upper_value).
+        if (prev && prev->value.primary > skip_above) continue;
+        const DeviceCost c = cost(s, a, b);
         if (!within(c, bound)) continue;
         const DpValue v =
             detail::extend(prev ? prev->value : DpValue{}, c, objective_, request_.memory_capacity);
-        if (best.start < 0 || detail::better(v, best.value)) best = Cell{v, a, c};
+        if (best.start < 0 || detail::better(v, best.value)) {
+          best = Cell{v, a, c};
+        }
       }
       if (best.start >= 0) ++states;
       table[s][b] = best;

@@ -59,6 +59,7 @@ using detail::DpFound;
 using detail::DpValue;
 using detail::LayerPrefix;
 using detail::Objective;
+using detail::SkipGrid;
 
 constexpr std::size_t kBeamWidth = 512;  // States kept per level by the bounded search.
 
@@ -92,95 +93,6 @@ struct SlotIndex {
     return kept;
   }
 };
-
-// The skips of a model as a grid over ranks, for sums over a producer range and a consumer
-// range in O(1) (VDynamicProgram::grid_sum): cells[x * cols + y] sums the skips whose
-// producer is among the x first producers and whose consumer among the y first consumers;
-// producer_rank[a] (consumer_rank[b]) counts the producers (consumers) before layer a (b).
-// So skips with p < a and c < b are at [producer_rank[a] * cols + consumer_rank[b]], and
-// the grid has (skips + 1)^2 cells at most, not (L + 1)^2 (8 skips of a 4096-layer model:
-// 81; 2048 skips: 4.2 M, 67 MB).
-//
-// A function of the layer count and the skips alone, so the DPs of a thread share the
-// last two built: the tuner builds a non-local DP per configuration, over two or three
-// distinct skip sets (the microbatch sizes scale the bytes), and at 2048 skips building
-// and faulting in a grid each time cost about a tenth of the 4096-layer tuned limits row.
-struct SkipGrid {
-  struct Skips {
-    std::int64_t bytes = 0, count = 0;
-  };
-  int num_layers = 0;
-  std::vector<SkipPair> skips;  // what it was built from (index aside)
-  std::vector<Skips> cells;
-  std::vector<int> producer_rank, consumer_rank;
-  std::size_t cols = 0;
-
-  static std::shared_ptr<const SkipGrid> of(int num_layers, const std::vector<SkipPair>& skips);
-
- private:
-  bool built_from(int layers, const std::vector<SkipPair>& pairs) const {
-    return num_layers == layers &&
-           std::equal(skips.begin(), skips.end(), pairs.begin(), pairs.end(),
-                      [](const SkipPair& a, const SkipPair& b) {
-                        return a.producer == b.producer && a.consumer == b.consumer &&
-                               a.bytes == b.bytes;
-                      });
-  }
-  void build();
-};
-
-std::shared_ptr<const SkipGrid> SkipGrid::of(int num_layers, const std::vector<SkipPair>& skips) {
-  constexpr std::size_t kKept = 2;
-  thread_local std::vector<std::shared_ptr<const SkipGrid>> recent;  // most recent first
-  for (std::size_t k = 0; k < recent.size(); ++k) {
-    if (recent[k]->built_from(num_layers, skips)) {
-      std::rotate(recent.begin(), recent.begin() + static_cast<std::ptrdiff_t>(k),
-                  recent.begin() + static_cast<std::ptrdiff_t>(k) + 1);
-      return recent.front();
-    }
-  }
-  auto grid = std::make_shared<SkipGrid>();
-  grid->num_layers = num_layers;
-  grid->skips = skips;
-  grid->build();
-  if (recent.size() == kKept) recent.pop_back();
-  recent.insert(recent.begin(), grid);
-  return grid;
-}
-
-void SkipGrid::build() {
-  std::vector<char> produces(num_layers, 0), consumes(num_layers, 0);
-  for (const SkipPair& s : skips) {
-    produces[s.producer] = 1;
-    consumes[s.consumer] = 1;
-  }
-  producer_rank.assign(num_layers + 1, 0);
-  consumer_rank.assign(num_layers + 1, 0);
-  for (int a = 1; a <= num_layers; ++a) {
-    producer_rank[a] = producer_rank[a - 1] + produces[a - 1];
-    consumer_rank[a] = consumer_rank[a - 1] + consumes[a - 1];
-  }
-  const std::size_t rows = static_cast<std::size_t>(producer_rank[num_layers]) + 1;
-  cols = static_cast<std::size_t>(consumer_rank[num_layers]) + 1;
-  cells.assign(rows * cols, Skips{});
-  for (const SkipPair& s : skips) {
-    const std::size_t cell = (producer_rank[s.producer] + 1) * cols + consumer_rank[s.consumer] + 1;
-    cells[cell].bytes += s.bytes;
-    cells[cell].count += 1;
-  }
-  auto add = [](Skips& to, const Skips& x, int sign) {
-    to.bytes += sign * x.bytes;
-    to.count += sign * x.count;
-  };
-  for (std::size_t a = 0; a < rows; ++a) {
-    for (std::size_t b = 0; b < cols; ++b) {
-      Skips& cell = cells[a * cols + b];
-      if (a > 0) add(cell, cells[(a - 1) * cols + b], 1);
-      if (b > 0) add(cell, cells[a * cols + b - 1], 1);
-      if (a > 0 && b > 0) add(cell, cells[(a - 1) * cols + b - 1], -1);
-    }
-  }
-}
 
 class VDynamicProgram {
  public:
@@ -308,16 +220,9 @@ void VDynamicProgram::build_crossing_tables() {
   }
 }
 
-// Skips (bytes, count) with producer in [pa, pb] and consumer in [ca, cb]; empty ranges
-// give none.
+// Skips (bytes, count) with producer in [pa, pb] and consumer in [ca, cb].
 VDynamicProgram::Skips VDynamicProgram::grid_sum(int pa, int pb, int ca, int cb) const {
-  if (pb < pa || cb < ca) return {};
-  const SkipGrid& g = *grid_;
-  auto at = [&](int a, int b) -> const Skips& {
-    return g.cells[g.producer_rank[a] * g.cols + g.consumer_rank[b]];
-  };
-  const Skips &x = at(pb + 1, cb + 1), &y = at(pa, cb + 1), &z = at(pb + 1, ca), &w = at(pa, ca);
-  return {x.bytes - y.bytes - z.bytes + w.bytes, x.count - y.count - z.count + w.count};
+  return grid_->sum(pa, pb, ca, cb);
 }
 
 // Skip bytes one microbatch holds on a device with segments [ea, eb] and [da, db]: every
