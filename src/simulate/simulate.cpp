@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -55,25 +56,52 @@ Status check_schedule_shape(const PipelineModel& model, const Schedule& schedule
   return Ok{};
 }
 
+// One instant's change to a device's memory: activations and skip cache apart.
 struct MemEvent {
   double time;
-  std::int64_t delta;
-  bool skip;  // skip cache, else activations
+  std::int64_t activations, skips;
+};
+
+// One end of a skip tensor's stay on a device: an op's start or end, or a transfer's send
+// end or arrival (forward, or its gradient back). The times of an end are the same for
+// every skip that shares it, microbatch by microbatch.
+struct HoldEnd {
+  enum class Kind : std::uint8_t { forward_start, forward_end, grad_end, send_end, arrival };
+  Kind kind;
+  bool forward;    // send_end and arrival: the forward transfer, else its gradient back
+  std::size_t id;  // the stage, or the transfer
+
+  double at(const detail::ExecutionEngine& e, int m) const {
+    switch (kind) {
+      case Kind::forward_start:
+        return e.forward_start(static_cast<StageId>(id), m);
+      case Kind::forward_end:
+        return e.forward_end(static_cast<StageId>(id), m);
+      case Kind::grad_end:
+        return e.grad_end(static_cast<StageId>(id), m);
+      case Kind::send_end:
+        return e.send_end(id, m, forward);
+      case Kind::arrival:
+        break;
+    }
+    return e.arrival(id, m, forward);
+  }
+  auto key() const { return std::tuple(kind, forward, id); }
 };
 
 // One holder of a skip tensor (or of its gradient), as a device's part of the skip's
 // journey: the producing device until the first send completes, each receiving device from
 // arrival until it sends on, and the last one until the consumer uses it; the gradient the
 // same way back. Which device holds it is the same for every microbatch, the times are
-// not (at()).
+// not (HoldEnd::at).
 struct SkipHold {
-  std::size_t placement;  // index in model.skips
-  int index;              // 0..n forward, then n+1..2n+1 back, over the skip's n hops
+  HoldEnd from, to;
+  std::int64_t bytes;
 };
 
 class SkipHolds {
  public:
-  explicit SkipHolds(const PipelineModel& model) : model_(model), hops_(model.skips.size()) {
+  explicit SkipHolds(const PipelineModel& model) : by_device_(model.num_devices()) {
     // Each skip's hops, in the order they run (by sending stage): an index of the
     // transfers by the skips they carry, not a search of every transfer per skip.
     int most = -1;
@@ -86,64 +114,74 @@ class SkipHolds {
         if (list.empty() || list.back() != t) list.push_back(t);
       }
     }
-    by_device_.resize(model.num_devices());
-    for (std::size_t p = 0; p < model.skips.size(); ++p) {
-      std::vector<std::size_t>& hops = hops_[p];
-      if (model.skips[p].skip >= 0) hops = carrying[static_cast<std::size_t>(model.skips[p].skip)];
+    using Kind = HoldEnd::Kind;
+    const auto& dev = model.layout.device;
+    std::vector<std::size_t> hops;
+    for (const SkipPlacement& k : model.skips) {
+      hops.clear();
+      if (k.skip >= 0) hops = carrying[static_cast<std::size_t>(k.skip)];
       std::sort(hops.begin(), hops.end(), [&](std::size_t a, std::size_t b) {
         return model.transfers[a].from < model.transfers[b].from;
       });
-      const int n = static_cast<int>(hops.size());
-      for (int index = 0; index <= 2 * n + 1; ++index) {
-        by_device_[holder(p, index)].push_back({p, index});
+      const std::size_t n = hops.size();
+      // Forward: hold j from the (j-1)-th arrival (the producer's forward end) to the j-th
+      // send (the consumer's forward start), on the device the (j-1)-th hop reached.
+      for (std::size_t j = 0; j <= n; ++j) {
+        const HoldEnd from = j == 0
+                                 ? HoldEnd{Kind::forward_end, true, std::size_t(k.producer_stage)}
+                                 : HoldEnd{Kind::arrival, true, hops[j - 1]};
+        const HoldEnd to = j < n
+                               ? HoldEnd{Kind::send_end, true, hops[j]}
+                               : HoldEnd{Kind::forward_start, true, std::size_t(k.consumer_stage)};
+        const DeviceId d = j == 0 ? dev[k.producer_stage] : dev[model.transfers[hops[j - 1]].to];
+        by_device_[d].push_back({from, to, k.bytes});
+      }
+      // Back, over the hops in reverse, from the consumer's gradient to the producer's.
+      for (std::size_t j = 0; j <= n; ++j) {
+        const HoldEnd from = j == 0 ? HoldEnd{Kind::grad_end, false, std::size_t(k.consumer_stage)}
+                                    : HoldEnd{Kind::arrival, false, hops[n - j]};
+        const HoldEnd to = j < n ? HoldEnd{Kind::send_end, false, hops[n - 1 - j]}
+                                 : HoldEnd{Kind::grad_end, false, std::size_t(k.producer_stage)};
+        const DeviceId d = j == 0 ? dev[k.consumer_stage] : dev[model.transfers[hops[n - j]].from];
+        by_device_[d].push_back({from, to, k.bytes});
       }
     }
+    // Holds with the same ends are held at the same times: one hold of their bytes. A chain
+    // relaying its skips through every boundary holds them all from one arrival to one send
+    // (pp 64 over 4096 layers: ~1000 skips a device, one hold each way).
+    for (std::vector<SkipHold>& mine : by_device_) {
+      std::sort(mine.begin(), mine.end(), [](const SkipHold& a, const SkipHold& b) {
+        return std::pair(a.from.key(), a.to.key()) < std::pair(b.from.key(), b.to.key());
+      });
+      std::size_t kept = 0;
+      for (std::size_t h = 0; h < mine.size(); ++h) {
+        if (kept > 0 && mine[kept - 1].from.key() == mine[h].from.key() &&
+            mine[kept - 1].to.key() == mine[h].to.key()) {
+          mine[kept - 1].bytes += mine[h].bytes;
+        } else {
+          mine[kept++] = mine[h];
+        }
+      }
+      mine.resize(kept);
+    }
   }
 
-  /// Device d's holds, by skip in model.skips order, then forward before back.
+  /// Device d's holds, one per pair of ends.
   const std::vector<SkipHold>& on(DeviceId d) const { return by_device_[d]; }
 
-  /// When hold h of microbatch m starts and ends.
-  std::pair<double, double> at(const detail::ExecutionEngine& e, const SkipHold& h, int m) const {
-    const SkipPlacement& k = model_.skips[h.placement];
-    const std::vector<std::size_t>& hops = hops_[h.placement];
-    const int n = static_cast<int>(hops.size());
-    if (h.index <= n) {  // forward: hold j from the (j-1)-th arrival to the j-th send
-      const int j = h.index;
-      const double from =
-          j == 0 ? e.forward_end(k.producer_stage, m) : e.arrival(hops[j - 1], m, true);
-      const double to = j < n ? e.send_end(hops[j], m, true) : e.forward_start(k.consumer_stage, m);
-      return {from, to};
-    }
-    const int j = h.index - n - 1;  // back, over the hops in reverse
-    const double from = j == 0 ? e.grad_end(k.consumer_stage, m) : e.arrival(hops[n - j], m, false);
-    const double to =
-        j < n ? e.send_end(hops[n - 1 - j], m, false) : e.grad_end(k.producer_stage, m);
-    return {from, to};
-  }
-
  private:
-  DeviceId holder(std::size_t p, int index) const {
-    const SkipPlacement& k = model_.skips[p];
-    const std::vector<std::size_t>& hops = hops_[p];
-    const int n = static_cast<int>(hops.size());
-    const auto& dev = model_.layout.device;
-    if (index <= n)
-      return index == 0 ? dev[k.producer_stage] : dev[model_.transfers[hops[index - 1]].to];
-    const int j = index - n - 1;
-    return j == 0 ? dev[k.consumer_stage] : dev[model_.transfers[hops[n - j]].from];
-  }
-
-  const PipelineModel& model_;
-  std::vector<std::vector<std::size_t>> hops_;  // [placement]: its transfers, in order
   std::vector<std::vector<SkipHold>> by_device_;
 };
 
 // Per device: the bytes it really holds at its peak (activations in flight and every skip
 // tensor while it sits there, hop by hop), and what the memory rule charges it (residency).
-// One device at a time, so that what is held at once is one device's events: a chain that
-// relays its skips through every stage has skips x hops x microbatches of them in all (pp
-// 512 over 2048 layers: gigabytes).
+// One device at a time, so that what is held at once is one device's events.
+//
+// At one instant, releases happen before allocations (memory freed by an op that ends is
+// available to the op that starts then), so within an instant the total only falls, then
+// rises: the largest total is at an instant's end, and what it is made of does not depend
+// on the order of that instant's events. So the events are sorted by time alone and the
+// peak taken where an instant ends, its first largest total (activations, skip cache).
 void memory_pass(const PipelineModel& model, const detail::ExecutionEngine& e, int M,
                  Timeline& timeline, Peaks peaks) {
   const bool held = peaks == Peaks::held;
@@ -159,40 +197,28 @@ void memory_pass(const PipelineModel& model, const detail::ExecutionEngine& e, i
       const std::int64_t a = model.stages[s].activation_bytes;
       for (int m = 0; m < M; ++m) {
         if (held) {
-          ev.push_back({e.forward_start(s, m), a, false});
-          ev.push_back({e.backward_done(s, m), -a, false});
+          ev.push_back({e.forward_start(s, m), a, 0});
+          ev.push_back({e.backward_done(s, m), -a, 0});
         }
         holds.push_back({s, e.forward_start(s, m), e.backward_done(s, m)});
       }
     }
     if (held) {
-      // Skip by skip, each microbatch's holds on d in turn (the order the events were made
-      // in when every device's were made at once: the stable sort below keeps it).
-      const std::vector<SkipHold>& mine = skip_holds->on(d);
-      for (std::size_t first = 0; first < mine.size();) {
-        std::size_t last = first;
-        while (last < mine.size() && mine[last].placement == mine[first].placement) ++last;
-        const std::int64_t bytes = model.skips[mine[first].placement].bytes;
+      for (const SkipHold& h : skip_holds->on(d)) {
         for (int m = 0; m < M; ++m) {
-          for (std::size_t h = first; h < last; ++h) {
-            const auto [from, to] = skip_holds->at(e, mine[h], m);
-            ev.push_back({from, bytes, true});
-            ev.push_back({to, -bytes, true});
-          }
+          ev.push_back({h.from.at(e, m), 0, h.bytes});
+          ev.push_back({h.to.at(e, m), 0, -h.bytes});
         }
-        first = last;
       }
     }
-    // At one instant, releases happen before allocations: memory freed by an op that ends
-    // is available to the op that starts then.
-    std::stable_sort(ev.begin(), ev.end(), [](const MemEvent& a, const MemEvent& b) {
-      if (a.time != b.time) return a.time < b.time;
-      return a.delta < b.delta;
-    });
+    std::sort(ev.begin(), ev.end(),
+              [](const MemEvent& a, const MemEvent& b) { return a.time < b.time; });
     std::int64_t act = 0, skip = 0, best = -1;
     DeviceTimeline& t = timeline.devices[d];
-    for (const MemEvent& x : ev) {
-      (x.skip ? skip : act) += x.delta;
+    for (std::size_t k = 0; k < ev.size(); ++k) {
+      act += ev[k].activations;
+      skip += ev[k].skips;
+      if (k + 1 < ev.size() && ev[k + 1].time == ev[k].time) continue;  // the instant goes on
       if (act + skip > best) {
         best = act + skip;
         t.peak.activations = act;

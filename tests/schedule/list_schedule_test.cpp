@@ -537,6 +537,39 @@ TEST(Simulate, ARelayedSkipIsHeldHopByHop) {
   }
 }
 
+TEST(Simulate, SkipsSharingAHopAreHeldTogetherAndApartAfter) {
+  // A chain of four one-layer stages (activations 100, 10, 0, 30 bytes), skips of 5 bytes
+  // from layer 0 to layer 3 (a) and to layer 2 (b), both relayed through stage 1; F 1 s
+  // (stage 2: 3 s), B 2 s, free links; GPipe over two microbatches:
+  //   F0 [0,1] [1,2]    F1 [1,2] [2,3]     F2 [2,5] [5,8]      F3 [5,6] [8,9]
+  //   B3 [9,11] [11,13] B2 [11,13] [13,15] B1 [13,15] [15,17]  B0 [15,17] [17,19]
+  // Device 1 holds a and b from one arrival to one send: 10 bytes, m0 [1,2], m1 [2,3], so
+  // 20 + 10 at [2,3) (and again at [13,15) with the gradients: the first is the peak).
+  // Device 2 holds a until it sends it on (m0 [2,5], m1 [3,8]) and b until F2 starts (m1
+  // [3,5)): 0 + 15 at [3,5). Device 0 holds both gradients until B0 ends: 200 + 10 at
+  // [15,17). Device 3 passes everything on at once: 60 + 0.
+  std::vector<test::LayerSpec> layers{
+      {1.0, 10, 100, 1000}, {1.0, 10, 10, 1000}, {1.0, 10, 0, 1000}, {1.0, 10, 30, 1000}};
+  const LayerGraph g = LayerGraph::build(test::make_model(layers, {{0, 3}, {0, 2}}, 5), 0, 1);
+  PipelineModel m = build_pipeline_model(g, sequential_layout({0, 1, 2, 3, 4}, 4),
+                                         SkipRouting::forwarded, test::free_links(4), false);
+  for (StageCost& c : m.stages) {
+    c.forward_s = 1.0;
+    c.backward_s = 2.0;
+  }
+  m.stages[2].forward_s = 3.0;
+  const auto t =
+      simulate(m, gpipe_schedule(m, 2, false), 2, std::vector<MemoryBreakdown>(4), Peaks::held);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  ASSERT_DOUBLE_EQ(t->makespan_s, 19.0);
+  const std::vector<std::pair<std::int64_t, std::int64_t>> want{
+      {200, 10}, {20, 10}, {0, 15}, {60, 0}};
+  for (int d = 0; d < 4; ++d) {
+    EXPECT_EQ(t->devices[d].peak.activations, want[d].first) << "device " << d;
+    EXPECT_EQ(t->devices[d].peak.skip_cache, want[d].second) << "device " << d;
+  }
+}
+
 TEST(ScheduleCheck, NamesEachViolation) {
   const PipelineModel m = one_layer_per_stage({1.0, 1.0}, false, 1000, 0.5);
   const std::vector<MemoryBreakdown> zero(2);
