@@ -217,9 +217,7 @@ std::optional<SequentialDynamicProgram::Found> SequentialDynamicProgram::run(dou
         if (!within(c, bound)) continue;
         const DpValue v =
             detail::extend(prev ? prev->value : DpValue{}, c, objective_, request_.memory_capacity);
-        if (best.start < 0 || detail::better(v, best.value)) {
-          best = Cell{v, a, c};
-        }
+        if (best.start < 0 || detail::better(v, best.value)) best = Cell{v, a, c};
       }
       if (best.start >= 0) ++states;
       table[s][b] = best;

@@ -44,6 +44,7 @@
 #include <new>
 #include <optional>
 #include <queue>
+#include <ranges>
 #include <utility>
 
 #include "partition_dp.hpp"
@@ -63,35 +64,56 @@ using detail::SkipGrid;
 
 constexpr std::size_t kBeamWidth = 512;  // States kept per level by the bounded search.
 
-// The V DP's dense state index, (L + 1)^2 ints, all zero between uses. calloc leaves the
-// pages a DP's band never reaches untouched (at 4096 layers the index is 64 MiB); and as
-// the tuner builds a DP per configuration and partition (84 at 4096 layers tuned), the
-// largest index a thread freed is kept for the next DP to take, each DP zeroing back the
-// cells it set, instead of the kernel faulting in and zeroing the same pages again each
-// time (0.8 of 9 CPU seconds there).
-struct SlotIndex {
-  std::unique_ptr<int[], decltype(&std::free)> cells{nullptr, &std::free};
-  std::size_t size = 0;
-
-  static SlotIndex take(std::size_t size) {
+// The V DP's dense state index: (L + 1)^2 ints, cell (i + 1, j) the state's position in the
+// level being built plus one, zero when it is not there. calloc leaves the pages a DP's
+// band never reaches untouched (at 4096 layers the index is 64 MiB); and as the tuner
+// builds a DP per configuration and partition (84 at 4096 layers tuned), the largest index
+// a thread freed is kept for the next DP, each zeroing back the cells it set (touched_),
+// instead of the kernel faulting in and zeroing the same pages again each time (0.8 of 9
+// CPU seconds there).
+class SlotIndex {
+ public:
+  explicit SlotIndex(std::size_t size) {
     SlotIndex& kept = spare();
-    if (kept.cells && kept.size >= size) return std::exchange(kept, SlotIndex{});
-    SlotIndex fresh;
-    fresh.cells.reset(static_cast<int*>(std::calloc(size, sizeof(int))));
-    if (!fresh.cells) throw std::bad_alloc();
-    fresh.size = size;
-    return fresh;
+    if (kept.cells_ && kept.size_ >= size) {
+      *this = std::move(kept);
+      return;
+    }
+    cells_.reset(static_cast<int*>(std::calloc(size, sizeof(int))));
+    if (!cells_) throw std::bad_alloc();
+    size_ = size;
   }
-  static void give(SlotIndex index) {
+  SlotIndex(SlotIndex&&) = default;
+  SlotIndex& operator=(SlotIndex&&) = default;
+  ~SlotIndex() {
+    if (!cells_) return;  // moved from
+    clear();
     SlotIndex& kept = spare();
-    if (index.cells && index.size >= kept.size) kept = std::move(index);
+    if (&kept != this && size_ >= kept.size_) kept = std::move(*this);
+  }
+
+  int at(std::size_t key) const { return cells_[key]; }
+  /// Sets a cell that is zero (touched_ is noted first, so a cell is never set unnoted).
+  void add(std::size_t key, int value) {
+    touched_.push_back(key);
+    cells_[key] = value;
+  }
+  /// Every cell back to zero.
+  void clear() {
+    for (std::size_t k : touched_) cells_[k] = 0;
+    touched_.clear();
   }
 
  private:
+  SlotIndex() = default;
   static SlotIndex& spare() {
     thread_local SlotIndex kept;
     return kept;
   }
+
+  std::unique_ptr<int[], decltype(&std::free)> cells_{nullptr, &std::free};
+  std::size_t size_ = 0;
+  std::vector<std::size_t> touched_;
 };
 
 class VDynamicProgram {
@@ -104,18 +126,12 @@ class VDynamicProgram {
         local_only_(policy == SkipPolicy::local_only),
         objective_(objective),
         slowest_(detail::slowest_link(request.links)),
-        budget_(request.exact_transition_budget) {
+        budget_(request.exact_transition_budget),
+        slot_(static_cast<std::size_t>(num_layers_ + 1) * (num_layers_ + 1)) {
     build_crossing_tables();
     if (!local_only_) grid_ = SkipGrid::of(num_layers_, request.graph->skip_pairs());
     if (objective_ == Objective::time) load_floor_ = average_load_floor();
-    slot_ = SlotIndex::take(static_cast<std::size_t>(num_layers_ + 1) * (num_layers_ + 1));
   }
-  ~VDynamicProgram() {
-    for (std::size_t k : touched_) slot_.cells[k] = 0;
-    SlotIndex::give(std::move(slot_));
-  }
-  VDynamicProgram(const VDynamicProgram&) = delete;
-  VDynamicProgram& operator=(const VDynamicProgram&) = delete;
 
   using Found = DpFound;
 
@@ -167,8 +183,6 @@ class VDynamicProgram {
   double send(int from, int to, int count, std::int64_t bytes) const {
     return transfer_time(request_.links[from][to], count, bytes);
   }
-  using Skips = SkipGrid::Skips;
-  Skips grid_sum(int pa, int pb, int ca, int cb) const;
   Found reconstruct(const State& last, const DeviceCost& middle, const DpValue& value) const;
 
   const PartitionRequest& request_;
@@ -191,7 +205,6 @@ class VDynamicProgram {
   std::vector<std::vector<State>> levels_;
   // Dense (i+1, j) -> 1 + index in the level being built; 0: not in it.
   SlotIndex slot_;
-  std::vector<std::size_t> touched_;
 };
 
 // One sweep over the layers with a heap of the skips open there (O((L + S) log S); a loop
@@ -218,11 +231,6 @@ void VDynamicProgram::build_crossing_tables() {
     while (!latest_producer.empty() && latest_producer.top().second < j) latest_producer.pop();
     if (!latest_producer.empty()) max_producer_crossing_[j] = latest_producer.top().first;
   }
-}
-
-// Skips (bytes, count) with producer in [pa, pb] and consumer in [ca, cb].
-VDynamicProgram::Skips VDynamicProgram::grid_sum(int pa, int pb, int ca, int cb) const {
-  return grid_->sum(pa, pb, ca, cb);
 }
 
 // Skip bytes one microbatch holds on a device with segments [ea, eb] and [da, db]: every
@@ -252,15 +260,15 @@ std::int64_t VDynamicProgram::held_skip_bytes(int ea, int eb, int da, int db, in
   // that produces no skip has no sum to look up (most devices, with few skips).
   std::int64_t inside = 0;
   int inside_n = 0;
-  auto add = [&](const Skips& s) {
+  auto add = [&](const SkipGrid::Skips& s) {
     inside += s.bytes;
     inside_n += static_cast<int>(s.count);
   };
   if (produced_e > 0) {
-    add(grid_sum(ea, eb, ea, eb));
-    add(grid_sum(ea, eb, da, db));
+    add(grid_->sum(ea, eb, ea, eb));
+    add(grid_->sum(ea, eb, da, db));
   }
-  if (produced_d > 0) add(grid_sum(da, db, da, db));
+  if (produced_d > 0) add(grid_->sum(da, db, da, db));
   *fwd_bytes = produced - inside;
   *fwd_count = produced_n - inside_n;
   *bwd_bytes = consumed - inside;
@@ -343,12 +351,12 @@ bool VDynamicProgram::within(const DeviceCost& c, double bound) const {
                                                           int parent, const DeviceCost& cost) {
   const std::size_t key = static_cast<std::size_t>(i + 1) * (num_layers_ + 1) + j;
   std::vector<State>& states = levels_[level];
-  if (slot_.cells[key] == 0) {
-    touched_.push_back(key);  // first: an index given back is zero where touched_ says
-    slot_.cells[key] = static_cast<int>(states.size()) + 1;
+  const int slot = slot_.at(key);
+  if (slot == 0) {
+    slot_.add(key, static_cast<int>(states.size()) + 1);
     states.push_back(State{i, j, v, parent, cost});
-  } else if (detail::better(v, states[slot_.cells[key] - 1].value)) {
-    states[slot_.cells[key] - 1] = State{i, j, v, parent, cost};
+  } else if (detail::better(v, states[slot - 1].value)) {
+    states[slot - 1] = State{i, j, v, parent, cost};
   }
 }
 
@@ -442,15 +450,8 @@ std::int64_t VDynamicProgram::count_transitions(int d, const State& from, double
   for_each_encoder_end(d, from, bound, 0.0, [&](int, double compute_e, int j2_min, int j2_hi) {
     auto over = [&](int j2) { return compute_e + p.compute_in(j2, j - 1) > bound; };
     if (low < 0) {
-      int a = 0, b = j;
-      while (a < b) {
-        const int mid = a + (b - a) / 2;
-        if (over(mid))
-          a = mid + 1;
-        else
-          b = mid;
-      }
-      low = a;
+      const auto starts = std::views::iota(0, j);
+      low = static_cast<int>(std::ranges::partition_point(starts, over) - starts.begin());
     }
     while (low < j && over(low)) ++low;
     const int first = std::max(j2_min, low);
@@ -664,8 +665,7 @@ std::optional<VDynamicProgram::Found> VDynamicProgram::run_once(double bound) {
   levels_[0].push_back(State{-1, num_layers_, DpValue{}, -1, DeviceCost{}});
   int states = 1;
   for (int d = 0; d + 1 < pp_; ++d) {
-    for (std::size_t k : touched_) slot_.cells[k] = 0;
-    touched_.clear();
+    slot_.clear();
     if (!bounded_ && level_over_budget(d, bound)) {
       over_budget_ = true;
       return std::nullopt;

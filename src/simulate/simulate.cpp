@@ -97,6 +97,8 @@ struct HoldEnd {
 struct SkipHold {
   HoldEnd from, to;
   std::int64_t bytes;
+
+  auto ends() const { return std::pair(from.key(), to.key()); }
 };
 
 class SkipHolds {
@@ -150,13 +152,11 @@ class SkipHolds {
     // relaying its skips through every boundary holds them all from one arrival to one send
     // (pp 64 over 4096 layers: ~1000 skips a device, one hold each way).
     for (std::vector<SkipHold>& mine : by_device_) {
-      std::sort(mine.begin(), mine.end(), [](const SkipHold& a, const SkipHold& b) {
-        return std::pair(a.from.key(), a.to.key()) < std::pair(b.from.key(), b.to.key());
-      });
+      std::sort(mine.begin(), mine.end(),
+                [](const SkipHold& a, const SkipHold& b) { return a.ends() < b.ends(); });
       std::size_t kept = 0;
       for (std::size_t h = 0; h < mine.size(); ++h) {
-        if (kept > 0 && mine[kept - 1].from.key() == mine[h].from.key() &&
-            mine[kept - 1].to.key() == mine[h].to.key()) {
+        if (kept > 0 && mine[kept - 1].ends() == mine[h].ends()) {
           mine[kept - 1].bytes += mine[h].bytes;
         } else {
           mine[kept++] = mine[h];
