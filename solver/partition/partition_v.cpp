@@ -44,7 +44,6 @@
 #include <new>
 #include <optional>
 #include <queue>
-#include <ranges>
 #include <utility>
 
 #include "partition_dp.hpp"
@@ -449,9 +448,16 @@ std::int64_t VDynamicProgram::count_transitions(int d, const State& from, double
   std::int64_t n = 0;
   for_each_encoder_end(d, from, bound, 0.0, [&](int, double compute_e, int j2_min, int j2_hi) {
     auto over = [&](int j2) { return compute_e + p.compute_in(j2, j - 1) > bound; };
-    if (low < 0) {
-      const auto starts = std::views::iota(0, j);
-      low = static_cast<int>(std::ranges::partition_point(starts, over) - starts.begin());
+    if (low < 0) {  // (std::ranges over an iota view does not build with clang 14)
+      int a = 0, b = j;
+      while (a < b) {
+        const int mid = a + (b - a) / 2;
+        if (over(mid))
+          a = mid + 1;
+        else
+          b = mid;
+      }
+      low = a;
     }
     while (low < j && over(low)) ++low;
     const int first = std::max(j2_min, low);
