@@ -1,9 +1,10 @@
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <stdexcept>
-#include <tuple>
+#include <utility>
 
 #include "pulse/cost/memory.hpp"
 #include "pulse/schedule/list_schedule.hpp"
@@ -51,8 +52,29 @@ ListPolicy ListPolicy::forward_first(int num_stages) {
 namespace {
 
 // Candidate order: earliest start, then the policy's rank, then the oldest microbatch, then
-// the later stage, then the lower device.
-using Key = std::tuple<double, int, int, int, int>;
+// the later stage, then the lower device. The four after the start are packed into one
+// word, 16 bits each, most significant first, so that a comparison is a double's and an
+// integer's (the tournament and each device's best compare keys at every step).
+struct Key {
+  double at;
+  std::uint64_t order;
+
+  Key(double start, int rank, const Op& op, DeviceId d)
+      : at(start),
+        order(static_cast<std::uint64_t>(rank + kRankOffset) << 48 |
+              static_cast<std::uint64_t>(op.mb) << 32 |
+              static_cast<std::uint64_t>(kField - 1 - op.stage) << 16 |
+              static_cast<std::uint64_t>(d)) {}
+  friend bool operator<(const Key& a, const Key& b) {
+    return a.at < b.at || (a.at == b.at && a.order < b.order);
+  }
+
+  // Each field's range: the limits (base/limits.hpp) keep microbatches, stages and devices
+  // below 2^16, and ListScheduler checks them (check_key_fields) with the ranks.
+  static constexpr std::int64_t kField = std::int64_t{1} << 16;
+  static constexpr int kRankOffset = 1 << 15;
+  static bool fits(int rank) { return rank >= -kRankOffset && rank < kRankOffset; }
+};
 
 int rank_of(const ListPolicy& p, const Op& op) {
   switch (op.kind) {
@@ -121,6 +143,7 @@ class ListScheduler {
         checked_(model.num_devices(), 0),
         out_of_(model.layout.num_stages()),
         into_(model.layout.num_stages()) {
+    check_key_fields();
     init_inputs();
     while (leaves_ < model.num_devices()) leaves_ *= 2;
     winner_.assign(2 * static_cast<std::size_t>(leaves_), -1);
@@ -162,7 +185,7 @@ class ListScheduler {
       if (d < 0) throw std::logic_error("list_schedule: no operation is ready (deadlock)");
       const Op op = best_[d]->second;
       // The key's time is ready_at's (nothing on d or its inputs moved since it was computed).
-      const TimedOp ran = engine_.execute_at(op, std::get<0>(best_[d]->first));
+      const TimedOp ran = engine_.execute_at(op, best_[d]->first.at);
       makespan = std::max(makespan, ran.busy_until_s);
       if (!(ran.end_s > ran.start_s)) zero_length_ = true;
       if (may_stop && cannot_end_before(stop->at, ran.busy_until_s, left[d] -= compute(op))) {
@@ -192,6 +215,21 @@ class ListScheduler {
   };
 
   double compute(const Op& op) const { return engine_.compute_time(op); }
+
+  // Every key's fields within their 16 bits (Key).
+  void check_key_fields() const {
+    const auto field = [](std::int64_t n) { return n >= 0 && n < Key::kField; };
+    if (!field(num_microbatches_) || !field(model_.layout.num_stages()) ||
+        !field(model_.num_devices())) {
+      throw std::invalid_argument("list_schedule: 2^16 or more microbatches, stages or devices");
+    }
+    for (const std::vector<int>* ranks :
+         {&policy_.forward_rank, &policy_.backward_rank, &policy_.weight_rank}) {
+      for (int rank : *ranks) {
+        if (!Key::fits(rank)) throw std::invalid_argument("list_schedule: a rank beyond +-2^15");
+      }
+    }
+  }
 
   // Per device: the compute of every op it runs (ListStop).
   std::vector<double> compute_left() const {
@@ -223,10 +261,11 @@ class ListScheduler {
     const bool keep = policy_.active || record_ties_;
     if (keep) kept.clear();
     const double free = engine_.device_free(d);
-    auto consider = [&](const Op& op) {
+    // Inlined: GCC kept it a call per candidate, about 5% of a tuned plan's time.
+    auto consider = [&](const Op& op) __attribute__((always_inline)) {
       const double ready = ready_of(free, op);
       if (std::isnan(ready)) return;
-      const Key key{ready, rank_of(policy_, op), op.mb, -op.stage, d};
+      const Key key(ready, rank_of(policy_, op), op, d);
       if (keep) kept.push_back({key, op});
       if (!best_[d] || key < best_[d]->first) best_[d] = {key, op};
     };
@@ -240,8 +279,7 @@ class ListScheduler {
       if (split_ && next_w_[s] < next_b_[s]) consider(Op{OpKind::backward_weight, s, next_w_[s]});
     }
     if (policy_.active && best_[d]) prefer_by_rank(d);
-    if (record_ties_ && best_[d] && kept.size() > 1)
-      record_ties(kept, std::get<0>(best_[d]->first));
+    if (record_ties_ && best_[d] && kept.size() > 1) record_ties(kept, best_[d]->first.at);
     replay_match(d);
   }
 
@@ -265,12 +303,12 @@ class ListScheduler {
       return;
     }
     if (op.kind == OpKind::forward && !room(e, op.stage)) return;
-    const Key key{ready_of(engine_.device_free(e), op), rank_of(policy_, op), op.mb, -op.stage, e};
+    const Key key(ready_of(engine_.device_free(e), op), rank_of(policy_, op), op, e);
     if (record_ties_) {
       std::vector<std::pair<Key, Op>>& listed = listed_[e];
-      if (best_[e] && std::get<0>(key) == std::get<0>(best_[e]->first)) {
+      if (best_[e] && key.at == best_[e]->first.at) {
         for (const auto& c : listed) {
-          if (std::get<0>(c.first) == std::get<0>(key)) record_pair(c.second, op);
+          if (c.first.at == key.at) record_pair(c.second, op);
         }
       }
       listed.push_back({key, op});
@@ -285,9 +323,9 @@ class ListScheduler {
   // at (see ListTies).
   void record_ties(const std::vector<std::pair<Key, Op>>& candidates, double first) {
     for (std::size_t i = 0; i < candidates.size(); ++i) {
-      if (std::get<0>(candidates[i].first) != first) continue;
+      if (candidates[i].first.at != first) continue;
       for (std::size_t j = i + 1; j < candidates.size(); ++j) {
-        if (std::get<0>(candidates[j].first) != first) continue;
+        if (candidates[j].first.at != first) continue;
         record_pair(candidates[i].second, candidates[j].second);
       }
     }
@@ -433,12 +471,12 @@ class ListScheduler {
   // ends competes by rank, oldest microbatch, later stage; the winner may wait for an input
   // still on its way rather than let a lower-ranked op take the device.
   void prefer_by_rank(DeviceId d) {
-    const double first_end = std::get<0>(best_[d]->first) + engine_.compute_time(best_[d]->second);
+    const double first_end = best_[d]->first.at + engine_.compute_time(best_[d]->second);
     for (const auto& c : candidates_) {
-      if (std::get<0>(c.first) >= first_end) continue;
-      const auto order = [](const Key& k) {
-        return std::tuple(std::get<1>(k), std::get<2>(k), std::get<3>(k), std::get<0>(k));
-      };
+      if (c.first.at >= first_end) continue;
+      // Rank, microbatch, stage (the packed order: its device field is d's in both), then
+      // the start.
+      const auto order = [](const Key& k) { return std::pair(k.order, k.at); };
       if (order(c.first) < order(best_[d]->first)) best_[d] = c;
     }
   }

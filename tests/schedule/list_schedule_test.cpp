@@ -7,6 +7,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 
 #include "pulse/schedule/list_schedule.hpp"
@@ -97,6 +98,21 @@ TEST(ListSchedule, ChainReproducesOneFOneB) {
       for (int s = 0; s < P; ++s) EXPECT_LE(t.devices[s].max_inflight, std::min(M, P - s));
     }
   }
+}
+
+TEST(ListSchedule, RanksBeyondTheKeysFieldAreRefused) {
+  // A candidate's rank, microbatch, stage and device share one 64-bit word, 16 bits each:
+  // a rank outside [-2^15, 2^15) would wrap into its neighbours' bits, so it is refused.
+  const PipelineModel m = one_layer_per_stage({0.001, 0.002}, false, 1e30, 0);
+  ListPolicy p = ListPolicy::backward_first(2);
+  p.forward_rank[1] = (1 << 15) - 1;
+  p.backward_rank[0] = -(1 << 15);
+  EXPECT_NO_THROW(list_schedule(m, 3, {2, 2}, false, p));
+  p.forward_rank[1] = 1 << 15;
+  EXPECT_THROW(list_schedule(m, 3, {2, 2}, false, p), std::invalid_argument);
+  p.forward_rank[1] = 0;
+  p.backward_rank[0] = -(1 << 15) - 1;
+  EXPECT_THROW(list_schedule(m, 3, {2, 2}, false, p), std::invalid_argument);
 }
 
 TEST(ListSchedule, SingleDeviceRunsEverythingBackToBack) {
