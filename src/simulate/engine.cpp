@@ -18,19 +18,23 @@ ExecutionEngine::ExecutionEngine(const PipelineModel& model, int num_microbatche
   out_of_.assign(S, {});
   into_.assign(S, {});
   for (std::size_t t = 0; t < model.transfers.size(); ++t) {
-    out_of_[model.transfers[t].from].push_back(t);
-    into_[model.transfers[t].to].push_back(t);
+    const Transfer& x = model.transfers[t];
+    out_of_[x.from].push_back(t);
+    into_[x.to].push_back(t);
+    hops_.push_back(
+        {model.layout.device[x.from], model.layout.device[x.to], x.forward_s, x.backward_s});
   }
-  device_free_.assign(model.num_devices(), 0.0);
-  sends_.assign(model.num_devices(), {});
-  link_free_.assign(model.num_devices(), std::vector<double>(model.num_devices(), 0.0));
+  const std::size_t P = model.num_devices();
+  device_free_.assign(P, 0.0);
+  sends_.assign(P, {});
+  link_free_.assign(P * P, 0.0);
   const std::size_t n = static_cast<std::size_t>(S) * num_microbatches_;
   f_start_.assign(n, kNotYet);
   f_end_.assign(n, kNotYet);
   g_end_.assign(n, kNotYet);
   w_end_.assign(n, kNotYet);
   const std::size_t T = model.transfers.size();
-  for (auto* v : {&fwd_send_end_, &bwd_send_end_, &fwd_arrival_, &bwd_arrival_}) {
+  for (auto* v : {&fwd_arrival_, &bwd_arrival_}) {
     v->assign(T * num_microbatches_, kNotYet);
   }
 }
@@ -105,17 +109,19 @@ std::optional<double> ExecutionEngine::ready_time(const Op& op) const {
 double ExecutionEngine::send_all(DeviceId d, double t, const std::vector<std::size_t>& transfers,
                                  int m, bool forward) {
   double busy = t;
+  const bool overlap = model_.overlap_comm;
+  double* const links = &link_free_[static_cast<std::size_t>(d) * model_.num_devices()];
+  std::vector<double>& arrivals = forward ? fwd_arrival_ : bwd_arrival_;
   for (std::size_t tr : transfers) {
-    const Transfer& x = model_.transfers[tr];
-    const DeviceId to = model_.layout.device[forward ? x.to : x.from];
-    double& link = link_free_[d][to];
-    const double start = model_.overlap_comm ? std::max(t, link) : std::max(busy, link);
+    const Hop& x = hops_[tr];
+    const DeviceId to = forward ? x.to_device : x.from_device;
+    double& link = links[to];
+    const double start = overlap ? std::max(t, link) : std::max(busy, link);
     const double end = start + (forward ? x.forward_s : x.backward_s);
     link = end;
-    (forward ? fwd_send_end_ : bwd_send_end_)[tidx(tr, m)] = end;
-    (forward ? fwd_arrival_ : bwd_arrival_)[tidx(tr, m)] = end;
+    arrivals[tidx(tr, m)] = end;
     if (record_sends_) sends_[d].push_back(TimedSend{tr, m, forward, to, start, end});
-    if (!model_.overlap_comm) busy = end;
+    if (!overlap) busy = end;
   }
   return busy;
 }

@@ -53,8 +53,10 @@ class ExecutionEngine {
   double grad_end(StageId s, int m) const { return g_end_[idx(s, m)]; }
   /// When (s, m) releases its activations: end of B, or of W.
   double backward_done(StageId s, int m) const { return w_end_[idx(s, m)]; }
+  /// A send ends when it arrives (a transfer's time is its latency and its bytes on the
+  /// link, cost_model.hpp): the two are one record.
   double send_end(std::size_t transfer, int m, bool forward) const {
-    return (forward ? fwd_send_end_ : bwd_send_end_)[tidx(transfer, m)];
+    return arrival(transfer, m, forward);
   }
   double arrival(std::size_t transfer, int m, bool forward) const {
     return (forward ? fwd_arrival_ : bwd_arrival_)[tidx(transfer, m)];
@@ -70,17 +72,24 @@ class ExecutionEngine {
   double send_all(DeviceId d, double t, const std::vector<std::size_t>& transfers, int m,
                   bool forward);
 
+  // What a send needs of its transfer, packed (Transfer also carries its bytes and skips).
+  struct Hop {
+    DeviceId from_device, to_device;
+    double forward_s, backward_s;
+  };
+
   const PipelineModel& model_;
   int num_microbatches_;
   bool record_sends_;
   std::vector<std::vector<TimedSend>> sends_;     // per sending device
   std::vector<std::vector<std::size_t>> out_of_;  // [stage]: transfers with from == stage
   std::vector<std::vector<std::size_t>> into_;    // [stage]: transfers with to == stage
+  std::vector<Hop> hops_;                         // [transfer]
   std::vector<double> device_free_;
-  std::vector<std::vector<double>> link_free_;  // [from device][to device]
+  std::vector<double> link_free_;  // [from device * devices + to device]
   std::vector<double> f_start_, f_end_, g_end_, w_end_;
   // [transfer * M + microbatch]
-  std::vector<double> fwd_send_end_, bwd_send_end_, fwd_arrival_, bwd_arrival_;
+  std::vector<double> fwd_arrival_, bwd_arrival_;
 };
 
 }  // namespace pulse::detail
