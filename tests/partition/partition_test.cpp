@@ -326,6 +326,9 @@ TEST_P(BruteForceAgreement, VAndSequentialMatchExhaustiveSearch) {
         ASSERT_EQ(got.found(), expected.objective >= 0) << "sequential, trial " << trial;
         if (got.found()) {
           EXPECT_NEAR(got.result.objective_s, expected.objective, 1e-12);
+          // The floor the ladder starts from is under the optimum (else the runs up to the
+          // optimum's would be left out for nothing: a later one finds the same).
+          EXPECT_LE(got.result.send_floor_s, expected.objective * (1 + 1e-12));
           const PipelineModel m =
               build_pipeline_model(g, got.result.layout, routing, r.links, r.overlap_comm);
           EXPECT_EQ(got.result.device_memory_bytes, test::memory_bound(m, r));
@@ -526,6 +529,26 @@ TEST(PartitionSequential, RelaysSkipsThroughEveryBoundary) {
   // messages of 1 ms latency: 6 + 0.6 + 2 = 8.6 ms.
   EXPECT_NEAR(out.result.objective_s, 0.006 + 0.0006 + 0.002, 1e-12);
   EXPECT_EQ(out.result.bytes_per_microbatch, 1200);
+}
+
+TEST(PartitionSequential, SendsLiftTheFloorAboveTheComputeBound) {
+  // Six layers of 1 + 2 ms, skips 0->5, 1->4, 2->3 of 500 bytes relayed, pp 3, links of
+  // 1e6 B/s and 1 ms a message. The cut after layer b sends the output (100 bytes) and the
+  // n skips crossing it: (1 + n) ms + (100 + 500 n) / 1e6 s, n = 1, 2, 3, 2, 1 for b = 0..4:
+  // 2.6, 4.1, 5.6, 4.1, 2.6 ms. The stage holding layer 2 costs at least 3 + 5.6 = 8.6 ms
+  // if it ends there, 6 + 4.1 = 10.1 ms at layer 3, and its compute alone is past 8.6 ms
+  // beyond: the floor is 8.6 ms, above the compute bound (18 / 3 = 6 ms). The optimum,
+  // [0, 1], [2, 3], [4, 5]: the middle stage pays 6 ms and both its cuts' sends, 14.2 ms.
+  const ModelProfile model =
+      test::make_model({{}, {}, {}, {}, {}, {}}, {{0, 5}, {1, 4}, {2, 3}}, 500);
+  const LayerGraph g = LayerGraph::build(model, 0, 1);
+  const auto r = request_for(g, 3, test::uniform_links(3, 1e6, 1e-3));
+  const PartitionAnswer out = partition_sequential(r);
+  ASSERT_TRUE(out.found());
+  EXPECT_NEAR(out.result.send_floor_s, 0.0086, 1e-12);
+  EXPECT_NEAR(out.result.lower_bound_s, 0.006, 1e-12);  // the plan's bound: compute alone
+  EXPECT_NEAR(out.result.objective_s, 0.0142, 1e-12);
+  EXPECT_EQ(out.result.layout.first_layer, (std::vector<LayerId>{0, 2, 4, 6}));
 }
 
 TEST(PartitionV, ReleasingOneSkipBeatsTheLocalVByHand) {

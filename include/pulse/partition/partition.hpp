@@ -98,6 +98,10 @@ struct PartitionResult {
   /// partition_v: the most transitions one exact DP run examined on the way to this answer
   /// (each run's count, as exact_transition_budget limits it). Not in the plan.
   std::int64_t exact_transitions = 0;
+  /// partition_sequential, the time objective: a floor under the largest device load of any
+  /// partition with its sends (send_floor in partition_sequential.cpp); the ladder of
+  /// bounds starts at it. Not in the plan.
+  double send_floor_s = 0;
 };
 
 /// What a partition search found.
