@@ -86,6 +86,8 @@ class SequentialDynamicProgram {
   /// Stage s's forward send at the cut after layer b (output, relayed skips, carried
   /// tensors: one message each), whatever its first layer; 0 for the last stage.
   double forward_send(int s, int b, std::int64_t* bytes = nullptr) const;
+  /// The same send at the cut after layer b (b < L - 1) on `link`.
+  double forward_send_on(const LinkClass& link, int b, std::int64_t* bytes = nullptr) const;
   double upper_value(int s, int b, const std::vector<std::vector<Cell>>& table, double bound) const;
   /// Stage s taking layers [a, b].
   DeviceCost cost(int s, int a, int b) const;
@@ -123,11 +125,15 @@ double SequentialDynamicProgram::direct_sends(int a, int b, std::int64_t inside,
 
 double SequentialDynamicProgram::forward_send(int s, int b, std::int64_t* bytes) const {
   if (s + 1 >= pp_) return 0.0;
+  return forward_send_on(request_.links[s][s + 1], b, bytes);
+}
+
+double SequentialDynamicProgram::forward_send_on(const LinkClass& link, int b,
+                                                 std::int64_t* bytes) const {
   const LayerPrefix& p = prefix_;
   const std::int64_t sent = p.output[b] + live_bytes_[b] + p.carried_bytes_upto[b + 1];
   if (bytes) *bytes = sent;
-  return transfer_time(request_.links[s][s + 1], 1 + live_count_[b] + p.carried_count_upto[b + 1],
-                       sent);
+  return transfer_time(link, 1 + live_count_[b] + p.carried_count_upto[b + 1], sent);
 }
 
 DeviceCost SequentialDynamicProgram::cost(int s, int a, int b) const {
@@ -179,12 +185,7 @@ double SequentialDynamicProgram::send_floor() const {
         std::max(fastest.bandwidth_bytes_per_s, link.bandwidth_bytes_per_s);
     fastest.latency_s = std::min(fastest.latency_s, link.latency_s);
   }
-  const LayerPrefix& p = prefix_;
-  const auto send_at = [&](int b) {  // a forward send at the cut after b, on `fastest`
-    if (b == L - 1) return 0.0;
-    return transfer_time(fastest, 1 + live_count_[b] + p.carried_count_upto[b + 1],
-                         p.output[b] + live_bytes_[b] + p.carried_bytes_upto[b + 1]);
-  };
+  const auto send_at = [&](int b) { return b == L - 1 ? 0.0 : forward_send_on(fastest, b); };
   // The layers m tried: 16 evenly spaced, and the one before the cut that sends the most (a
   // stage through it either sends that much or runs on past it). Any m gives a floor.
   int busiest = 0;
@@ -201,7 +202,7 @@ double SequentialDynamicProgram::send_floor() const {
   for (int m : layers) {
     double least = std::numeric_limits<double>::infinity();
     for (int b = m; b < L; ++b) {
-      const double compute = p.compute_in(m, b);
+      const double compute = prefix_.compute_in(m, b);
       if (compute >= least) break;  // the load only grows with the compute from here
       least = std::min(least, device_load(compute, send_at(b), request_.overlap_comm));
     }
