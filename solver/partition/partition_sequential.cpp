@@ -88,6 +88,9 @@ class SequentialDynamicProgram {
   double forward_send(int s, int b, std::int64_t* bytes = nullptr) const;
   /// The same send at the cut after layer b (b < L - 1) on `link`.
   double forward_send_on(const LinkClass& link, int b, std::int64_t* bytes = nullptr) const;
+  /// Stage s's backward send (gradients of its input, relayed skips and carried tensors) at
+  /// the cut before its first layer a, whatever its last; 0 for the first stage.
+  double backward_send(int s, int a, std::int64_t* bytes = nullptr) const;
   double upper_value(int s, int b, const std::vector<std::vector<Cell>>& table, double bound) const;
   /// Stage s taking layers [a, b].
   DeviceCost cost(int s, int a, int b) const;
@@ -136,6 +139,15 @@ double SequentialDynamicProgram::forward_send_on(const LinkClass& link, int b,
   return transfer_time(link, 1 + live_count_[b] + p.carried_count_upto[b + 1], sent);
 }
 
+double SequentialDynamicProgram::backward_send(int s, int a, std::int64_t* bytes) const {
+  if (s == 0) return 0.0;
+  const LayerPrefix& p = prefix_;
+  const std::int64_t sent = p.output[a - 1] + live_bytes_[a - 1] + p.carried_grad_bytes_upto[a];
+  if (bytes) *bytes = sent;
+  return transfer_time(request_.links[s][s - 1],
+                       1 + live_count_[a - 1] + p.carried_grad_count_upto[a], sent);
+}
+
 DeviceCost SequentialDynamicProgram::cost(int s, int a, int b) const {
   const detail::SkipGrid::Skips in = grid_->sum(a, b, a, b);  // skips with both ends in it
   const std::int64_t inside = in.bytes;
@@ -151,9 +163,8 @@ DeviceCost SequentialDynamicProgram::cost(int s, int a, int b) const {
     relayed += live_bytes_[b];
   }
   if (s > 0) {
-    const std::int64_t bytes = p.output[a - 1] + live_bytes_[a - 1] + p.carried_grad_bytes_upto[a];
-    sends += transfer_time(request_.links[s][s - 1],
-                           1 + live_count_[a - 1] + p.carried_grad_count_upto[a], bytes);
+    std::int64_t bytes = 0;
+    sends += backward_send(s, a, &bytes);
     c.bytes += bytes;
     relayed += live_bytes_[a - 1];
   }
@@ -240,7 +251,12 @@ std::optional<SequentialDynamicProgram::Found> SequentialDynamicProgram::run(dou
   // table[s][b]: best value with stages 0..s covering layers [0, b].
   std::vector<std::vector<Cell>> table(pp_, std::vector<Cell>(num_layers_));
   int states = 0;
+  // back[a]: stage s's backward send when its first layer is a (time objective only).
+  std::vector<double> back(num_layers_, 0.0);
   for (int s = 0; s < pp_; ++s) {
+    if (time) {
+      for (int a = s; a <= num_layers_ - pp_ + s; ++a) back[a] = backward_send(s, a);
+    }
     // Stage s ends at b in [s, L - P + s]: each later stage needs a layer.
     for (int b = s; b <= num_layers_ - pp_ + s; ++b) {
       if (s == pp_ - 1 && b != num_layers_ - 1) continue;
@@ -261,6 +277,15 @@ std::optional<SequentialDynamicProgram::Found> SequentialDynamicProgram::run(dou
         // Worse than a start the cell can take, beyond the ties better() allows: never this
         // cell's best, nor in the way of the one that is (upper_value).
         if (prev && prev->value.primary > skip_above) continue;
+        if (time) {
+          // The stage's load with both its sends, the same sum cost() forms (direct routing
+          // only adds to it): over the bound, or past the best start as above, and cost()
+          // need not run.
+          const double load =
+              device_load(prefix_.compute_in(a, b), forward + back[a], request_.overlap_comm);
+          if (load > bound) continue;
+          if (best.start >= 0 && load > best.value.primary * (1 + 2e-12)) continue;
+        }
         const DeviceCost c = cost(s, a, b);
         if (!within(c, bound)) continue;
         const DpValue v =
