@@ -70,7 +70,15 @@ class Search {
   static constexpr int kActiveCandidates = 3;
 
   bool out_of_budget() const {
-    return best_.evaluations + reserve_ >= in_.max_evaluations || (in_.expired && in_.expired());
+    return best_.evaluations + reserve_ >= in_.max_evaluations || (in_.expired && in_.expired()) ||
+           at_bound();
+  }
+
+  // Whether no candidate can be kept any more: one is kept only if shorter than the best by a
+  // relative 1e-12 (offer), and none is shorter than in_.stop_at. The margin, half that tie,
+  // leaves room for the bound's own rounding (its sums run in another order than a replay's).
+  bool at_bound() const {
+    return best_.found && !in_.seen && best_.makespan_s * (1 - 1e-12) <= in_.stop_at * (1 - 5e-13);
   }
 
   // Giffler and Thompson's active rule (ListPolicy::active) on the best policy, and on both

@@ -25,6 +25,9 @@ struct SearchInput {
   std::function<bool(const Schedule&)> fits;
   /// Optional: shown every list schedule scored, kept or not.
   std::function<void(const Schedule&)> seen;
+  /// A lower bound on the makespan of every schedule the search can score (0: none known).
+  /// Once the best is at it, nothing later could be kept, and the search ends.
+  double stop_at = 0;
 };
 
 struct SearchResult {

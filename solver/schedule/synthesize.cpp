@@ -255,6 +255,7 @@ struct Search {
   Best& best;
   ScheduleAnswer& a;
   bool out_of_time = false;
+  double known_bound_s = 0;  // a bound on every schedule here from the caller (synthesize)
 
   bool at_bound() const { return best.timeline.makespan_s <= a.lower_bound_s * (1 + 1e-9); }
   bool go_on() const { return !out_of_time && !deadline.expired() && !at_bound(); }
@@ -283,9 +284,13 @@ struct Search {
                                {}};
   }
 
+  // The policy search at the request's room, which ends once its best is at the bound
+  // (nothing after could be kept); not the ladder's, whose rooms the bound is not for.
   void list_policies() {
     if (!go_on()) return;
-    const detail::SearchResult found = detail::search_list_schedules(*r.model, list_input(mem));
+    detail::SearchInput in = list_input(mem);
+    in.stop_at = std::max(a.lower_bound_s, known_bound_s);
+    const detail::SearchResult found = detail::search_list_schedules(*r.model, in);
     a.list_evaluations = found.evaluations;
     if (found.found) best.offer(found.schedule, r, mem, "list-search");
   }
@@ -400,7 +405,8 @@ struct Search {
   }
 };
 
-Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound);
+Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound,
+                                  double known_bound_s = 0);
 
 // The one-machine relaxations' bound under the memory rule (lower_bound.hpp), from the job's
 // memo when it has it: it depends on the model, the split, M and the room alone.
@@ -422,7 +428,7 @@ double memory_bound(const ScheduleRequest& r, const Memory& mem, const detail::O
 // would search); nullopt when nothing fits it or no time is left.
 std::optional<ScheduleAnswer> at_budget(const ScheduleRequest& r, std::int64_t budget,
                                         const Deadline& deadline, ScheduleAnswer& a,
-                                        bool full = false) {
+                                        bool full = false, double known_bound_s = 0) {
   ScheduleRequest sub = r;
   sub.activation_budget = budget;
   sub.memory_curve_points = 0;
@@ -440,7 +446,7 @@ std::optional<ScheduleAnswer> at_budget(const ScheduleRequest& r, std::int64_t b
     a.status = SolveStatus::time_limit;
     return std::nullopt;
   }
-  auto found = synthesize(sub, false);
+  auto found = synthesize(sub, false, known_bound_s);
   if (!found) return std::nullopt;
   if (found->status == SolveStatus::time_limit) a.status = SolveStatus::time_limit;
   a.list_evaluations += found->list_evaluations;
@@ -494,16 +500,16 @@ void trim_and_curve(const ScheduleRequest& r, const Deadline& deadline, Schedule
   }
 }
 
-// Whether no schedule within `budget` bytes of activations can be as short as `makespan_s`:
-// the bound the synthesis certifies with (lower_bound.hpp), at that budget's room, is
-// longer beyond better()'s tie.
-bool bound_rules_out(const ScheduleRequest& r, std::int64_t budget, double makespan_s,
-                     const detail::OpGraph& graph) {
+// The bound the synthesis certifies with (lower_bound.hpp) at `budget` bytes of activations
+// per device: no schedule within that budget is shorter. 0 where that budget leaves no room
+// (the synthesis says so itself, at once).
+double bound_at_budget(const ScheduleRequest& r, std::int64_t budget,
+                       const detail::OpGraph& graph) {
   ScheduleRequest at = r;
   at.activation_budget = budget;
   const Memory mem = memory_of(at);
-  if (!check_room(at, mem)) return false;  // the synthesis says so itself, at once
-  return compare(memory_bound(at, mem, &graph), makespan_s) > 0;
+  if (!check_room(at, mem)) return 0;
+  return memory_bound(at, mem, &graph);
 }
 
 // A budget narrows the search to other schedules, and sometimes to a faster one (SD2 at 512
@@ -516,15 +522,20 @@ void probe_smaller_budget(const ScheduleRequest& r, const Deadline& deadline, Sc
                           const detail::OpGraph& graph) {
   if (a.peak_activation_bytes <= 0) return;
   const std::int64_t budget = a.peak_activation_bytes * 3 / 4;
-  if (deadline.left() > 0 && bound_rules_out(r, budget, a.timeline.makespan_s, graph)) return;
-  auto smaller = at_budget(r, budget, deadline, a, true);
+  // A schedule within the smaller budget is one within the request's too, so the answer's
+  // bound holds there as well as that budget's own. Past better()'s tie beyond the
+  // answer, the probe is not run; otherwise its policy search ends at the bound, which
+  // changes nothing that search finds (policy_search.hpp, SearchInput::stop_at).
+  const double bound = deadline.left() > 0 ? bound_at_budget(r, budget, graph) : 0.0;
+  if (compare(bound, a.timeline.makespan_s) > 0) return;
+  auto smaller = at_budget(r, budget, deadline, a, true, std::max(bound, a.lower_bound_s));
   if (smaller && better(smaller->timeline, a.timeline, r.allreduce_s))
     adopt(a, std::move(*smaller));
 }
 
 // The synthesis; without the bound (the memory curve's points need only the makespan), no
 // schedule is proven optimal and every search runs to its budget.
-Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound) {
+Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound, double known_bound_s) {
   const Deadline deadline(r.max_seconds);
   const Memory mem = memory_of(r);
   if (auto room = check_room(r, mem); !room) return room.error();
@@ -542,7 +553,7 @@ Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound) {
   const detail::OpGraph graph = detail::build_op_graph(*r.model, r.split_backward);
   if (with_bound) a.lower_bound_s = memory_bound(r, mem, &graph);
   if (r.family != ScheduleFamily::synthesized) return fixed_schedule(r, mem, best, a);
-  Search search{r, mem, deadline, best, a, r.max_seconds <= 0};
+  Search search{r, mem, deadline, best, a, r.max_seconds <= 0, known_bound_s};
   if (search.ladder_applies()) {
     search.ladder();
   } else {

@@ -10,6 +10,7 @@
 #include "schedule/exact_ilp.hpp"
 #include "schedule/lower_bound.hpp"
 #include "schedule/op_graph.hpp"
+#include "schedule/policy_search.hpp"
 #include "support/test_support.hpp"
 
 namespace pulse {
@@ -83,6 +84,52 @@ TEST(ScheduleSearch, TinyEvaluationBudgets) {
     const ScheduleAnswer a = solve(r);
     EXPECT_LE(a.list_evaluations, budget);
   }
+}
+
+TEST(ScheduleSearch, APolicySearchEndsAtItsBoundWithTheSameSchedule) {
+  // The policy search keeps a candidate only if it is shorter than its best, so once the
+  // best is at a bound on every candidate nothing after it could be kept: with the best
+  // plain run's makespan as that bound, the search ends sooner with the same schedule. A
+  // "bound" the best never reaches (below it) changes nothing, nor does one given to a
+  // search that shows every schedule (`seen`). With memory no limit (every in-flight count
+  // safe), every candidate is one the plain run also scored, so its makespan is a bound.
+  int sooner = 0, cases = 0;
+  for (const std::vector<double>& forward :
+       {std::vector<double>{1, 2, 3, 1}, {2, 1, 1, 1, 1, 3}, {1, 3, 2, 2, 1, 1}}) {
+    const PipelineModel m = pipeline(forward, true, 1e3);
+    for (const int M : {4, 8}) {
+      detail::SearchInput in;
+      in.num_microbatches = M;
+      in.memory_cap.assign(m.num_devices(), M);
+      in.safe_cap.assign(m.num_devices(), M);
+      in.free_bytes.assign(m.num_devices(), std::int64_t{1} << 40);
+      in.max_evaluations = 120;
+      const detail::SearchResult plain = detail::search_list_schedules(m, in);
+      ASSERT_TRUE(plain.found);
+      const std::string what = std::to_string(forward.size()) + " stages, M " + std::to_string(M);
+      ++cases;
+
+      in.stop_at = plain.makespan_s;
+      const detail::SearchResult at = detail::search_list_schedules(m, in);
+      EXPECT_EQ(at.makespan_s, plain.makespan_s) << what;
+      EXPECT_EQ(at.schedule.device_ops, plain.schedule.device_ops) << what;
+      EXPECT_LE(at.evaluations, plain.evaluations) << what;
+      sooner += at.evaluations < plain.evaluations ? 1 : 0;
+
+      in.stop_at = plain.makespan_s * (1 - 1e-6);
+      const detail::SearchResult below = detail::search_list_schedules(m, in);
+      EXPECT_EQ(below.evaluations, plain.evaluations) << what;
+      EXPECT_EQ(below.schedule.device_ops, plain.schedule.device_ops) << what;
+
+      in.stop_at = plain.makespan_s;
+      int shown = 0;
+      in.seen = [&shown](const Schedule&) { ++shown; };
+      const detail::SearchResult seen = detail::search_list_schedules(m, in);
+      EXPECT_EQ(seen.evaluations, plain.evaluations) << what;
+      EXPECT_GT(shown, 0) << what;
+    }
+  }
+  EXPECT_GT(sooner, 0) << "of " << cases;
 }
 
 TEST(ScheduleIlp, ExactModelFindsWhatTheListSearchMisses) {
