@@ -367,11 +367,22 @@ class ListScheduler {
 
   // ready_at without re-reading inputs: each op's inputs are counted as they are produced
   // (deliver_outputs), so a candidate's input time is known the moment its last input is
-  // there. max is exact and order-free, so the time is inputs_ready's to the bit.
+  // there. max is exact and order-free, so the time is inputs_ready's to the bit. `op` is
+  // the next op of its stage and kind (every candidate is), whose time head_ keeps: one
+  // read of a small table, where the inputs' table (3 S M entries) missed the cache.
   double ready_of(double device_free, const Op& op) const {
-    const Inputs& in = inputs_[slot(op.kind, op.stage, op.mb)];
-    if (in.missing > 0) return detail::kNotYet;
-    return std::max(device_free, in.at);
+    const double at = head_[static_cast<std::size_t>(op.stage) * 3 + kind_slot(op.kind)];
+    if (std::isnan(at)) return detail::kNotYet;
+    return std::max(device_free, at);
+  }
+
+  // head_ for stage s's ops of kind slot k, whose next is microbatch `next`.
+  void set_head(StageId s, int k, int next) {
+    double& head = head_[static_cast<std::size_t>(s) * 3 + k];
+    head = detail::kNotYet;
+    if (next >= num_microbatches_) return;
+    const Inputs& in = inputs_[(static_cast<std::size_t>(s) * 3 + k) * num_microbatches_ + next];
+    if (in.missing == 0) head = in.at;
   }
 
   static int kind_slot(OpKind k) {
@@ -402,6 +413,10 @@ class ListScheduler {
         inputs_[slot(OpKind::backward_weight, s, m)].missing = 1;
       }
     }
+    head_.assign(static_cast<std::size_t>(S) * 3, detail::kNotYet);
+    for (StageId s = 0; s < S; ++s) {
+      for (int k = 0; k < 3; ++k) set_head(s, k, 0);
+    }
   }
 
   bool same_device(StageId a, StageId b) const {
@@ -422,7 +437,9 @@ class ListScheduler {
                      : k == OpKind::backward_weight ? next_w_[s]
                                                     : next_b_[s];
     const DeviceId e = model_.layout.device[s];
-    if (m != next || e == ran_on) return;
+    if (m != next) return;
+    head_[static_cast<std::size_t>(s) * 3 + kind_slot(k)] = in.at;
+    if (e == ran_on) return;
     const OpKind kind = k == OpKind::backward && split_ ? OpKind::backward_input : k;
     add_candidate(e, Op{kind, s, m}, dirty);
   }
@@ -499,6 +516,8 @@ class ListScheduler {
     } else {
       ++next_b_[s];
     }
+    const int k = kind_slot(op.kind);
+    set_head(s, k, k == 0 ? next_f_[s] : k == 2 ? next_w_[s] : next_b_[s]);
     if (last) {
       --open_[s];
       if (s == q.admitting) --q.inflight;
@@ -528,6 +547,9 @@ class ListScheduler {
     int missing = 0;
   };
   std::vector<Inputs> inputs_;
+  // [stage * 3 + kind slot]: when the next op of that stage and kind has its inputs, or
+  // kNotYet while one is missing (or none is left).
+  std::vector<double> head_;
   std::vector<std::vector<std::size_t>> out_of_, into_;  // [stage]: transfers from / to it
   int leaves_ = 1;
   std::vector<DeviceId> winner_;  // the tournament: [1] the root, [leaves_ + d] device d
