@@ -5,6 +5,7 @@ that one past each limit is refused (exit 2) at once. Prints a Markdown table.
 
   scripts/limits_bench.py [--binary build/pulse-plan] [--only SUBSTR,...] [--repeat N]
                           [--tuned-sweep [--per-device 1,2,4,...,64]]
+                          [--names "NAME;NAME..."] [--against OLD [--rounds N]]
 
 Models are synthetic UNet-shaped chains with nested skips (unet() below), written to a
 temporary directory, or the shipped profiles; clusters are shipped profiles or synthetic
@@ -14,6 +15,10 @@ peak memory is its peak resident set. --repeat N plans the small fixed configura
 times and counts distinct plans and safety-limit warnings. --tuned-sweep adds every shipped
 model x cluster, tuned, at each of the given samples per device (global batch = that x
 the cluster's devices). A case past --cpu-limit is stopped by SIGXCPU (exit -24).
+--names picks cases by their whole names (';' between them: names contain commas, which
+--only splits on). --against OLD makes it an A/B in one run: each case is planned with OLD
+then with --binary, --rounds times over, and the table gives both mean CPU times, their
+ratio, and whether the last two plans are the same bytes (with the same exit code).
 """
 
 import argparse
@@ -177,6 +182,25 @@ def row(binary, name, cpu_target, mib_target, args):
     return met == "yes"
 
 
+def ab_row(old, new, rounds, name, cpu_target, args):
+    """One case planned with `old` then `new`, `rounds` times over: mean CPU s of each."""
+    times = {old: [], new: []}
+    last = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(rounds):
+            for i, b in enumerate((old, new)):
+                out = pathlib.Path(tmp) / f"{i}.json"
+                out.unlink(missing_ok=True)
+                code, cpu, _, _, _ = run(b, args, str(out))
+                times[b].append(cpu)
+                last[b] = (code, out.read_bytes() if out.exists() else b"")
+    o, n = (sum(times[b]) / rounds for b in (old, new))
+    each = " / ".join(" ".join(f"{t:.2f}" for t in times[b]) for b in (old, new))
+    same = "same" if last[old] == last[new] else "differ"
+    print(f"| {name} | {cpu_target} | {last[new][0]} | {o:.2f} | {n:.2f} | {n / o:.2f} | "
+          f"{same} | {each} |", flush=True)
+
+
 def repeat(binary, n):
     """Plans the small fixed configuration n times: distinct plans, safety-limit warnings,
     the largest CPU time."""
@@ -206,6 +230,12 @@ def main():
     ap.add_argument("--per-device", default="1,2,4,8,16,32,64")
     ap.add_argument("--cpu-limit", type=int, default=120,
                     help="CPU seconds after which a case is stopped (SIGXCPU: exit -24)")
+    ap.add_argument("--names", default="",
+                    help="cases whose whole name is one of these (';'-separated)")
+    ap.add_argument("--against", metavar="OLD",
+                    help="an A/B: plan each case with OLD, then with --binary, alternating")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="with --against: plans per binary and case (the table gives means)")
     a = ap.parse_args()
     CPU_LIMIT[0] = a.cpu_limit
     ok = True
@@ -213,10 +243,20 @@ def main():
         todo = cases(tmp)
         if a.tuned_sweep:
             todo += list(sweep([int(k) for k in a.per_device.split(",")]))
-        print("| case | exit | CPU s | wall s | peak memory | target | met | first stderr line |")
-        print("|---|---:|---:|---:|---:|---|---|---|")
+        names = [n for n in a.names.split(";") if n]
+        if a.against:
+            print("| case | target CPU s | exit | CPU s, OLD | CPU s, new | ratio | plan | each run |")
+            print("|---|---:|---:|---:|---:|---:|---|---|")
+        else:
+            print("| case | exit | CPU s | wall s | peak memory | target | met | first stderr line |")
+            print("|---|---:|---:|---:|---:|---|---|---|")
         for name, cpu_target, mib_target, args in todo:
-            if any(part in name for part in a.only.split(",")):
+            picked = name in names if names else any(p in name for p in a.only.split(","))
+            if not picked:
+                continue
+            if a.against:
+                ab_row(a.against, a.binary, a.rounds, name, cpu_target, args)
+            else:
                 ok = row(a.binary, name, cpu_target, mib_target, args) and ok
     if a.repeat:
         ok = repeat(a.binary, a.repeat) and ok
