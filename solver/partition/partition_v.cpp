@@ -38,10 +38,8 @@
 // and the result says so (PartitionResult::exact).
 
 #include <algorithm>
-#include <cstdlib>
 #include <limits>
 #include <memory>
-#include <new>
 #include <optional>
 #include <queue>
 #include <utility>
@@ -49,6 +47,7 @@
 #include "partition_dp.hpp"
 #include "pulse/base/limits.hpp"
 #include "pulse/partition/partition.hpp"
+#include "slot_index.hpp"
 
 namespace pulse {
 
@@ -60,60 +59,9 @@ using detail::DpValue;
 using detail::LayerPrefix;
 using detail::Objective;
 using detail::SkipGrid;
+using detail::SlotIndex;
 
 constexpr std::size_t kBeamWidth = 512;  // States kept per level by the bounded search.
-
-// The V DP's dense state index: (L + 1)^2 ints, cell (i + 1, j) the state's position in the
-// level being built plus one, zero when it is not there. calloc leaves the pages a DP's
-// band never reaches untouched (at 4096 layers the index is 64 MiB); and as the tuner
-// builds a DP per configuration and partition (84 at 4096 layers tuned), the largest index
-// a thread freed is kept for the next DP, each zeroing back the cells it set (touched_),
-// instead of the kernel faulting in and zeroing the same pages again each time (0.8 of 9
-// CPU seconds there).
-class SlotIndex {
- public:
-  explicit SlotIndex(std::size_t size) {
-    SlotIndex& kept = spare();
-    if (kept.cells_ && kept.size_ >= size) {
-      *this = std::move(kept);
-      return;
-    }
-    cells_.reset(static_cast<int*>(std::calloc(size, sizeof(int))));
-    if (!cells_) throw std::bad_alloc();
-    size_ = size;
-  }
-  SlotIndex(SlotIndex&&) = default;
-  SlotIndex& operator=(SlotIndex&&) = default;
-  ~SlotIndex() {
-    if (!cells_) return;  // moved from
-    clear();
-    SlotIndex& kept = spare();
-    if (&kept != this && size_ >= kept.size_) kept = std::move(*this);
-  }
-
-  int at(std::size_t key) const { return cells_[key]; }
-  /// Sets a cell that is zero (touched_ is noted first, so a cell is never set unnoted).
-  void add(std::size_t key, int value) {
-    touched_.push_back(key);
-    cells_[key] = value;
-  }
-  /// Every cell back to zero.
-  void clear() {
-    for (std::size_t k : touched_) cells_[k] = 0;
-    touched_.clear();
-  }
-
- private:
-  SlotIndex() = default;
-  static SlotIndex& spare() {
-    thread_local SlotIndex kept;
-    return kept;
-  }
-
-  std::unique_ptr<int[], decltype(&std::free)> cells_{nullptr, &std::free};
-  std::size_t size_ = 0;
-  std::vector<std::size_t> touched_;
-};
 
 class VDynamicProgram {
  public:
