@@ -121,7 +121,11 @@ class VDynamicProgram {
   std::optional<DeviceCost> edge(const Step& step, int j2) const;
   void take(const Step& step, int j2, const DeviceCost& cost);
   void relax(int level, int i, int j, const DpValue& v, int parent, const DeviceCost& cost);
-  DeviceCost side_cost(int d, int i, int j, int i2, int j2) const;
+  /// Device d's cost for E = [i+1, i2] and D = [j2, j-1]. Where even the fewest skip sends
+  /// the segments' ends allow put its load over `load_cap`, only that lower load is set
+  /// (the skips inside are not summed): the device is over any bound at or below the cap.
+  DeviceCost side_cost(int d, int i, int j, int i2, int j2,
+                       double load_cap = std::numeric_limits<double>::infinity()) const;
   DeviceCost middle_cost(int i, int j) const;
   bool within(const DeviceCost& c, double bound) const;
   std::int64_t held_skip_bytes(int ea, int eb, int da, int db, int* fwd_count,
@@ -224,7 +228,7 @@ std::int64_t VDynamicProgram::held_skip_bytes(int ea, int eb, int da, int db, in
 }
 
 // Device d < P-1 takes E = [i+1, i2] and D = [j2, j-1].
-DeviceCost VDynamicProgram::side_cost(int d, int i, int j, int i2, int j2) const {
+DeviceCost VDynamicProgram::side_cost(int d, int i, int j, int i2, int j2, double load_cap) const {
   const LayerPrefix& p = prefix_;
   DeviceCost c;
   double sends = 0;
@@ -246,6 +250,33 @@ DeviceCost VDynamicProgram::side_cost(int d, int i, int j, int i2, int j2) const
     add(d - 1, 1 + p.carried_grad_count_upto[i + 1],
         p.output[i] + p.carried_grad_bytes_upto[i + 1]);
   }
+  const double compute = p.compute_in(i + 1, i2) + p.compute_in(j2, j - 1);
+  if (!local_only_ && p.skip_count_by_producer.back() > 0 &&
+      load_cap < std::numeric_limits<double>::infinity()) {
+    // The skips with both ends here are at most the fewer of those produced and those
+    // consumed here (by count and by bytes), so at least the difference is sent, one way
+    // or the other, on the slowest link: the sum below with fewer messages and bytes in
+    // each term, never more (the same order of operations; each step is monotone).
+    const auto& pc = p.skip_count_by_producer;
+    const auto& cc = p.skip_count_by_consumer;
+    const auto& pb = p.skip_bytes_by_producer;
+    const auto& cb = p.skip_bytes_by_consumer;
+    const int produced_n = pc[i2 + 1] - pc[i + 1] + pc[j] - pc[j2];
+    const int consumed_n = cc[i2 + 1] - cc[i + 1] + cc[j] - cc[j2];
+    const std::int64_t produced = pb[i2 + 1] - pb[i + 1] + pb[j] - pb[j2];
+    const std::int64_t consumed = cb[i2 + 1] - cb[i + 1] + cb[j] - cb[j2];
+    const int both_n = std::min(produced_n, consumed_n);
+    const std::int64_t both = std::min(produced, consumed);
+    const double least =
+        device_load(compute,
+                    sends + (transfer_time(slowest_, produced_n - both_n, produced - both) +
+                             transfer_time(slowest_, consumed_n - both_n, consumed - both)),
+                    request_.overlap_comm);
+    if (least > load_cap) {
+      c.load = least;
+      return c;
+    }
+  }
   int fwd_n = 0, bwd_n = 0;
   std::int64_t fwd_b = 0, bwd_b = 0;
   const std::int64_t held = held_skip_bytes(i + 1, i2, j2, j - 1, &fwd_n, &fwd_b, &bwd_n, &bwd_b);
@@ -253,8 +284,7 @@ DeviceCost VDynamicProgram::side_cost(int d, int i, int j, int i2, int j2) const
     sends += transfer_time(slowest_, fwd_n, fwd_b) + transfer_time(slowest_, bwd_n, bwd_b);
     c.bytes += fwd_b + bwd_b;
   }
-  c.load =
-      device_load(p.compute_in(i + 1, i2) + p.compute_in(j2, j - 1), sends, request_.overlap_comm);
+  c.load = device_load(compute, sends, request_.overlap_comm);
   const std::int64_t params = p.params_in(i + 1, i2) + p.params_in(j2, j - 1);
   const std::int64_t act = p.activation_in(i + 1, i2) + p.activation_in(j2, j - 1);
   c.memory = memory_bound(request_.memory, params, request_.dp, request_.inflight[d], act + held);
@@ -316,7 +346,8 @@ bool VDynamicProgram::within(const DeviceCost& c, double bound) const {
                                                                               int j2) const {
   const int i = step.i, j = step.j, i2 = step.i2;
   if (local_only_ && max_producer_crossing_[j2] > i2) return std::nullopt;
-  const DeviceCost cost = side_cost(step.d, i, j, i2, j2);
+  const DeviceCost cost = side_cost(
+      step.d, i, j, i2, j2, step.time ? step.bound : std::numeric_limits<double>::infinity());
   if (!within(cost, step.bound)) return std::nullopt;
   const double rest_static =
       step.spp * static_cast<double>(prefix_.params_in(i2 + 1, j2 - 1)) - step.rest;
