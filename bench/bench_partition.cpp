@@ -109,7 +109,7 @@ PartitionRequest request_for(const LayerGraph& g, int P) {
   PartitionRequest r;
   r.graph = &g;
   r.pp = P;
-  r.links.assign(P, std::vector<LinkClass>(P, LinkClass{"L", 2e10, 1e-5}));
+  r.links = PipelineLinks(P, LinkClass{"L", 2e10, 1e-5});
   r.memory_capacity = std::int64_t{32} << 30;
   r.inflight.assign(P, 1);
   return r;

@@ -8,12 +8,8 @@ Status validate_request(const PartitionRequest& r) {
   if (r.graph == nullptr) return usage_error("partition: no layer graph");
   if (r.pp < 1) return usage_error(fmt::format("partition: pp must be at least 1, got {}", r.pp));
   if (static_cast<int>(r.links.size()) != r.pp) {
-    return usage_error(fmt::format("partition: {} rows of links for pp {}", r.links.size(), r.pp));
-  }
-  for (const auto& row : r.links) {
-    if (static_cast<int>(row.size()) != r.pp) {
-      return usage_error(fmt::format("partition: a row of {} links for pp {}", row.size(), r.pp));
-    }
+    return usage_error(
+        fmt::format("partition: links among {} devices for pp {}", r.links.size(), r.pp));
   }
   if (static_cast<int>(r.inflight.size()) != r.pp) {
     return usage_error(

@@ -59,31 +59,19 @@ double LayerPrefix::load_lower_bound(int pp) const {
 
 LinkClass slowest_link(const PipelineLinks& links) {
   LinkClass worst{"slowest", std::numeric_limits<double>::infinity(), 0.0};
-  for (std::size_t a = 0; a < links.size(); ++a) {
-    for (std::size_t b = 0; b < links.size(); ++b) {
-      if (a == b) continue;
-      worst.bandwidth_bytes_per_s =
-          std::min(worst.bandwidth_bytes_per_s, links[a][b].bandwidth_bytes_per_s);
-      worst.latency_s = std::max(worst.latency_s, links[a][b].latency_s);
-    }
+  for (const LinkClass& link : links.classes_between_devices()) {
+    worst.bandwidth_bytes_per_s = std::min(worst.bandwidth_bytes_per_s, link.bandwidth_bytes_per_s);
+    worst.latency_s = std::max(worst.latency_s, link.latency_s);
   }
   return worst;
 }
 
 bool links_uniform(const PipelineLinks& links) {
-  const LinkClass* first = nullptr;
-  for (std::size_t a = 0; a < links.size(); ++a) {
-    for (std::size_t b = 0; b < links.size(); ++b) {
-      if (a == b) continue;
-      if (!first) {
-        first = &links[a][b];
-      } else if (links[a][b].bandwidth_bytes_per_s != first->bandwidth_bytes_per_s ||
-                 links[a][b].latency_s != first->latency_s) {
-        return false;
-      }
-    }
-  }
-  return true;
+  const std::vector<LinkClass> classes = links.classes_between_devices();
+  return std::all_of(classes.begin(), classes.end(), [&](const LinkClass& link) {
+    return link.bandwidth_bytes_per_s == classes.front().bandwidth_bytes_per_s &&
+           link.latency_s == classes.front().latency_s;
+  });
 }
 
 bool SkipGrid::built_from(int layers, const std::vector<SkipPair>& pairs) const {

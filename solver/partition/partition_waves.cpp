@@ -23,14 +23,14 @@ PartitionRequest level_request(const PartitionRequest& r) {
   v.waves = 1;
   v.memory_capacity = r.memory_capacity / k;
   const LinkClass same_device{"self", std::numeric_limits<double>::infinity(), 0.0};
-  v.links.assign(levels, std::vector<LinkClass>(levels, same_device));
+  v.links = PipelineLinks(levels, same_device);
   v.inflight.assign(levels, 1);
   for (int a = 0; a < levels; ++a) {
     const DeviceId da = wave_device(a, r.pp);
     v.inflight[a] = r.inflight[da];
     for (int b = 0; b < levels; ++b) {
       const DeviceId db = wave_device(b, r.pp);
-      if (da != db) v.links[a][b] = r.links[da][db];
+      if (da != db) v.links.set(a, b, r.links.at(da, db));
     }
   }
   return v;

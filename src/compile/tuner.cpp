@@ -202,7 +202,7 @@ std::string smallest_shortfall(const CompileInputs& in) {
     PartitionRequest r;
     r.graph = &g;
     r.pp = p;
-    r.links = PipelineLinks(p, std::vector<LinkClass>(p, LinkClass{"any", 1e30, 0}));
+    r.links = PipelineLinks(p, LinkClass{"any", 1e30, 0});
     r.memory_capacity = cluster.usable_memory();
     r.memory = o.memory;
     r.dp = std::max(1, cluster.num_devices() / p);

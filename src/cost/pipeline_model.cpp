@@ -235,10 +235,10 @@ void round_to_quantum(PipelineModel& model) {
 PipelineLinks pipeline_links(const ClusterProfile& cluster, const std::vector<RankId>& ranks) {
   const std::size_t n = ranks.size();
   const LinkClass self{"self", std::numeric_limits<double>::infinity(), 0.0};
-  PipelineLinks links(n, std::vector<LinkClass>(n, self));
+  PipelineLinks links(n, self);
   for (std::size_t a = 0; a < n; ++a) {
     for (std::size_t b = 0; b < n; ++b) {
-      if (a != b) links[a][b] = cluster.link(ranks[a], ranks[b]);
+      if (a != b) links.set(a, b, cluster.link(ranks[a], ranks[b]));
     }
   }
   return links;

@@ -220,11 +220,11 @@ void Rebuild::links() {
     return;
   }
   // Only the names matter here (traffic by link class); the plan states the times.
-  model_.links.assign(P, std::vector<LinkClass>(P, LinkClass{"self", 0, 0}));
+  model_.links = PipelineLinks(P, LinkClass{"self", 0, 0});
   for (const PlanTransfer& pt : plan_.transfers) {
     const DeviceId a = model_.layout.device[pt.from_stage], b = model_.layout.device[pt.to_stage];
-    model_.links[a][b].name = pt.forward_link.value_or(kUnnamedLink);
-    model_.links[b][a].name = pt.backward_link.value_or(kUnnamedLink);
+    model_.links.set(a, b, LinkClass{pt.forward_link.value_or(kUnnamedLink), 0, 0});
+    model_.links.set(b, a, LinkClass{pt.backward_link.value_or(kUnnamedLink), 0, 0});
   }
 }
 

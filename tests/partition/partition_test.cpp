@@ -202,7 +202,7 @@ TEST(PartitionV, LoadFloorKeepsTheBoundThatFindsTheOptimum) {
   // skipped 12.6 ms (one over the true floor) would answer that.
   const ModelProfile model = test::make_model(std::vector<test::LayerSpec>(6), {});
   const LayerGraph g = LayerGraph::build(model, 0, 1);
-  const PipelineLinks slow(2, std::vector<LinkClass>(2, LinkClass{"slow", 1e30, 0.0015}));
+  const PipelineLinks slow(2, LinkClass{"slow", 1e30, 0.0015});
   auto r = request_for(g, 2, slow);
   r.exact_transition_budget = 0;
   const PartitionAnswer out = partition_v(r, SkipPolicy::allow_nonlocal);

@@ -165,6 +165,15 @@ TEST(ScheduleMemo, AFullSynthesisAndItsSmallerBudgetShareTheStaircase) {
 
 using Flip = std::function<void(ScheduleRequest&, PipelineModel&)>;
 
+// Changes the model's link from device 0 to 1. The table is shared with the key the memo
+// kept, so this also checks that a change to one copy leaves the other as it was.
+template <class Change>
+void relink(PipelineModel& m, Change change) {
+  LinkClass link = m.links.at(0, 1);
+  change(link);
+  m.links.set(0, 1, link);
+}
+
 // One flip per field of the request and of the pipeline model (and of what it holds).
 std::vector<std::pair<std::string, Flip>> request_flips() {
   return {
@@ -215,9 +224,10 @@ std::vector<std::pair<std::string, Flip>> request_flips() {
       {"skips.consumer_stage", [](auto&, auto& m) { --m.skips[0].consumer_stage; }},
       {"skips.local", [](auto&, auto& m) { m.skips[0].local = !m.skips[0].local; }},
       {"skips.bytes", [](auto&, auto& m) { ++m.skips[0].bytes; }},
-      {"links.name", [](auto&, auto& m) { m.links[0][1].name = "other"; }},
-      {"links.bandwidth", [](auto&, auto& m) { m.links[0][1].bandwidth_bytes_per_s *= 2; }},
-      {"links.latency", [](auto&, auto& m) { m.links[0][1].latency_s *= 2; }},
+      {"links.name", [](auto&, auto& m) { relink(m, [](LinkClass& l) { l.name = "other"; }); }},
+      {"links.bandwidth",
+       [](auto&, auto& m) { relink(m, [](LinkClass& l) { l.bandwidth_bytes_per_s *= 2; }); }},
+      {"links.latency", [](auto&, auto& m) { relink(m, [](LinkClass& l) { l.latency_s *= 2; }); }},
   };
 }
 

@@ -63,7 +63,7 @@ ModelProfile make_model(const std::vector<LayerSpec>& layers,
 }
 
 PipelineLinks uniform_links(int pp, double bandwidth, double latency) {
-  return PipelineLinks(pp, std::vector<LinkClass>(pp, LinkClass{"L", bandwidth, latency}));
+  return PipelineLinks(pp, LinkClass{"L", bandwidth, latency});
 }
 
 PipelineLinks free_links(int pp) {

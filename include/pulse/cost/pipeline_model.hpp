@@ -7,13 +7,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "pulse/cost/pipeline_links.hpp"
 #include "pulse/graph/layer_graph.hpp"
 #include "pulse/profile/profile.hpp"
 
 namespace pulse {
-
-/// Link classes between the devices of one pipeline, [from][to]; the diagonal is unused.
-using PipelineLinks = std::vector<std::vector<LinkClass>>;
 
 /// How a skip tensor reaches a consumer on another device.
 enum class SkipRouting {
