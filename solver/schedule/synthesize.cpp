@@ -224,23 +224,6 @@ Status check_room(const ScheduleRequest& r, const Memory& mem) {
   return Ok{};
 }
 
-// The published V families as seeds (two-stage V layouts with a split backward): ZB-V at
-// its own room or, where the device's is smaller, at that; V-Half, V-Min; each kept only if
-// within memory.
-void offer_families(const ScheduleRequest& r, const Memory& mem, Best& best) {
-  if (!r.split_backward || !is_two_stage_v(r.model->layout)) return;
-  const int M = r.num_microbatches;
-  std::vector<std::int64_t> room = zbv_room(*r.model);
-  for (std::size_t d = 0; d < room.size(); ++d) room[d] = std::min(room[d], mem.room[d]);
-  PublishedRequest request{r.model, M, true, std::move(room)};
-  for (PublishedSchedule f :
-       {PublishedSchedule::zb_v, PublishedSchedule::v_half, PublishedSchedule::v_min}) {
-    if (auto s = published_schedule(f, request)) {
-      best.offer(std::move(*s), r, mem, published_schedule_name(f));
-    }
-  }
-}
-
 // The order search's replays: large instances get fewer (replays cost in proportion to
 // the ops).
 int order_budget(const ScheduleRequest& r, const detail::OpGraph& graph) {
@@ -533,6 +516,37 @@ void probe_smaller_budget(const ScheduleRequest& r, const Deadline& deadline, Sc
     adopt(a, std::move(*smaller));
 }
 
+// The published V orders a plan's certificate sets beside it (plan/certificate.hpp):
+// PyTorch's ZBVZeroBubble and DeepSeek's DualPipeV, with the request's split of the backward
+// (without one, each I a whole backward and the W ops dropped). Where one is within memory
+// and faster than the answer the searches found (its makespan, else its iteration; one as
+// fast that holds less is left), it replaces the answer, so no plan is behind a published
+// schedule its certificate lists. Without a split backward they were in no pool the
+// searches start from: flux1-dev-1024 on dgx-h200-4n at pp 4 x dp 8 planned 6.4438 s where
+// ZBVZeroBubble's order ran 6.4318 s. Offered as seeds before the searches, they moved the
+// answer's peak and with it the probe at 3/4 of it, and SD2 at 512 px on a DGX-1 planned
+// 0.6846 s where it plans 0.6651 s: so after the searches and the probe. Not once the
+// CPU-time limit has passed (the answer is then the searches' so far).
+void adopt_published(const ScheduleRequest& r, const Memory& mem, const Deadline& deadline,
+                     ScheduleAnswer& a) {
+  if (!is_two_stage_v(r.model->layout) || deadline.expired()) return;
+  const PublishedRequest request{r.model, r.num_microbatches, r.split_backward};
+  for (PublishedSchedule f : {PublishedSchedule::zbv_zero_bubble, PublishedSchedule::dualpipev}) {
+    auto s = published_schedule(f, request);
+    if (!s) continue;
+    auto t = simulate(*r.model, *s, r.num_microbatches, r.static_bytes, Peaks::rule_only);
+    if (!t || !mem.fits(*t)) continue;
+    const int makespan = compare(t->makespan_s, a.timeline.makespan_s);
+    const int iteration_c =
+        compare(iteration(*t, r.allreduce_s), iteration(a.timeline, r.allreduce_s));
+    if (makespan > 0 || (makespan == 0 && iteration_c >= 0)) continue;
+    Best published{std::move(*s), std::move(*t), published_schedule_name(f), true};
+    adopt(published, a);
+    if (a.status == SolveStatus::heuristic) a.status = SolveStatus::feasible;
+    if (a.makespan_s <= a.lower_bound_s * (1 + 1e-9)) a.status = SolveStatus::optimal;
+  }
+}
+
 // The synthesis; without the bound (the memory curve's points need only the makespan), no
 // schedule is proven optimal and every search runs to its budget.
 Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound, double known_bound_s) {
@@ -557,13 +571,13 @@ Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound, dou
   if (search.ladder_applies()) {
     search.ladder();
   } else {
-    if (!search.out_of_time) offer_families(r, mem, best);
     search.list_policies();
     search.orders(graph);
   }
   search.exact(graph);
   search.finish();
   if (with_bound && r.probe_smaller_budget) probe_smaller_budget(r, deadline, a, graph);
+  adopt_published(r, mem, deadline, a);
   trim_and_curve(r, deadline, a, false);
   return a;
 }
