@@ -88,6 +88,9 @@ TEST(ProcessGuards, AnEndingSignalRemovesTemporaries) {
   for (int signal : {SIGTERM, SIGINT, SIGHUP, SIGUSR1}) {
     const std::string dir = temp_dir();
     const int status = in_child([&] {
+      // The default action, as a shell's foreground job has it (a background job of a
+      // script inherits SIGINT ignored, which the guards keep: the next test).
+      std::signal(signal, SIG_DFL);
       install_process_guards();
       std::string name = dir + "/.plan.json.tmp-XXXXXX";
       if (temporaries::create(name) < 0) return 10;
@@ -99,6 +102,24 @@ TEST(ProcessGuards, AnEndingSignalRemovesTemporaries) {
     EXPECT_EQ(entries(dir), 0u) << "signal " << signal;
     fs::remove_all(dir);
   }
+}
+
+// A signal ignored when the process starts (nohup, a script's background job) stays
+// ignored: the guards do not make it end the process.
+TEST(ProcessGuards, ASignalIgnoredAtStartStaysIgnored) {
+  const std::string dir = temp_dir();
+  const int status = in_child([&] {
+    std::signal(SIGINT, SIG_IGN);
+    install_process_guards();
+    std::string name = dir + "/.plan.json.tmp-XXXXXX";
+    if (temporaries::create(name) < 0) return 10;
+    std::raise(SIGINT);
+    return 11;
+  });
+  ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 11);
+  EXPECT_EQ(entries(dir), 1u);  // the child ended without the guards' cleanup
+  fs::remove_all(dir);
 }
 
 // SIGPIPE is ignored: a reader that went away is a write error (EPIPE), and finish_stdout
