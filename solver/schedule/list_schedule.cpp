@@ -332,8 +332,8 @@ class ListScheduler {
   }
 
   void record_pair(const Op& a, const Op& b) {
-    const std::uint64_t sa = static_cast<std::uint64_t>(a.stage) * 3 + kind_slot(a.kind);
-    const std::uint64_t sb = static_cast<std::uint64_t>(b.stage) * 3 + kind_slot(b.kind);
+    const std::uint64_t sa = stream(a.stage, kind_slot(a.kind));
+    const std::uint64_t sb = stream(b.stage, kind_slot(b.kind));
     const bool a_first = std::pair(a.mb, -a.stage) < std::pair(b.mb, -b.stage);
     pairs_.insert(sa < sb ? (sa << 33 | sb << 1 | (a_first ? 1 : 0))
                           : (sb << 33 | sa << 1 | (a_first ? 0 : 1)));
@@ -371,25 +371,33 @@ class ListScheduler {
   // the next op of its stage and kind (every candidate is), whose time head_ keeps: one
   // read of a small table, where the inputs' table (3 S M entries) missed the cache.
   double ready_of(double device_free, const Op& op) const {
-    const double at = head_[static_cast<std::size_t>(op.stage) * 3 + kind_slot(op.kind)];
+    const double at = head_[stream(op.stage, kind_slot(op.kind))];
     if (std::isnan(at)) return detail::kNotYet;
     return std::max(device_free, at);
   }
 
-  // head_ for stage s's ops of kind slot k, whose next is microbatch `next`.
-  void set_head(StageId s, int k, int next) {
-    double& head = head_[static_cast<std::size_t>(s) * 3 + k];
+  // head_ for stage s's ops of kind slot k, from the microbatch it runs next.
+  void set_head(StageId s, int k) {
+    double& head = head_[stream(s, k)];
     head = detail::kNotYet;
+    const int next = next_of(s, k);
     if (next >= num_microbatches_) return;
-    const Inputs& in = inputs_[(static_cast<std::size_t>(s) * 3 + k) * num_microbatches_ + next];
+    const Inputs& in = inputs_[stream(s, k) * num_microbatches_ + next];
     if (in.missing == 0) head = in.at;
   }
 
+  // Ops by kind slot: 0 forward, 1 backward or backward_input, 2 backward_weight.
   static int kind_slot(OpKind k) {
     return k == OpKind::forward ? 0 : k == OpKind::backward_weight ? 2 : 1;
   }
+  // Stage s's ops of kind slot k, one stream: its entry of head_, and of inputs_ times M.
+  static std::size_t stream(StageId s, int k) { return static_cast<std::size_t>(s) * 3 + k; }
   std::size_t slot(OpKind k, StageId s, int m) const {
-    return (static_cast<std::size_t>(s) * 3 + kind_slot(k)) * num_microbatches_ + m;
+    return stream(s, kind_slot(k)) * num_microbatches_ + m;
+  }
+  // The microbatch stage s runs next among its ops of kind slot k.
+  int next_of(StageId s, int k) const {
+    return k == 0 ? next_f_[s] : k == 2 ? next_w_[s] : next_b_[s];
   }
 
   // Each op's inputs, as ExecutionEngine::inputs_ready reads them: a forward needs the
@@ -415,7 +423,7 @@ class ListScheduler {
     }
     head_.assign(static_cast<std::size_t>(S) * 3, detail::kNotYet);
     for (StageId s = 0; s < S; ++s) {
-      for (int k = 0; k < 3; ++k) set_head(s, k, 0);
+      for (int k = 0; k < 3; ++k) set_head(s, k);
     }
   }
 
@@ -433,12 +441,10 @@ class ListScheduler {
     Inputs& in = inputs_[slot(k, s, m)];
     in.at = std::max(in.at, when);
     if (--in.missing > 0) return;
-    const int next = k == OpKind::forward           ? next_f_[s]
-                     : k == OpKind::backward_weight ? next_w_[s]
-                                                    : next_b_[s];
+    const int ks = kind_slot(k);
+    if (m != next_of(s, ks)) return;
+    head_[stream(s, ks)] = in.at;
     const DeviceId e = model_.layout.device[s];
-    if (m != next) return;
-    head_[static_cast<std::size_t>(s) * 3 + kind_slot(k)] = in.at;
     if (e == ran_on) return;
     const OpKind kind = k == OpKind::backward && split_ ? OpKind::backward_input : k;
     add_candidate(e, Op{kind, s, m}, dirty);
@@ -516,8 +522,7 @@ class ListScheduler {
     } else {
       ++next_b_[s];
     }
-    const int k = kind_slot(op.kind);
-    set_head(s, k, k == 0 ? next_f_[s] : k == 2 ? next_w_[s] : next_b_[s]);
+    set_head(s, kind_slot(op.kind));
     if (last) {
       --open_[s];
       if (s == q.admitting) --q.inflight;
