@@ -526,7 +526,9 @@ void probe_smaller_budget(const ScheduleRequest& r, const Deadline& deadline, Sc
 // ZBVZeroBubble's order ran 6.4318 s. Offered as seeds before the searches, they moved the
 // answer's peak and with it the probe at 3/4 of it, and SD2 at 512 px on a DGX-1 planned
 // 0.6846 s where it plans 0.6651 s: so after the searches and the probe. Not once the
-// CPU-time limit has passed (the answer is then the searches' so far).
+// CPU-time limit has passed (the answer is then the searches' so far). The searches' answer
+// is kept beside it (ScheduleAnswer::searched): a faster iteration can leave less idle time
+// for the frozen encoders, and the compiler keeps whichever step is shorter.
 void adopt_published(const ScheduleRequest& r, const Memory& mem, const Deadline& deadline,
                      ScheduleAnswer& a) {
   if (!is_two_stage_v(r.model->layout) || deadline.expired()) return;
@@ -540,6 +542,15 @@ void adopt_published(const ScheduleRequest& r, const Memory& mem, const Deadline
     const int iteration_c =
         compare(iteration(*t, r.allreduce_s), iteration(a.timeline, r.allreduce_s));
     if (makespan > 0 || (makespan == 0 && iteration_c >= 0)) continue;
+    if (!a.searched) {
+      auto searched = std::make_shared<ScheduleAnswer>();
+      static_cast<ScheduleSearch&>(*searched) = a;
+      searched->schedule = std::move(a.schedule);
+      searched->timeline = std::move(a.timeline);
+      searched->status = a.status;
+      searched->activation_budget = a.activation_budget;
+      a.searched = std::move(searched);
+    }
     Best published{std::move(*s), std::move(*t), published_schedule_name(f), true};
     adopt(published, a);
     if (a.status == SolveStatus::heuristic) a.status = SolveStatus::feasible;

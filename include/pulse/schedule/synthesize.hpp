@@ -30,6 +30,7 @@
 // Every answer is replayed by the simulator and passes the independent schedule checker.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -97,6 +98,11 @@ struct ScheduleAnswer : ScheduleSearch {
   /// own schedule) or time_limit (the CPU-time safety limit stopped the search first).
   SolveStatus status = SolveStatus::heuristic;
   std::int64_t activation_budget = 0;  ///< The request's, which the schedule keeps to.
+  /// Where a published order replaced the searches' answer for a shorter iteration
+  /// (synthesize.cpp, adopt_published): that answer (its timeline the searches' replay, with
+  /// the memory rule's figures only), for a caller that weighs more than the iteration (the
+  /// compiler, the frozen encoders in the timeline's idle gaps). Null otherwise.
+  std::shared_ptr<const ScheduleAnswer> searched;
 };
 
 /// Synthesizes a schedule at least as short as the list schedule, never over the memory
