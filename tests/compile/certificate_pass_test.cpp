@@ -108,17 +108,21 @@ TEST(CertificatePass, NoScheduleOfTheShippedModelsBeatsItsBound) {
   }
 }
 
+// Flux.1-dev on a shipped cluster at pp x dp, microbatch 1 (global batch 0: the default).
+CompiledPlan flux_plan(const char* cluster, int pp, int dp, int global_batch) {
+  PlanOptions o;
+  o.pp = pp;
+  o.dp = dp;
+  o.microbatch_size = 1;
+  if (global_batch > 0) o.global_batch = global_batch;
+  return test::compile_ok(test::shipped("flux1-dev-1024", cluster), o);
+}
+
 TEST(CertificatePass, NoPublishedScheduleBesideAPlanIsFaster) {
   // Without a split backward the published V orders were in no pool the synthesizer
   // searched: flux1-dev-1024 on 4 DGX H200 at pp 4 x dp 8 (32 microbatches) planned 6.4438 s
-  // where PyTorch's ZBVZeroBubble order ran 6.4318 s. With them offered the order search
-  // starts from it and finds 6.4166 s.
-  const Inputs in = test::shipped("flux1-dev-1024", "dgx-h200-4n");
-  PlanOptions o;
-  o.pp = 4;
-  o.dp = 8;
-  o.microbatch_size = 1;
-  const CompiledPlan p = test::compile_ok(in, o);
+  // where PyTorch's ZBVZeroBubble order ran 6.4318 s; now the plan is that order.
+  const CompiledPlan p = flux_plan("dgx-h200-4n", 4, 8, 0);
   ASSERT_TRUE(p.certificate);
   bool compared = false;
   for (const PublishedGap& g : p.certificate->published) {
@@ -135,13 +139,7 @@ TEST(CertificatePass, AFasterPublishedIterationGivesWayToAFasterStep) {
   // synthesis adopts the order and keeps the searches' answer beside it; the compiler keeps
   // the shorter step (compile.cpp, weigh_searched), so here the published entry is ahead on
   // the iteration alone. (Without the weighing the plan is ZBVZeroBubble's.)
-  const Inputs in = test::shipped("flux1-dev-1024", "dgx-h100-8n");
-  PlanOptions o;
-  o.pp = 16;
-  o.dp = 4;
-  o.microbatch_size = 1;
-  o.global_batch = 4096;
-  const CompiledPlan p = test::compile_ok(in, o);
+  const CompiledPlan p = flux_plan("dgx-h100-8n", 16, 4, 4096);
   ASSERT_TRUE(p.certificate);
   ASSERT_TRUE(p.step_s) << "the encoders are no longer in the step";
   EXPECT_EQ(p.solver.method, "list-search");
