@@ -554,7 +554,10 @@ void adopt_published(const ScheduleRequest& r, const Memory& mem, const Deadline
     Best published{std::move(*s), std::move(*t), published_schedule_name(f), true};
     adopt(published, a);
     if (a.status == SolveStatus::heuristic) a.status = SolveStatus::feasible;
-    if (a.makespan_s <= a.lower_bound_s * (1 + 1e-9)) a.status = SolveStatus::optimal;
+    if (a.makespan_s <= a.lower_bound_s * (1 + 1e-9)) {
+      a.status = SolveStatus::optimal;  // as Search::finish() says it
+      if (a.milp_solves == 0) a.stopped_by = "lower bound";
+    }
   }
 }
 

@@ -172,6 +172,8 @@ TEST(ScheduleIlp, OrderSearchFindsWhatTheListSearchMisses) {
   const ScheduleAnswer list_only = solve(r);
   EXPECT_DOUBLE_EQ(list_only.makespan_s, 54.0);
   EXPECT_EQ(list_only.method, "zbv-zero-bubble");
+  EXPECT_EQ(list_only.status, SolveStatus::optimal);  // 54 is the bound
+  EXPECT_EQ(list_only.stopped_by, "lower bound");
   EXPECT_GT(list_only.list_evaluations, 0);
 }
 
