@@ -97,6 +97,31 @@ class SequentialDynamicProgram {
   /// Direct routing: skips sent from [a, b] and gradients sent back into it.
   double direct_sends(int a, int b, std::int64_t inside, int inside_count, DeviceCost& c,
                       std::int64_t& held) const;
+  /// The earliest first layer stage s ending at b may take within the memory within()
+  /// allows, as far as its weights, state, activations and the skips it relays past b tell
+  /// (b + 1: none). cost() charges those and more that is never negative (the skips relayed
+  /// into it, those inside it); the weights, state and activations only grow as the stage
+  /// takes earlier layers, and the skips relayed past b stay as they are, so no earlier
+  /// start fits. The DP's walk over starts stops there (GPipe, every microbatch in flight,
+  /// pp 256 over 2048 layers and 1024 nested skips: the walk went on to layer 0 at every
+  /// cell, 5 s for a placement that fits no run).
+  int first_within_memory(int s, int b, double bound) const {
+    const double limit =
+        objective_ == Objective::memory ? bound : static_cast<double>(request_.memory_capacity);
+    const std::int64_t relayed = s + 1 < pp_ ? live_bytes_[b] : 0;
+    const auto fits = [&](int a) {
+      return static_cast<double>(memory_bound(request_.memory, prefix_.params_in(a, b), request_.dp,
+                                              request_.inflight[s],
+                                              prefix_.activation_in(a, b) + relayed)) <= limit;
+    };
+    if (fits(s)) return s;
+    int lo = s, hi = b + 1;  // fits(lo) is false; fits(hi) is taken as true (no start)
+    while (hi - lo > 1) {
+      const int mid = lo + (hi - lo) / 2;
+      (fits(mid) ? hi : lo) = mid;
+    }
+    return hi;
+  }
   bool within(const DeviceCost& c, double bound) const {
     if (objective_ == Objective::memory) return static_cast<double>(c.memory) <= bound;
     return c.load <= bound && c.memory <= request_.memory_capacity;
@@ -265,7 +290,7 @@ std::optional<SequentialDynamicProgram::Found> SequentialDynamicProgram::run(dou
       // stops the walk where sends, not compute, fill the stage (load is monotone in both).
       const double forward = time ? forward_send(s, b) : 0.0;
       const double skip_above = upper_value(s, b, table, bound) * (1 + 1e-9);
-      for (int a = b; a >= s; --a) {
+      for (int a = b, first = first_within_memory(s, b, bound); a >= first; --a) {
         const double least = device_load(prefix_.compute_in(a, b), forward, request_.overlap_comm);
         if (time && least > bound) break;
         // Nor can it beat the best start found (its primary is at least `least`, which only

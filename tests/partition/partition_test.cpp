@@ -340,6 +340,50 @@ TEST_P(BruteForceAgreement, VAndSequentialMatchExhaustiveSearch) {
   EXPECT_GT(compared, 100);  // the comparison really ran on many instances
 }
 
+// The sequential DP stops its walk over a stage's starts where the stage's weights, state,
+// activations and the skips it relays past its end already overflow memory
+// (first_within_memory): memory that binds exactly at the smallest peak any partition has,
+// with the in-flight counts of GPipe (every microbatch, on every stage) and of 1F1B (P - s),
+// both routings, against exhaustive search. A walk that stopped one start early, or a floor
+// one byte a microbatch over what cost() charges, loses partitions the search finds (both
+// fail here).
+TEST_P(BruteForceAgreement, SequentialUnderBindingMemoryMatchesExhaustiveSearch) {
+  std::mt19937 rng(4242);
+  int compared = 0, refused = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const ModelProfile model = random_model(rng, 12, GetParam());
+    const int n = static_cast<int>(model.layers.size());
+    const LayerGraph g = LayerGraph::build(model, 0, 1);
+    for (int pp = 2; pp <= std::min(4, n / 2); ++pp) {
+      auto r = request_for(g, pp, test::uniform_links(pp, 1e6, 1e-4));
+      r.overlap_comm = trial % 2 == 1;
+      r.routing = trial % 4 < 2 ? SkipRouting::forwarded : SkipRouting::direct;
+      for (const bool gpipe : {true, false}) {
+        r.inflight.clear();
+        for (int s = 0; s < pp; ++s) r.inflight.push_back(gpipe ? 8 : pp - s);
+        r.memory_capacity = std::int64_t{1} << 40;
+        const std::int64_t least = test::brute_force_sequential(r).min_peak_memory;
+        for (const std::int64_t capacity : {least - 1, least, least + least / 20}) {
+          r.memory_capacity = capacity;
+          const auto expected = test::brute_force_sequential(r);
+          const auto got = partition_sequential(r);
+          SCOPED_TRACE("trial " + std::to_string(trial) + " pp " + std::to_string(pp) +
+                       (gpipe ? " gpipe" : " 1f1b") + " capacity " + std::to_string(capacity));
+          ASSERT_EQ(got.found(), expected.objective >= 0);
+          if (!got.found()) {
+            ++refused;
+            continue;
+          }
+          EXPECT_NEAR(got.result.objective_s, expected.objective, 1e-12);
+          ++compared;
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 100);
+  EXPECT_GT(refused, 50);  // one byte under the least peak: nothing fits
+}
+
 // The bounded search (exact DP out of budget at once) against exhaustive search: never
 // better than the optimum, costs that agree with the pipeline model, memory within the cap,
 // skips local when asked, and a partition whenever neither memory nor skip locality binds
