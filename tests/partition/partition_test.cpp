@@ -294,7 +294,7 @@ class BruteForceAgreement : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(BruteForceAgreement, VAndSequentialMatchExhaustiveSearch) {
   std::mt19937 rng(12345);
-  int compared = 0;
+  int compared = 0, greedy_found = 0;
   for (int trial = 0; trial < 60; ++trial) {
     const ModelProfile model = random_model(rng, 11, GetParam());
     const int n = static_cast<int>(model.layers.size());
@@ -329,6 +329,11 @@ TEST_P(BruteForceAgreement, VAndSequentialMatchExhaustiveSearch) {
           // The floor the ladder starts from is under the optimum (else the runs up to the
           // optimum's would be left out for nothing: a later one finds the same).
           EXPECT_LE(got.result.send_floor_s, expected.objective * (1 + 1e-12));
+          // The greedy walk's load is a partition's: never under the optimum.
+          if (got.result.greedy_load_s > 0) {
+            EXPECT_GE(got.result.greedy_load_s, expected.objective * (1 - 1e-12));
+            ++greedy_found;
+          }
           const PipelineModel m =
               build_pipeline_model(g, got.result.layout, routing, r.links, r.overlap_comm);
           EXPECT_EQ(got.result.device_memory_bytes, test::memory_bound(m, r));
@@ -338,6 +343,7 @@ TEST_P(BruteForceAgreement, VAndSequentialMatchExhaustiveSearch) {
     }
   }
   EXPECT_GT(compared, 100);  // the comparison really ran on many instances
+  EXPECT_GT(greedy_found, 50);
 }
 
 // The sequential DP stops its walk over a stage's starts where the stage's weights, state,
@@ -593,6 +599,11 @@ TEST(PartitionSequential, SendsLiftTheFloorAboveTheComputeBound) {
   EXPECT_NEAR(out.result.lower_bound_s, 0.006, 1e-12);  // the plan's bound: compute alone
   EXPECT_NEAR(out.result.objective_s, 0.0142, 1e-12);
   EXPECT_EQ(out.result.layout.first_layer, (std::vector<LayerId>{0, 2, 4, 6}));
+  // The greedy walk at a bound of 14.2 ms: stage 0 takes [0, 1] (10.1 ms; [0, 2] is
+  // 9 + 5.6 = 14.6), stage 1 [2, 3] (14.2 ms; [2, 4] is 9 + 4.1 + 2.6 = 15.7), stage 2 the
+  // rest (6 + 4.1): the optimum. Above 14.6 ms stage 0 takes [0, 2] and the walk's partition
+  // loads 14.6 ms; the bisection gets within 1e-3 of 14.2 from above and keeps the least.
+  EXPECT_NEAR(out.result.greedy_load_s, 0.0142, 1e-12);
 }
 
 TEST(PartitionV, ReleasingOneSkipBeatsTheLocalVByHand) {

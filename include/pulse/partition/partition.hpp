@@ -102,6 +102,10 @@ struct PartitionResult {
   /// partition with its sends (send_floor in partition_sequential.cpp); the ladder of
   /// bounds starts at it. Not in the plan.
   double send_floor_s = 0;
+  /// partition_sequential, the time objective: the load of the partition its greedy walk
+  /// found (greedy_upper_bound in partition_sequential.cpp), at which its one DP run is
+  /// bounded; 0 where the walk found none. Not in the plan.
+  double greedy_load_s = 0;
 };
 
 /// What a partition search found.
