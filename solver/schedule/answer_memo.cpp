@@ -48,7 +48,7 @@ std::size_t hash_of(const ScheduleKey& key) {
   std::size_t h = mix_in(hash_model(key.model), r.num_microbatches);
   h = mix_in(mix_in(h, r.activation_budget), r.memory_capacity);
   h = mix_in(mix_in(h, r.max_evaluations), r.max_order_evaluations);
-  h = mix_in(mix_in(h, r.split_backward), r.probe_smaller_budget);
+  h = mix_in(mix_in(mix_in(h, r.split_backward), r.probe_smaller_budget), r.weighs_searched);
   for (const MemoryBreakdown& m : r.static_bytes) h = mix_in(h, m.total());
   return h;
 }

@@ -495,14 +495,76 @@ double bound_at_budget(const ScheduleRequest& r, std::int64_t budget,
   return memory_bound(at, mem, &graph);
 }
 
+// The published V orders a plan's certificate sets beside it (plan/certificate.hpp):
+// PyTorch's ZBVZeroBubble and DeepSeek's DualPipeV, with the request's split of the backward
+// (without one, each I a whole backward and the W ops dropped), each replayed and kept where
+// it is within memory. None for other layouts, or once the CPU-time limit has passed.
+struct PublishedOrder {
+  PublishedSchedule which;
+  Schedule schedule;
+  Timeline timeline;
+};
+
+std::vector<PublishedOrder> published_orders(const ScheduleRequest& r, const Memory& mem,
+                                             const Deadline& deadline) {
+  std::vector<PublishedOrder> out;
+  if (!is_two_stage_v(r.model->layout) || deadline.expired()) return out;
+  const PublishedRequest request{r.model, r.num_microbatches, r.split_backward};
+  for (PublishedSchedule f : {PublishedSchedule::zbv_zero_bubble, PublishedSchedule::dualpipev}) {
+    auto s = published_schedule(f, request);
+    if (!s) continue;
+    auto t = simulate(*r.model, *s, r.num_microbatches, r.static_bytes, Peaks::rule_only);
+    if (t && mem.fits(*t)) out.push_back({f, std::move(*s), std::move(*t)});
+  }
+  return out;
+}
+
+// Whether a published order with timeline `t` replaces an answer with timeline `than`: faster
+// (its makespan, else its iteration; one as fast that holds less is left).
+bool replaces(const Timeline& t, const Timeline& than, const ScheduleRequest& r) {
+  const int makespan = compare(t.makespan_s, than.makespan_s);
+  return makespan < 0 || (makespan == 0 &&
+                          compare(iteration(t, r.allreduce_s), iteration(than, r.allreduce_s)) < 0);
+}
+
+// Whether the published orders decide the answer whatever the probe at 3/4 of the peak
+// finds, `bound` being that budget's bound. The probe runs only where the bound is no
+// longer than the answer's makespan (by better()'s tie), and whatever it keeps is within
+// that budget: its answer's makespan is at least the bound, past the rounding of the sums,
+// and no longer than the answer's but for that tie. So an order shorter than the bound (by
+// a relative 3e-9, past both ties) replaces any answer the probe leaves, and one longer
+// than the answer's makespan (by as much) replaces none. Taking the orders as
+// adopt_published does, the answer is then known once one order replaces it whatever it
+// is: each later one is weighed against that order. Where an order between the two is met
+// first, the answer depends on the probe, which runs.
+bool published_decide(const std::vector<PublishedOrder>& orders, const Timeline& answer,
+                      double bound, const ScheduleRequest& r) {
+  const Timeline* known = nullptr;  // the answer once it no longer depends on the probe
+  for (const PublishedOrder& o : orders) {
+    if (known) {
+      if (replaces(o.timeline, *known, r)) known = &o.timeline;
+    } else if (o.timeline.makespan_s < bound * (1 - 3e-9)) {
+      known = &o.timeline;
+    } else if (!(o.timeline.makespan_s > answer.makespan_s * (1 + 3e-9))) {
+      return false;
+    }
+  }
+  return known != nullptr;
+}
+
 // A budget narrows the search to other schedules, and sometimes to a faster one (SD2 at 512
 // px, pp 4 on a DGX-1: 0.6639 s at 3/4 of the peak against 0.6771 s without): the synthesis
 // searches once more, with its own effort, at 3/4 of the peak it found, and keeps what is
 // better. So a plan is never slower than `plan --activation-budget` at that point. Not where
 // the bound at that point is longer than the answer: nothing found there could be better
 // (nor can the CPU-time limit cut that search short, so the answer's status stays as it is).
+// Nor where no caller weighs the searches' answer beside a published order
+// (ScheduleRequest::weighs_searched) and the published orders decide the answer whatever
+// the probe finds (published_decide): then it would change nothing but the count of list
+// evaluations. At pp 512 over 2048 layers each probe took 6-7 s, and DualPipeV's order
+// replaced its answer (0.966 s against 0.596 s, the bound at 3/4 of the peak 0.626 s).
 void probe_smaller_budget(const ScheduleRequest& r, const Deadline& deadline, ScheduleAnswer& a,
-                          const detail::OpGraph& graph) {
+                          const detail::OpGraph& graph, const std::vector<PublishedOrder>& orders) {
   if (a.peak_activation_bytes <= 0) return;
   const std::int64_t budget = a.peak_activation_bytes * 3 / 4;
   // A schedule within the smaller budget is one within the request's too, so the answer's
@@ -511,38 +573,29 @@ void probe_smaller_budget(const ScheduleRequest& r, const Deadline& deadline, Sc
   // changes nothing that search finds (policy_search.hpp, SearchInput::stop_at).
   const double bound = deadline.left() > 0 ? bound_at_budget(r, budget, graph) : 0.0;
   if (compare(bound, a.timeline.makespan_s) > 0) return;
+  if (!r.weighs_searched && published_decide(orders, a.timeline, bound, r)) return;
   auto smaller = at_budget(r, budget, deadline, a, true, std::max(bound, a.lower_bound_s));
   if (smaller && better(smaller->timeline, a.timeline, r.allreduce_s))
     adopt(a, std::move(*smaller));
 }
 
-// The published V orders a plan's certificate sets beside it (plan/certificate.hpp):
-// PyTorch's ZBVZeroBubble and DeepSeek's DualPipeV, with the request's split of the backward
-// (without one, each I a whole backward and the W ops dropped). Where one is within memory
-// and faster than the answer the searches found (its makespan, else its iteration; one as
-// fast that holds less is left), it replaces the answer, so no plan is behind a published
+// Where one of the published orders (published_orders) is faster than the answer the
+// searches found (replaces), it replaces the answer, so no plan is behind a published
 // schedule its certificate lists. Without a split backward they were in no pool the
 // searches start from: flux1-dev-1024 on dgx-h200-4n at pp 4 x dp 8 planned 6.4438 s where
 // ZBVZeroBubble's order ran 6.4318 s. Offered as seeds before the searches, they moved the
 // answer's peak and with it the probe at 3/4 of it, and SD2 at 512 px on a DGX-1 planned
 // 0.6846 s where it plans 0.6651 s: so after the searches and the probe. Not once the
-// CPU-time limit has passed (the answer is then the searches' so far). The searches' answer
-// is kept beside it (ScheduleAnswer::searched): a faster iteration can leave less idle time
-// for the frozen encoders, and the compiler keeps whichever step is shorter.
-void adopt_published(const ScheduleRequest& r, const Memory& mem, const Deadline& deadline,
-                     ScheduleAnswer& a) {
-  if (!is_two_stage_v(r.model->layout) || deadline.expired()) return;
-  const PublishedRequest request{r.model, r.num_microbatches, r.split_backward};
-  for (PublishedSchedule f : {PublishedSchedule::zbv_zero_bubble, PublishedSchedule::dualpipev}) {
-    auto s = published_schedule(f, request);
-    if (!s) continue;
-    auto t = simulate(*r.model, *s, r.num_microbatches, r.static_bytes, Peaks::rule_only);
-    if (!t || !mem.fits(*t)) continue;
-    const int makespan = compare(t->makespan_s, a.timeline.makespan_s);
-    const int iteration_c =
-        compare(iteration(*t, r.allreduce_s), iteration(a.timeline, r.allreduce_s));
-    if (makespan > 0 || (makespan == 0 && iteration_c >= 0)) continue;
-    if (!a.searched) {
+// CPU-time limit has passed (the answer is then the searches' so far). Where the request
+// says its caller weighs it, the searches' answer is kept beside it
+// (ScheduleAnswer::searched): a faster iteration can leave less idle time for the frozen
+// encoders, and the compiler keeps whichever step is shorter.
+void adopt_published(const ScheduleRequest& r, std::vector<PublishedOrder>&& orders,
+                     const Deadline& deadline, ScheduleAnswer& a) {
+  if (deadline.expired()) return;
+  for (PublishedOrder& o : orders) {
+    if (!replaces(o.timeline, a.timeline, r)) continue;
+    if (!a.searched && r.weighs_searched) {
       auto searched = std::make_shared<ScheduleAnswer>();
       static_cast<ScheduleSearch&>(*searched) = a;
       searched->schedule = std::move(a.schedule);
@@ -551,7 +604,8 @@ void adopt_published(const ScheduleRequest& r, const Memory& mem, const Deadline
       searched->activation_budget = a.activation_budget;
       a.searched = std::move(searched);
     }
-    Best published{std::move(*s), std::move(*t), published_schedule_name(f), true};
+    Best published{std::move(o.schedule), std::move(o.timeline), published_schedule_name(o.which),
+                   true};
     adopt(published, a);
     if (a.status == SolveStatus::heuristic) a.status = SolveStatus::feasible;
     if (a.makespan_s <= a.lower_bound_s * (1 + 1e-9)) {
@@ -590,8 +644,9 @@ Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound, dou
   }
   search.exact(graph);
   search.finish();
-  if (with_bound && r.probe_smaller_budget) probe_smaller_budget(r, deadline, a, graph);
-  adopt_published(r, mem, deadline, a);
+  std::vector<PublishedOrder> orders = published_orders(r, mem, deadline);
+  if (with_bound && r.probe_smaller_budget) probe_smaller_budget(r, deadline, a, graph, orders);
+  adopt_published(r, std::move(orders), deadline, a);
   trim_and_curve(r, deadline, a, false);
   return a;
 }

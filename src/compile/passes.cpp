@@ -294,6 +294,9 @@ ScheduleRequest schedule_request(const CompileInputs& in, const CompiledPlan& pl
   // so pulse and the baselines it compares itself with are held to the same one.
   if (!in.options->pp || !in.options->microbatch_size) request.exact_max_ops = 0;
   request.probe_smaller_budget = effort == Effort::full;
+  // The compiler weighs the searches' answer beside a published order only where frozen
+  // encoders run in the step (weigh_searched, compile.cpp).
+  request.weighs_searched = !in.model->frozen.empty() && in.options->frozen != "cached";
   if (effort == Effort::screen) {
     request.max_evaluations = kScreenEvaluations;
     request.max_order_evaluations = 0;

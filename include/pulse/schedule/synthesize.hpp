@@ -79,6 +79,11 @@ struct ScheduleRequest {
   /// Search once more, with this effort, at 3/4 of the peak found and keep what is better
   /// (synthesize.cpp, probe_smaller_budget): the plan's own synthesis, not the tuner's screen.
   bool probe_smaller_budget = false;
+  /// The caller weighs the searches' answer beside a published order that replaces it
+  /// (ScheduleAnswer::searched): the compiler does where frozen encoders run in the step.
+  /// Without it no `searched` is kept, and the probe above is left out where the published
+  /// orders decide the answer whatever it finds (synthesize.cpp, published_decide).
+  bool weighs_searched = true;
   /// What the job has synthesized already (schedule_memo.hpp); null: everything is computed.
   /// Not part of what is asked: answers with and without one are the same.
   ScheduleMemo* memo = nullptr;
