@@ -63,6 +63,8 @@ class ExecutionEngine {
   }
   /// Sends each device made so far, in order.
   const std::vector<TimedSend>& sends(DeviceId d) const { return sends_[d]; }
+  /// The same, moved out (the engine keeps none): a timeline's, once the replay is done.
+  std::vector<TimedSend> take_sends(DeviceId d) { return std::move(sends_[d]); }
 
  private:
   std::size_t idx(StageId s, int m) const {
