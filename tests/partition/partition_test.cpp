@@ -292,56 +292,70 @@ void expect_reported_as_modelled(const LayerGraph& g, const PartitionRequest& r,
 
 class BruteForceAgreement : public ::testing::TestWithParam<Shape> {};
 
-TEST_P(BruteForceAgreement, VAndSequentialMatchExhaustiveSearch) {
-  std::mt19937 rng(12345);
-  int compared = 0, greedy_found = 0;
+// 60 random models of `shape` (6 to max_layers layers, drawn from `seed`), each at every pp
+// from first_pp to min(last_pp, layers / 2) on uniform links (1e6 B/s, 0.1 ms a message),
+// sends overlapped on odd trials: fn(trial, model, graph, request).
+template <class Fn>
+void for_each_random_request(std::uint32_t seed, int max_layers, int first_pp, int last_pp,
+                             const Shape& shape, Fn fn) {
+  std::mt19937 rng(seed);
   for (int trial = 0; trial < 60; ++trial) {
-    const ModelProfile model = random_model(rng, 11, GetParam());
+    const ModelProfile model = random_model(rng, max_layers, shape);
     const int n = static_cast<int>(model.layers.size());
     const LayerGraph g = LayerGraph::build(model, 0, 1);
-    for (int pp = 1; pp <= std::min(3, n / 2); ++pp) {
+    for (int pp = first_pp; pp <= std::min(last_pp, n / 2); ++pp) {
       auto r = request_for(g, pp, test::uniform_links(pp, 1e6, 1e-4));
       r.overlap_comm = trial % 2 == 1;  // overlapped sends: the slower of compute and sends
-      r.inflight.assign(pp, 2);
-      // Every third trial squeezes memory so some partitions are excluded.
-      if (trial % 3 == 0) {
-        r.memory_capacity = test::brute_force_v(r, false).min_peak_memory * 11 / 10;
-      }
-      for (bool local : {true, false}) {
-        const auto expected = test::brute_force_v(r, local);
-        const auto got =
-            partition_v(r, local ? SkipPolicy::local_only : SkipPolicy::allow_nonlocal);
-        ASSERT_EQ(got.found(), expected.objective >= 0) << "trial " << trial << " pp " << pp;
-        if (!got.found()) continue;
-        EXPECT_NEAR(got.result.objective_s, expected.objective, 1e-12)
-            << "trial " << trial << " pp " << pp << " local " << local;
-        SCOPED_TRACE("trial " + std::to_string(trial) + " pp " + std::to_string(pp));
-        expect_reported_as_modelled(g, r, got.result, local);
-        ++compared;
-      }
-      for (SkipRouting routing : {SkipRouting::forwarded, SkipRouting::direct}) {
-        r.routing = routing;
-        const auto expected = test::brute_force_sequential(r);
-        const auto got = partition_sequential(r);
-        ASSERT_EQ(got.found(), expected.objective >= 0) << "sequential, trial " << trial;
-        if (got.found()) {
-          EXPECT_NEAR(got.result.objective_s, expected.objective, 1e-12);
-          // The floor the ladder starts from is under the optimum (else the runs up to the
-          // optimum's would be left out for nothing: a later one finds the same).
-          EXPECT_LE(got.result.send_floor_s, expected.objective * (1 + 1e-12));
-          // The greedy walk's load is a partition's: never under the optimum.
-          if (got.result.greedy_load_s > 0) {
-            EXPECT_GE(got.result.greedy_load_s, expected.objective * (1 - 1e-12));
-            ++greedy_found;
-          }
-          const PipelineModel m =
-              build_pipeline_model(g, got.result.layout, routing, r.links, r.overlap_comm);
-          EXPECT_EQ(got.result.device_memory_bytes, test::memory_bound(m, r));
-        }
-      }
-      r.routing = SkipRouting::forwarded;
+      fn(trial, model, g, r);
     }
   }
+}
+
+TEST_P(BruteForceAgreement, VAndSequentialMatchExhaustiveSearch) {
+  int compared = 0, greedy_found = 0;
+  for_each_random_request(
+      12345, 11, 1, 3, GetParam(),
+      [&](int trial, const ModelProfile&, const LayerGraph& g, PartitionRequest& r) {
+        const int pp = r.pp;
+        r.inflight.assign(pp, 2);
+        // Every third trial squeezes memory so some partitions are excluded.
+        if (trial % 3 == 0) {
+          r.memory_capacity = test::brute_force_v(r, false).min_peak_memory * 11 / 10;
+        }
+        for (bool local : {true, false}) {
+          const auto expected = test::brute_force_v(r, local);
+          const auto got =
+              partition_v(r, local ? SkipPolicy::local_only : SkipPolicy::allow_nonlocal);
+          ASSERT_EQ(got.found(), expected.objective >= 0) << "trial " << trial << " pp " << pp;
+          if (!got.found()) continue;
+          EXPECT_NEAR(got.result.objective_s, expected.objective, 1e-12)
+              << "trial " << trial << " pp " << pp << " local " << local;
+          SCOPED_TRACE("trial " + std::to_string(trial) + " pp " + std::to_string(pp));
+          expect_reported_as_modelled(g, r, got.result, local);
+          ++compared;
+        }
+        for (SkipRouting routing : {SkipRouting::forwarded, SkipRouting::direct}) {
+          r.routing = routing;
+          const auto expected = test::brute_force_sequential(r);
+          const auto got = partition_sequential(r);
+          ASSERT_EQ(got.found(), expected.objective >= 0) << "sequential, trial " << trial;
+          if (got.found()) {
+            EXPECT_NEAR(got.result.objective_s, expected.objective, 1e-12);
+            // The floor the ladder starts from is under the optimum (else the runs up to the
+            // optimum's would be left out for nothing: a later one finds the same).
+            EXPECT_LE(got.result.send_floor_s, expected.objective * (1 + 1e-12));
+            // The greedy walk's load is a partition's: never under the optimum.
+            if (got.result.greedy_load_s > 0) {
+              EXPECT_GE(got.result.greedy_load_s, expected.objective * (1 - 1e-12));
+              ++greedy_found;
+            }
+            const PipelineModel m =
+                build_pipeline_model(g, got.result.layout, routing, r.links, r.overlap_comm);
+            EXPECT_EQ(got.result.device_memory_bytes, test::memory_bound(m, r));
+          }
+        }
+        r.routing = SkipRouting::forwarded;
+      });
   EXPECT_GT(compared, 100);  // the comparison really ran on many instances
   EXPECT_GT(greedy_found, 50);
 }
@@ -354,38 +368,33 @@ TEST_P(BruteForceAgreement, VAndSequentialMatchExhaustiveSearch) {
 // one byte a microbatch over what cost() charges, loses partitions the search finds (both
 // fail here).
 TEST_P(BruteForceAgreement, SequentialUnderBindingMemoryMatchesExhaustiveSearch) {
-  std::mt19937 rng(4242);
   int compared = 0, refused = 0;
-  for (int trial = 0; trial < 60; ++trial) {
-    const ModelProfile model = random_model(rng, 12, GetParam());
-    const int n = static_cast<int>(model.layers.size());
-    const LayerGraph g = LayerGraph::build(model, 0, 1);
-    for (int pp = 2; pp <= std::min(4, n / 2); ++pp) {
-      auto r = request_for(g, pp, test::uniform_links(pp, 1e6, 1e-4));
-      r.overlap_comm = trial % 2 == 1;
-      r.routing = trial % 4 < 2 ? SkipRouting::forwarded : SkipRouting::direct;
-      for (const bool gpipe : {true, false}) {
-        r.inflight.clear();
-        for (int s = 0; s < pp; ++s) r.inflight.push_back(gpipe ? 8 : pp - s);
-        r.memory_capacity = std::int64_t{1} << 40;
-        const std::int64_t least = test::brute_force_sequential(r).min_peak_memory;
-        for (const std::int64_t capacity : {least - 1, least, least + least / 20}) {
-          r.memory_capacity = capacity;
-          const auto expected = test::brute_force_sequential(r);
-          const auto got = partition_sequential(r);
-          SCOPED_TRACE("trial " + std::to_string(trial) + " pp " + std::to_string(pp) +
-                       (gpipe ? " gpipe" : " 1f1b") + " capacity " + std::to_string(capacity));
-          ASSERT_EQ(got.found(), expected.objective >= 0);
-          if (!got.found()) {
-            ++refused;
-            continue;
+  for_each_random_request(
+      4242, 12, 2, 4, GetParam(),
+      [&](int trial, const ModelProfile&, const LayerGraph&, PartitionRequest& r) {
+        const int pp = r.pp;
+        r.routing = trial % 4 < 2 ? SkipRouting::forwarded : SkipRouting::direct;
+        for (const bool gpipe : {true, false}) {
+          r.inflight.clear();
+          for (int s = 0; s < pp; ++s) r.inflight.push_back(gpipe ? 8 : pp - s);
+          r.memory_capacity = std::int64_t{1} << 40;
+          const std::int64_t least = test::brute_force_sequential(r).min_peak_memory;
+          for (const std::int64_t capacity : {least - 1, least, least + least / 20}) {
+            r.memory_capacity = capacity;
+            const auto expected = test::brute_force_sequential(r);
+            const auto got = partition_sequential(r);
+            SCOPED_TRACE("trial " + std::to_string(trial) + " pp " + std::to_string(pp) +
+                         (gpipe ? " gpipe" : " 1f1b") + " capacity " + std::to_string(capacity));
+            ASSERT_EQ(got.found(), expected.objective >= 0);
+            if (!got.found()) {
+              ++refused;
+              continue;
+            }
+            EXPECT_NEAR(got.result.objective_s, expected.objective, 1e-12);
+            ++compared;
           }
-          EXPECT_NEAR(got.result.objective_s, expected.objective, 1e-12);
-          ++compared;
         }
-      }
-    }
-  }
+      });
   EXPECT_GT(compared, 100);
   EXPECT_GT(refused, 50);  // one byte under the least peak: nothing fits
 }
@@ -395,42 +404,37 @@ TEST_P(BruteForceAgreement, SequentialUnderBindingMemoryMatchesExhaustiveSearch)
 // skips local when asked, and a partition whenever neither memory nor skip locality binds
 // (at an unbounded U every device can then leave its successors the fewest layers they need).
 TEST_P(BruteForceAgreement, BoundedSearchIsValidAndNeverBeatsTheOptimum) {
-  std::mt19937 rng(777);
   int compared = 0, optimal = 0, feasible = 0;
-  for (int trial = 0; trial < 60; ++trial) {
-    const ModelProfile model = random_model(rng, 12, GetParam());
-    const int n = static_cast<int>(model.layers.size());
-    const LayerGraph g = LayerGraph::build(model, 0, 1);
-    for (int pp = 2; pp <= std::min(4, n / 2); ++pp) {
-      auto r = request_for(g, pp, test::uniform_links(pp, 1e6, 1e-4));
-      r.overlap_comm = trial % 2 == 1;
-      r.inflight.assign(pp, 2);
-      const bool squeezed = trial % 3 == 0;
-      if (squeezed) r.memory_capacity = test::brute_force_v(r, false).min_peak_memory * 11 / 10;
-      r.exact_transition_budget = 0;
-      for (bool local : {true, false}) {
-        const auto expected = test::brute_force_v(r, local);
-        const auto got =
-            partition_v(r, local ? SkipPolicy::local_only : SkipPolicy::allow_nonlocal);
-        if (expected.objective < 0) {
-          EXPECT_FALSE(got.found()) << "trial " << trial;
-          continue;
+  for_each_random_request(
+      777, 12, 2, 4, GetParam(),
+      [&](int trial, const ModelProfile& model, const LayerGraph& g, PartitionRequest& r) {
+        const int pp = r.pp;
+        r.inflight.assign(pp, 2);
+        const bool squeezed = trial % 3 == 0;
+        if (squeezed) r.memory_capacity = test::brute_force_v(r, false).min_peak_memory * 11 / 10;
+        r.exact_transition_budget = 0;
+        for (bool local : {true, false}) {
+          const auto expected = test::brute_force_v(r, local);
+          const auto got =
+              partition_v(r, local ? SkipPolicy::local_only : SkipPolicy::allow_nonlocal);
+          if (expected.objective < 0) {
+            EXPECT_FALSE(got.found()) << "trial " << trial;
+            continue;
+          }
+          // Guaranteed only where locality cannot close every continuation; elsewhere counted.
+          if (!squeezed && (!local || model.skips.empty())) {
+            EXPECT_TRUE(got.found()) << "trial " << trial << " pp " << pp << " local " << local;
+          }
+          ++feasible;
+          if (!got.found()) continue;
+          EXPECT_FALSE(got.result.exact);
+          EXPECT_GE(got.result.objective_s, expected.objective - 1e-12) << "trial " << trial;
+          SCOPED_TRACE("trial " + std::to_string(trial) + " pp " + std::to_string(pp));
+          expect_reported_as_modelled(g, r, got.result, local);
+          ++compared;
+          optimal += got.result.objective_s <= expected.objective + 1e-12;
         }
-        // Guaranteed only where locality cannot close every continuation; elsewhere counted.
-        if (!squeezed && (!local || model.skips.empty())) {
-          EXPECT_TRUE(got.found()) << "trial " << trial << " pp " << pp << " local " << local;
-        }
-        ++feasible;
-        if (!got.found()) continue;
-        EXPECT_FALSE(got.result.exact);
-        EXPECT_GE(got.result.objective_s, expected.objective - 1e-12) << "trial " << trial;
-        SCOPED_TRACE("trial " + std::to_string(trial) + " pp " + std::to_string(pp));
-        expect_reported_as_modelled(g, r, got.result, local);
-        ++compared;
-        optimal += got.result.objective_s <= expected.objective + 1e-12;
-      }
-    }
-  }
+      });
   EXPECT_GT(compared, 100);
   // Reported, not asserted: how often the bounded answer is the optimum anyway.
   std::printf("bounded search: a partition in %d of %d feasible instances, optimal in %d\n",
