@@ -96,6 +96,10 @@ struct JobInputs;
 /// "frozen": the model profile's frozen encoders placed on the plan kept (frozen_pass.cpp,
 /// simulate/frozen.hpp); infeasible when no placement the options allow fits.
 Status frozen_pass(const JobInputs& job, CompiledPlan& plan, PassClock& clock);
+/// Whether frozen encoders run in the step: the model lists some and the options do not
+/// take their outputs as cached offline. Only then is a step weighed beside the iteration
+/// (frozen_step_pass, frozen_step_bound, frozen_headroom).
+bool frozen_in_step(const ModelProfile& model, const PlanOptions& options);
 /// The step of `plan` (CompiledPlan::step_s) with the frozen encoders placed as
 /// `in.options->frozen` asks on its timeline, memory left out (the frozen pass holds the plan
 /// kept to the memory rule); nothing without frozen components or when cached.

@@ -100,10 +100,14 @@ std::string refusals(const std::vector<FrozenAnswer>& answers, const std::string
 
 }  // namespace
 
+bool frozen_in_step(const ModelProfile& model, const PlanOptions& options) {
+  return !model.frozen.empty() && options.frozen != "cached";
+}
+
 Result<std::optional<double>> frozen_headroom(const ModelProfile& model,
                                               const ClusterProfile& cluster,
                                               const PlanOptions& options) {
-  if (model.frozen.empty() || options.frozen == "cached") return options.headroom;
+  if (!frozen_in_step(model, options)) return options.headroom;
   std::int64_t reserve = 0, piece = 0;
   for (const FrozenComponent& c : model.frozen) {
     reserve += c.weight_bytes;
@@ -164,8 +168,8 @@ Status frozen_pass(const JobInputs& job, CompiledPlan& plan, PassClock& clock) {
 }
 
 void frozen_step_pass(const CompileInputs& in, CompiledPlan& plan) {
+  if (!frozen_in_step(*in.model, *in.options)) return;
   const std::string& option = in.options->frozen;
-  if (in.model->frozen.empty() || option == "cached") return;
   FrozenRequest request = request_of(*in.model, *in.cluster, plan, in.device_type);
   // Time only, memory left out: this timeline's peak is not the plan's yet (the memory curve
   // of the plan kept lowers it at the same speed, and the frozen pass then places under the
@@ -183,7 +187,7 @@ void frozen_step_pass(const CompileInputs& in, CompiledPlan& plan) {
 
 double frozen_step_bound(const CompileInputs& in, const CompiledPlan& placed,
                          const std::vector<double>& allreduce_s) {
-  if (in.model->frozen.empty() || in.options->frozen == "cached") return 0;
+  if (!frozen_in_step(*in.model, *in.options)) return 0;
   // Whichever placement frozen_step_pass takes, each device of the pipeline runs its ops,
   // and the frozen pieces run in the timeline's idle gaps, within [0, makespan), or before
   // it: pp x (makespan + the time before the step) holds them all. The device whose last

@@ -296,7 +296,7 @@ ScheduleRequest schedule_request(const CompileInputs& in, const CompiledPlan& pl
   request.probe_smaller_budget = effort == Effort::full;
   // The compiler weighs the searches' answer beside a published order only where frozen
   // encoders run in the step (weigh_searched, compile.cpp).
-  request.weighs_searched = !in.model->frozen.empty() && in.options->frozen != "cached";
+  request.weighs_searched = frozen_in_step(*in.model, *in.options);
   if (effort == Effort::screen) {
     request.max_evaluations = kScreenEvaluations;
     request.max_order_evaluations = 0;
