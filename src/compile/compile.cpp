@@ -105,8 +105,8 @@ namespace {
 // 103.240 s against 103.609 s an iteration, but 10.4 s of the encoders in bubbles against
 // 22.9 s, and 0.28% fewer samples/s over the step). The plan keeps the shorter step.
 void weigh_searched(const CompileInputs& in, CompiledPlan& plan, PassClock& clock) {
+  // Moved out: the plan keeps none (a moved-from shared_ptr is null).
   const std::shared_ptr<const ScheduleAnswer> searched = std::move(plan.solver.searched);
-  plan.solver.searched = nullptr;
   if (!searched || !plan.step_s) return;  // no frozen work in the step: the iteration decides
   auto timeline = simulate(plan.model, searched->schedule, plan.num_microbatches, plan.static_bytes,
                            Peaks::held);
