@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "list_outcomes.hpp"
 #include "pulse/cost/pipeline_model.hpp"
 #include "pulse/schedule/schedule_memo.hpp"
 #include "pulse/schedule/synthesize.hpp"
@@ -130,6 +131,7 @@ struct MemoTables {
   MemoTable<LadderKey, std::shared_ptr<const LadderCandidates>> ladders;
   MemoTable<RoomKey, std::shared_ptr<const std::vector<StairMember>>> seeds;
   MemoTable<VAutoKey, std::shared_ptr<const VAutoSearch>> v_auto_pools;
+  ListOutcomeTable list_outcomes;
 };
 
 /// The answer `request.memo` keeps for an equal request; nothing without a memo.

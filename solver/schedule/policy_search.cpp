@@ -17,7 +17,9 @@
 
 #include <algorithm>
 #include <numeric>
+#include <stdexcept>
 
+#include "list_outcomes.hpp"
 #include "policy_search.hpp"
 #include "pulse/cost/memory.hpp"
 
@@ -62,6 +64,7 @@ class Search {
     }
     reserve_ = 0;
     active_rule();
+    if (schedule_pending_) best_.schedule = replay(best_.policy, best_.limits, best_.makespan_s);
     return best_;
   }
 
@@ -105,9 +108,6 @@ class Search {
       ++best_.evaluations;  // the work limit counts it, so the search goes on as before
       return false;
     }
-    double makespan = 0;
-    std::vector<int> checked;
-    ListTies ties;
     // A run that cannot end strictly shorter than the best is never kept: it may stop as
     // soon as that is known (ListStop). It still counts as an evaluation, and its record
     // (the checked counts and ties of the steps it took) lets same_as_tried skip a repeat,
@@ -115,8 +115,41 @@ class Search {
     // wants every schedule whole.
     ListStop stop;
     if (best_.found && !in_.seen) stop.at = best_.makespan_s * (1 - 1e-12);
-    Schedule s = list_schedule(model_, in_.num_microbatches, limits, in_.split_backward, policy,
-                               &makespan, &checked, in_.seen ? nullptr : &ties, &stop);
+    double makespan = 0;
+    std::vector<int> checked;
+    ListTies ties;
+    Schedule s;
+    // What another search over this model found for this candidate, where it decides
+    // whether this one is kept (ListOutcome::decides): then the run is spared. One that
+    // stopped at a time no earlier than this run's stop is not kept here either, and its
+    // record serves same_as_tried as this run's would (a repeat runs the same ops up to
+    // there, so ends no earlier than that time, and this search's stop only falls). A
+    // complete one has this run's makespan, to the bit (a list schedule is a function of
+    // the model, M, the split, the policy and the limits); if this run would have stopped,
+    // it is not kept either way, and the complete record serves same_as_tried too. One kept
+    // here is replayed when its schedule is needed: for the memory rule, or at the end.
+    const bool recall = in_.outcomes && !in_.seen;
+    ListCandidate candidate;
+    std::optional<ListOutcome> known;
+    if (recall) {
+      candidate = ListCandidate{ranks, policy.window_limit, limits};
+      known = in_.outcomes->find(candidate);
+      if (known && !known->decides(stop.at)) known.reset();
+      in_.outcomes->count(known.has_value());
+    }
+    if (known) {
+      stop.stopped = known->stopped;
+      makespan = known->at_s;
+      checked = std::move(known->checked);
+      ties = std::move(known->ties);
+    } else {
+      s = list_schedule(model_, in_.num_microbatches, limits, in_.split_backward, policy, &makespan,
+                        &checked, in_.seen ? nullptr : &ties, &stop);
+      if (recall) {
+        in_.outcomes->keep(
+            candidate, ListOutcome{stop.stopped, stop.stopped ? stop.at : makespan, checked, ties});
+      }
+    }
     ++best_.evaluations;
     if (!in_.seen) {
       tried_.push_back({std::move(ranks), policy, limits, checked, std::move(ties)});
@@ -126,14 +159,35 @@ class Search {
     if (best_.found && makespan >= best_.makespan_s * (1 - 1e-12)) return false;
     bool safe = true;
     for (std::size_t d = 0; d < limits.size(); ++d) safe = safe && limits[d] <= in_.safe_cap[d];
-    if (!safe && in_.fits && !in_.fits(s)) return false;
+    if (!safe && in_.fits) {
+      if (known) s = replay(policy, limits, makespan);
+      if (!in_.fits(s)) return false;
+      known.reset();
+    }
     best_.found = true;
     best_.schedule = std::move(s);
     best_.makespan_s = makespan;
     best_.policy = policy;
     best_.limits = limits;
+    schedule_pending_ = known.has_value();
     improved_ = true;
     return true;
+  }
+
+  // The list schedule of a candidate whose outcome was recalled, run again; its makespan is
+  // the one recalled, or the memo's key missed something the list scheduler depends on.
+  Schedule replay(const ListPolicy& policy, const std::vector<int>& limits,
+                  double makespan_s) const {
+    double makespan = 0;
+    std::vector<int> checked;
+    ListTies ties;
+    ListStop never;
+    Schedule s = list_schedule(model_, in_.num_microbatches, limits, in_.split_backward, policy,
+                               &makespan, &checked, &ties, &never);
+    if (makespan != makespan_s) {
+      throw std::logic_error("policy search: a recalled list schedule replays to another makespan");
+    }
+    return s;
   }
 
   // One scored candidate, as much as decides its schedule: the ranks and rule, the window
@@ -273,6 +327,7 @@ class Search {
   std::vector<Tried> tried_;  // every candidate scored, for same_as_tried
   SearchResult best_;
   bool improved_ = true;
+  bool schedule_pending_ = false;  // best_ was recalled: its schedule is replayed at the end
   int reserve_ = 0;
 };
 

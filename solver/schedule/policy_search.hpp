@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -11,6 +12,8 @@
 #include "pulse/simulate/schedule.hpp"
 
 namespace pulse::detail {
+
+class ListOutcomes;  // list_outcomes.hpp
 
 struct SearchInput {
   int num_microbatches = 1;
@@ -28,6 +31,10 @@ struct SearchInput {
   /// A lower bound on the makespan of every schedule the search can score (0: none known).
   /// Once the best is at it, nothing later could be kept, and the search ends.
   double stop_at = 0;
+  /// Optional: the outcomes of candidates other searches over this model, M and split
+  /// scored (list_outcomes.hpp). One that decides a candidate spares its list schedule; the
+  /// answer is the same (policy_search.cpp, Search::offer).
+  std::shared_ptr<ListOutcomes> outcomes;
 };
 
 struct SearchResult {

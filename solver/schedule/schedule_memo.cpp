@@ -13,8 +13,8 @@ ScheduleMemo::~ScheduleMemo() = default;
 
 ScheduleMemo::AllCounts ScheduleMemo::counts() const {
   const detail::MemoTables& t = *tables_;
-  return {t.answers.counts(), t.bounds.counts(), t.ladders.counts(), t.seeds.counts(),
-          t.v_auto_pools.counts()};
+  return {t.answers.counts(), t.bounds.counts(),       t.ladders.counts(),
+          t.seeds.counts(),   t.v_auto_pools.counts(), t.list_outcomes.counts()};
 }
 
 }  // namespace pulse

@@ -251,20 +251,23 @@ struct Search {
     const int budget = static_cast<int>(std::min<long>(
         {static_cast<long>(r.max_evaluations),
          std::max<long>(kMinListEvaluations, kListOpReplays / ops), kMaxListOpReplays / ops}));
-    return detail::SearchInput{r.num_microbatches,
-                               room.reach_cap,
-                               room.safe_cap,
-                               room.room,
-                               r.split_backward,
-                               budget,
-                               3,
-                               [this] { return deadline.expired(); },
-                               [this, &room](const Schedule& s) {
-                                 auto t = simulate(*r.model, s, r.num_microbatches, r.static_bytes,
-                                                   Peaks::rule_only);
-                                 return t && room.fits(*t);
-                               },
-                               {}};
+    return detail::SearchInput{
+        r.num_microbatches,
+        room.reach_cap,
+        room.safe_cap,
+        room.room,
+        r.split_backward,
+        budget,
+        3,
+        [this] { return deadline.expired(); },
+        [this, &room](const Schedule& s) {
+          auto t = simulate(*r.model, s, r.num_microbatches, r.static_bytes, Peaks::rule_only);
+          return t && room.fits(*t);
+        },
+        {},
+        0,
+        // Shared with the job's other searches over this model (list_outcomes.hpp).
+        detail::list_outcomes(r.memo, *r.model, r.num_microbatches, r.split_backward)};
   }
 
   // The policy search at the request's room, which ends once its best is at the bound

@@ -4,10 +4,12 @@
 // models (v, v-released and v-naive on a model whose cuts have one choice; chain and
 // chain-relayed without skips), a configuration's screen and full synthesis share a lower
 // bound, and the ladder's staircase, the published schedules' pool and V-auto's candidates
-// are asked for again at other budgets. The compile job owns one (CompileCache) and hands
-// it down in every ScheduleRequest; a request without one computes everything and gets the
-// same answer, later. Nothing is kept between jobs: two jobs with two memos cannot see each
-// other's answers.
+// are asked for again at other budgets. The policy searches of one model (the screen, the
+// full synthesis, the probe, the curve's points, the ladder's rungs) meet candidates another
+// already scored: what each list schedule came to is kept too (list_outcomes.hpp). The
+// compile job owns one (CompileCache) and hands it down in every ScheduleRequest; a request
+// without one computes everything and gets the same answer, later. Nothing is kept between
+// jobs: two jobs with two memos cannot see each other's answers.
 //
 // Each table is keyed by a typed key compared field by field (solver/schedule/answer_memo.hpp:
 // the request and the pipeline model by their defaulted operator==, so a field added to
@@ -33,13 +35,15 @@ class ScheduleMemo {
     bool operator==(const Counts&) const = default;
   };
   /// Per table: answers (whole syntheses), lower bounds, ladder staircases, published
-  /// schedules' pools (v_seeds), V-auto candidate sets.
+  /// schedules' pools (v_seeds), V-auto candidate sets; and the policy search's candidates
+  /// (list_outcomes: recalled, one decided without a list schedule; computed, one replayed).
   struct AllCounts {
     Counts answers;
     Counts bounds;
     Counts ladders;
     Counts seeds;
     Counts v_auto_pools;
+    Counts list_outcomes;
     bool operator==(const AllCounts&) const = default;
   };
 
