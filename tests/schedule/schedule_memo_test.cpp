@@ -122,7 +122,9 @@ TEST(ScheduleMemo, AnswersAreTheSameWithoutAMemoAndRecalled) {
     EXPECT_EQ(c.answers, (ScheduleMemo::Counts{2, 2}));
     // The policy searches at the second budget, the probes and the curves meet candidates
     // an earlier search scored (list_outcomes.hpp).
-    if (!split) EXPECT_GE(c.list_outcomes.recalled, 1);
+    if (!split) {
+      EXPECT_GE(c.list_outcomes.recalled, 1);
+    }
     if (split) {
       // The staircase does not depend on the budget: the second budget finds the first's.
       EXPECT_GE(c.ladders.recalled, 1);
