@@ -98,6 +98,13 @@ class VDynamicProgram {
   double average_load_floor() const;
   void keep_most_promising(int level);
   void build_crossing_tables();
+  // The sends of device d that do not depend on where D starts (side_cost adds them in its
+  // order): E's forward to device d+1, which depends on i2 alone, and with d >= 1 D's
+  // forward and E's backward to device d-1, which depend on the state alone; their bytes.
+  struct FixedSends {
+    double e_next = 0, d_prev = 0, e_prev = 0;
+    std::int64_t bytes = 0;
+  };
   // One device's encoder segment fixed: from state (i, j) = `from` (at `from_index`), device
   // d takes E = [i + 1, i2]; what is left for its decoder segment D = [j2, j - 1]. Passed by
   // value, so that the loops keep it in registers.
@@ -107,6 +114,7 @@ class VDynamicProgram {
     bool time;
     const State* from;
     int from_index;
+    FixedSends sends;
   };
 
   void expand(int d, const State& from, int from_index, double bound);
@@ -121,10 +129,13 @@ class VDynamicProgram {
   std::optional<DeviceCost> edge(const Step& step, int j2) const;
   void take(const Step& step, int j2, const DeviceCost& cost);
   void relax(int level, int i, int j, const DpValue& v, int parent, const DeviceCost& cost);
-  /// Device d's cost for E = [i+1, i2] and D = [j2, j-1]. Where even the fewest skip sends
-  /// the segments' ends allow put its load over `load_cap`, only that lower load is set
-  /// (the skips inside are not summed): the device is over any bound at or below the cap.
-  DeviceCost side_cost(int d, int i, int j, int i2, int j2,
+  FixedSends state_sends(int d, int i, int j) const;
+  FixedSends with_encoder_forward(FixedSends state, int d, int i2) const;
+  /// Device d's cost for E = [i+1, i2] and D = [j2, j-1] (`step`'s). Where even the fewest
+  /// skip sends the segments' ends allow put its load over `load_cap`, only that lower load
+  /// is set (the skips inside are not summed): the device is over any bound at or below
+  /// the cap.
+  DeviceCost side_cost(const Step& step, int j2,
                        double load_cap = std::numeric_limits<double>::infinity()) const;
   DeviceCost middle_cost(int i, int j) const;
   bool within(const DeviceCost& c, double bound) const;
@@ -227,29 +238,55 @@ std::int64_t VDynamicProgram::held_skip_bytes(int ea, int eb, int da, int db, in
   return produced + consumed - inside;
 }
 
-// Device d < P-1 takes E = [i+1, i2] and D = [j2, j-1].
-DeviceCost VDynamicProgram::side_cost(int d, int i, int j, int i2, int j2, double load_cap) const {
+// Device d's sends to device d-1 from state (i, j), which no choice of E or D changes
+// (side_cost). Each is one transfer_time, a pure function, so computing them once per state
+// (and E's forward once per encoder end, with_encoder_forward) gives side_cost the same
+// values, added in the same order: the same sum, to the bit.
+VDynamicProgram::FixedSends VDynamicProgram::state_sends(int d, int i, int j) const {
   const LayerPrefix& p = prefix_;
-  DeviceCost c;
-  double sends = 0;
-  auto add = [&](int to, int count, std::int64_t bytes) {
-    sends += send(d, to, count, bytes);
-    c.bytes += bytes;
-  };
-  // Forward E -> stage d+1; nothing is held there yet, so every carried tensor goes along.
-  add(d + 1, 1 + p.carried_count_upto[i2 + 1], p.output[i2] + p.carried_bytes_upto[i2 + 1]);
-  // Backward D -> stage 2P-2-d: gradient of D's input, and of carried tensors that device
-  // d+1 sent because device d did not hold them (producer in (i2, j2-1]).
-  add(d + 1, 1 + p.carried_grad_count_upto[j2] - p.carried_grad_count_upto[i2 + 1],
-      p.output[j2 - 1] + p.carried_grad_bytes_upto[j2] - p.carried_grad_bytes_upto[i2 + 1]);
+  FixedSends f;
   if (d >= 1) {
     // Forward D -> stage 2P-d on device d-1, which already holds carried tensors up to i.
-    add(d - 1, 1 + p.carried_count_upto[j] - p.carried_count_upto[i + 1],
-        p.output[j - 1] + p.carried_bytes_upto[j] - p.carried_bytes_upto[i + 1]);
+    const std::int64_t d_prev =
+        p.output[j - 1] + p.carried_bytes_upto[j] - p.carried_bytes_upto[i + 1];
+    f.d_prev = send(d, d - 1, 1 + p.carried_count_upto[j] - p.carried_count_upto[i + 1], d_prev);
     // Backward E -> stage d-1: gradient of E's input.
-    add(d - 1, 1 + p.carried_grad_count_upto[i + 1],
-        p.output[i] + p.carried_grad_bytes_upto[i + 1]);
+    const std::int64_t e_prev = p.output[i] + p.carried_grad_bytes_upto[i + 1];
+    f.e_prev = send(d, d - 1, 1 + p.carried_grad_count_upto[i + 1], e_prev);
+    f.bytes = d_prev + e_prev;
   }
+  return f;
+}
+
+// `state`'s sends with E = [i+1, i2]'s forward to device d+1: nothing is held there yet, so
+// every carried tensor goes along.
+VDynamicProgram::FixedSends VDynamicProgram::with_encoder_forward(FixedSends state, int d,
+                                                                  int i2) const {
+  const LayerPrefix& p = prefix_;
+  const std::int64_t bytes = p.output[i2] + p.carried_bytes_upto[i2 + 1];
+  state.e_next = send(d, d + 1, 1 + p.carried_count_upto[i2 + 1], bytes);
+  state.bytes += bytes;
+  return state;
+}
+
+// Device d < P-1 takes E = [i+1, i2] and D = [j2, j-1].
+DeviceCost VDynamicProgram::side_cost(const Step& step, int j2, double load_cap) const {
+  const LayerPrefix& p = prefix_;
+  const int d = step.d, i = step.i, j = step.j, i2 = step.i2;
+  DeviceCost c;
+  // E's forward to d+1, D's backward to d+1, then to d-1 D's forward and E's backward.
+  double sends = step.sends.e_next;
+  // Backward D -> stage 2P-2-d: gradient of D's input, and of carried tensors that device
+  // d+1 sent because device d did not hold them (producer in (i2, j2-1]).
+  const std::int64_t d_next =
+      p.output[j2 - 1] + p.carried_grad_bytes_upto[j2] - p.carried_grad_bytes_upto[i2 + 1];
+  sends +=
+      send(d, d + 1, 1 + p.carried_grad_count_upto[j2] - p.carried_grad_count_upto[i2 + 1], d_next);
+  if (d >= 1) {
+    sends += step.sends.d_prev;
+    sends += step.sends.e_prev;
+  }
+  c.bytes = step.sends.bytes + d_next;
   const double compute = p.compute_in(i + 1, i2) + p.compute_in(j2, j - 1);
   if (!local_only_ && p.skip_count_by_producer.back() > 0 &&
       load_cap < std::numeric_limits<double>::infinity()) {
@@ -344,10 +381,10 @@ bool VDynamicProgram::within(const DeviceCost& c, double bound) const {
 // (cachegrind); called, 26.21 G.
 [[gnu::always_inline]] inline std::optional<DeviceCost> VDynamicProgram::edge(const Step& step,
                                                                               int j2) const {
-  const int i = step.i, j = step.j, i2 = step.i2;
+  const int i2 = step.i2;
   if (local_only_ && max_producer_crossing_[j2] > i2) return std::nullopt;
-  const DeviceCost cost = side_cost(
-      step.d, i, j, i2, j2, step.time ? step.bound : std::numeric_limits<double>::infinity());
+  const DeviceCost cost =
+      side_cost(step, j2, step.time ? step.bound : std::numeric_limits<double>::infinity());
   if (!within(cost, step.bound)) return std::nullopt;
   const double rest_static =
       step.spp * static_cast<double>(prefix_.params_in(i2 + 1, j2 - 1)) - step.rest;
@@ -405,8 +442,10 @@ void VDynamicProgram::expand(int d, const State& from, int from_index, double bo
       request_.memory.static_bytes(1 << 20, request_.dp) / static_cast<double>(1 << 20);
   memory_frontier_ = 0;
   compute_lo_ = -1;
+  const FixedSends outer = state_sends(d, from.i, from.j);
   for_each_encoder_end(d, from, bound, spp, [&](int i2, double compute_e, int j2_min, int j2_hi) {
-    const Step step{d, from.i, from.j, i2, rest, bound, spp, compute_e, time, &from, from_index};
+    const Step step{d,   from.i,    from.j, i2,    rest,       bound,
+                    spp, compute_e, time,   &from, from_index, with_encoder_forward(outer, d, i2)};
     if (!bounded_) return expand_exact(step, j2_min, j2_hi);
     expand_bounded(step, j2_min, j2_hi);
     return true;
