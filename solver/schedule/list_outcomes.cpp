@@ -51,6 +51,9 @@ void ListOutcomes::keep(const ListCandidate& candidate, ListOutcome outcome) {
   const std::lock_guard<std::mutex> hold(lock_);
   const auto it = kept_.find(candidate);
   if (it == kept_.end()) {
+    // One set alone is held to the cap too: the table drops only the sets asked for before
+    // (a record not kept costs a replay, never a different answer).
+    if (bytes_ > kListOutcomeBytes) return;
     bytes_ += sizeof(ListCandidate) + candidate_bytes(candidate) + outcome.bytes();
     kept_.emplace(candidate, std::move(outcome));
     return;
