@@ -129,8 +129,7 @@ class VDynamicProgram {
   std::optional<DeviceCost> edge(const Step& step, int j2) const;
   void take(const Step& step, int j2, const DeviceCost& cost);
   void relax(int level, int i, int j, const DpValue& v, int parent, const DeviceCost& cost);
-  FixedSends state_sends(int d, int i, int j) const;
-  FixedSends with_encoder_forward(FixedSends state, int d, int i2) const;
+  FixedSends fixed_sends(int d, int i, int j, int i2) const;
   /// Device d's cost for E = [i+1, i2] and D = [j2, j-1] (`step`'s). Where even the fewest
   /// skip sends the segments' ends allow put its load over `load_cap`, only that lower load
   /// is set (the skips inside are not summed): the device is over any bound at or below
@@ -238,13 +237,14 @@ std::int64_t VDynamicProgram::held_skip_bytes(int ea, int eb, int da, int db, in
   return produced + consumed - inside;
 }
 
-// Device d's sends to device d-1 from state (i, j), which no choice of E or D changes
-// (side_cost). Each is one transfer_time, a pure function, so computing them once per state
-// (and E's forward once per encoder end, with_encoder_forward) gives side_cost the same
-// values, added in the same order: the same sum, to the bit.
-VDynamicProgram::FixedSends VDynamicProgram::state_sends(int d, int i, int j) const {
+// Device d's sends that no decoder start changes (Step::sends). Each is one transfer_time, a
+// pure function: side_cost adds the values it computed itself, in its order, to the bit.
+VDynamicProgram::FixedSends VDynamicProgram::fixed_sends(int d, int i, int j, int i2) const {
   const LayerPrefix& p = prefix_;
   FixedSends f;
+  // Forward E -> stage d+1; nothing is held there yet, so every carried tensor goes along.
+  f.bytes = p.output[i2] + p.carried_bytes_upto[i2 + 1];
+  f.e_next = send(d, d + 1, 1 + p.carried_count_upto[i2 + 1], f.bytes);
   if (d >= 1) {
     // Forward D -> stage 2P-d on device d-1, which already holds carried tensors up to i.
     const std::int64_t d_prev =
@@ -253,20 +253,9 @@ VDynamicProgram::FixedSends VDynamicProgram::state_sends(int d, int i, int j) co
     // Backward E -> stage d-1: gradient of E's input.
     const std::int64_t e_prev = p.output[i] + p.carried_grad_bytes_upto[i + 1];
     f.e_prev = send(d, d - 1, 1 + p.carried_grad_count_upto[i + 1], e_prev);
-    f.bytes = d_prev + e_prev;
+    f.bytes += d_prev + e_prev;
   }
   return f;
-}
-
-// `state`'s sends with E = [i+1, i2]'s forward to device d+1: nothing is held there yet, so
-// every carried tensor goes along.
-VDynamicProgram::FixedSends VDynamicProgram::with_encoder_forward(FixedSends state, int d,
-                                                                  int i2) const {
-  const LayerPrefix& p = prefix_;
-  const std::int64_t bytes = p.output[i2] + p.carried_bytes_upto[i2 + 1];
-  state.e_next = send(d, d + 1, 1 + p.carried_count_upto[i2 + 1], bytes);
-  state.bytes += bytes;
-  return state;
 }
 
 // Device d < P-1 takes E = [i+1, i2] and D = [j2, j-1].
@@ -442,10 +431,9 @@ void VDynamicProgram::expand(int d, const State& from, int from_index, double bo
       request_.memory.static_bytes(1 << 20, request_.dp) / static_cast<double>(1 << 20);
   memory_frontier_ = 0;
   compute_lo_ = -1;
-  const FixedSends outer = state_sends(d, from.i, from.j);
   for_each_encoder_end(d, from, bound, spp, [&](int i2, double compute_e, int j2_min, int j2_hi) {
     const Step step{d,   from.i,    from.j, i2,    rest,       bound,
-                    spp, compute_e, time,   &from, from_index, with_encoder_forward(outer, d, i2)};
+                    spp, compute_e, time,   &from, from_index, fixed_sends(d, from.i, from.j, i2)};
     if (!bounded_) return expand_exact(step, j2_min, j2_hi);
     expand_bounded(step, j2_min, j2_hi);
     return true;
