@@ -32,6 +32,23 @@ Result<CompiledPlan> compile_plan(const ModelProfile& model, const ClusterProfil
   return detail::compile_checked(model, cluster, options, clock ? *clock : own_clock);
 }
 
+Result<Timeline> timeline_with_sends(const CompiledPlan& plan) {
+  auto replayed = simulate(plan.model, plan.schedule, plan.num_microbatches, plan.static_bytes,
+                           Peaks::held, Sends::recorded);
+  if (!replayed) return replayed.error();
+  if (replayed->makespan_s != plan.timeline.makespan_s ||
+      replayed->devices.size() != plan.timeline.devices.size()) {
+    return internal_error(fmt::format(
+        "the plan's schedule replays to a makespan of {:.9f} s, its timeline says {:.9f} s",
+        replayed->makespan_s, plan.timeline.makespan_s));
+  }
+  Timeline out = plan.timeline;
+  for (std::size_t d = 0; d < out.devices.size(); ++d) {
+    out.devices[d].sends = std::move(replayed->devices[d].sends);
+  }
+  return out;
+}
+
 namespace detail {
 
 Result<CompiledPlan> compile_checked(const ModelProfile& model, const ClusterProfile& cluster,

@@ -76,9 +76,13 @@ Status write(const PlanJob& job, const Loaded& in, PlanRun& run, PassClock& cloc
   if (!text) return text.error();
   run.text = std::move(*text);
   if (!job.write) return Ok{};
-  const CompiledPlan& p = run.compiled;
-  const std::string trace =
-      job.trace_path ? chrome_trace(p.model, p.timeline, p.evaluation.allreduce, p.dp) : "";
+  std::string trace;  // outlives `files`, which views it
+  if (job.trace_path) {
+    const CompiledPlan& p = run.compiled;
+    auto timeline = timeline_with_sends(p);  // the passes' timelines keep no sends
+    if (!timeline) return timeline.error();
+    trace = chrome_trace(p.model, *timeline, p.evaluation.allreduce, p.dp);
+  }
   std::vector<Output> files = {{outputs[0].path, run.text}};
   if (job.trace_path) files.push_back({outputs[1].path, trace});
   return write_outputs(files);

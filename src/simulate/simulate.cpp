@@ -245,12 +245,12 @@ bool within_memory(const Timeline& timeline, const std::vector<MemoryBreakdown>&
 
 Result<Timeline> simulate(const PipelineModel& model, const Schedule& schedule,
                           int num_microbatches, const std::vector<MemoryBreakdown>& static_bytes,
-                          Peaks peaks) {
+                          Peaks peaks, Sends sends) {
   if (auto shape = check_schedule_shape(model, schedule, num_microbatches); !shape) {
     return shape.error();
   }
   const int P = model.num_devices();
-  detail::ExecutionEngine engine(model, num_microbatches);
+  detail::ExecutionEngine engine(model, num_microbatches, sends == Sends::recorded);
   Timeline timeline;
   timeline.devices.resize(P);
   for (int d = 0; d < P; ++d) timeline.devices[d].ops.reserve(schedule.device_ops[d].size());

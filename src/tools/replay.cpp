@@ -285,7 +285,9 @@ Result<Replay> Rebuild::run() {
 
   const PlanParallelism& par = plan_.parallelism;
   const std::vector<MemoryBreakdown> static_bytes = static_memory(model_, plan_.memory(), par.dp);
-  auto timeline = simulate(model_, out_.schedule, par.num_microbatches, static_bytes);
+  // With its sends: `simulate --trace` draws them.
+  auto timeline = simulate(model_, out_.schedule, par.num_microbatches, static_bytes, Peaks::held,
+                           Sends::recorded);
   if (!timeline) {
     // The plan is the input here: a schedule that misses ops or deadlocks is its fault.
     return input_error(

@@ -41,8 +41,13 @@ TEST_F(PlanJobTest, WritesWhatTheLibraryCallsMake) {
   const CompiledPlan by_hand = test::compile_ok(in, o);
   EXPECT_EQ(get("plan.json"), test::plan_text(by_hand, in.model, in.cluster));
   EXPECT_EQ(run.text, get("plan.json"));
-  EXPECT_EQ(get("trace.json"), chrome_trace(by_hand.model, by_hand.timeline,
-                                            by_hand.evaluation.allreduce, by_hand.dp));
+  const auto timeline = timeline_with_sends(by_hand);
+  ASSERT_TRUE(timeline.ok());
+  EXPECT_EQ(get("trace.json"),
+            chrome_trace(by_hand.model, *timeline, by_hand.evaluation.allreduce, by_hand.dp));
+  // The sends are drawn (the plan's own timeline keeps none): pp 2 sends each microbatch's
+  // activation and gradient once.
+  EXPECT_NE(get("trace.json").find("\"send grad stage 1 -> 0"), std::string::npos);
   EXPECT_EQ(entries(), (std::vector<std::string>{"plan.json", "trace.json"}));
   // Every pass timed once per run at least, load first and write last.
   ASSERT_FALSE(run.pass_times.empty());

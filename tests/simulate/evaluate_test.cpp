@@ -136,9 +136,11 @@ TEST(Evaluate, SentBytesAreTheBytesThePlanCounts) {
     o.solver_max_seconds = 0.2;
     const auto plan = compile_plan(model, cluster, o);
     ASSERT_TRUE(plan.ok()) << plan.error().message;
+    const auto timeline = timeline_with_sends(*plan);
+    ASSERT_TRUE(timeline.ok()) << timeline.error().message;
     std::int64_t sent = 0;
     int sends = 0;
-    for (const DeviceTimeline& d : plan->timeline.devices) {
+    for (const DeviceTimeline& d : timeline->devices) {
       for (const TimedSend& x : d.sends) {
         const Transfer& t = plan->model.transfers[x.transfer];
         sent += (x.forward ? t.forward : t.backward).total();
@@ -150,6 +152,55 @@ TEST(Evaluate, SentBytesAreTheBytesThePlanCounts) {
     const json j = json::parse(test::plan_text(*plan, model, cluster));
     EXPECT_EQ(sent * plan->dp, j["comm"]["p2p_bytes_per_iteration"].get<std::int64_t>())
         << strategy_name(s);
+  }
+}
+
+TEST(Evaluate, ReplaysKeepTheirSendsOnlyWhenAsked) {
+  // The planner's replays keep no sends (half a large plan's memory went to them); a replay
+  // that records them has every other figure to the bit, and one send per transfer,
+  // microbatch and direction.
+  auto model = load_model_profile(test::profile_path("models/sd2-unet-512.json")).value();
+  auto cluster =
+      load_cluster_profile(test::profile_path("clusters/dgx1-v100-32gb-1n.json")).value();
+  for (Strategy s : {Strategy::pulse, Strategy::one_f_one_b}) {
+    PlanOptions o;
+    o.strategy = s;
+    o.pp = 4;
+    o.global_batch = 16;
+    o.solver_max_seconds = 0.2;
+    const auto plan = compile_plan(model, cluster, o);
+    ASSERT_TRUE(plan.ok()) << plan.error().message;
+    for (const DeviceTimeline& d : plan->timeline.devices) EXPECT_TRUE(d.sends.empty());
+    const int M = plan->num_microbatches;
+    const auto dropped =
+        simulate(plan->model, plan->schedule, M, plan->static_bytes, Peaks::held, Sends::dropped);
+    const auto recorded =
+        simulate(plan->model, plan->schedule, M, plan->static_bytes, Peaks::held, Sends::recorded);
+    ASSERT_TRUE(dropped.ok() && recorded.ok());
+    EXPECT_EQ(dropped->makespan_s, recorded->makespan_s);
+    std::size_t sends = 0;
+    for (std::size_t d = 0; d < dropped->devices.size(); ++d) {
+      const DeviceTimeline& a = dropped->devices[d];
+      const DeviceTimeline& b = recorded->devices[d];
+      EXPECT_TRUE(a.sends.empty());
+      sends += b.sends.size();
+      ASSERT_EQ(a.ops.size(), b.ops.size());
+      for (std::size_t k = 0; k < a.ops.size(); ++k) {
+        EXPECT_EQ(a.ops[k].start_s, b.ops[k].start_s);
+        EXPECT_EQ(a.ops[k].busy_until_s, b.ops[k].busy_until_s);
+      }
+      EXPECT_EQ(a.peak.total(), b.peak.total());
+      EXPECT_EQ(a.resident_peak, b.resident_peak);
+      EXPECT_EQ(a.send_s, b.send_s);
+    }
+    EXPECT_EQ(sends, 2 * plan->model.transfers.size() * static_cast<std::size_t>(M))
+        << strategy_name(s);
+    const auto with = timeline_with_sends(*plan);
+    ASSERT_TRUE(with.ok());
+    for (std::size_t d = 0; d < with->devices.size(); ++d) {
+      EXPECT_EQ(with->devices[d].sends.size(), recorded->devices[d].sends.size());
+      EXPECT_EQ(with->devices[d].ops.size(), plan->timeline.devices[d].ops.size());
+    }
   }
 }
 

@@ -157,4 +157,9 @@ struct CompiledPlan : Degrees {
 Result<CompiledPlan> compile_plan(const ModelProfile& model, const ClusterProfile& cluster,
                                   const PlanOptions& options, PassClock* clock = nullptr);
 
+/// The plan's timeline with the sends its schedule makes (DeviceTimeline::sends), which the
+/// passes' replays do not keep: for a trace (simulate/trace.hpp). One more replay of the
+/// schedule; an internal error if it does not end where the plan's timeline does.
+Result<Timeline> timeline_with_sends(const CompiledPlan& plan);
+
 }  // namespace pulse
