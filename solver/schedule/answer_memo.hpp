@@ -138,7 +138,8 @@ struct MemoTables {
 std::optional<ScheduleAnswer> recall_answer(const ScheduleRequest& request);
 
 /// Keeps `answer` for `request` in its memo (not when its status is time_limit: the wall
-/// clock cut it short, and another run may get further).
+/// clock cut it short, and another run may get further). synthesize_schedule keeps it
+/// without its timeline, and replays that on a recall.
 void remember_answer(const ScheduleRequest& request, const ScheduleAnswer& answer);
 
 /// The lower bound `memo` keeps for `key`, else `compute()`'s, then kept.
