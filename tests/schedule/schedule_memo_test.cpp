@@ -64,19 +64,7 @@ void expect_same(const ScheduleAnswer& a, const ScheduleAnswer& b, const std::st
   EXPECT_EQ(a.peak_activation_bytes, b.peak_activation_bytes) << what;
   EXPECT_EQ(a.schedule.device_ops, b.schedule.device_ops) << what;
   // The timeline too, which a recall replays (the memo keeps none).
-  EXPECT_EQ(a.timeline.makespan_s, b.timeline.makespan_s) << what;
-  ASSERT_EQ(a.timeline.devices.size(), b.timeline.devices.size()) << what;
-  for (std::size_t d = 0; d < a.timeline.devices.size(); ++d) {
-    const DeviceTimeline& x = a.timeline.devices[d];
-    const DeviceTimeline& y = b.timeline.devices[d];
-    ASSERT_EQ(x.ops.size(), y.ops.size()) << what;
-    for (std::size_t k = 0; k < x.ops.size(); ++k) {
-      EXPECT_EQ(x.ops[k].start_s, y.ops[k].start_s) << what;
-      EXPECT_EQ(x.ops[k].busy_until_s, y.ops[k].busy_until_s) << what;
-    }
-    EXPECT_EQ(x.peak.total(), y.peak.total()) << what;
-    EXPECT_EQ(x.resident_peak, y.resident_peak) << what;
-  }
+  test::expect_same_timeline(a.timeline, b.timeline, what);
   ASSERT_EQ(a.memory_curve.size(), b.memory_curve.size()) << what;
   for (std::size_t i = 0; i < a.memory_curve.size(); ++i) {
     EXPECT_EQ(a.memory_curve[i].makespan_s, b.memory_curve[i].makespan_s) << what;

@@ -200,4 +200,21 @@ BruteForce brute_force_sequential(const PartitionRequest& r) {
   return best;
 }
 
+void expect_same_timeline(const Timeline& a, const Timeline& b, const std::string& what) {
+  EXPECT_EQ(a.makespan_s, b.makespan_s) << what;
+  ASSERT_EQ(a.devices.size(), b.devices.size()) << what;
+  for (std::size_t d = 0; d < a.devices.size(); ++d) {
+    const DeviceTimeline& x = a.devices[d];
+    const DeviceTimeline& y = b.devices[d];
+    ASSERT_EQ(x.ops.size(), y.ops.size()) << what << ", device " << d;
+    for (std::size_t k = 0; k < x.ops.size(); ++k) {
+      EXPECT_EQ(x.ops[k].start_s, y.ops[k].start_s) << what << ", device " << d;
+      EXPECT_EQ(x.ops[k].busy_until_s, y.ops[k].busy_until_s) << what << ", device " << d;
+    }
+    EXPECT_EQ(x.send_s, y.send_s) << what << ", device " << d;
+    EXPECT_EQ(x.peak.total(), y.peak.total()) << what << ", device " << d;
+    EXPECT_EQ(x.resident_peak, y.resident_peak) << what << ", device " << d;
+  }
+}
+
 }  // namespace pulse::test

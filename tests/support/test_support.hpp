@@ -12,6 +12,7 @@
 #include "pulse/graph/layer_graph.hpp"
 #include "pulse/partition/partition.hpp"
 #include "pulse/profile/profile.hpp"
+#include "pulse/simulate/simulate.hpp"
 
 namespace pulse::test {
 
@@ -59,6 +60,11 @@ struct Inputs {
 Inputs shipped(const std::string& model, const std::string& cluster);
 /// compile_plan that must succeed (a failure fails the test with the planner's message).
 CompiledPlan compile_ok(const Inputs& in, const PlanOptions& options);
+
+/// Expects two replays of one schedule to agree to the bit: the makespan, every op's start
+/// and the end of its blocking sends, each device's blocked-send time, peak and resident
+/// peak. The sends themselves aside: a replay keeps them only when asked (Sends::recorded).
+void expect_same_timeline(const Timeline& a, const Timeline& b, const std::string& what);
 
 /// The best objective found by trying every V partition (brute force), or -1 if none fits.
 struct BruteForce {
