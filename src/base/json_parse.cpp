@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "pulse/base/json_check.hpp"
+#include "pulse/base/json_records.hpp"
 
 namespace pulse {
 
@@ -43,21 +44,51 @@ struct SyntaxError {
 // to report. A limit passed ends the parse at once.
 class Builder {
  public:
-  explicit Builder(const JsonLimits& limits) : limits_(limits) {}
+  Builder(const JsonLimits& limits, const JsonRecordPath* records)
+      : limits_(limits), record_path_(records) {}
 
-  bool null() { return put(nullptr); }
-  bool boolean(bool v) { return put(v); }
-  bool number_integer(json::number_integer_t v) { return put(v); }
-  bool number_unsigned(json::number_unsigned_t v) { return put(v); }
-  bool number_float(json::number_float_t v, const json::string_t&) { return put(v); }
-  bool string(json::string_t& v) { return put(std::move(v)); }
-  bool binary(json::binary_t& v) { return put(json::binary(std::move(v))); }
-  bool start_object(std::size_t) { return open(json::object()); }
-  bool start_array(std::size_t) { return open(json::array()); }
-  bool end_object() { return close(); }
-  bool end_array() { return close(); }
+  bool null() { return records_ ? record_value(records_->null()) : put(nullptr); }
+  bool boolean(bool v) { return records_ ? record_value(records_->boolean(v)) : put(v); }
+  bool number_integer(json::number_integer_t v) {
+    return records_ ? record_value(records_->integer(v)) : put(v);
+  }
+  bool number_unsigned(json::number_unsigned_t v) {
+    return records_ ? record_value(records_->unsigned_integer(v)) : put(v);
+  }
+  bool number_float(json::number_float_t v, const json::string_t&) {
+    return records_ ? record_value(records_->number(v)) : put(v);
+  }
+  bool string(json::string_t& v) {
+    return records_ ? record_value(records_->string(v)) : put(std::move(v));
+  }
+  bool binary(json::binary_t& v) {
+    return records_ ? record(false) : put(json::binary(std::move(v)));
+  }
+  bool start_object(std::size_t) {
+    if (!records_) return open(json::object());
+    // An element of the records: counted as the object it stands for would be.
+    record_keys_ = 0;
+    return record(++values_ <= limits_.max_values &&
+                  ++frames_.back().members <= limits_.max_members &&
+                  frames_.size() + 1 <= limits_.max_depth && records_->begin());
+  }
+  bool start_array(std::size_t) {
+    if (records_) return record(false);
+    if (!open(json::array())) return false;
+    if (on_record_path()) records_.emplace();
+    return true;
+  }
+  bool end_object() { return records_ ? record(records_->end()) : close(); }
+  bool end_array() {
+    if (records_) {
+      if (records_->size() > 0) *frames_.back().value = records_->finish();
+      records_.reset();
+    }
+    return close();
+  }
 
   bool key(json::string_t& k) {
+    if (records_) return record(++record_keys_ <= limits_.max_members && records_->key(k));
     Frame& top = frames_.back();
     top.key = k;
     if (++top.members > limits_.max_members) {
@@ -80,6 +111,9 @@ class Builder {
   const std::optional<SyntaxError>& syntax() const { return syntax_; }
   const std::optional<JsonPath>& duplicate() const { return duplicate_; }
   const std::optional<std::string>& limit() const { return limit_; }
+  /// Whether an array on the record path was not records: the document is to be parsed
+  /// again, as it is.
+  bool not_records() const { return not_records_; }
 
  private:
   struct Frame {
@@ -138,6 +172,25 @@ class Builder {
     return true;
   }
 
+  // Whether the array just opened is on the record path: the keys and indices above it match.
+  bool on_record_path() const {
+    if (!record_path_ || frames_.size() != record_path_->size() + 1) return false;
+    for (std::size_t i = 0; i + 1 < frames_.size(); ++i) {
+      const Frame& f = frames_[i];
+      const std::string_view step = (*record_path_)[i];
+      if (f.value->is_object() ? step != f.key : step != "[]") return false;
+    }
+    return true;
+  }
+
+  // An event of an array kept as records; `ok` false ends the parse (not_records). Limits
+  // are found again by the parse that follows, with its message.
+  bool record(bool ok) {
+    if (!ok) not_records_ = true;
+    return ok;
+  }
+  bool record_value(bool ok) { return record(ok && ++values_ <= limits_.max_values); }
+
   bool exceeded(std::size_t limit, std::string_view what) {
     limit_ = fmt::format("{}: more than {} {} ({})", path().str(), limit, what, limits_.why);
     return false;
@@ -153,6 +206,10 @@ class Builder {
   }
 
   const JsonLimits& limits_;
+  const JsonRecordPath* record_path_;
+  std::optional<JsonRecordWriter> records_;  // the array being kept as records
+  std::size_t record_keys_ = 0;              // the keys of its element being read
+  bool not_records_ = false;
   json root_;
   std::vector<Frame> frames_;
   json* slot_ = nullptr;
@@ -184,9 +241,11 @@ Error syntax_error(std::string_view text, const std::string& file, const SyntaxE
 
 }  // namespace
 
-Result<json> parse_json(std::string_view text, const std::string& file, const JsonLimits& limits) {
-  Builder builder(limits);
+Result<json> parse_json(std::string_view text, const std::string& file, const JsonLimits& limits,
+                        const JsonRecordPath* records) {
+  Builder builder(limits, records);
   json::sax_parse(text.begin(), text.end(), &builder);
+  if (builder.not_records()) return parse_json(text, file, limits, nullptr);
   if (builder.limit()) return input_error(fmt::format("{}: {}", file, *builder.limit()));
   if (builder.syntax()) return syntax_error(text, file, *builder.syntax());
   if (const auto& at = builder.duplicate()) {

@@ -41,9 +41,11 @@ double rounded(double value, Format format) {
 // --- PlanWriter ------------------------------------------------------------------------
 
 void PlanWriter::groups(std::string_view key, const std::vector<std::vector<RankId>>& groups) {
-  ojson array = ojson::array();
-  for (const auto& g : groups) array.push_back(g);
-  out_[std::string(key)] = array;
+  member(key, [&] {
+    array(groups, level_ + 1, [&](std::size_t, const std::vector<RankId>& group) {
+      array(group, level_ + 2, [&](std::size_t, RankId rank) { integer(rank); });
+    });
+  });
 }
 
 void PlanWriter::groups(std::string_view key,
@@ -54,9 +56,42 @@ void PlanWriter::groups(std::string_view key,
 void PlanWriter::byte_map(std::string_view key,
                           const std::optional<std::map<std::string, std::int64_t>>& values) {
   if (!values) return;
-  ojson out = ojson::object();
-  for (const auto& [name, bytes] : *values) out[name] = bytes;
-  out_[std::string(key)] = out;
+  member(key, [&] {
+    object_text(out_, level_ + 1, [&](PlanWriter& sub) {
+      for (const auto& entry : *values) {
+        sub.member(entry.first, [&] { sub.integer(entry.second); });
+      }
+    });
+  });
+}
+
+void PlanWriter::integer(std::int64_t v) {
+  out_.text += fmt::format_int(v).str();
+}
+
+void PlanWriter::number(double v) {
+  if (std::isfinite(v)) {
+    out_.text += ojson(v).dump();  // nlohmann's shortest digits, as a tree's dump has them
+    return;
+  }
+  if (!out_.non_finite) {
+    JsonPath at;
+    for (const auto& [key, index] : out_.at) at = index ? at.at(*index) : at.key(key);
+    out_.non_finite = std::pair{at, v};
+  }
+  out_.text += "null";
+}
+
+void PlanWriter::string(std::string_view s) {
+  const bool plain = std::all_of(
+      s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
+  if (!plain) {
+    out_.text += ojson(std::string(s)).dump(-1, ' ', false, ojson::error_handler_t::replace);
+    return;
+  }
+  out_.text += '"';
+  out_.text += s;
+  out_.text += '"';
 }
 
 // --- PlanReader ------------------------------------------------------------------------
@@ -448,69 +483,40 @@ void compare(const ojson& plan, const ojson& replay, const std::string& path,
   if (plan != replay) out.push_back({path, plan.dump(), replay.dump()});
 }
 
-ojson figures(const Plan& plan) {
-  ojson out = ojson::object();
-  PlanWriter io(out);
-  figure_keys(io, plan);
+// The plan's text: the keys `keys(writer)` writes, as the plan's object.
+template <class Fn>
+PlanText text_of(Fn&& keys) {
+  PlanText out;
+  PlanWriter::object_text(out, 0, keys);
+  out.text += '\n';
   return out;
+}
+
+ojson figures(const Plan& plan) {
+  return ojson::parse(text_of([&](PlanWriter& io) { figure_keys(io, plan); }).text);
 }
 
 }  // namespace
 
 }  // namespace detail
 
-namespace {
-
-// The plan as a JSON tree, and a tree as the plan's text.
-detail::ojson plan_tree(const Plan& plan) {
-  detail::ojson out = detail::ojson::object();
-  detail::PlanWriter io(out);
-  detail::plan_keys(io, plan);
-  return out;
-}
-
-std::string plan_text(const detail::ojson& tree) {
-  return tree.dump(2, ' ', false, detail::ojson::error_handler_t::replace) + "\n";
-}
-
-}  // namespace
-
 std::string write_plan(const Plan& plan) {
-  return plan_text(plan_tree(plan));
+  return detail::text_of([&](detail::PlanWriter& io) { detail::plan_keys(io, plan); }).text;
 }
 
 namespace {
 
-// Where the first number in `v` that is not finite is (JSON has no NaN or infinity: the
-// writer would put null there), with its value; nullopt when there is none.
-std::optional<std::pair<JsonPath, double>> non_finite(const detail::ojson& v, const JsonPath& at) {
-  if (v.is_number_float() && !std::isfinite(v.get<double>())) {
-    return std::pair{at, v.get<double>()};
-  }
-  if (v.is_object()) {
-    for (const auto& [key, value] : v.items()) {
-      if (auto bad = non_finite(value, at.key(key))) return bad;
-    }
-  } else if (v.is_array()) {
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      if (auto bad = non_finite(v[i], at.at(i))) return bad;
-    }
-  }
-  return std::nullopt;
-}
-
-// The plan's text, or where a number in it is not finite. The tree it is dumped from is
-// gone when this returns, before the text is read back (a plan of millions of ops is
-// gigabytes as a tree).
+// The plan's text, or where a number in it is not finite.
 Result<std::string> dump_plan(const Plan& plan) {
-  const detail::ojson out = plan_tree(plan);
-  if (const auto bad = non_finite(out, JsonPath{})) {
+  detail::PlanText out =
+      detail::text_of([&](detail::PlanWriter& io) { detail::plan_keys(io, plan); });
+  if (const auto& bad = out.non_finite) {
     return internal_error(
         fmt::format("the plan made has {} at {}; a plan holds finite numbers "
                     "only, so none is written",
                     bad->second, bad->first.str()));
   }
-  return plan_text(out);
+  return std::move(out.text);
 }
 
 }  // namespace
@@ -624,7 +630,10 @@ void check_byte_totals(JsonChecker& check, const Plan& plan) {
 }  // namespace
 
 Result<Plan> parse_plan(std::string_view text, const std::string& file, PlanCheck checks) {
-  auto root = parse_json(text, file);
+  // The ops, most of a plan, parsed as records (json_records.hpp): a plan at pp 512 is
+  // 0.6 GB of text, and its ops would be 2.5 GB as a document.
+  static const JsonRecordPath kOps = {"schedule", "[]", "ops"};
+  auto root = parse_json(text, file, JsonLimits{}, &kOps);
   if (!root) return root.error();
   JsonChecker check(file);
   if (!root->is_object()) {

@@ -181,30 +181,49 @@ Need need_of(const Spec& spec) {
 double rounded(double value, Format format);
 
 // ---------------------------------------------------------------------------------------
-// PlanWriter: section -> ordered JSON.
+// PlanWriter: section -> the plan's text, written as the sections are walked. The bytes are
+// those nlohmann's dump(2) prints for the same keys as an ordered tree (what every plan has
+// been), without the tree: a plan of millions of ops is gigabytes as one.
+
+/// The text being written, and where its first number that is not finite is (JSON has
+/// none: it is written as null, and the plan is refused).
+struct PlanText {
+  std::string text;
+  std::optional<std::pair<JsonPath, double>> non_finite;
+  /// The keys (index unset) and array indices down to the value being written.
+  std::vector<std::pair<std::string_view, std::optional<std::size_t>>> at;
+};
 
 class PlanWriter {
  public:
-  explicit PlanWriter(ojson& out) : out_(out) {}
+  /// The text of an object whose members `keys(writer)` writes, at nesting `level` (the
+  /// plan itself is 0): its members are indented by 2 (level + 1) spaces.
+  template <class Fn>
+  static void object_text(PlanText& out, int level, Fn&& keys) {
+    out.text += '{';
+    PlanWriter sub(out, level);
+    keys(sub);
+    if (sub.any_) sub.line_break(level);
+    out.text += '}';
+  }
 
   template <class T>
   void field(std::string_view key, const T& value, const Spec& spec) {
     if constexpr (is_optional_v<T>) {
       if (value) {
-        out_[std::string(key)] = scalar(*value, spec);
+        member(key, [&] { scalar(*value, spec); });
       } else if (spec.null_ok) {
-        out_[std::string(key)] = nullptr;
+        member(key, [&] { out_.text += "null"; });
       }
     } else {
-      out_[std::string(key)] = scalar(value, spec);
+      member(key, [&] { scalar(value, spec); });
     }
   }
 
   template <class T>
   void list(std::string_view key, const std::vector<T>& values, const Spec& spec) {
-    ojson array = ojson::array();
-    for (const T& v : values) array.push_back(scalar(v, spec));
-    out_[std::string(key)] = std::move(array);
+    member(key,
+           [&] { array(values, level_ + 1, [&](std::size_t, const T& v) { scalar(v, spec); }); });
   }
   /// An optional list: absent when unset (so plans without it stay byte-identical).
   template <class T>
@@ -216,22 +235,27 @@ class PlanWriter {
   void byte_map(std::string_view key,
                 const std::optional<std::map<std::string, std::int64_t>>& values);
   /// A value the writer derives and the reader ignores (Bytes::total).
-  void derived(std::string_view key, std::int64_t value) { out_[std::string(key)] = value; }
+  void derived(std::string_view key, std::int64_t value) {
+    member(key, [&] { integer(value); });
+  }
 
   template <class T, class Fn>
   void object(std::string_view key, const T& value, Fn&& keys, std::optional<Need> = {}) {
     if constexpr (is_optional_v<T>) {
-      if (value) out_[std::string(key)] = write(*value, keys);
+      if (value) object(key, *value, keys);
     } else {
-      out_[std::string(key)] = write(value, keys);
+      member(key,
+             [&] { object_text(out_, level_ + 1, [&](PlanWriter& sub) { keys(sub, value); }); });
     }
   }
   template <class T, class Fn>
   void objects(std::string_view key, const std::vector<T>& values, Fn&& keys, Need = Need::required,
                Length = Length::any) {
-    ojson array = ojson::array();
-    for (const T& v : values) array.push_back(write(v, keys));
-    out_[std::string(key)] = std::move(array);
+    member(key, [&] {
+      array(values, level_ + 1, [&](std::size_t, const T& v) {
+        object_text(out_, level_ + 2, [&](PlanWriter& sub) { keys(sub, v); });
+      });
+    });
   }
   template <class T, class Fn>
   void objects(std::string_view key, const std::optional<std::vector<T>>& values, Fn&& keys) {
@@ -240,35 +264,75 @@ class PlanWriter {
   template <class Fn>
   void device_schedules(std::string_view key, const std::vector<std::vector<PlanOp>>& schedule,
                         Fn&& op_keys) {
-    // Moved, not copied, into place: a schedule of millions of ops is most of the plan.
-    ojson array = ojson::array();
-    for (std::size_t d = 0; d < schedule.size(); ++d) {
-      ojson ops = ojson::array();
-      for (const PlanOp& op : schedule[d]) ops.push_back(write(op, op_keys));
-      ojson entry = ojson::object();
-      entry["device"] = d;
-      entry["ops"] = std::move(ops);
-      array.push_back(std::move(entry));
-    }
-    out_[std::string(key)] = std::move(array);
+    member(key, [&] {
+      array(schedule, level_ + 1, [&](std::size_t d, const std::vector<PlanOp>& ops) {
+        object_text(out_, level_ + 2, [&](PlanWriter& entry) {
+          entry.member("device", [&] { entry.integer(static_cast<std::int64_t>(d)); });
+          entry.member("ops", [&] {
+            entry.array(ops, level_ + 3, [&](std::size_t, const PlanOp& op) {
+              object_text(out_, level_ + 4, [&](PlanWriter& sub) { op_keys(sub, op); });
+            });
+          });
+        });
+      });
+    });
   }
 
  private:
-  template <class T, class Fn>
-  static ojson write(const T& value, Fn&& keys) {
-    ojson out = ojson::object();
-    PlanWriter sub(out);
-    keys(sub, value);
-    return out;
-  }
-  static ojson scalar(double v, const Spec& spec) { return rounded(v, spec.format); }
-  static ojson scalar(int v, const Spec&) { return v; }
-  static ojson scalar(std::int64_t v, const Spec&) { return v; }
-  static ojson scalar(bool v, const Spec&) { return v; }
-  static ojson scalar(const std::string& v, const Spec&) { return v; }
-  static ojson scalar(OpKind v, const Spec&) { return std::string(1, op_letter(v)); }
+  PlanWriter(PlanText& out, int level) : out_(out), level_(level) {}
 
-  ojson& out_;
+  /// `"key": ` on a line of its own, then the value `value()` writes.
+  template <class Fn>
+  void member(std::string_view key, Fn&& value) {
+    out_.text += any_ ? "," : "";
+    any_ = true;
+    line_break(level_ + 1);
+    string(key);
+    out_.text += ": ";
+    out_.at.emplace_back(key, std::nullopt);
+    value();
+    out_.at.pop_back();
+  }
+  /// An array at nesting `level`, each element written by `element(index, value)`.
+  template <class List, class Fn>
+  void array(const List& values, int level, Fn&& element) {
+    if (values.empty()) {
+      out_.text += "[]";
+      return;
+    }
+    out_.text += '[';
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (i > 0) out_.text += ',';
+      line_break(level + 1);
+      out_.at.emplace_back(std::string_view{}, i);
+      element(i, values[i]);
+      out_.at.pop_back();
+    }
+    line_break(level);
+    out_.text += ']';
+  }
+  /// A new line indented for nesting `level`.
+  void line_break(int level) {
+    out_.text += '\n';
+    out_.text.append(2 * static_cast<std::size_t>(level), ' ');
+  }
+
+  void scalar(double v, const Spec& spec) { number(rounded(v, spec.format)); }
+  void scalar(int v, const Spec&) { integer(v); }
+  void scalar(std::int64_t v, const Spec&) { integer(v); }
+  void scalar(bool v, const Spec&) { out_.text += v ? "true" : "false"; }
+  void scalar(const std::string& v, const Spec&) { string(v); }
+  void scalar(OpKind v, const Spec&) {
+    const char letter = op_letter(v);
+    string(std::string_view(&letter, 1));
+  }
+  void integer(std::int64_t v);
+  void number(double v);
+  void string(std::string_view s);
+
+  PlanText& out_;
+  int level_;
+  bool any_ = false;  ///< Whether a member is written yet.
 };
 
 // ---------------------------------------------------------------------------------------
@@ -419,21 +483,30 @@ void PlanReader::device_schedules(std::string_view key, std::vector<std::vector<
           fmt::format("expected {} (schedule entries are listed in device order), got {}", i, d));
       continue;
     }
-    const json* ops = check_.array(entry, at, "ops", true);
-    if (d < 0 || !ops) continue;
-    for (std::size_t k = 0; k < ops->size(); ++k) {
+    auto read_op = [&](std::size_t k, const json& value) {
       const JsonPath op_at = at.key("ops").at(k);
-      if (!(*ops)[k].is_object()) {
-        check_.fail(op_at, fmt_expected_object((*ops)[k]));
-        continue;
+      if (!value.is_object()) {
+        check_.fail(op_at, fmt_expected_object(value));
+        return;
       }
       PlanOp op;
       op.op.stage = -1;
       op.op.mb = -1;
-      PlanReader sub(check_, (*ops)[k], op_at, plan_);
+      PlanReader sub(check_, value, op_at, plan_);
       op_keys(sub, op);
       if (op.op.stage >= 0 && op.op.mb >= 0) schedule[d].push_back(op);
+    };
+    // Parsed as records (parse_plan): each op is made an object as it is read.
+    if (const auto it = entry.find("ops"); it != entry.end() && JsonRecords::holds(*it)) {
+      if (d < 0) continue;
+      const JsonRecords ops(*it);
+      schedule[d].reserve(ops.size());
+      for (std::size_t k = 0; k < ops.size(); ++k) read_op(k, ops.at(k));
+      continue;
     }
+    const json* ops = check_.array(entry, at, "ops", true);
+    if (d < 0 || !ops) continue;
+    for (std::size_t k = 0; k < ops->size(); ++k) read_op(k, (*ops)[k]);
   }
 }
 

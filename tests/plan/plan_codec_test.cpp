@@ -170,6 +170,27 @@ TEST(PlanCodec, WriteReadWriteGivesTheSameBytes) {
   }
 }
 
+// The writer writes the text as it walks the keys, with no tree; its bytes are those
+// nlohmann's dump(2) gives the same keys as an ordered tree, as plans have always been
+// written: indentation, empty lists and objects, numbers, strings escaped or replaced.
+TEST(PlanCodec, WritesTheBytesATreeDumps) {
+  using ojson = nlohmann::ordered_json;
+  auto tree_dump = [](const std::string& text) {
+    return ojson::parse(text).dump(2, ' ', false, ojson::error_handler_t::replace) + "\n";
+  };
+  const std::vector<std::string> texts = planned();
+  for (const std::string& text : texts) EXPECT_EQ(text, tree_dump(text));
+  auto plan = parse_plan(texts.front(), "p.json");
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  plan->warnings = {"a \"quote\" and a \\", "tab\tnew line\n\x01", "\u00e9 \u6f22",
+                    "bad \xff\xfe UTF-8", ""};
+  const std::string text = write_plan(*plan);
+  EXPECT_EQ(text, tree_dump(text));
+  EXPECT_NE(text.find(R"("a \"quote\" and a \\")"), std::string::npos);
+  EXPECT_NE(text.find(R"("tab\tnew line\n\u0001")"), std::string::npos);
+  EXPECT_NE(text.find("\"bad \xef\xbf\xbd\xef\xbf\xbd UTF-8\""), std::string::npos);
+}
+
 TEST(PlanCodec, EveryKeyTheWriterEmitsIsInTheKeyList) {
   std::set<std::string> listed, required, maps;
   for (const PlanKey& k : plan_keys()) {

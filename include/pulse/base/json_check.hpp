@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pulse/base/json_records.hpp"
 #include "pulse/base/result.hpp"
 
 namespace pulse {
@@ -57,9 +58,11 @@ inline constexpr JsonLimits kProfileJsonLimits{
 
 /// Parses JSON text in time linear in its length, building the document as it goes; malformed
 /// text gives an input error with line and column, a key twice in one object or a count
-/// beyond `limits` one with the JSON path.
+/// beyond `limits` one with the JSON path. The arrays at `records` (json_records.hpp) are
+/// kept as records where every element is a flat object with the first one's keys; where
+/// one is not, the whole text is parsed again as it is.
 Result<json> parse_json(std::string_view text, const std::string& file,
-                        const JsonLimits& limits = {});
+                        const JsonLimits& limits = {}, const JsonRecordPath* records = nullptr);
 
 /// Collects validation errors for one file.
 class JsonChecker {
