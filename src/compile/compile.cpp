@@ -51,6 +51,32 @@ Result<Timeline> timeline_with_sends(const CompiledPlan& plan) {
 
 namespace detail {
 
+void CompileCache::release_timeline_ops(const CompiledPlan* plan) {
+  if (plan->timeline_ops_released) return;
+  for (auto& [key, cached] : plans) {
+    if (!cached || &*cached != plan) continue;
+    for (DeviceTimeline& d : cached->timeline.devices) std::vector<TimedOp>().swap(d.ops);
+    cached->timeline_ops_released = true;
+    return;
+  }
+}
+
+Status restore_timeline(CompiledPlan& plan) {
+  if (!plan.timeline_ops_released) return Ok{};
+  auto replayed =
+      simulate(plan.model, plan.schedule, plan.num_microbatches, plan.static_bytes, Peaks::held);
+  if (!replayed) return replayed.error();
+  if (replayed->makespan_s != plan.timeline.makespan_s ||
+      replayed->devices.size() != plan.timeline.devices.size()) {
+    return internal_error(fmt::format(
+        "a cached plan's schedule replays to a makespan of {:.9f} s, its timeline said {:.9f} s",
+        replayed->makespan_s, plan.timeline.makespan_s));
+  }
+  plan.timeline = std::move(*replayed);
+  plan.timeline_ops_released = false;
+  return Ok{};
+}
+
 Result<CompiledPlan> compile_checked(const ModelProfile& model, const ClusterProfile& cluster,
                                      const PlanOptions& options, PassClock& clock) {
   CompileCache cache;  // the job's: every alternative's graphs, placements, plans, syntheses

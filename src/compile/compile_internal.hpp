@@ -81,7 +81,17 @@ struct CompileCache {
   std::map<std::vector<std::int64_t>, PartitionAnswer> partitions;
   ScheduleMemo memo;          ///< Every synthesis request of the job carries it.
   int safety_limit_hits = 0;  ///< Syntheses the CPU-time safety limit stopped.
+
+  /// Releases the ops of cached `plan`'s timeline (CompiledPlan::timeline_ops_released):
+  /// a tune screens a dozen plans and keeps one, and at pp 512 over 2048 layers a timeline
+  /// is 170 MB. restore_timeline gives them back.
+  void release_timeline_ops(const CompiledPlan* plan);
 };
+
+/// A plan's timeline replayed from its schedule, where its ops were released: the same
+/// timeline to the bit (every plan's timeline is this replay). An internal error if it does
+/// not end where the plan's figures say.
+Status restore_timeline(CompiledPlan& plan);
 
 /// The inputs every pass of one compile_plan call reads.
 struct CompileInputs {

@@ -310,6 +310,26 @@ bool ahead(const Pair& a, const Pair& b) {
   return a.family_index < b.family_index;
 }
 
+// Only the plan tune would choose now keeps its timeline's ops in the cache: the others'
+// are released as soon as they are made or overtaken (`made`: the plan just made, which
+// may be no pair's result). The tuner reads their figures only; tune restores the chosen
+// plan's ops where another tune of the job released them.
+void release_all_but_best(const CompileInputs& in, const std::vector<Pair>& pairs,
+                          const CompiledPlan* made) {
+  const Pair* best = nullptr;
+  for (const Pair& p : pairs) {
+    if (p.result && (!best || ahead(p, *best))) best = &p;
+  }
+  auto release = [&](const CompiledPlan* plan) {
+    if (plan && (!best || plan != best->result)) in.cache->release_timeline_ops(plan);
+  };
+  release(made);
+  for (const Pair& p : pairs) {
+    release(p.screened);
+    release(p.result);
+  }
+}
+
 // Step 1: every (configuration, family) placed, with its lower bound.
 Status place_pairs(const CompileInputs& in, std::vector<Trial>& trials, std::vector<Pair>& pairs,
                    PassClock& clock) {
@@ -361,6 +381,7 @@ Status screen_pairs(const CompileInputs& in, const std::vector<Trial>& trials,
       continue;
     }
     p->screened = p->result = &*plan;
+    release_all_but_best(in, pairs, &*plan);
     // The synthesizer's bound on any schedule of this pipeline (its memory included) holds
     // for the full synthesis too, and an iteration is never shorter than its makespan. Its
     // step is no shorter than its iteration: bounds on the iteration are bounds on steps.
@@ -403,6 +424,7 @@ Status finish_pairs(const CompileInputs& in, const std::vector<Trial>& trials,
     }
     p->synthesized = true;
     if (faster_plan(*full, *p->screened)) p->result = &*full;
+    release_all_but_best(in, pairs, &*full);
     fastest = std::min(fastest, step_time_s(*p->result));
   }
   return Ok{};
@@ -489,6 +511,7 @@ Result<CompiledPlan> tune(const CompileInputs& in, PassClock& clock) {
     return infeasible_error(nothing_fits(in, trials));
   }
   CompiledPlan plan = *chosen->result;
+  if (Status s = restore_timeline(plan); !s) return s.error();
   plan.candidates = explain(trials, trials[chosen->trial].candidate);
   plan.families.clear();
   for (const Pair& p : pairs) {

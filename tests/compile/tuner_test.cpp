@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "compile/compile_internal.hpp"
 #include "pulse/compile/compile.hpp"
 #include "pulse/place/placement.hpp"
 #include "support/test_support.hpp"
@@ -257,6 +258,47 @@ void expect_permutation(const Placement& p, int devices) {
   EXPECT_EQ(static_cast<int>(seen.size()), devices);
   EXPECT_EQ(*seen.begin(), 0);
   EXPECT_EQ(*seen.rbegin(), devices - 1);
+}
+
+// Of the plans a tune caches, only the one it chooses keeps its timeline's ops (each
+// device's figures stay on all). A tune whose choice another tune of the job released
+// replays it: the same timeline, to the bit.
+TEST(TunerCache, OnlyTheChosenPlanKeepsItsTimelinesOps) {
+  const test::Inputs in = test::shipped("sd2-unet-512", "dgx1-v100-32gb-1n");
+  const PlanOptions o;
+  detail::CompileCache cache;
+  const detail::CompileInputs inputs{&in.model, &in.cluster, &o,
+                                     in.model.device_type_index(in.cluster.device_type), &cache};
+  PassClock clock;
+  const auto first = detail::tune(inputs, clock);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  ASSERT_FALSE(first->timeline_ops_released);
+  int kept = 0, released = 0;
+  for (const auto& [key, cached] : cache.plans) {
+    if (!cached || cached->timeline.devices.empty()) continue;  // placed, not scheduled
+    if (!cached->timeline_ops_released) {
+      ++kept;
+      test::expect_same_timeline(cached->timeline, first->timeline, "the chosen plan, cached");
+      continue;
+    }
+    ++released;
+    for (const DeviceTimeline& d : cached->timeline.devices) {
+      EXPECT_TRUE(d.ops.empty());
+      EXPECT_GT(d.peak.total(), 0);  // the figures stay
+    }
+    EXPECT_GT(cached->timeline.makespan_s, 0);
+  }
+  EXPECT_EQ(kept, 1);
+  EXPECT_GE(released, 3);
+  for (const auto& [key, cached] : cache.plans) {
+    if (cached && !cached->timeline.devices.empty()) cache.release_timeline_ops(&*cached);
+  }
+  const auto second = detail::tune(inputs, clock);
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  EXPECT_FALSE(second->timeline_ops_released);
+  EXPECT_EQ(second->pp, first->pp);
+  EXPECT_EQ(second->microbatch_size, first->microbatch_size);
+  test::expect_same_timeline(second->timeline, first->timeline, "the chosen plan, replayed");
 }
 
 TEST(Placement, DgxPipelineOfEightStaysOnNvlink) {

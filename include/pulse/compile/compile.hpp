@@ -117,6 +117,9 @@ struct CompiledPlan : Degrees {
   std::vector<int> inflight_limit;            ///< Per device, what fits whatever the order.
   Schedule schedule;
   Timeline timeline;
+  /// The ops of `timeline` were released (a cached plan the tuner has not chosen: each
+  /// device's figures and the makespan stay); a replay of `schedule` gives them back.
+  bool timeline_ops_released = false;
   ScheduleAnswer solver;  ///< How the schedule was found (its schedule/timeline moved out).
   Evaluation evaluation;  ///< Iteration, throughput, bubble, all-reduce (the evaluate pass).
   std::vector<Candidate> candidates;  ///< Configurations tried, best first (the plan's search).
