@@ -8,6 +8,7 @@
 
 #include "compile_internal.hpp"
 #include "pulse/base/io.hpp"
+#include "pulse/base/process.hpp"
 #include "pulse/base/units.hpp"
 #include "pulse/compile/bucket_plan.hpp"
 #include "pulse/compile/plan_builder.hpp"
@@ -61,6 +62,7 @@ Loaded load(const PlanJob& job, PlanRun& run, PassClock& clock) {
 // Every output is made before any is written; then they appear together or not at all.
 Status write(const PlanJob& job, const Loaded& in, PlanRun& run, PassClock& clock) {
   PassClock::Run timer(clock, "write");
+  release_free_memory();  // the planning's, before the plan's text and its read-back
   const std::vector<NamedPath> outputs = output_paths(job);
   run.plan = build_plan(run.compiled, in.body_model ? *in.body_model : *in.model, *in.cluster);
   run.plan.buckets = in.section;

@@ -35,6 +35,13 @@ int finish_stdout(int status);
 /// false, with errno set, when any write to stdout so far has failed.
 bool write_to_stdout(std::string_view text);
 
+/// Hands the memory the process has freed back to the system, where the C library can
+/// (glibc's malloc_trim; elsewhere nothing). A job's phases that free much before the next
+/// allocates much call it between them: the planner's millions of small allocations leave
+/// freed pages scattered through the heap, which the allocator keeps, and the plan's text
+/// and its read-back come on top (at pp 512 over 2048 layers, 1.7 GB kept, 0.9 GB added).
+void release_free_memory();
+
 /// stderr without printable()'s escaping, for the few bytes pulse-plan itself means for the
 /// terminal (the progress line's carriage return and erase-line).
 std::ostream& terminal_stderr();
