@@ -503,30 +503,29 @@ double bound_at_budget(const ScheduleRequest& r, std::int64_t budget,
 // PyTorch's ZBVZeroBubble and DeepSeek's DualPipeV, with the request's split of the backward
 // (without one, each I a whole backward and the W ops dropped), each replayed and kept where
 // it is within memory. None for other layouts, or once the CPU-time limit has passed. Each
-// keeps its makespan and iteration, not its schedule and timeline: they are weighed while
-// the probe at 3/4 of the peak searches, which weighs its own, and at pp 128 over 2048
-// layers the outer and the inner orders' timelines were 42 MB of a tuned plan's 243 MB
-// peak, their schedules 32 MB of 211. The one adopted is made and replayed again (the same
-// generator and replay: the same schedule and timeline, to the bit).
+// keeps its makespan and iteration, not its timeline: they are weighed while the probe at
+// 3/4 of the peak searches, which weighs its own, and at pp 128 over 2048 layers the two
+// outer and the two inner timelines were 42 MB of a tuned plan's 243 MB peak. The one
+// adopted is replayed again.
 struct PublishedOrder {
   PublishedSchedule which;
+  Schedule schedule;
   double makespan_s = 0;
   double iteration_s = 0;
 };
-
-PublishedRequest published_request(const ScheduleRequest& r) {
-  return {r.model, r.num_microbatches, r.split_backward};
-}
 
 std::vector<PublishedOrder> published_orders(const ScheduleRequest& r, const Memory& mem,
                                              const Deadline& deadline) {
   std::vector<PublishedOrder> out;
   if (!is_two_stage_v(r.model->layout) || deadline.expired()) return out;
+  const PublishedRequest request{r.model, r.num_microbatches, r.split_backward};
   for (PublishedSchedule f : {PublishedSchedule::zbv_zero_bubble, PublishedSchedule::dualpipev}) {
-    auto s = published_schedule(f, published_request(r));
+    auto s = published_schedule(f, request);
     if (!s) continue;
     auto t = simulate(*r.model, *s, r.num_microbatches, r.static_bytes, Peaks::rule_only);
-    if (t && mem.fits(*t)) out.push_back({f, t->makespan_s, iteration(*t, r.allreduce_s)});
+    if (t && mem.fits(*t)) {
+      out.push_back({f, std::move(*s), t->makespan_s, iteration(*t, r.allreduce_s)});
+    }
   }
   return out;
 }
@@ -605,16 +604,14 @@ void probe_smaller_budget(const ScheduleRequest& r, const Deadline& deadline, Sc
 // says its caller weighs it, the searches' answer is kept beside it
 // (ScheduleAnswer::searched): a faster iteration can leave less idle time for the frozen
 // encoders, and the compiler keeps whichever step is shorter.
-void adopt_published(const ScheduleRequest& r, const std::vector<PublishedOrder>& orders,
+void adopt_published(const ScheduleRequest& r, std::vector<PublishedOrder>&& orders,
                      const Deadline& deadline, ScheduleAnswer& a) {
   if (deadline.expired()) return;
-  for (const PublishedOrder& o : orders) {
+  for (PublishedOrder& o : orders) {
     if (!replaces(o, a.timeline, r)) continue;
-    // It was made and replayed to these figures before; the same calls give them again.
-    auto schedule = published_schedule(o.which, published_request(r));
-    if (!schedule) continue;
+    // It replayed to these figures before; the same replay gives them again.
     auto timeline =
-        simulate(*r.model, *schedule, r.num_microbatches, r.static_bytes, Peaks::rule_only);
+        simulate(*r.model, o.schedule, r.num_microbatches, r.static_bytes, Peaks::rule_only);
     if (!timeline) continue;
     if (!a.searched && r.weighs_searched) {
       auto searched = std::make_shared<ScheduleAnswer>();
@@ -625,7 +622,7 @@ void adopt_published(const ScheduleRequest& r, const std::vector<PublishedOrder>
       searched->activation_budget = a.activation_budget;
       a.searched = std::move(searched);
     }
-    Best published{std::move(*schedule), std::move(*timeline), published_schedule_name(o.which),
+    Best published{std::move(o.schedule), std::move(*timeline), published_schedule_name(o.which),
                    true};
     adopt(published, a);
     if (a.status == SolveStatus::heuristic) a.status = SolveStatus::feasible;
@@ -667,7 +664,7 @@ Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound, dou
   search.finish();
   std::vector<PublishedOrder> orders = published_orders(r, mem, deadline);
   if (with_bound && r.probe_smaller_budget) probe_smaller_budget(r, deadline, a, graph, orders);
-  adopt_published(r, orders, deadline, a);
+  adopt_published(r, std::move(orders), deadline, a);
   trim_and_curve(r, deadline, a, false);
   return a;
 }
