@@ -503,15 +503,19 @@ double bound_at_budget(const ScheduleRequest& r, std::int64_t budget,
 // PyTorch's ZBVZeroBubble and DeepSeek's DualPipeV, with the request's split of the backward
 // (without one, each I a whole backward and the W ops dropped), each replayed and kept where
 // it is within memory. None for other layouts, or once the CPU-time limit has passed. Each
-// keeps its makespan and iteration, not its timeline: they are weighed while the probe at
-// 3/4 of the peak searches, which weighs its own, and at pp 128 over 2048 layers the two
-// outer and the two inner timelines were 42 MB of a tuned plan's 243 MB peak. The one
-// adopted is replayed again.
+// keeps its makespan and iteration beside its timeline, whose ops the probe at 3/4 of the
+// peak releases while it searches (at pp 128 over 2048 layers the outer and the inner
+// orders' timelines were 42 MB of a tuned plan's 243 MB peak, in the probe): an order
+// adopted after a probe is replayed again (the same replay: the same timeline, to the bit).
+// Where no probe runs the timeline stays: at pp 512 over 2048 layers the orders mostly
+// decide the answer without one, and replaying each one adopted took the synthesis from 42
+// to 47 s.
 struct PublishedOrder {
   PublishedSchedule which;
   Schedule schedule;
   double makespan_s = 0;
   double iteration_s = 0;
+  std::optional<Timeline> timeline;
 };
 
 std::vector<PublishedOrder> published_orders(const ScheduleRequest& r, const Memory& mem,
@@ -524,7 +528,8 @@ std::vector<PublishedOrder> published_orders(const ScheduleRequest& r, const Mem
     if (!s) continue;
     auto t = simulate(*r.model, *s, r.num_microbatches, r.static_bytes, Peaks::rule_only);
     if (t && mem.fits(*t)) {
-      out.push_back({f, std::move(*s), t->makespan_s, iteration(*t, r.allreduce_s)});
+      const double makespan = t->makespan_s, iteration_s = iteration(*t, r.allreduce_s);
+      out.push_back({f, std::move(*s), makespan, iteration_s, std::move(*t)});
     }
   }
   return out;
@@ -578,7 +583,7 @@ bool published_decide(const std::vector<PublishedOrder>& orders, const Timeline&
 // evaluations. At pp 512 over 2048 layers each probe took 6-7 s, and DualPipeV's order
 // replaced its answer (0.966 s against 0.596 s, the bound at 3/4 of the peak 0.626 s).
 void probe_smaller_budget(const ScheduleRequest& r, const Deadline& deadline, ScheduleAnswer& a,
-                          const detail::OpGraph& graph, const std::vector<PublishedOrder>& orders) {
+                          const detail::OpGraph& graph, std::vector<PublishedOrder>& orders) {
   if (a.peak_activation_bytes <= 0) return;
   const std::int64_t budget = a.peak_activation_bytes * 3 / 4;
   // A schedule within the smaller budget is one within the request's too, so the answer's
@@ -588,6 +593,7 @@ void probe_smaller_budget(const ScheduleRequest& r, const Deadline& deadline, Sc
   const double bound = deadline.left() > 0 ? bound_at_budget(r, budget, graph) : 0.0;
   if (compare(bound, a.timeline.makespan_s) > 0) return;
   if (!r.weighs_searched && published_decide(orders, a.timeline, bound)) return;
+  for (PublishedOrder& o : orders) o.timeline.reset();  // adopt_published replays them
   auto smaller = at_budget(r, budget, deadline, a, true, std::max(bound, a.lower_bound_s));
   if (smaller && better(smaller->timeline, a.timeline, r.allreduce_s))
     adopt(a, std::move(*smaller));
@@ -609,10 +615,12 @@ void adopt_published(const ScheduleRequest& r, std::vector<PublishedOrder>&& ord
   if (deadline.expired()) return;
   for (PublishedOrder& o : orders) {
     if (!replaces(o, a.timeline, r)) continue;
-    // It replayed to these figures before; the same replay gives them again.
-    auto timeline =
-        simulate(*r.model, o.schedule, r.num_microbatches, r.static_bytes, Peaks::rule_only);
-    if (!timeline) continue;
+    if (!o.timeline) {  // released by the probe: it replayed to these figures, and does again
+      auto replayed =
+          simulate(*r.model, o.schedule, r.num_microbatches, r.static_bytes, Peaks::rule_only);
+      if (!replayed) continue;
+      o.timeline = std::move(*replayed);
+    }
     if (!a.searched && r.weighs_searched) {
       auto searched = std::make_shared<ScheduleAnswer>();
       static_cast<ScheduleSearch&>(*searched) = a;
@@ -622,7 +630,7 @@ void adopt_published(const ScheduleRequest& r, std::vector<PublishedOrder>&& ord
       searched->activation_budget = a.activation_budget;
       a.searched = std::move(searched);
     }
-    Best published{std::move(o.schedule), std::move(*timeline), published_schedule_name(o.which),
+    Best published{std::move(o.schedule), std::move(*o.timeline), published_schedule_name(o.which),
                    true};
     adopt(published, a);
     if (a.status == SolveStatus::heuristic) a.status = SolveStatus::feasible;
