@@ -19,6 +19,7 @@
 #include "alternatives.hpp"
 #include "compile_internal.hpp"
 #include "passes.hpp"
+#include "pulse/base/limits.hpp"
 #include "pulse/compile/plan_options.hpp"
 #include "pulse/schedule/synthesize.hpp"
 #include "pulse/simulate/simulate.hpp"
@@ -123,6 +124,13 @@ const Result<CompiledPlan>& placed_family(const CompileInputs& in, const Config&
     return keep(usage_error(fmt::format("{} needs {} layers ({} stages at pp {}); model {} has {}",
                                         f.name, f.num_stages(c.pp), f.num_stages(c.pp), c.pp,
                                         in.model->name, in.model->layers.size())));
+  }
+  if (const std::int64_t ops = schedule_ops(*in.options, f.num_stages(c.pp), c.num_microbatches);
+      ops > kMaxOps) {
+    return keep(usage_error(
+        fmt::format("{} at pp {} has {} stages: {} microbatches are {} schedule ops, above the {} "
+                    "a plan states",
+                    f.name, c.pp, f.num_stages(c.pp), c.num_microbatches, ops, kMaxOps)));
   }
   const int cut_stages = static_cast<int>(in.options->cuts.size()) + 1;
   if (!in.options->cuts.empty() && f.num_stages(c.pp) != cut_stages) {

@@ -172,6 +172,10 @@ Status scale_inputs(const ModelProfile& model, const ClusterProfile& cluster, Pl
 Result<int> check_request(const ModelProfile& model, const ClusterProfile& cluster,
                           const PlanOptions& options);
 
+/// The ops a schedule of `stages` stages and `num_microbatches` has: F and B each, or F, I
+/// and W with a split backward. A plan states at most kMaxOps (pulse/base/limits.hpp).
+std::int64_t schedule_ops(const PlanOptions& options, int stages, int num_microbatches);
+
 /// Checks a configuration against the cluster, the model and the batch; a usage error says
 /// what does not add up (request_limits.cpp).
 Result<Config> resolve_config(const CompileInputs& in, int pp, int dp, int microbatch_size);

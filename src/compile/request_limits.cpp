@@ -300,7 +300,20 @@ Result<Config> resolve_config(const CompileInputs& in, int pp, int dp, int micro
         c.global_batch, dp, microbatch_size, c.global_batch / per_step, kMaxMicrobatches));
   }
   c.num_microbatches = static_cast<int>(c.global_batch / per_step);
+  // The plan states every op of its schedule, and a plan holds at most kMaxOps of them: a
+  // configuration beyond that for all its families could be planned but not written (pp
+  // 1024 over 2048 layers at 4096 microbatches: 16.8M ops, 192 s of planning, then refused).
+  if (const std::int64_t ops = schedule_ops(options, least, c.num_microbatches); ops > kMaxOps) {
+    return usage_error(fmt::format(
+        "{} microbatches over {} stages (pp {}) are {} schedule ops, above the {} a plan "
+        "states (use a larger microbatch size or a smaller global batch)",
+        c.num_microbatches, least, pp, ops, kMaxOps));
+  }
   return c;
+}
+
+std::int64_t schedule_ops(const PlanOptions& options, int stages, int num_microbatches) {
+  return std::int64_t{stages} * num_microbatches * (options.split_backward ? 3 : 2);
 }
 
 }  // namespace pulse::detail

@@ -1,4 +1,5 @@
 #include "pulse/compile/compile.hpp"
+#include "compile/compile_internal.hpp"
 
 #include <gtest/gtest.h>
 
@@ -354,6 +355,44 @@ TEST(CompileLimits, MicrobatchesPerPipeline) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message,
             "plan: --global-batch 16777217 is above pulse-plan's limit of 16777216 samples");
+}
+
+// A plan states at most kMaxOps schedule ops: a configuration beyond that for every family
+// searched is refused before any pass runs (the chain's pp stages are the fewest), and a
+// family beyond it before it is placed (the V's 2 pp), with what to change. Just within,
+// the configuration stands. (pp 1024 over 2048 layers at 4096 microbatches was planned for
+// 192 s, then refused by the plan's reader.)
+TEST(CompileLimits, ScheduleOpsPerPlan) {
+  const ModelProfile model = test::make_model(std::vector<test::LayerSpec>(1200), {});
+  const ClusterProfile cluster = test::make_cluster(8, 75, std::int64_t{1} << 34);
+  PlanOptions o;
+  o.global_batch = 4096;
+  detail::CompileCache cache;
+  const detail::CompileInputs in{&model, &cluster, &o, model.device_type_index(cluster.device_type),
+                                 &cache};
+  // pp 600 x 4096 microbatches x (F, B): 4,915,200 ops on the chain's 600 stages.
+  const auto over = detail::resolve_config(in, 600, 1, 1);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().kind, ErrorKind::usage);
+  EXPECT_EQ(over.error().message,
+            "4096 microbatches over 600 stages (pp 600) are 4915200 schedule ops, above the "
+            "4194304 a plan states (use a larger microbatch size or a smaller global batch)");
+  // 512 stages x 4096 x 2 is the limit itself.
+  const auto at_limit = detail::resolve_config(in, 512, 1, 1);
+  ASSERT_TRUE(at_limit.ok()) << at_limit.error().message;
+  EXPECT_EQ(detail::schedule_ops(o, 512, at_limit->num_microbatches), kMaxOps);
+  // The V at pp 512 has 1024 stages: twice the limit, refused before it is placed.
+  const Family* v = nullptr;
+  for (const Family& f : families(Strategy::pulse)) {
+    if (std::string_view(f.name) == "v") v = &f;
+  }
+  ASSERT_NE(v, nullptr);
+  PassClock clock;
+  const auto& placed = detail::placed_family(in, *at_limit, *v, clock);
+  ASSERT_FALSE(placed.ok());
+  EXPECT_EQ(placed.error().message,
+            "v at pp 512 has 1024 stages: 4096 microbatches are 8388608 schedule ops, above the "
+            "4194304 a plan states");
 }
 
 }  // namespace
