@@ -9,7 +9,7 @@
 #include <streambuf>
 
 #include <fcntl.h>
-#if defined(__GLIBC__)
+#ifdef __GLIBC__
 #include <malloc.h>
 #endif
 #include <stdlib.h>
@@ -273,7 +273,7 @@ double thread_cpu_seconds() {
 }
 
 void release_free_memory() {
-#if defined(__GLIBC__)
+#ifdef __GLIBC__
   malloc_trim(0);
 #endif
 }
