@@ -137,6 +137,11 @@ def cases(tmp):
     for pp in (512, 1024):
         out.append((f"2048 layers, 1024 nested skips, pp {pp}, 1024 V100", 10, 1024,
                     ["--model", model(2048, 1024), "--cluster", nodes(128, 8), "--pp", str(pp)]))
+    # At the default global batch (8 per device) pp 1024 is past the op limit (4096
+    # microbatches over 2048 stages), refused at once; 2048 samples are 1024 microbatches of 2.
+    out.append(("2048 layers, 1024 nested skips, pp 1024, 1024 V100, global batch 2048", 10, 1024,
+                ["--model", model(2048, 1024), "--cluster", nodes(128, 8), "--pp", "1024",
+                 "--global-batch", "2048"]))
     out.append(("SD2 512, atlas800-910a-4n, pp 2 x dp 16, microbatch 4 x 4", 2, None, SMALL_FIXED))
     for m in (1024, 4096, 4097):
         out.append((f"SD2 512, pp 4 x dp 1, {m} microbatches", 10, None,
