@@ -33,19 +33,31 @@ Result<CompiledPlan> compile_plan(const ModelProfile& model, const ClusterProfil
   return detail::compile_checked(model, cluster, options, clock ? *clock : own_clock);
 }
 
-Result<Timeline> timeline_with_sends(const CompiledPlan& plan) {
-  auto replayed = simulate(plan.model, plan.schedule, plan.num_microbatches, plan.static_bytes,
-                           Peaks::held, Sends::recorded);
-  if (!replayed) return replayed.error();
-  if (replayed->makespan_s != plan.timeline.makespan_s ||
-      replayed->devices.size() != plan.timeline.devices.size()) {
+namespace {
+
+// The plan's schedule replayed as every plan's timeline was (Peaks::held); an internal error
+// if it does not end where the plan's timeline says.
+Result<Timeline> replayed(const CompiledPlan& plan, Sends sends) {
+  auto t = simulate(plan.model, plan.schedule, plan.num_microbatches, plan.static_bytes,
+                    Peaks::held, sends);
+  if (!t) return t.error();
+  if (t->makespan_s != plan.timeline.makespan_s ||
+      t->devices.size() != plan.timeline.devices.size()) {
     return internal_error(fmt::format(
         "the plan's schedule replays to a makespan of {:.9f} s, its timeline says {:.9f} s",
-        replayed->makespan_s, plan.timeline.makespan_s));
+        t->makespan_s, plan.timeline.makespan_s));
   }
+  return t;
+}
+
+}  // namespace
+
+Result<Timeline> timeline_with_sends(const CompiledPlan& plan) {
+  auto with_sends = replayed(plan, Sends::recorded);
+  if (!with_sends) return with_sends.error();
   Timeline out = plan.timeline;
   for (std::size_t d = 0; d < out.devices.size(); ++d) {
-    out.devices[d].sends = std::move(replayed->devices[d].sends);
+    out.devices[d].sends = std::move(with_sends->devices[d].sends);
   }
   return out;
 }
@@ -64,16 +76,9 @@ void CompileCache::release_timeline_ops(const CompiledPlan* plan) {
 
 Status restore_timeline(CompiledPlan& plan) {
   if (!plan.timeline_ops_released) return Ok{};
-  auto replayed =
-      simulate(plan.model, plan.schedule, plan.num_microbatches, plan.static_bytes, Peaks::held);
-  if (!replayed) return replayed.error();
-  if (replayed->makespan_s != plan.timeline.makespan_s ||
-      replayed->devices.size() != plan.timeline.devices.size()) {
-    return internal_error(fmt::format(
-        "a cached plan's schedule replays to a makespan of {:.9f} s, its timeline said {:.9f} s",
-        replayed->makespan_s, plan.timeline.makespan_s));
-  }
-  plan.timeline = std::move(*replayed);
+  auto timeline = replayed(plan, Sends::dropped);
+  if (!timeline) return timeline.error();
+  plan.timeline = std::move(*timeline);
   plan.timeline_ops_released = false;
   return Ok{};
 }
