@@ -67,7 +67,6 @@ class Builder {
   bool start_object(std::size_t) {
     if (!records_) return open(json::object());
     // An element of the records: counted as the object it stands for would be.
-    record_keys_ = 0;
     return record(++values_ <= limits_.max_values &&
                   ++frames_.back().members <= limits_.max_members &&
                   frames_.size() + 1 <= limits_.max_depth && records_->begin());
@@ -88,7 +87,7 @@ class Builder {
   }
 
   bool key(json::string_t& k) {
-    if (records_) return record(++record_keys_ <= limits_.max_members && records_->key(k));
+    if (records_) return record(records_->keys_read() < limits_.max_members && records_->key(k));
     Frame& top = frames_.back();
     top.key = k;
     if (++top.members > limits_.max_members) {
@@ -208,7 +207,6 @@ class Builder {
   const JsonLimits& limits_;
   const JsonRecordPath* record_path_;
   std::optional<JsonRecordWriter> records_;  // the array being kept as records
-  std::size_t record_keys_ = 0;              // the keys of its element being read
   bool not_records_ = false;
   json root_;
   std::vector<Frame> frames_;

@@ -43,6 +43,8 @@ class JsonRecordWriter {
   bool string(std::string_view v);
   bool end();
   std::size_t size() const { return count_; }
+  /// The keys of the element being read so far.
+  std::size_t keys_read() const { return at_key_; }
   /// The binary value that stands for the array.
   json finish();
 
