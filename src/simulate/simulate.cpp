@@ -1,6 +1,7 @@
 #include "pulse/simulate/simulate.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -268,9 +269,13 @@ Result<Timeline> simulate(const PipelineModel& model, const Schedule& schedule,
     work.pop_back();
     queued[d] = 0;
     const auto& ops = schedule.device_ops[d];
-    while (next[d] < ops.size() && engine.ready_time(ops[next[d]])) {
-      const Op op = ops[next[d]++];
-      const TimedOp t = engine.execute(op);
+    while (next[d] < ops.size()) {
+      const Op op = ops[next[d]];
+      // Its start, read once (execute() would read every input again to find it).
+      const double start = engine.ready_at(op);
+      if (std::isnan(start)) break;  // an input has not arrived
+      ++next[d];
+      const TimedOp t = engine.execute_at(op, start);
       timeline.devices[d].ops.push_back(t);
       timeline.devices[d].compute_s += t.end_s - t.start_s;
       timeline.devices[d].send_s += t.busy_until_s - t.end_s;
