@@ -156,6 +156,23 @@ class ListScheduler {
 
   const std::vector<int>& checked() const { return checked_; }
 
+  // Per device, the memory rule's residency peak of the run, from the engine's times: the
+  // holds memory_pass (simulate.cpp) gives residency(), each stage's microbatches in order.
+  std::vector<std::int64_t> resident_peaks() const {
+    std::vector<std::int64_t> peaks(model_.num_devices(), 0);
+    std::vector<ActivationHold> holds;
+    for (DeviceId d = 0; d < model_.num_devices(); ++d) {
+      holds.clear();
+      for (StageId s : queues_[d].stages) {
+        for (int m = 0; m < num_microbatches_; ++m) {
+          holds.push_back({s, engine_.forward_start(s, m), engine_.backward_done(s, m)});
+        }
+      }
+      peaks[d] = residency(model_, d, holds).peak_bytes;
+    }
+    return peaks;
+  }
+
   ListTies ties() const {
     ListTies out;
     out.complete = record_ties_ && !zero_length_;
@@ -565,13 +582,15 @@ class ListScheduler {
 Schedule list_schedule(const PipelineModel& model, int num_microbatches,
                        const std::vector<int>& inflight_limit, bool split_backward,
                        const ListPolicy& policy, double* makespan_s,
-                       std::vector<int>* inflight_checked, ListTies* ties, ListStop* stop) {
+                       std::vector<int>* inflight_checked, ListTies* ties, ListStop* stop,
+                       std::vector<std::int64_t>* resident_peaks) {
   ListScheduler scheduler(model, num_microbatches, inflight_limit, split_backward, policy,
                           ties != nullptr);
   if (stop) stop->stopped = false;
   Schedule schedule = scheduler.run(makespan_s, stop);
   if (inflight_checked) *inflight_checked = scheduler.checked();
   if (ties) *ties = scheduler.ties();
+  if (resident_peaks && !(stop && stop->stopped)) *resident_peaks = scheduler.resident_peaks();
   return schedule;
 }
 

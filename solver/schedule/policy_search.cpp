@@ -119,6 +119,12 @@ class Search {
     std::vector<int> checked;
     ListTies ties;
     Schedule s;
+    // Limits beyond what fits in any order: the memory rule is checked on the run's own
+    // residency peaks (a run that completes is almost always kept: it ends before the best).
+    bool safe = true;
+    for (std::size_t d = 0; d < limits.size(); ++d) safe = safe && limits[d] <= in_.safe_cap[d];
+    const bool check = !safe && in_.fits;
+    std::vector<std::int64_t> resident;
     // What another search over this model found for this candidate, where it decides
     // whether this one is kept (ListOutcome::decides): then the run is spared. One that
     // stopped at a time no earlier than this run's stop is not kept here either, and its
@@ -144,7 +150,7 @@ class Search {
       ties = std::move(known->ties);
     } else {
       s = list_schedule(model_, in_.num_microbatches, limits, in_.split_backward, policy, &makespan,
-                        &checked, in_.seen ? nullptr : &ties, &stop);
+                        &checked, in_.seen ? nullptr : &ties, &stop, check ? &resident : nullptr);
       if (recall) {
         in_.outcomes->keep(
             candidate, ListOutcome{stop.stopped, stop.stopped ? stop.at : makespan, checked, ties});
@@ -157,11 +163,9 @@ class Search {
     if (stop.stopped) return false;
     if (in_.seen) in_.seen(s);
     if (best_.found && makespan >= best_.makespan_s * (1 - 1e-12)) return false;
-    bool safe = true;
-    for (std::size_t d = 0; d < limits.size(); ++d) safe = safe && limits[d] <= in_.safe_cap[d];
-    if (!safe && in_.fits) {
-      if (known) s = replay(policy, limits, makespan);
-      if (!in_.fits(s)) return false;
+    if (check) {
+      if (known) s = replay(policy, limits, makespan, &resident);
+      if (!in_.fits(resident)) return false;
       known.reset();
     }
     best_.found = true;
@@ -176,14 +180,14 @@ class Search {
 
   // The list schedule of a candidate whose outcome was recalled, run again; its makespan is
   // the one recalled, or the memo's key missed something the list scheduler depends on.
-  Schedule replay(const ListPolicy& policy, const std::vector<int>& limits,
-                  double makespan_s) const {
+  Schedule replay(const ListPolicy& policy, const std::vector<int>& limits, double makespan_s,
+                  std::vector<std::int64_t>* resident_peaks = nullptr) const {
     double makespan = 0;
     std::vector<int> checked;
     ListTies ties;
     ListStop never;
     Schedule s = list_schedule(model_, in_.num_microbatches, limits, in_.split_backward, policy,
-                               &makespan, &checked, &ties, &never);
+                               &makespan, &checked, &ties, &never, resident_peaks);
     if (makespan != makespan_s) {
       throw std::logic_error("policy search: a recalled list schedule replays to another makespan");
     }

@@ -24,8 +24,10 @@ struct SearchInput {
   int max_evaluations = 400;  ///< Deterministic work limit: list schedules tried.
   int max_sweeps = 3;
   std::function<bool()> expired;  ///< Wall-clock safety limit.
-  /// Checks the memory rule by replay; asked only when a limit exceeds `safe_cap`.
-  std::function<bool(const Schedule&)> fits;
+  /// Checks the memory rule from each device's residency peak (list_schedule's
+  /// `resident_peaks`, what a replay's Timeline says); asked only when a limit exceeds
+  /// `safe_cap`.
+  std::function<bool(const std::vector<std::int64_t>& resident_peaks)> fits;
   /// Optional: shown every list schedule scored, kept or not.
   std::function<void(const Schedule&)> seen;
   /// A lower bound on the makespan of every schedule the search can score (0: none known).

@@ -70,6 +70,13 @@ struct Memory {
     }
     return true;
   }
+  // The same from each device's residency peak alone.
+  bool fits(const std::vector<std::int64_t>& resident_peaks) const {
+    for (std::size_t d = 0; d < room.size(); ++d) {
+      if (resident_peaks[d] > room[d]) return false;
+    }
+    return true;
+  }
 };
 
 Memory memory_of(const ScheduleRequest& r) {
@@ -261,9 +268,8 @@ struct Search {
         budget,
         3,
         [this] { return deadline.expired(); },
-        [this, &room](const Schedule& s) {
-          auto t = simulate(*r.model, s, r.num_microbatches, r.static_bytes, Peaks::rule_only);
-          return t && room.fits(*t);
+        [&room](const std::vector<std::int64_t>& resident_peaks) {
+          return room.fits(resident_peaks);
         },
         {},
         0,

@@ -89,7 +89,7 @@ PipelineModel random_pipeline(std::mt19937& rng, bool v, int pp) {
 }
 
 // A policy search's room: each device's in-flight caps and free bytes, and the memory rule
-// as a replay against those bytes.
+// as each device's residency peak against those bytes.
 struct Room {
   int memory_cap = 0;  // 0: M
   int safe_cap = 0;    // 0: M
@@ -105,12 +105,9 @@ detail::SearchInput search_input(const PipelineModel& m, int M, const Room& room
   in.max_evaluations = 60;
   in.stop_at = stop_at;
   const std::int64_t free = room.free_bytes;
-  in.fits = [&m, M, free](const Schedule& s) {
-    const auto t =
-        simulate(m, s, M, std::vector<MemoryBreakdown>(m.num_devices()), Peaks::rule_only);
-    if (!t) return false;
-    for (const DeviceTimeline& d : t->devices) {
-      if (d.peak.total() > free) return false;
+  in.fits = [free](const std::vector<std::int64_t>& resident_peaks) {
+    for (std::int64_t peak : resident_peaks) {
+      if (peak > free) return false;
     }
     return true;
   };

@@ -204,6 +204,51 @@ TEST(ListSchedule, RandomPipelinesAreValidAndRespectLimits) {
   }
 }
 
+TEST(ListSchedule, ResidentPeaksAreTheReplays) {
+  // The policy search checks the memory rule on the list scheduler's own residency peaks
+  // (list_schedule's resident_peaks) instead of replaying the schedule: they must be the
+  // replay's, device by device, to the byte. Random V and chain pipelines, both backward
+  // forms, both uniform rules and the active one, limits that bind and that do not; a stopped
+  // run leaves them as they were.
+  std::mt19937 rng(20261201);
+  int compared = 0, differ_by_device = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const RandomPipeline pipeline(rng, trial);
+    const PipelineModel& m = pipeline.model;
+    const std::vector<int>& limits = pipeline.limits;
+    const int M = 2 + trial % 9;
+    const int S = m.layout.num_stages();
+    for (bool split : {false, true}) {
+      ListPolicy active = ListPolicy::backward_first(S);
+      active.active = true;
+      for (const ListPolicy& policy :
+           {ListPolicy::backward_first(S), ListPolicy::forward_first(S), active}) {
+        double makespan = 0;
+        std::vector<std::int64_t> peaks;
+        const Schedule s = list_schedule(m, M, limits, split, policy, &makespan, nullptr, nullptr,
+                                         nullptr, &peaks);
+        const auto t =
+            simulate(m, s, M, std::vector<MemoryBreakdown>(m.num_devices()), Peaks::rule_only);
+        ASSERT_TRUE(t.ok());
+        ASSERT_EQ(peaks.size(), t->devices.size());
+        for (std::size_t d = 0; d < peaks.size(); ++d) {
+          EXPECT_EQ(peaks[d], t->devices[d].resident_peak) << "trial " << trial << " device " << d;
+          differ_by_device += peaks[d] != peaks[0];
+        }
+        ++compared;
+        ListStop stop;
+        stop.at = makespan / 2;
+        std::vector<std::int64_t> untouched{-1};
+        list_schedule(m, M, limits, split, policy, nullptr, nullptr, nullptr, &stop, &untouched);
+        ASSERT_TRUE(stop.stopped);
+        EXPECT_EQ(untouched, std::vector<std::int64_t>{-1});
+      }
+    }
+  }
+  EXPECT_EQ(compared, 240);
+  EXPECT_GT(differ_by_device, 0);  // the peaks are per device, not one figure
+}
+
 TEST(ListSchedule, LimitsAboveWhatWasCheckedChangeNothing) {
   // The policy search skips a candidate whose limits differ from a scored one only above
   // what that run held when it consulted them: the schedule must be the same op for op.

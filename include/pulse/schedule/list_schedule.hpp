@@ -84,12 +84,16 @@ bool same_rank_order(const ListTies& ties, const ListPolicy& a, const ListPolicy
 /// `inflight_checked`, when given, receives per device the most microbatches it held when
 /// its limit was consulted: any limit above that (the others equal) gives the same schedule.
 /// `ties`, when given, receives what the ranks decided (ListTies). `stop`, when given, may end
-/// the run early (ListStop).
+/// the run early (ListStop). `resident_peaks`, when given, receives per device the memory
+/// rule's residency peak of a run that was not stopped (the Timeline's `resident_peak`, what
+/// `simulate` would say: its times are these, to the bit), so a caller that checks the rule
+/// need not replay the schedule.
 Schedule list_schedule(const PipelineModel& model, int num_microbatches,
                        const std::vector<int>& inflight_limit, bool split_backward,
                        const ListPolicy& policy, double* makespan_s = nullptr,
                        std::vector<int>* inflight_checked = nullptr, ListTies* ties = nullptr,
-                       ListStop* stop = nullptr);
+                       ListStop* stop = nullptr,
+                       std::vector<std::int64_t>* resident_peaks = nullptr);
 
 /// GPipe: each device runs every forward of its stages (microbatch by microbatch), then every
 /// backward. Holds all microbatches in flight.
