@@ -156,19 +156,13 @@ class ListScheduler {
 
   const std::vector<int>& checked() const { return checked_; }
 
-  // Per device, the memory rule's residency peak of the run, from the engine's times: the
-  // holds memory_pass (simulate.cpp) gives residency(), each stage's microbatches in order.
+  // Per device, the memory rule's residency peak of the run, from the engine's times: what
+  // a replay's Timeline says (resident_peak), from the same helper.
   std::vector<std::int64_t> resident_peaks() const {
     std::vector<std::int64_t> peaks(model_.num_devices(), 0);
     std::vector<ActivationHold> holds;
     for (DeviceId d = 0; d < model_.num_devices(); ++d) {
-      holds.clear();
-      for (StageId s : queues_[d].stages) {
-        for (int m = 0; m < num_microbatches_; ++m) {
-          holds.push_back({s, engine_.forward_start(s, m), engine_.backward_done(s, m)});
-        }
-      }
-      peaks[d] = residency(model_, d, holds).peak_bytes;
+      peaks[d] = residency_of(model_, engine_, d, num_microbatches_, holds).peak_bytes;
     }
     return peaks;
   }

@@ -171,4 +171,15 @@ TimedOp ExecutionEngine::execute_at(const Op& op, double start) {
   return TimedOp{op, start, end, busy};
 }
 
+Residency residency_of(const PipelineModel& model, const ExecutionEngine& engine, DeviceId device,
+                       int num_microbatches, std::vector<ActivationHold>& holds) {
+  holds.clear();
+  for (StageId s : model.layout.stages_on(device)) {
+    for (int m = 0; m < num_microbatches; ++m) {
+      holds.push_back({s, engine.forward_start(s, m), engine.backward_done(s, m)});
+    }
+  }
+  return residency(model, device, holds);
+}
+
 }  // namespace pulse::detail

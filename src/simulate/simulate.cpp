@@ -193,18 +193,14 @@ void memory_pass(const PipelineModel& model, const detail::ExecutionEngine& e, i
   std::vector<ActivationHold> holds;
   for (DeviceId d = 0; d < P; ++d) {
     ev.clear();
-    holds.clear();
-    for (StageId s : model.layout.stages_on(d)) {
-      const std::int64_t a = model.stages[s].activation_bytes;
-      for (int m = 0; m < M; ++m) {
-        if (held) {
+    if (held) {
+      for (StageId s : model.layout.stages_on(d)) {
+        const std::int64_t a = model.stages[s].activation_bytes;
+        for (int m = 0; m < M; ++m) {
           ev.push_back({e.forward_start(s, m), a, 0});
           ev.push_back({e.backward_done(s, m), -a, 0});
         }
-        holds.push_back({s, e.forward_start(s, m), e.backward_done(s, m)});
       }
-    }
-    if (held) {
       for (const SkipHold& h : skip_holds->on(d)) {
         for (int m = 0; m < M; ++m) {
           ev.push_back({h.from.at(e, m), 0, h.bytes});
@@ -226,7 +222,7 @@ void memory_pass(const PipelineModel& model, const detail::ExecutionEngine& e, i
         t.peak.skip_cache = skip;
       }
     }
-    const Residency charged = residency(model, d, holds);
+    const Residency charged = detail::residency_of(model, e, d, M, holds);
     t.resident_peak = charged.peak_bytes;
     t.max_inflight = charged.max_inflight;
   }

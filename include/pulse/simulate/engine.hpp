@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "pulse/cost/memory.hpp"
 #include "pulse/cost/pipeline_model.hpp"
 #include "pulse/simulate/schedule.hpp"
 #include "pulse/simulate/simulate.hpp"
@@ -93,5 +94,12 @@ class ExecutionEngine {
   // [transfer * M + microbatch]
   std::vector<double> fwd_arrival_, bwd_arrival_;
 };
+
+/// The memory rule's charge on `device` (cost/memory.hpp, residency) from the engine's
+/// recorded times: each of its stages holds each of the `num_microbatches` from its
+/// forward's start to its backward_done. `holds` is scratch, kept by the caller across
+/// devices. The simulator's timelines and the list scheduler's peaks both come from here.
+Residency residency_of(const PipelineModel& model, const ExecutionEngine& engine, DeviceId device,
+                       int num_microbatches, std::vector<ActivationHold>& holds);
 
 }  // namespace pulse::detail
