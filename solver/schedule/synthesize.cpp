@@ -64,19 +64,18 @@ struct Memory {
   std::vector<int> safe_cap;            // in flight whatever the order (memory.hpp)
   std::vector<int> reach_cap;           // the most any order within the rule can hold
 
-  // Each device's residency peak within its room.
+  bool fits(const Timeline& t) const {
+    for (std::size_t d = 0; d < room.size(); ++d) {
+      if (t.devices[d].resident_peak > room[d]) return false;
+    }
+    return true;
+  }
+  // The same from each device's residency peak alone (list_schedule's resident_peaks).
   bool fits(const std::vector<std::int64_t>& resident_peaks) const {
     for (std::size_t d = 0; d < room.size(); ++d) {
       if (resident_peaks[d] > room[d]) return false;
     }
     return true;
-  }
-  // The same from a replay's timeline.
-  bool fits(const Timeline& t) const {
-    std::vector<std::int64_t> peaks;
-    peaks.reserve(t.devices.size());
-    for (const DeviceTimeline& d : t.devices) peaks.push_back(d.resident_peak);
-    return fits(peaks);
   }
 };
 
