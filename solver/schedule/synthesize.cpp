@@ -27,26 +27,17 @@
 #include "pulse/schedule/list_schedule.hpp"
 #include "pulse/schedule/published.hpp"
 #include "pulse/schedule/v_families.hpp"
+#include "search_budget.hpp"
 
 namespace pulse {
 
 namespace {
 
-// Op replays the order search may spend in all (evaluations times ops per replay).
-constexpr long kOrderOpReplays = 1'000'000;
-// The policy search's op-replays (list schedules x ops), with at least kMinListEvaluations
-// list schedules: large instances get fewer, as in the order search.
-constexpr long kListOpReplays = 400'000;
-constexpr int kMinListEvaluations = 120;
 // The ladder's rungs share twice the op-replays of one policy search and of one order
-// search (each rung within the request's own limits: small instances get them whole).
-constexpr long kRungListOpReplays = 2 * kListOpReplays;
-constexpr long kRungOrderOpReplays = 2 * kOrderOpReplays;
-// ...but never more than this many op-replays in all, whatever the floor: the work limit
-// that keeps the largest instances (32 stages x 4096 microbatches: 262,144 ops a replay,
-// where 120 list schedules took 5-17 s) far from the CPU-time safety limit. It binds
-// only above 66,666 ops a replay.
-constexpr long kMaxListOpReplays = 8'000'000;
+// search (each rung within the request's own limits: small instances get them whole); the
+// searches' own limits are in search_budget.hpp.
+constexpr long kRungListOpReplays = 2 * detail::kListOpReplays;
+constexpr long kRungOrderOpReplays = 2 * detail::kOrderOpReplays;
 
 // The memory curve's budgets, as fractions of the answer's peak activation memory, and the
 // work each smaller synthesis may spend (deterministic limits: a short policy search, no
@@ -232,13 +223,6 @@ Status check_room(const ScheduleRequest& r, const Memory& mem) {
   return Ok{};
 }
 
-// The order search's replays: large instances get fewer (replays cost in proportion to
-// the ops).
-int order_budget(const ScheduleRequest& r, const detail::OpGraph& graph) {
-  const long ops = static_cast<long>(graph.ops.size()) * r.num_microbatches;
-  return static_cast<int>(std::min<long>(r.max_order_evaluations, kOrderOpReplays / ops));
-}
-
 struct Search {
   const ScheduleRequest& r;
   const Memory& mem;
@@ -251,14 +235,10 @@ struct Search {
   bool at_bound() const { return best.timeline.makespan_s <= a.lower_bound_s * (1 + 1e-9); }
   bool go_on() const { return !out_of_time && !deadline.expired() && !at_bound(); }
 
-  // The policy search's input at `room`: its work limit in list schedules, large instances
-  // getting fewer, but never fewer than kMinListEvaluations.
+  // The policy search's input at `room`: its work limit in list schedules
+  // (search_budget.hpp).
   detail::SearchInput list_input(const Memory& room) const {
-    const long ops =
-        r.model->layout.num_stages() * (r.split_backward ? 3L : 2L) * r.num_microbatches;
-    const int budget = static_cast<int>(std::min<long>(
-        {static_cast<long>(r.max_evaluations),
-         std::max<long>(kMinListEvaluations, kListOpReplays / ops), kMaxListOpReplays / ops}));
+    const int budget = detail::list_budget(r);
     return detail::SearchInput{
         r.num_microbatches,
         room.reach_cap,
@@ -289,8 +269,8 @@ struct Search {
   }
 
   // Local search over explicit op orders, from the best so far.
-  void orders(const detail::OpGraph& graph) {
-    const int budget = order_budget(r, graph);
+  void orders() {
+    const int budget = detail::order_budget(r);
     if (!go_on() || budget <= 0) return;
     detail::OrderSearchInput in{r.num_microbatches, r.static_bytes,
                                 [&](const Timeline& t) { return mem.fits(t); }, budget,
@@ -497,12 +477,12 @@ void trim_and_curve(const ScheduleRequest& r, const Deadline& deadline, Schedule
 // per device: no schedule within that budget is shorter. 0 where that budget leaves no room
 // (the synthesis says so itself, at once).
 double bound_at_budget(const ScheduleRequest& r, std::int64_t budget,
-                       const detail::OpGraph& graph) {
+                       const detail::OpGraph* graph) {
   ScheduleRequest at = r;
   at.activation_budget = budget;
   const Memory mem = memory_of(at);
   if (!check_room(at, mem)) return 0;
-  return memory_bound(at, mem, &graph);
+  return memory_bound(at, mem, graph);
 }
 
 // The published V orders a plan's certificate sets beside it (plan/certificate.hpp):
@@ -516,11 +496,11 @@ double bound_at_budget(const ScheduleRequest& r, std::int64_t budget,
 // Where no probe runs the timeline stays: at pp 512 over 2048 layers the orders mostly
 // decide the answer without one, and replaying each one adopted took the synthesis from 42
 // to 47 s.
+using OrderFigures = SearchedFigures::Order;
 struct PublishedOrder {
   PublishedSchedule which;
   Schedule schedule;
-  double makespan_s = 0;
-  double iteration_s = 0;
+  OrderFigures figures;
   std::optional<Timeline> timeline;
 };
 
@@ -534,8 +514,8 @@ std::vector<PublishedOrder> published_orders(const ScheduleRequest& r, const Mem
     if (!s) continue;
     auto t = simulate(*r.model, *s, r.num_microbatches, r.static_bytes, Peaks::rule_only);
     if (t && mem.fits(*t)) {
-      const double makespan = t->makespan_s, iteration_s = iteration(*t, r.allreduce_s);
-      out.push_back({f, std::move(*s), makespan, iteration_s, std::move(*t)});
+      const OrderFigures figures{t->makespan_s, iteration(*t, r.allreduce_s)};
+      out.push_back({f, std::move(*s), figures, std::move(*t)});
     }
   }
   return out;
@@ -544,12 +524,12 @@ std::vector<PublishedOrder> published_orders(const ScheduleRequest& r, const Mem
 // Whether a published order replaces an answer of makespan `makespan_s` and iteration
 // `iteration_s`: faster (its makespan, else its iteration; one as fast that holds less is
 // left).
-bool replaces(const PublishedOrder& o, double makespan_s, double iteration_s) {
+bool replaces(const OrderFigures& o, double makespan_s, double iteration_s) {
   const int makespan = compare(o.makespan_s, makespan_s);
   return makespan < 0 || (makespan == 0 && compare(o.iteration_s, iteration_s) < 0);
 }
 bool replaces(const PublishedOrder& o, const Timeline& than, const ScheduleRequest& r) {
-  return replaces(o, than.makespan_s, iteration(than, r.allreduce_s));
+  return replaces(o.figures, than.makespan_s, iteration(than, r.allreduce_s));
 }
 
 // Whether the published orders decide the answer whatever the probe at 3/4 of the peak
@@ -562,15 +542,15 @@ bool replaces(const PublishedOrder& o, const Timeline& than, const ScheduleReque
 // adopt_published does, the answer is then known once one order replaces it whatever it
 // is: each later one is weighed against that order. Where an order between the two is met
 // first, the answer depends on the probe, which runs.
-bool published_decide(const std::vector<PublishedOrder>& orders, const Timeline& answer,
+bool published_decide(const std::vector<OrderFigures>& orders, double answer_makespan_s,
                       double bound) {
-  const PublishedOrder* known = nullptr;  // the answer once it no longer depends on the probe
-  for (const PublishedOrder& o : orders) {
+  const OrderFigures* known = nullptr;  // the answer once it no longer depends on the probe
+  for (const OrderFigures& o : orders) {
     if (known) {
       if (replaces(o, known->makespan_s, known->iteration_s)) known = &o;
     } else if (o.makespan_s < bound * (1 - 3e-9)) {
       known = &o;
-    } else if (!(o.makespan_s > answer.makespan_s * (1 + 3e-9))) {
+    } else if (!(o.makespan_s > answer_makespan_s * (1 + 3e-9))) {
       return false;
     }
   }
@@ -588,19 +568,32 @@ bool published_decide(const std::vector<PublishedOrder>& orders, const Timeline&
 // the probe finds (published_decide): then it would change nothing but the count of list
 // evaluations. At pp 512 over 2048 layers each probe took 6-7 s, and DualPipeV's order
 // replaced its answer (0.966 s against 0.596 s, the bound at 3/4 of the peak 0.626 s).
+// The bound at 3/4 of the searches' peak where the probe there runs, from what the searches
+// found (`searched`: synthesis_repeats asks it of a screen's figures); nothing where it
+// does not run. The bound is computed where time is left (else 0, and the probe runs to
+// find the CPU-time limit passed); `graph` may be null (built where the memo lacks it).
+std::optional<double> probe_bound(const ScheduleRequest& r, const SearchedFigures& searched,
+                                  const detail::OpGraph* graph, bool time_left) {
+  if (searched.peak_activation_bytes <= 0) return std::nullopt;
+  const std::int64_t budget = searched.peak_activation_bytes * 3 / 4;
+  const double bound = time_left ? bound_at_budget(r, budget, graph) : 0.0;
+  if (compare(bound, searched.makespan_s) > 0) return std::nullopt;
+  if (!r.weighs_searched && published_decide(searched.orders, searched.makespan_s, bound))
+    return std::nullopt;
+  return bound;
+}
+
 void probe_smaller_budget(const ScheduleRequest& r, const Deadline& deadline, ScheduleAnswer& a,
                           const detail::OpGraph& graph, std::vector<PublishedOrder>& orders) {
-  if (a.peak_activation_bytes <= 0) return;
-  const std::int64_t budget = a.peak_activation_bytes * 3 / 4;
   // A schedule within the smaller budget is one within the request's too, so the answer's
   // bound holds there as well as that budget's own. Past better()'s tie beyond the
   // answer, the probe is not run; otherwise its policy search ends at the bound, which
   // changes nothing that search finds (policy_search.hpp, SearchInput::stop_at).
-  const double bound = deadline.left() > 0 ? bound_at_budget(r, budget, graph) : 0.0;
-  if (compare(bound, a.timeline.makespan_s) > 0) return;
-  if (!r.weighs_searched && published_decide(orders, a.timeline, bound)) return;
+  const auto bound = probe_bound(r, *a.before_published, &graph, deadline.left() > 0);
+  if (!bound) return;
   for (PublishedOrder& o : orders) o.timeline.reset();  // adopt_published replays them
-  auto smaller = at_budget(r, budget, deadline, a, true, std::max(bound, a.lower_bound_s));
+  const std::int64_t budget = a.peak_activation_bytes * 3 / 4;
+  auto smaller = at_budget(r, budget, deadline, a, true, std::max(*bound, a.lower_bound_s));
   if (smaller && better(smaller->timeline, a.timeline, r.allreduce_s))
     adopt(a, std::move(*smaller));
 }
@@ -672,11 +665,13 @@ Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound, dou
     search.ladder();
   } else {
     search.list_policies();
-    search.orders(graph);
+    search.orders();
   }
   search.exact(graph);
   search.finish();
   std::vector<PublishedOrder> orders = published_orders(r, mem, deadline);
+  a.before_published = SearchedFigures{a.peak_activation_bytes, a.timeline.makespan_s, {}};
+  for (const PublishedOrder& o : orders) a.before_published->orders.push_back(o.figures);
   if (with_bound && r.probe_smaller_budget) probe_smaller_budget(r, deadline, a, graph, orders);
   adopt_published(r, std::move(orders), deadline, a);
   trim_and_curve(r, deadline, a, false);
@@ -715,6 +710,20 @@ double synthesis_lower_bound(const ScheduleRequest& r) {
   const Memory mem = memory_of(r);
   if (!check_room(r, mem)) return std::numeric_limits<double>::infinity();
   return memory_bound(r, mem, nullptr);
+}
+
+bool synthesis_repeats(const ScheduleRequest& r, const ScheduleRequest& screen,
+                       const ScheduleAnswer& screened) {
+  if (r.family != ScheduleFamily::synthesized || r.memory_curve_points > 0 ||
+      screen.memory_curve_points > 0 || screened.status == SolveStatus::time_limit ||
+      !screened.before_published) {
+    return false;
+  }
+  ScheduleRequest asked = detail::searched_request(r);
+  ScheduleRequest screen_asked = detail::searched_request(screen);
+  asked.probe_smaller_budget = screen_asked.probe_smaller_budget = false;
+  if (!(detail::schedule_key(asked) == detail::schedule_key(screen_asked))) return false;
+  return !r.probe_smaller_budget || !probe_bound(r, *screened.before_published, nullptr, true);
 }
 
 Status trim_memory(const ScheduleRequest& r, ScheduleAnswer& answer) {

@@ -189,6 +189,16 @@ const Result<CompiledPlan>& compile_family(const CompileInputs& in, const Config
   auto keep = [&](Result<CompiledPlan> r) -> auto& {
     return in.cache->plans.emplace(key, std::move(r)).first->second;
   };
+  if (full) {
+    // Where the full effort would search exactly as the screen did, its plan is the screen's.
+    CacheKey screened = key;
+    screened.reached = Reached::screened;
+    auto it = in.cache->plans.find(screened);
+    if (it != in.cache->plans.end() && it->second &&
+        full_repeats_screen(in, *it->second, clock)) {
+      return keep(CompiledPlan(*it->second));
+    }
+  }
   const Result<CompiledPlan>& placed = placed_family(in, c, f, clock);
   if (!placed) return keep(placed);
   CompiledPlan plan = *placed;

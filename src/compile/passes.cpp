@@ -407,6 +407,12 @@ Status schedule_pass(const CompileInputs& in, CompiledPlan& plan, Effort effort,
   return Ok{};
 }
 
+bool full_repeats_screen(const CompileInputs& in, const CompiledPlan& screened, PassClock& clock) {
+  PassClock::Run run(clock, "schedule");
+  return synthesis_repeats(schedule_request(in, screened, Effort::full),
+                           schedule_request(in, screened, Effort::screen), screened.solver);
+}
+
 void evaluate_pass(const CompileInputs& in, CompiledPlan& plan, PassClock& clock) {
   PassClock::Run run(clock, "evaluate");
   const std::vector<double> allreduce_s = allreduce_times(

@@ -30,7 +30,9 @@
 // Every answer is replayed by the simulator and passes the independent schedule checker.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -93,6 +95,22 @@ struct ScheduleRequest {
   bool operator==(const ScheduleRequest&) const = default;
 };
 
+/// What a synthesis weighed before the published V orders (synthesize.cpp): its searches'
+/// answer (peak activation memory and makespan) and the makespan and iteration of each
+/// published order that fits its memory, in the order they are weighed. They decide whether
+/// the full effort probes a smaller budget (synthesis_repeats).
+struct SearchedFigures {
+  struct Order {
+    double makespan_s = 0;
+    double iteration_s = 0;
+    bool operator==(const Order&) const = default;
+  };
+  std::int64_t peak_activation_bytes = 0;
+  double makespan_s = 0;
+  std::vector<Order> orders;
+  bool operator==(const SearchedFigures&) const = default;
+};
+
 /// The schedule, and how it was found (ScheduleSearch, plan/plan.hpp: the figures the plan's
 /// `solver` section states).
 struct ScheduleAnswer : ScheduleSearch {
@@ -108,6 +126,8 @@ struct ScheduleAnswer : ScheduleSearch {
   /// the memory rule's figures only), for a caller that weighs more than the iteration (the
   /// compiler, the frozen encoders in the timeline's idle gaps). Null otherwise.
   std::shared_ptr<const ScheduleAnswer> searched;
+  /// A synthesized family's searches, before the published orders (empty for a fixed one).
+  std::optional<SearchedFigures> before_published;
 };
 
 /// Synthesizes a schedule at least as short as the list schedule, never over the memory
@@ -120,6 +140,17 @@ Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& request);
 /// microbatch in flight fits a device (no schedule at all). Kept in `request.memo`, where the
 /// synthesis finds it again.
 double synthesis_lower_bound(const ScheduleRequest& request);
+
+/// Whether synthesize_schedule(`request`) answers exactly `screened`, the answer to `screen`,
+/// without searching: the two ask for the same searches once their work limits are clamped
+/// as the searches clamp them (detail::searched_request: on large instances the screen's
+/// limits and the full effort's clamp to the same few list schedules and no order search),
+/// neither draws a memory curve, the clock did not stop the screen, and the probe at 3/4 of
+/// the peak (synthesize.cpp, probe_smaller_budget) would not run for `request`. A caller
+/// that screened a configuration takes the screen's answer then: at pp 512 over 2048
+/// layers the three full syntheses that repeated their screens took 14 s of a 49 s plan.
+bool synthesis_repeats(const ScheduleRequest& request, const ScheduleRequest& screen,
+                       const ScheduleAnswer& screened);
 
 /// The second objective and the memory curve for an answer already chosen, for a caller
 /// that synthesizes many candidates with memory_curve_points 0 and keeps one (the
