@@ -18,6 +18,7 @@
 
 #include "list_outcomes.hpp"
 #include "pulse/cost/pipeline_model.hpp"
+#include "pulse/schedule/published.hpp"
 #include "pulse/schedule/schedule_memo.hpp"
 #include "pulse/schedule/synthesize.hpp"
 #include "staircase.hpp"
@@ -118,6 +119,22 @@ class MemoTable {
 
 struct LadderCandidates;  // ladder_search.cpp
 
+/// A published V order replayed (synthesize.cpp, published_orders), as weighing it beside a
+/// search's answer needs it at any budget: its makespan, each device's residency peak (what
+/// a room must hold) and the end of each device's last op (-infinity for none: the
+/// iteration adds the device's all-reduce to it). They depend on the model, M and the split
+/// alone, so the job's memo keeps them by RoomKey with no room, and a synthesis at a budget
+/// they do not fit (the memory curve's) neither generates nor replays them.
+struct OrderReplay {
+  PublishedSchedule which = PublishedSchedule::zbv_zero_bubble;
+  double makespan_s = 0;
+  std::vector<std::int64_t> resident_peak;
+  std::vector<double> last_end_s;
+};
+
+/// Orders' replays kept: a few numbers per device each.
+inline constexpr std::size_t kKeptOrderReplays = 64;
+
 /// Bounds kept: a number and a key each, and a level asks for one per configuration and
 /// family of each alternative (a few hundred at most on the shipped profiles).
 inline constexpr std::size_t kKeptBounds = 512;
@@ -131,6 +148,8 @@ struct MemoTables {
   MemoTable<LadderKey, std::shared_ptr<const LadderCandidates>> ladders;
   MemoTable<RoomKey, std::shared_ptr<const std::vector<StairMember>>> seeds;
   MemoTable<VAutoKey, std::shared_ptr<const VAutoSearch>> v_auto_pools;
+  MemoTable<RoomKey, std::shared_ptr<const std::vector<OrderReplay>>> order_replays{
+      kKeptOrderReplays};
   ListOutcomeTable list_outcomes;
 };
 

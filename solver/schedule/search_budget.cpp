@@ -14,10 +14,9 @@ long ops_per_replay(const ScheduleRequest& r) {
 
 int list_budget(const ScheduleRequest& r) {
   const long ops = ops_per_replay(r);
-  return static_cast<int>(
-      std::min<long>({static_cast<long>(r.max_evaluations),
-                      std::max<long>(kMinListEvaluations, kListOpReplays / ops),
-                      kMaxListOpReplays / ops}));
+  return static_cast<int>(std::min<long>({static_cast<long>(r.max_evaluations),
+                                          std::max<long>(kMinListEvaluations, kListOpReplays / ops),
+                                          kMaxListOpReplays / ops}));
 }
 
 int order_budget(const ScheduleRequest& r) {
@@ -32,8 +31,7 @@ ScheduleRequest searched_request(const ScheduleRequest& r) {
     s.probe_smaller_budget = false;
     return s;
   }
-  if (r.memory_curve_points > 0 || (r.split_backward && is_two_stage_v(r.model->layout)))
-    return s;
+  if (r.memory_curve_points > 0 || (r.split_backward && is_two_stage_v(r.model->layout))) return s;
   s.max_evaluations = list_budget(r);
   s.max_order_evaluations = std::max(0, order_budget(r));
   if (ops_per_replay(r) > r.exact_max_ops) s.exact_max_ops = 0;

@@ -495,29 +495,64 @@ double bound_at_budget(const ScheduleRequest& r, std::int64_t budget,
 // adopted after a probe is replayed again (the same replay: the same timeline, to the bit).
 // Where no probe runs the timeline stays: at pp 512 over 2048 layers the orders mostly
 // decide the answer without one, and replaying each one adopted took the synthesis from 42
-// to 47 s.
+// to 47 s. Where the job's memo has the orders' replays already (OrderReplay, answer_memo.hpp)
+// only their figures are taken, and an order is generated and replayed once adopted: at pp
+// 512 over 2048 layers the memory curve's syntheses generated and replayed both orders at
+// each of four budgets that neither fitted.
 using OrderFigures = SearchedFigures::Order;
 struct PublishedOrder {
   PublishedSchedule which;
-  Schedule schedule;
   OrderFigures figures;
+  std::optional<Schedule> schedule;
   std::optional<Timeline> timeline;
 };
+
+detail::OrderReplay replay_of(PublishedSchedule which, const Timeline& t) {
+  detail::OrderReplay o{which, t.makespan_s, {}, {}};
+  for (const DeviceTimeline& d : t.devices) {
+    o.resident_peak.push_back(d.resident_peak);
+    o.last_end_s.push_back(d.ops.empty() ? -std::numeric_limits<double>::infinity()
+                                         : d.ops.back().busy_until_s);
+  }
+  return o;
+}
+
+// iteration() of the order's timeline, from its replay's figures.
+OrderFigures figures_of(const detail::OrderReplay& o, const std::vector<double>& allreduce_s) {
+  double end = o.makespan_s;
+  for (std::size_t d = 0; d < allreduce_s.size() && d < o.last_end_s.size(); ++d)
+    end = std::max(end, o.last_end_s[d] + allreduce_s[d]);
+  return {o.makespan_s, end};
+}
 
 std::vector<PublishedOrder> published_orders(const ScheduleRequest& r, const Memory& mem,
                                              const Deadline& deadline) {
   std::vector<PublishedOrder> out;
   if (!is_two_stage_v(r.model->layout) || deadline.expired()) return out;
+  const detail::RoomKey key{*r.model, r.split_backward, r.num_microbatches, {}};
+  if (r.memo) {
+    if (auto kept = r.memo->tables().order_replays.recall(key)) {
+      for (const detail::OrderReplay& o : **kept) {
+        if (mem.fits(o.resident_peak))
+          out.push_back({o.which, figures_of(o, r.allreduce_s), std::nullopt, std::nullopt});
+      }
+      return out;
+    }
+  }
+  auto replays = std::make_shared<std::vector<detail::OrderReplay>>();
   const PublishedRequest request{r.model, r.num_microbatches, r.split_backward};
   for (PublishedSchedule f : {PublishedSchedule::zbv_zero_bubble, PublishedSchedule::dualpipev}) {
     auto s = published_schedule(f, request);
     if (!s) continue;
     auto t = simulate(*r.model, *s, r.num_microbatches, r.static_bytes, Peaks::rule_only);
-    if (t && mem.fits(*t)) {
+    if (!t) continue;
+    replays->push_back(replay_of(f, *t));
+    if (mem.fits(*t)) {
       const OrderFigures figures{t->makespan_s, iteration(*t, r.allreduce_s)};
-      out.push_back({f, std::move(*s), figures, std::move(*t)});
+      out.push_back({f, figures, std::move(*s), std::move(*t)});
     }
   }
+  if (r.memo) r.memo->tables().order_replays.keep(key, std::move(replays));
   return out;
 }
 
@@ -614,9 +649,14 @@ void adopt_published(const ScheduleRequest& r, std::vector<PublishedOrder>&& ord
   if (deadline.expired()) return;
   for (PublishedOrder& o : orders) {
     if (!replaces(o, a.timeline, r)) continue;
-    if (!o.timeline) {  // released by the probe: it replayed to these figures, and does again
+    if (!o.schedule) {  // known by its figures alone (the memo's): generated as it was
+      auto made = published_schedule(o.which, {r.model, r.num_microbatches, r.split_backward});
+      if (!made) continue;
+      o.schedule = std::move(*made);
+    }
+    if (!o.timeline) {  // released by the probe or not kept: it replayed to these figures
       auto replayed =
-          simulate(*r.model, o.schedule, r.num_microbatches, r.static_bytes, Peaks::rule_only);
+          simulate(*r.model, *o.schedule, r.num_microbatches, r.static_bytes, Peaks::rule_only);
       if (!replayed) continue;
       o.timeline = std::move(*replayed);
     }
@@ -629,7 +669,7 @@ void adopt_published(const ScheduleRequest& r, std::vector<PublishedOrder>&& ord
       searched->activation_budget = a.activation_budget;
       a.searched = std::move(searched);
     }
-    Best published{std::move(o.schedule), std::move(*o.timeline), published_schedule_name(o.which),
+    Best published{std::move(*o.schedule), std::move(*o.timeline), published_schedule_name(o.which),
                    true};
     adopt(published, a);
     if (a.status == SolveStatus::heuristic) a.status = SolveStatus::feasible;

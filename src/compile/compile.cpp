@@ -194,8 +194,7 @@ const Result<CompiledPlan>& compile_family(const CompileInputs& in, const Config
     CacheKey screened = key;
     screened.reached = Reached::screened;
     auto it = in.cache->plans.find(screened);
-    if (it != in.cache->plans.end() && it->second &&
-        full_repeats_screen(in, *it->second, clock)) {
+    if (it != in.cache->plans.end() && it->second && full_repeats_screen(in, *it->second, clock)) {
       return keep(CompiledPlan(*it->second));
     }
   }

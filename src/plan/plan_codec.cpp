@@ -3,6 +3,7 @@
 #include "pulse/plan/plan_codec.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -65,13 +66,20 @@ void PlanWriter::byte_map(std::string_view key,
   });
 }
 
+// A plan at pp 512 holds some 20 million numbers: each is written into the text as it is,
+// without a string (or a tree) of its own.
 void PlanWriter::integer(std::int64_t v) {
-  out_.text += fmt::format_int(v).str();
+  const fmt::format_int digits(v);
+  out_.text.append(digits.data(), digits.size());
 }
 
 void PlanWriter::number(double v) {
   if (std::isfinite(v)) {
-    out_.text += ojson(v).dump();  // nlohmann's shortest digits, as a tree's dump has them
+    // nlohmann's shortest round-trip digits (".0" after a whole number), as a tree's dump
+    // has them: its serializer calls this same function for every finite double.
+    std::array<char, 64> digits;
+    const char* end = nlohmann::detail::to_chars(digits.data(), digits.data() + digits.size(), v);
+    out_.text.append(digits.data(), static_cast<std::size_t>(end - digits.data()));
     return;
   }
   if (!out_.non_finite) {

@@ -153,6 +153,36 @@ TEST(ScheduleMemo, AnswersAreTheSameWithoutAMemoAndRecalled) {
   }
 }
 
+TEST(ScheduleMemo, PublishedOrdersKeptByTheirFiguresServeEveryBudget) {
+  // The published V orders' replays are kept once per model, M and split (answer_memo.hpp,
+  // OrderReplay): a synthesis at another budget weighs them by their figures, generating an
+  // order only where it adopts it, and answers exactly as without a memo.
+  const PipelineModel v = v_model(3);
+  const std::int64_t unit = bytes_per_microbatch_at_most(v)[0];
+  ScheduleMemo memo;
+  int adopted_from_figures = 0;
+  const std::vector<std::int64_t> budgets{0, 12 * unit, 6 * unit, 4 * unit, 3 * unit, 2 * unit};
+  for (std::size_t i = 0; i < budgets.size(); ++i) {
+    ScheduleRequest r = memo_request(v, 12, false);
+    r.activation_budget = budgets[i];
+    r.weighs_searched = false;
+    // A short search (one list schedule, no order search), which the orders beat.
+    r.max_evaluations = 1;
+    r.max_order_evaluations = 0;
+    const ScheduleAnswer none = memo_solve(r);
+    r.memo = &memo;
+    expect_same(none, memo_solve(r), "budget " + std::to_string(budgets[i]));
+    const bool published =
+        none.method == published_schedule_name(PublishedSchedule::dualpipev) ||
+        none.method == published_schedule_name(PublishedSchedule::zbv_zero_bubble);
+    if (i > 0 && published) ++adopted_from_figures;
+  }
+  // Replayed once, weighed by their figures at every other budget.
+  EXPECT_EQ(memo.tables().order_replays.counts(),
+            (ScheduleMemo::Counts{1, static_cast<int>(budgets.size()) - 1}));
+  EXPECT_GT(adopted_from_figures, 0);  // the path that generates an order adopted
+}
+
 TEST(ScheduleMemo, AScreenAndAFullSynthesisShareTheirBound) {
   // The bound depends on the model, the split, M and the room, not on the searches' work.
   const PipelineModel m = v_model(2);
