@@ -62,9 +62,9 @@ void memory_limits_pass(const CompileInputs& in, CompiledPlan& plan, PassClock& 
 /// the baseline's own schedule.
 Status schedule_pass(const CompileInputs& in, CompiledPlan& plan, Effort effort, PassClock& clock);
 
-/// Whether the full synthesis of the configuration `screened` was screened as would answer
-/// exactly its screen (synthesis_repeats, synthesize.hpp): then the full effort's plan is the
-/// screened one. Timed as "schedule" (it may compute the bound the probe would need).
+/// Whether the full synthesis of a configuration would answer exactly as its screen did,
+/// `screened` being the screen's plan (synthesis_repeats, synthesize.hpp): then the full
+/// effort's plan is that one. Timed as "schedule" (it may compute the bound the probe needs).
 bool full_repeats_screen(const CompileInputs& in, const CompiledPlan& screened, PassClock& clock);
 
 /// "evaluate": the data-parallel all-reduce, iteration time, throughput, bubble.

@@ -66,8 +66,9 @@ void PlanWriter::byte_map(std::string_view key,
   });
 }
 
-// A plan at pp 512 holds some 20 million numbers: each is written into the text as it is,
-// without a string (or a tree) of its own.
+// A plan at pp 512 over 2048 layers holds 16.8 million numbers (8.4 million integers, as
+// many fractions): each is written into the text as it is, without a string (or a tree) of
+// its own.
 void PlanWriter::integer(std::int64_t v) {
   const fmt::format_int digits(v);
   out_.text.append(digits.data(), digits.size());
