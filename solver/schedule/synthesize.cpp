@@ -407,8 +407,7 @@ std::optional<ScheduleAnswer> at_budget(const ScheduleRequest& r, std::int64_t b
   sub.memory_curve_points = 0;
   sub.probe_smaller_budget = false;
   if (!full) {
-    const long ops =
-        r.model->layout.num_stages() * (r.split_backward ? 3L : 2L) * r.num_microbatches;
+    const long ops = detail::ops_per_replay(r);
     sub.max_evaluations = static_cast<int>(std::min<long>(
         {r.max_evaluations, kCurveEvaluations, std::max(1L, kCurveOpReplays / ops)}));
     sub.max_order_evaluations = 0;
