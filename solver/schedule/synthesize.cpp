@@ -21,13 +21,13 @@
 #include "op_graph.hpp"
 #include "order_search.hpp"
 #include "policy_search.hpp"
-#include "pulse/base/process.hpp"
 #include "pulse/base/units.hpp"
 #include "pulse/cost/memory.hpp"
 #include "pulse/schedule/list_schedule.hpp"
 #include "pulse/schedule/published.hpp"
 #include "pulse/schedule/v_families.hpp"
 #include "search_budget.hpp"
+#include "synthesis_state.hpp"
 
 namespace pulse {
 
@@ -48,105 +48,15 @@ constexpr long kCurveOpReplays = 100'000;  // and at most this many op-replays e
 // How many times the answer may be replaced by an equally fast one at 3/4 of its peak.
 constexpr int kTrimSteps = 2;
 
-// What each device's activations may hold, and the in-flight counts that follow from it.
-struct Memory {
-  std::vector<std::int64_t> room;       // capacity less static state, within the budget
-  std::vector<std::int64_t> as_static;  // capacity - room: what the in-flight helpers take
-  std::vector<int> safe_cap;            // in flight whatever the order (memory.hpp)
-  std::vector<int> reach_cap;           // the most any order within the rule can hold
-
-  bool fits(const Timeline& t) const {
-    for (std::size_t d = 0; d < room.size(); ++d) {
-      if (t.devices[d].resident_peak > room[d]) return false;
-    }
-    return true;
-  }
-  // The same from each device's residency peak alone (list_schedule's resident_peaks).
-  bool fits(const std::vector<std::int64_t>& resident_peaks) const {
-    for (std::size_t d = 0; d < room.size(); ++d) {
-      if (resident_peaks[d] > room[d]) return false;
-    }
-    return true;
-  }
-};
-
-Memory memory_of(const ScheduleRequest& r) {
-  Memory m;
-  const int P = r.model->num_devices();
-  const std::int64_t budget =
-      r.activation_budget > 0 ? r.activation_budget : std::numeric_limits<std::int64_t>::max();
-  for (int d = 0; d < P; ++d) {
-    m.room.push_back(std::min(r.memory_capacity - r.static_bytes[d].total(), budget));
-    m.as_static.push_back(r.memory_capacity - m.room.back());
-  }
-  const std::vector<int> all_of_them(P, r.num_microbatches);
-  m.safe_cap = memory_inflight_limits(*r.model, m.as_static, r.memory_capacity, all_of_them);
-  m.reach_cap = resident_inflight_limits(*r.model, m.as_static, r.memory_capacity, all_of_them);
-  return m;
-}
-
-// The largest device's residency, then the sum over devices: the second objective.
-std::pair<std::int64_t, std::int64_t> footprint(const Timeline& t) {
-  std::int64_t peak = 0, total = 0;
-  for (const DeviceTimeline& d : t.devices) {
-    peak = std::max(peak, d.resident_peak);
-    total += d.resident_peak;
-  }
-  return {peak, total};
-}
-
-// The iteration a timeline gives with the request's all-reduce after each device's last op.
-double iteration(const Timeline& t, const std::vector<double>& allreduce_s) {
-  double end = t.makespan_s;
-  for (std::size_t d = 0; d < allreduce_s.size() && d < t.devices.size(); ++d) {
-    if (!t.devices[d].ops.empty())
-      end = std::max(end, t.devices[d].ops.back().busy_until_s + allreduce_s[d]);
-  }
-  return end;
-}
-
-// -1, 0 or 1 as x is shorter than, as long as (within a relative 1e-9) or longer than y.
-int compare(double x, double y) {
-  return x < y * (1 - 1e-9) ? -1 : x > y * (1 + 1e-9) ? 1 : 0;
-}
-
-// Whether `t` is better than `than`: shorter; or as short and a shorter iteration; or as
-// short, no longer an iteration and holding less.
-bool better(const Timeline& t, const Timeline& than, const std::vector<double>& allreduce_s) {
-  if (const int c = compare(t.makespan_s, than.makespan_s); c != 0) return c < 0;
-  const int c = compare(iteration(t, allreduce_s), iteration(than, allreduce_s));
-  if (c != 0) return c < 0;
-  return footprint(t) < footprint(than);
-}
-
-struct Best {
-  Schedule schedule;
-  Timeline timeline;
-  std::string method;
-  bool have = false;
-
-  // Keeps `candidate` if it replays within memory and beats the best.
-  bool offer(Schedule candidate, const ScheduleRequest& r, const Memory& mem, std::string how) {
-    auto t = simulate(*r.model, candidate, r.num_microbatches, r.static_bytes, Peaks::rule_only);
-    if (!t || !mem.fits(*t) || (have && !better(*t, timeline, r.allreduce_s))) return false;
-    schedule = std::move(candidate);
-    timeline = std::move(*t);
-    method = std::move(how);
-    have = true;
-    return true;
-  }
-};
-
-class Deadline {
- public:
-  explicit Deadline(double seconds) : seconds_(seconds), start_(thread_cpu_seconds()) {}
-  double left() const { return seconds_ - (thread_cpu_seconds() - start_); }
-  bool expired() const { return left() <= 0; }
-
- private:
-  double seconds_;
-  double start_;
-};
+using detail::adopt;
+using detail::Best;
+using detail::better;
+using detail::compare;
+using detail::Deadline;
+using detail::footprint;
+using detail::iteration;
+using detail::Memory;
+using detail::memory_of;
 
 // The published 1F1B (published.hpp) with its in-flight limits within the memory cap.
 Result<Schedule> first_list_schedule(const ScheduleRequest& r, const std::vector<int>& memory_cap) {
@@ -155,17 +65,6 @@ Result<Schedule> first_list_schedule(const ScheduleRequest& r, const std::vector
   PublishedRequest one_f_one_b{r.model, r.num_microbatches, r.split_backward};
   one_f_one_b.inflight_limit = std::move(limits);
   return published_schedule(PublishedSchedule::one_f_one_b, one_f_one_b);
-}
-
-// Moves the best schedule into the answer, with its makespan and its gap to the bound.
-void adopt(Best& best, ScheduleAnswer& a) {
-  a.schedule = std::move(best.schedule);
-  a.schedule.policy = best.method;
-  a.timeline = std::move(best.timeline);
-  a.method = best.method;
-  a.makespan_s = a.timeline.makespan_s;
-  a.gap = a.makespan_s / a.lower_bound_s - 1;
-  a.peak_activation_bytes = footprint(a.timeline).first;
 }
 
 // The baselines' own schedules: 1F1B is the heuristic list schedule itself; GPipe holds
