@@ -137,7 +137,13 @@ class Search {
     const bool recall = in_.outcomes && !in_.seen;
     ListCandidate candidate;
     std::optional<ListOutcome> known;
-    if (recall) {
+    // The caller's own run of this candidate: complete, so it decides like a complete
+    // outcome recalled, and its schedule is the caller's.
+    const bool first = !check && !in_.seen && is_first(ranks, policy, limits);
+    if (first) {
+      known = ListOutcome{false, in_.first->makespan_s, in_.first->checked, in_.first->ties};
+      if (recall) in_.outcomes->keep(ListCandidate{ranks, policy.window_limit, limits}, *known);
+    } else if (recall) {
       candidate = ListCandidate{ranks, policy.window_limit, limits};
       known = in_.outcomes->find(candidate);
       if (known && !known->decides(stop.at)) known.reset();
@@ -173,7 +179,8 @@ class Search {
     best_.makespan_s = makespan;
     best_.policy = policy;
     best_.limits = limits;
-    schedule_pending_ = known.has_value();
+    best_.first = first;
+    schedule_pending_ = known.has_value() && !first;
     improved_ = true;
     return true;
   }
@@ -192,6 +199,18 @@ class Search {
       throw std::logic_error("policy search: a recalled list schedule replays to another makespan");
     }
     return s;
+  }
+
+  // Whether a candidate is the caller's first run: the same ranks and rule, no window
+  // limits on either (absent and 0 both mean none), the same in-flight limits.
+  bool is_first(const std::vector<int>& ranks, const ListPolicy& policy,
+                const std::vector<int>& limits) const {
+    if (!in_.first) return false;
+    const auto none = [](const std::vector<int>& w) {
+      return std::all_of(w.begin(), w.end(), [](int x) { return x <= 0; });
+    };
+    return limits == in_.first->limits && none(policy.window_limit) &&
+           none(in_.first->policy.window_limit) && ranks == ranks_key(in_.first->policy);
   }
 
   // One scored candidate, as much as decides its schedule: the ranks and rule, the window

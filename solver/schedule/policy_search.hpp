@@ -15,6 +15,18 @@ namespace pulse::detail {
 
 class ListOutcomes;  // list_outcomes.hpp
 
+/// A list schedule its caller has run already, whole, with its records (list_schedule's
+/// makespan, in-flight counts consulted and ties): the synthesizer's heuristic, which is the
+/// portfolio's first candidate (backward first at the round-trip minimum within what fits in
+/// any order). The caller keeps its schedule.
+struct FirstRun {
+  ListPolicy policy;
+  std::vector<int> limits;
+  double makespan_s = 0;
+  std::vector<int> checked;
+  ListTies ties;
+};
+
 struct SearchInput {
   int num_microbatches = 1;
   std::vector<int> memory_cap;  ///< Per device: most microbatches in flight memory can allow.
@@ -37,6 +49,10 @@ struct SearchInput {
   /// scored (list_outcomes.hpp). One that decides a candidate spares its list schedule; the
   /// answer is the same (policy_search.cpp, Search::offer).
   std::shared_ptr<ListOutcomes> outcomes;
+  /// Optional: the caller's run of one candidate. The search takes its outcome instead of
+  /// running it again (not with `seen`, which wants the schedule); where that candidate stays
+  /// the best, the result says so (SearchResult::first) and holds no copy of its schedule.
+  const FirstRun* first = nullptr;
 };
 
 struct SearchResult {
@@ -46,6 +62,8 @@ struct SearchResult {
   ListPolicy policy;
   std::vector<int> limits;
   int evaluations = 0;
+  /// The best is SearchInput::first's run; `schedule` is empty (the caller has it).
+  bool first = false;
 };
 
 /// The best list schedule over a portfolio of rules and in-flight limits, improved by

@@ -58,13 +58,18 @@ using detail::iteration;
 using detail::Memory;
 using detail::memory_of;
 
-// The published 1F1B (published.hpp) with its in-flight limits within the memory cap.
-Result<Schedule> first_list_schedule(const ScheduleRequest& r, const std::vector<int>& memory_cap) {
-  std::vector<int> limits = default_inflight(r.model->layout, r.num_microbatches);
-  for (std::size_t d = 0; d < limits.size(); ++d) limits[d] = std::min(limits[d], memory_cap[d]);
-  PublishedRequest one_f_one_b{r.model, r.num_microbatches, r.split_backward};
-  one_f_one_b.inflight_limit = std::move(limits);
-  return published_schedule(PublishedSchedule::one_f_one_b, one_f_one_b);
+// The heuristic: issue 2's V 1F1B list schedule, the published 1F1B's rule (published.cpp's
+// one_f_one_b: backward first, the round-trip minimum in flight) within what fits in any
+// order. Run with its records, so that the policy search, whose first candidate it is, takes
+// them instead of running it again (at pp 512 over 2048 layers a list schedule is a second).
+Schedule first_list_schedule(const ScheduleRequest& r, const Memory& mem, detail::FirstRun& run) {
+  run.policy = ListPolicy::backward_first(r.model->layout.num_stages());
+  run.limits = default_inflight(r.model->layout, r.num_microbatches);
+  for (std::size_t d = 0; d < run.limits.size(); ++d) {
+    run.limits[d] = std::min(run.limits[d], mem.safe_cap[d]);
+  }
+  return list_schedule(*r.model, r.num_microbatches, run.limits, r.split_backward, run.policy,
+                       &run.makespan_s, &run.checked, &run.ties);
 }
 
 // The baselines' own schedules: 1F1B is the heuristic list schedule itself; GPipe holds
@@ -130,6 +135,7 @@ struct Search {
   ScheduleAnswer& a;
   bool out_of_time = false;
   double known_bound_s = 0;  // a bound on every schedule here from the caller (synthesize)
+  const detail::FirstRun* first = nullptr;  // the heuristic's run, the best's first schedule
 
   bool at_bound() const { return best.timeline.makespan_s <= a.lower_bound_s * (1 + 1e-9); }
   bool go_on() const { return !out_of_time && !deadline.expired() && !at_bound(); }
@@ -162,9 +168,11 @@ struct Search {
     if (!go_on()) return;
     detail::SearchInput in = list_input(mem);
     in.stop_at = std::max(a.lower_bound_s, known_bound_s);
+    in.first = first;
     const detail::SearchResult found = detail::search_list_schedules(*r.model, in);
     a.list_evaluations = found.evaluations;
-    if (found.found) best.offer(found.schedule, r, mem, "list-search");
+    // The heuristic's own schedule is the best already (it would replay to a tie, not kept).
+    if (found.found && !found.first) best.offer(found.schedule, r, mem, "list-search");
   }
 
   // Local search over explicit op orders, from the best so far.
@@ -584,12 +592,10 @@ Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound, dou
   const Deadline deadline(r.max_seconds);
   const Memory mem = memory_of(r);
   if (auto room = check_room(r, mem); !room) return room.error();
-  // The heuristic: issue 2's V 1F1B list schedule (backward first, the round-trip minimum
-  // in flight). Everything after it can only replace it with something better.
+  // The heuristic first: everything after it can only replace it with something better.
   Best best;
-  auto first = first_list_schedule(r, mem.safe_cap);
-  if (!first) return first.error();
-  if (!best.offer(std::move(*first), r, mem, "list")) {
+  detail::FirstRun first;
+  if (!best.offer(first_list_schedule(r, mem, first), r, mem, "list")) {
     return internal_error("the list schedule did not replay");
   }
   ScheduleAnswer a;
@@ -598,7 +604,7 @@ Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound, dou
   const detail::OpGraph graph = detail::build_op_graph(*r.model, r.split_backward);
   if (with_bound) a.lower_bound_s = memory_bound(r, mem, &graph);
   if (r.family != ScheduleFamily::synthesized) return fixed_schedule(r, mem, best, a);
-  Search search{r, mem, deadline, best, a, r.max_seconds <= 0, known_bound_s};
+  Search search{r, mem, deadline, best, a, r.max_seconds <= 0, known_bound_s, &first};
   if (search.ladder_applies()) {
     search.ladder();
   } else {

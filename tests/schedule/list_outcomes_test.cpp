@@ -1,16 +1,18 @@
 // The list-schedule outcomes the policy searches of a job share (solver/schedule/
 // list_outcomes.hpp): what is kept, and that a search which recalls them finds exactly what
-// it finds alone.
+// it finds alone. Likewise the synthesizer's own first run (policy_search.hpp, FirstRun).
 
 #include "schedule/list_outcomes.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "pulse/schedule/list_schedule.hpp"
 #include "pulse/schedule/schedule_memo.hpp"
 #include "pulse/simulate/simulate.hpp"
 #include "schedule/policy_search.hpp"
@@ -171,6 +173,106 @@ TEST(ListOutcomes, SearchesSharingOutcomesFindWhatEachFindsAlone) {
   // The sharing is exercised: most candidates of the repeated rooms are recalled.
   EXPECT_GT(recalled, computed / 2)
       << recalled << " recalled, " << computed << " computed, " << searches << " searches";
+}
+
+// The synthesizer's heuristic as synthesize.cpp runs it (first_list_schedule): backward
+// first at the round-trip minimum within the safe caps, with its records.
+Schedule first_run(const PipelineModel& m, const detail::SearchInput& in, detail::FirstRun& run) {
+  run.policy = ListPolicy::backward_first(m.layout.num_stages());
+  run.limits = default_inflight(m.layout, in.num_microbatches);
+  for (std::size_t d = 0; d < run.limits.size(); ++d) {
+    run.limits[d] = std::min(run.limits[d], in.safe_cap[d]);
+  }
+  return list_schedule(m, in.num_microbatches, run.limits, false, run.policy, &run.makespan_s,
+                       &run.checked, &run.ties);
+}
+
+TEST(PolicySearch, TheCallersFirstRunServesTheFirstCandidate) {
+  // Given the caller's run of the heuristic, a search finds what it finds without it, to the
+  // op and the evaluation, with or without the shared outcomes; where that run stays the
+  // best, the result says so instead of holding its schedule, which is the search's own.
+  std::mt19937 rng(20261202);
+  int first_best = 0, other_best = 0;
+  for (int k = 0; k < 36; ++k) {
+    const bool v = k % 2 == 0;
+    const int pp = 2 + k % 3;
+    const PipelineModel m = random_pipeline(rng, v, pp);
+    const int M = 4 + k % 5;
+    const std::int64_t two = 2 * 8 * 1000 * (v ? 2 : 1);
+    ScheduleMemo memo;
+    for (const Room& room : {Room{0, 0, std::int64_t{1} << 40}, Room{M, 1, two},
+                             Room{M, 2, 3 * two / 2}, Room{3, 1, two / 4}}) {
+      const std::string what = "model " + std::to_string(k) + ", safe cap " +
+                               std::to_string(room.safe_cap) + ", " +
+                               std::to_string(room.free_bytes) + " bytes";
+      const detail::SearchInput alone_in = search_input(m, M, room, 0.0);
+      detail::FirstRun run;
+      const Schedule heuristic = first_run(m, alone_in, run);
+      const detail::SearchResult alone = detail::search_list_schedules(m, alone_in);
+      for (const bool shared : {false, true}) {
+        detail::SearchInput in = search_input(m, M, room, 0.0);
+        in.first = &run;
+        if (shared) in.outcomes = detail::list_outcomes(&memo, m, M, false);
+        const detail::SearchResult with = detail::search_list_schedules(m, in);
+        ASSERT_EQ(alone.found, with.found) << what;
+        EXPECT_EQ(alone.makespan_s, with.makespan_s) << what;
+        EXPECT_EQ(alone.evaluations, with.evaluations) << what;
+        EXPECT_EQ(alone.limits, with.limits) << what;
+        EXPECT_EQ(alone.policy.forward_rank, with.policy.forward_rank) << what;
+        EXPECT_EQ(alone.policy.backward_rank, with.policy.backward_rank) << what;
+        EXPECT_EQ(alone.policy.active, with.policy.active) << what;
+        EXPECT_FALSE(alone.first) << what;
+        if (with.first) {
+          EXPECT_TRUE(with.schedule.device_ops.empty()) << what;
+          EXPECT_EQ(alone.schedule.device_ops, heuristic.device_ops) << what;
+          ++first_best;
+        } else {
+          EXPECT_EQ(alone.schedule.device_ops, with.schedule.device_ops) << what;
+          ++other_best;
+        }
+      }
+    }
+  }
+  EXPECT_GT(first_best, 0);  // both outcomes occur
+  EXPECT_GT(other_best, 0);
+}
+
+TEST(PolicySearch, TakesTheFirstRunOnlyForItsOwnCandidate) {
+  std::mt19937 rng(7);
+  const PipelineModel m = random_pipeline(rng, true, 3);
+  const int M = 6;
+  const detail::SearchInput plain = search_input(m, M, Room{}, 0.0);
+  detail::FirstRun run;
+  first_run(m, plain, run);
+  // Its outcome is taken, not run again: a run said to end sooner stays the best.
+  detail::FirstRun sooner = run;
+  sooner.makespan_s = run.makespan_s / 100;
+  detail::SearchInput in = search_input(m, M, Room{}, 0.0);
+  in.first = &sooner;
+  const detail::SearchResult taken = detail::search_list_schedules(m, in);
+  EXPECT_TRUE(taken.first);
+  EXPECT_EQ(taken.makespan_s, sooner.makespan_s);
+  // Another candidate's run (other limits, or window limits) is not the first's: the search
+  // runs its own.
+  const detail::SearchResult alone = detail::search_list_schedules(m, plain);
+  detail::FirstRun other = sooner;
+  for (int& limit : other.limits) limit += 1;
+  detail::FirstRun windowed = sooner;
+  windowed.policy.window_limit.assign(m.layout.num_stages(), 1);
+  for (const detail::FirstRun* wrong : {&other, &windowed}) {
+    in.first = wrong;
+    const detail::SearchResult ran = detail::search_list_schedules(m, in);
+    EXPECT_FALSE(ran.first);
+    EXPECT_EQ(ran.makespan_s, alone.makespan_s);
+  }
+  // Nor with `seen`, which is shown every schedule.
+  int shown = 0;
+  in.first = &sooner;
+  in.seen = [&shown](const Schedule&) { ++shown; };
+  const detail::SearchResult seen = detail::search_list_schedules(m, in);
+  EXPECT_FALSE(seen.first);
+  EXPECT_EQ(seen.makespan_s, alone.makespan_s);
+  EXPECT_GT(shown, 0);
 }
 
 }  // namespace

@@ -146,10 +146,12 @@ TEST(ScheduleMemo, AnswersAreTheSameWithoutAMemoAndRecalled) {
     }
     const ScheduleMemo::AllCounts c = memo.counts();
     EXPECT_EQ(c.answers, (ScheduleMemo::Counts{2, 2}));
-    // The policy searches at the second budget, the probes and the curves meet candidates
-    // an earlier search scored (list_outcomes.hpp).
+    // The policy searches consult the memo's outcomes (list_outcomes.hpp). Here the only
+    // candidates an earlier search scored are each synthesis's first, which its own
+    // heuristic run serves (policy_search.hpp, FirstRun); list_outcomes_test has searches
+    // that recall the others.
     if (!split) {
-      EXPECT_GE(c.list_outcomes.recalled, 1);
+      EXPECT_GE(c.list_outcomes.computed, 1);
     }
     if (split) {
       // The staircase does not depend on the budget: the second budget finds the first's.
