@@ -192,6 +192,8 @@ struct PlanText {
   std::optional<std::pair<JsonPath, double>> non_finite;
   /// The keys (index unset) and array indices down to the value being written.
   std::vector<std::pair<std::string_view, std::optional<std::size_t>>> at;
+  /// Each device's ops written as `[]` (encode_plan reads them back from the plan itself).
+  bool without_ops = false;
 };
 
 class PlanWriter {
@@ -269,6 +271,10 @@ class PlanWriter {
         object_text(out_, level_ + 2, [&](PlanWriter& entry) {
           entry.member("device", [&] { entry.integer(static_cast<std::int64_t>(d)); });
           entry.member("ops", [&] {
+            if (out_.without_ops) {
+              out_.text += "[]";
+              return;
+            }
             entry.array(ops, level_ + 3, [&](std::size_t, const PlanOp& op) {
               object_text(out_, level_ + 4, [&](PlanWriter& sub) { op_keys(sub, op); });
             });
@@ -605,5 +611,14 @@ void plan_keys(KeyLister& io, const Plan& plan);
 void degree_keys(PlanReader& io, Plan& plan);
 /// The figures sections alone: `comm` and `predicted`.
 void figure_keys(PlanWriter& io, const Plan& plan);
+/// One op of `schedule[].ops[]`, read as the plan's schedule reads it.
+void op_keys(PlanReader& io, PlanOp& op);
+
+/// The plan's ops as the reader reads them back from its text, into `read` (the rest of the
+/// plan, read from the text without its ops). An op the reader takes plainly is copied, its
+/// times as written; any other is read by the reader itself, from the object its text holds,
+/// so that it is refused in the reader's words (listed after the other sections' problems,
+/// where the reader lists them in the order of the text).
+void read_back_ops(const Plan& plan, Plan& read, JsonChecker& check);
 
 }  // namespace pulse::detail

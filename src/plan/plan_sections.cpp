@@ -638,6 +638,10 @@ void all_keys(IO& io, P& p) {
 
 }  // namespace
 
+void op_keys(PlanReader& io, PlanOp& op) {
+  op_keys<PlanReader, PlanOp>(io, op);
+}
+
 void plan_keys(PlanWriter& io, const Plan& plan) {
   io.field("schema", plan.schema, text());
   all_keys(io, plan);
