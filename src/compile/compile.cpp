@@ -186,6 +186,7 @@ const Result<CompiledPlan>& compile_family(const CompileInputs& in, const Config
       variant_of(*in.options), c.pp,   c.dp,
       c.microbatch_size,       f.name, full ? Reached::synthesized : Reached::screened};
   if (auto it = in.cache->plans.find(key); it != in.cache->plans.end()) return it->second;
+  if (auto it = in.cache->repeats.find(key); it != in.cache->repeats.end()) return *it->second;
   auto keep = [&](Result<CompiledPlan> r) -> auto& {
     return in.cache->plans.emplace(key, std::move(r)).first->second;
   };
@@ -195,7 +196,8 @@ const Result<CompiledPlan>& compile_family(const CompileInputs& in, const Config
     screened.reached = Reached::screened;
     auto it = in.cache->plans.find(screened);
     if (it != in.cache->plans.end() && it->second && full_repeats_screen(in, *it->second, clock)) {
-      return keep(CompiledPlan(*it->second));
+      in.cache->repeats.emplace(key, &it->second);
+      return it->second;
     }
   }
   const Result<CompiledPlan>& placed = placed_family(in, c, f, clock);

@@ -75,6 +75,10 @@ struct CompileCache {
   std::map<GraphKey, LayerGraph> blind_graphs;  ///< The same without skips.
   std::map<std::vector<std::int64_t>, Placement> placements;
   std::map<CacheKey, Result<CompiledPlan>> plans;
+  /// Full syntheses that would repeat their screen (full_repeats_screen): the screened
+  /// plan's entry in `plans`, which answers for both (not a copy: at pp 512 over 2048
+  /// layers a plan's schedule alone is 50 MB).
+  std::map<CacheKey, const Result<CompiledPlan>*> repeats;
   /// Partition answers by partitioner and request (passes.cpp, PartitionKey): families that
   /// differ in their schedule alone (v and v-released on a model without skips, chain and
   /// 1f1b-direct) ask for the same partitions.

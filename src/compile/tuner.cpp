@@ -512,6 +512,9 @@ Result<CompiledPlan> tune(const CompileInputs& in, PassClock& clock) {
   }
   CompiledPlan plan = *chosen->result;
   if (Status s = restore_timeline(plan); !s) return s.error();
+  // The copy has the ops; the cache's are released (another tune of the job that chooses
+  // this plan restores them), so that the job holds one of the chosen timelines, not two.
+  in.cache->release_timeline_ops(chosen->result);
   plan.candidates = explain(trials, trials[chosen->trial].candidate);
   plan.families.clear();
   for (const Pair& p : pairs) {

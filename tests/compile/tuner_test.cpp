@@ -263,7 +263,10 @@ void expect_permutation(const Placement& p, int devices) {
 // Of the plans a tune caches, only the one it chooses keeps its timeline's ops (each
 // device's figures stay on all). A tune whose choice another tune of the job released
 // replays it: the same timeline, to the bit.
-TEST(TunerCache, OnlyTheChosenPlanKeepsItsTimelinesOps) {
+TEST(TunerCache, NoCachedPlanKeepsItsTimelinesOps) {
+  // The tuner reads the figures of the plans it screens; only the chosen one's ops are
+  // kept, in the plan tune returns (a copy: the cache's are released, so that the job holds
+  // one chosen timeline, not two; at pp 512 over 2048 layers 170 MB each).
   const test::Inputs in = test::shipped("sd2-unet-512", "dgx1-v100-32gb-1n");
   const PlanOptions o;
   detail::CompileCache cache;
@@ -273,14 +276,10 @@ TEST(TunerCache, OnlyTheChosenPlanKeepsItsTimelinesOps) {
   const auto first = detail::tune(inputs, clock);
   ASSERT_TRUE(first.ok()) << first.error().message;
   ASSERT_FALSE(first->timeline_ops_released);
-  int kept = 0, released = 0;
+  int released = 0;
   for (const auto& [key, cached] : cache.plans) {
     if (!cached || cached->timeline.devices.empty()) continue;  // placed, not scheduled
-    if (!cached->timeline_ops_released) {
-      ++kept;
-      test::expect_same_timeline(cached->timeline, first->timeline, "the chosen plan, cached");
-      continue;
-    }
+    EXPECT_TRUE(cached->timeline_ops_released);
     ++released;
     for (const DeviceTimeline& d : cached->timeline.devices) {
       EXPECT_TRUE(d.ops.empty());
@@ -288,11 +287,8 @@ TEST(TunerCache, OnlyTheChosenPlanKeepsItsTimelinesOps) {
     }
     EXPECT_GT(cached->timeline.makespan_s, 0);
   }
-  EXPECT_EQ(kept, 1);
-  EXPECT_GE(released, 3);
-  for (const auto& [key, cached] : cache.plans) {
-    if (cached && !cached->timeline.devices.empty()) cache.release_timeline_ops(&*cached);
-  }
+  EXPECT_GE(released, 4);
+  // Another tune of the job chooses the same plan and replays its ops: the same timeline.
   const auto second = detail::tune(inputs, clock);
   ASSERT_TRUE(second.ok()) << second.error().message;
   EXPECT_FALSE(second->timeline_ops_released);
