@@ -177,7 +177,8 @@ class ListScheduler {
     return out;
   }
 
-  Schedule run(double* makespan_s, ListStop* stop) {
+  // The run, recorded into `replay` as it goes where one is given (ListReplay).
+  Schedule run(double* makespan_s, ListStop* stop, ListReplay* replay) {
     const int S = model_.layout.num_stages(), P = model_.num_devices();
     Schedule schedule;
     schedule.device_ops.assign(P, {});
@@ -191,6 +192,14 @@ class ListScheduler {
     std::vector<DeviceId> dirty;
     const bool may_stop = stop && stop->at < std::numeric_limits<double>::infinity();
     std::vector<double> left = may_stop ? compute_left() : std::vector<double>{};
+    Timeline* timeline = replay ? &replay->timeline : nullptr;
+    if (timeline) {
+      *timeline = Timeline{};
+      timeline->devices.resize(P);
+      for (DeviceId d = 0; d < P; ++d) {
+        timeline->devices[d].ops.reserve(schedule.device_ops[d].capacity());
+      }
+    }
     for (std::size_t done = 0; done < total; ++done) {
       const DeviceId d = winner_[1];
       if (d < 0) throw std::logic_error("list_schedule: no operation is ready (deadlock)");
@@ -204,6 +213,7 @@ class ListScheduler {
         return Schedule{};
       }
       schedule.device_ops[d].push_back(op);
+      if (timeline) detail::record_op(*timeline, d, ran);
       advance(d, op);
       dirty.assign(1, d);
       deliver_outputs(op, dirty);  // the active rule's consumers join d here
@@ -215,6 +225,10 @@ class ListScheduler {
     }
     schedule.policy = "list";
     if (makespan_s) *makespan_s = makespan;
+    if (timeline) {
+      detail::finish_timeline(model_, engine_, num_microbatches_, *replay->static_bytes,
+                              Peaks::rule_only, *timeline);
+    }
     return schedule;
   }
 
@@ -577,11 +591,11 @@ Schedule list_schedule(const PipelineModel& model, int num_microbatches,
                        const std::vector<int>& inflight_limit, bool split_backward,
                        const ListPolicy& policy, double* makespan_s,
                        std::vector<int>* inflight_checked, ListTies* ties, ListStop* stop,
-                       std::vector<std::int64_t>* resident_peaks) {
+                       std::vector<std::int64_t>* resident_peaks, ListReplay* replay) {
   ListScheduler scheduler(model, num_microbatches, inflight_limit, split_backward, policy,
                           ties != nullptr);
   if (stop) stop->stopped = false;
-  Schedule schedule = scheduler.run(makespan_s, stop);
+  Schedule schedule = scheduler.run(makespan_s, stop, replay);
   if (inflight_checked) *inflight_checked = scheduler.checked();
   if (ties) *ties = scheduler.ties();
   if (resident_peaks && !(stop && stop->stopped)) *resident_peaks = scheduler.resident_peaks();

@@ -70,9 +70,15 @@ bool better(const Timeline& t, const Timeline& than, const std::vector<double>& 
 
 bool Best::offer(Schedule candidate, const ScheduleRequest& r, const Memory& mem, std::string how) {
   auto t = simulate(*r.model, candidate, r.num_microbatches, r.static_bytes, Peaks::rule_only);
-  if (!t || !mem.fits(*t) || (have && !better(*t, timeline, r.allreduce_s))) return false;
+  if (!t) return false;
+  return offer(std::move(candidate), std::move(*t), r, mem, std::move(how));
+}
+
+bool Best::offer(Schedule candidate, Timeline replay, const ScheduleRequest& r, const Memory& mem,
+                 std::string how) {
+  if (!mem.fits(replay) || (have && !better(replay, timeline, r.allreduce_s))) return false;
   schedule = std::move(candidate);
-  timeline = std::move(*t);
+  timeline = std::move(replay);
   method = std::move(how);
   have = true;
   return true;

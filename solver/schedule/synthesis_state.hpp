@@ -50,6 +50,9 @@ struct Best {
 
   /// Keeps `candidate` if it replays within memory and beats the best.
   bool offer(Schedule candidate, const ScheduleRequest& r, const Memory& mem, std::string how);
+  /// The same for a candidate replayed already (`replay`: its rule-only replay).
+  bool offer(Schedule candidate, Timeline replay, const ScheduleRequest& r, const Memory& mem,
+             std::string how);
 };
 
 /// Moves the best schedule into the answer, with its makespan and its gap to the bound.

@@ -61,15 +61,18 @@ using detail::memory_of;
 // The heuristic: issue 2's V 1F1B list schedule, the published 1F1B's rule (published.cpp's
 // one_f_one_b: backward first, the round-trip minimum in flight) within what fits in any
 // order. Run with its records, so that the policy search, whose first candidate it is, takes
-// them instead of running it again (at pp 512 over 2048 layers a list schedule is a second).
-Schedule first_list_schedule(const ScheduleRequest& r, const Memory& mem, detail::FirstRun& run) {
+// them instead of running it again, and with its replay (`replay`), which the synthesizer
+// would otherwise make next (at pp 512 over 2048 layers each is about a second).
+Schedule first_list_schedule(const ScheduleRequest& r, const Memory& mem, detail::FirstRun& run,
+                             ListReplay& replay) {
   run.policy = ListPolicy::backward_first(r.model->layout.num_stages());
   run.limits = default_inflight(r.model->layout, r.num_microbatches);
   for (std::size_t d = 0; d < run.limits.size(); ++d) {
     run.limits[d] = std::min(run.limits[d], mem.safe_cap[d]);
   }
+  replay.static_bytes = &r.static_bytes;
   return list_schedule(*r.model, r.num_microbatches, run.limits, r.split_backward, run.policy,
-                       &run.makespan_s, &run.checked, &run.ties);
+                       &run.makespan_s, &run.checked, &run.ties, nullptr, nullptr, &replay);
 }
 
 // The baselines' own schedules: 1F1B is the heuristic list schedule itself; GPipe holds
@@ -595,7 +598,9 @@ Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound, dou
   // The heuristic first: everything after it can only replace it with something better.
   Best best;
   detail::FirstRun first;
-  if (!best.offer(first_list_schedule(r, mem, first), r, mem, "list")) {
+  ListReplay replay;
+  Schedule heuristic = first_list_schedule(r, mem, first, replay);
+  if (!best.offer(std::move(heuristic), std::move(replay.timeline), r, mem, "list")) {
     return internal_error("the list schedule did not replay");
   }
   ScheduleAnswer a;

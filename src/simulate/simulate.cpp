@@ -271,11 +271,7 @@ Result<Timeline> simulate(const PipelineModel& model, const Schedule& schedule,
       const double start = engine.ready_at(op);
       if (std::isnan(start)) break;  // an input has not arrived
       ++next[d];
-      const TimedOp t = engine.execute_at(op, start);
-      timeline.devices[d].ops.push_back(t);
-      timeline.devices[d].compute_s += t.end_s - t.start_s;
-      timeline.devices[d].send_s += t.busy_until_s - t.end_s;
-      timeline.makespan_s = std::max(timeline.makespan_s, t.busy_until_s);
+      detail::record_op(timeline, d, engine.execute_at(op, start));
       --remaining;
       consumers.clear();
       engine.consumer_devices(op, consumers);
@@ -297,6 +293,24 @@ Result<Timeline> simulate(const PipelineModel& model, const Schedule& schedule,
     }
     return internal_error("schedule deadlocks: " + stuck);
   }
+  detail::finish_timeline(model, engine, num_microbatches, static_bytes, peaks, timeline);
+  return timeline;
+}
+
+namespace detail {
+
+void record_op(Timeline& timeline, DeviceId d, const TimedOp& op) {
+  DeviceTimeline& dev = timeline.devices[d];
+  dev.ops.push_back(op);
+  dev.compute_s += op.end_s - op.start_s;
+  dev.send_s += op.busy_until_s - op.end_s;
+  timeline.makespan_s = std::max(timeline.makespan_s, op.busy_until_s);
+}
+
+void finish_timeline(const PipelineModel& model, ExecutionEngine& engine, int num_microbatches,
+                     const std::vector<MemoryBreakdown>& static_bytes, Peaks peaks,
+                     Timeline& timeline) {
+  const int P = model.num_devices();
   for (int d = 0; d < P; ++d) {
     DeviceTimeline& dev = timeline.devices[d];
     dev.idle_s = std::max(0.0, timeline.makespan_s - dev.compute_s - dev.send_s);
@@ -310,7 +324,8 @@ Result<Timeline> simulate(const PipelineModel& model, const Schedule& schedule,
     peak.optimizer = static_bytes[d].optimizer;
     peak.workspace = static_bytes[d].workspace;
   }
-  return timeline;
 }
+
+}  // namespace detail
 
 }  // namespace pulse

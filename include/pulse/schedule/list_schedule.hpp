@@ -10,6 +10,7 @@
 
 #include "pulse/cost/pipeline_model.hpp"
 #include "pulse/simulate/schedule.hpp"
+#include "pulse/simulate/simulate.hpp"
 
 namespace pulse {
 
@@ -76,6 +77,14 @@ struct ListStop {
 /// ties.complete, and for two plain-rule policies.
 bool same_rank_order(const ListTies& ties, const ListPolicy& a, const ListPolicy& b);
 
+/// A list schedule's replay, made as it runs (its times are a replay's, to the bit): for a
+/// caller that would replay the schedule next. `timeline` receives what
+/// simulate(model, schedule, M, *static_bytes, Peaks::rule_only) returns for it.
+struct ListReplay {
+  const std::vector<MemoryBreakdown>* static_bytes = nullptr;  ///< Per device.
+  Timeline timeline;
+};
+
 /// A list schedule for any layout (the V or a chain): each device, when free, runs the
 /// ready operation that starts earliest, ties broken by `policy`. A device admits a new
 /// microbatch only while fewer than inflight_limit[d] are in flight on it. Respects every
@@ -87,13 +96,15 @@ bool same_rank_order(const ListTies& ties, const ListPolicy& a, const ListPolicy
 /// the run early (ListStop). `resident_peaks`, when given, receives per device the memory
 /// rule's residency peak of a run that was not stopped (the Timeline's `resident_peak`, what
 /// `simulate` would say: its times are these, to the bit), so a caller that checks the rule
-/// need not replay the schedule.
+/// need not replay the schedule. `replay`, when given, receives the whole replay of a run
+/// that was not stopped (ListReplay).
 Schedule list_schedule(const PipelineModel& model, int num_microbatches,
                        const std::vector<int>& inflight_limit, bool split_backward,
                        const ListPolicy& policy, double* makespan_s = nullptr,
                        std::vector<int>* inflight_checked = nullptr, ListTies* ties = nullptr,
                        ListStop* stop = nullptr,
-                       std::vector<std::int64_t>* resident_peaks = nullptr);
+                       std::vector<std::int64_t>* resident_peaks = nullptr,
+                       ListReplay* replay = nullptr);
 
 /// GPipe: each device runs every forward of its stages (microbatch by microbatch), then every
 /// backward. Holds all microbatches in flight.

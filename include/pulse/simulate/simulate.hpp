@@ -71,4 +71,20 @@ Result<Timeline> simulate(const PipelineModel& model, const Schedule& schedule,
                           int num_microbatches, const std::vector<MemoryBreakdown>& static_bytes,
                           Peaks peaks = Peaks::held, Sends sends = Sends::dropped);
 
+namespace detail {
+
+class ExecutionEngine;  // engine.hpp
+
+/// simulate's bookkeeping, for a caller whose engine runs the ops itself (the list
+/// scheduler): record_op adds an op device d ran (TimedOp from ExecutionEngine::execute_at),
+/// in its order on d; once every op has run, finish_timeline sets the rest as simulate does
+/// (idle times, the sends kept, the memory `peaks` asks for, the static state). The timeline
+/// is then the one simulate gives for the same ops at the same times, to the bit.
+void record_op(Timeline& timeline, DeviceId d, const TimedOp& op);
+void finish_timeline(const PipelineModel& model, ExecutionEngine& engine, int num_microbatches,
+                     const std::vector<MemoryBreakdown>& static_bytes, Peaks peaks,
+                     Timeline& timeline);
+
+}  // namespace detail
+
 }  // namespace pulse
