@@ -10,9 +10,6 @@
 
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
-#include "pulse/compile/plan_builder.hpp"
 #include "pulse/plan/plan_codec.hpp"
 #include "support/test_support.hpp"
 
@@ -22,13 +19,7 @@ namespace {
 // tiny-unet on one DGX-1, the V at pp 2 (4 stages), 4 microbatches.
 const Plan& tiny() {
   static const Plan plan = [] {
-    const test::Inputs in = test::shipped("tiny-unet", "dgx1-v100-32gb-1n");
-    PlanOptions o;
-    o.pp = 2;
-    o.family = "v";
-    o.global_batch = 16;
-    o.microbatch_size = 1;
-    auto p = parse_plan(test::plan_text(test::compile_ok(in, o), in.model, in.cluster), "p.json");
+    auto p = parse_plan(test::tiny_v_plan_text(), "p.json");
     EXPECT_TRUE(p.ok());
     return p.ok() ? *p : Plan{};
   }();

@@ -20,15 +20,7 @@ using nlohmann::json;
 // tiny-unet on one DGX-1, the V at pp 2: stages 0..3 on devices 0 1 1 0, dp 4, 4
 // microbatches; device 0 runs F(0, 0), F(0, 1), F(3, 0), B(3, 0), ...
 const json& tiny_plan() {
-  static const json doc = [] {
-    const test::Inputs in = test::shipped("tiny-unet", "dgx1-v100-32gb-1n");
-    PlanOptions o;
-    o.pp = 2;
-    o.family = "v";
-    o.global_batch = 16;
-    o.microbatch_size = 1;
-    return json::parse(test::plan_text(test::compile_ok(in, o), in.model, in.cluster));
-  }();
+  static const json doc = json::parse(test::tiny_v_plan_text());
   return doc;
 }
 

@@ -116,6 +116,19 @@ detail::SearchInput search_input(const PipelineModel& m, int M, const Room& room
   return in;
 }
 
+// Two searches' results agree on all but the schedule: what was found, after how many
+// evaluations, with which policy and limits.
+void expect_same_search(const detail::SearchResult& a, const detail::SearchResult& b,
+                        const std::string& what) {
+  ASSERT_EQ(a.found, b.found) << what;
+  EXPECT_EQ(a.makespan_s, b.makespan_s) << what;
+  EXPECT_EQ(a.evaluations, b.evaluations) << what;
+  EXPECT_EQ(a.limits, b.limits) << what;
+  EXPECT_EQ(a.policy.forward_rank, b.policy.forward_rank) << what;
+  EXPECT_EQ(a.policy.backward_rank, b.policy.backward_rank) << what;
+  EXPECT_EQ(a.policy.active, b.policy.active) << what;
+}
+
 TEST(ListOutcomes, SearchesSharingOutcomesFindWhatEachFindsAlone) {
   // Each model is searched at several rooms in turn, as one job does (a screen, its own
   // room, the probe and the curve at smaller ones, the full synthesis at the screen's room
@@ -157,13 +170,7 @@ TEST(ListOutcomes, SearchesSharingOutcomesFindWhatEachFindsAlone) {
       const detail::SearchResult shared = detail::search_list_schedules(m, shared_in);
       const std::string what = "model " + std::to_string(k) + ", room " + std::to_string(i);
       ++searches;
-      ASSERT_EQ(alone.found, shared.found) << what;
-      EXPECT_EQ(alone.makespan_s, shared.makespan_s) << what;
-      EXPECT_EQ(alone.evaluations, shared.evaluations) << what;
-      EXPECT_EQ(alone.limits, shared.limits) << what;
-      EXPECT_EQ(alone.policy.forward_rank, shared.policy.forward_rank) << what;
-      EXPECT_EQ(alone.policy.backward_rank, shared.policy.backward_rank) << what;
-      EXPECT_EQ(alone.policy.active, shared.policy.active) << what;
+      expect_same_search(alone, shared, what);
       EXPECT_EQ(alone.schedule.device_ops, shared.schedule.device_ops) << what;
     }
     const ScheduleMemo::Counts c = memo.counts().list_outcomes;
@@ -214,13 +221,7 @@ TEST(PolicySearch, TheCallersFirstRunServesTheFirstCandidate) {
         in.first = &run;
         if (shared) in.outcomes = detail::list_outcomes(&memo, m, M, false);
         const detail::SearchResult with = detail::search_list_schedules(m, in);
-        ASSERT_EQ(alone.found, with.found) << what;
-        EXPECT_EQ(alone.makespan_s, with.makespan_s) << what;
-        EXPECT_EQ(alone.evaluations, with.evaluations) << what;
-        EXPECT_EQ(alone.limits, with.limits) << what;
-        EXPECT_EQ(alone.policy.forward_rank, with.policy.forward_rank) << what;
-        EXPECT_EQ(alone.policy.backward_rank, with.policy.backward_rank) << what;
-        EXPECT_EQ(alone.policy.active, with.policy.active) << what;
+        expect_same_search(alone, with, what);
         EXPECT_FALSE(alone.first) << what;
         if (with.first) {
           EXPECT_TRUE(with.schedule.device_ops.empty()) << what;

@@ -39,6 +39,16 @@ CompiledPlan compile_ok(const Inputs& in, const PlanOptions& options) {
   return plan.value();
 }
 
+std::string tiny_v_plan_text() {
+  const Inputs in = shipped("tiny-unet", "dgx1-v100-32gb-1n");
+  PlanOptions o;
+  o.pp = 2;
+  o.family = "v";
+  o.global_batch = 16;
+  o.microbatch_size = 1;
+  return plan_text(compile_ok(in, o), in.model, in.cluster);
+}
+
 ModelProfile make_model(const std::vector<LayerSpec>& layers,
                         const std::vector<std::pair<int, int>>& skips, std::int64_t skip_bytes) {
   ModelProfile m;

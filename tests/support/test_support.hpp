@@ -60,6 +60,9 @@ struct Inputs {
 Inputs shipped(const std::string& model, const std::string& cluster);
 /// compile_plan that must succeed (a failure fails the test with the planner's message).
 CompiledPlan compile_ok(const Inputs& in, const PlanOptions& options);
+/// The text of a small plan: tiny-unet on one DGX-1 (32 GB), the V at pp 2 (stages 0..3 on
+/// devices 0 1 1 0), dp 4, 4 microbatches of 1 sample.
+std::string tiny_v_plan_text();
 
 /// Expects two replays of one schedule to agree to the bit: the makespan, every op's start
 /// and the end of its blocking sends, each device's blocked-send time, peak and resident
