@@ -611,12 +611,13 @@ void plan_keys(KeyLister& io, const Plan& plan);
 void degree_keys(PlanReader& io, Plan& plan);
 /// The figures sections alone: `comm` and `predicted`.
 void figure_keys(PlanWriter& io, const Plan& plan);
-/// One op of `schedule[].ops[]`, read as the plan's schedule reads it.
+/// One op of `schedule[].ops[]`, written and read as the plan's schedule does.
+void op_keys(PlanWriter& io, const PlanOp& op);
 void op_keys(PlanReader& io, PlanOp& op);
 
 /// The plan's ops as the reader reads them back from its text, into `read` (the rest of the
 /// plan, read from the text without its ops). An op the reader takes plainly is copied, its
-/// times as written; any other is read by the reader itself, from the object its text holds,
+/// times as written; any other is written and read back by the codec's own op keys,
 /// so that it is refused in the reader's words (listed after the other sections' problems,
 /// where the reader lists them in the order of the text).
 void read_back_ops(const Plan& plan, Plan& read, JsonChecker& check);

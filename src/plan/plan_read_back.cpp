@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <string>
 #include <vector>
 
 #include "plan_codec_internal.hpp"
@@ -40,11 +39,10 @@ void read_back_ops(const Plan& plan, Plan& read, JsonChecker& check) {
         out.push_back(op);
         continue;
       }
-      const json text = {{"op", std::string(1, op_letter(op.op.kind))},
-                         {"stage", op.op.stage},
-                         {"mb", op.op.mb},
-                         {"start_s", op.start_s},
-                         {"end_s", op.end_s}};
+      // The op's object as the plan's text holds it, read by the reader's own keys.
+      PlanText written;
+      PlanWriter::object_text(written, 0, [&](PlanWriter& io) { op_keys(io, ops[k]); });
+      const json text = json::parse(written.text);
       PlanOp back;
       back.op.stage = -1;
       back.op.mb = -1;

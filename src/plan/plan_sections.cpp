@@ -638,6 +638,10 @@ void all_keys(IO& io, P& p) {
 
 }  // namespace
 
+void op_keys(PlanWriter& io, const PlanOp& op) {
+  op_keys<PlanWriter, const PlanOp>(io, op);
+}
+
 void op_keys(PlanReader& io, PlanOp& op) {
   op_keys<PlanReader, PlanOp>(io, op);
 }
