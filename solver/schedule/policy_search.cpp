@@ -356,6 +356,19 @@ class Search {
 
 }  // namespace
 
+FirstRun first_candidate(const PipelineModel& model, int num_microbatches,
+                         const std::vector<int>& safe_cap) {
+  // What the portfolio's first offer is: limit_at(d, 1, safe_cap), default_inflight being
+  // within M already.
+  FirstRun run;
+  run.policy = ListPolicy::backward_first(model.layout.num_stages());
+  run.limits = default_inflight(model.layout, num_microbatches);
+  for (std::size_t d = 0; d < run.limits.size(); ++d) {
+    run.limits[d] = std::min(run.limits[d], safe_cap[d]);
+  }
+  return run;
+}
+
 SearchResult search_list_schedules(const PipelineModel& model, const SearchInput& input) {
   return Search(model, input).run();
 }

@@ -66,6 +66,13 @@ struct SearchResult {
   bool first = false;
 };
 
+/// The portfolio's first candidate: backward first at the round-trip minimum in flight
+/// (default_inflight) within `safe_cap`. The synthesizer runs it as its heuristic and hands
+/// the run back as SearchInput::first; the policy and limits are set, the outcome is left to
+/// that run.
+FirstRun first_candidate(const PipelineModel& model, int num_microbatches,
+                         const std::vector<int>& safe_cap);
+
 /// The best list schedule over a portfolio of rules and in-flight limits, improved by
 /// coordinate descent on per-device ranks and limits. See policy_search.cpp.
 SearchResult search_list_schedules(const PipelineModel& model, const SearchInput& input);

@@ -65,11 +65,7 @@ using detail::memory_of;
 // would otherwise make next (at pp 512 over 2048 layers each is about a second).
 Schedule first_list_schedule(const ScheduleRequest& r, const Memory& mem, detail::FirstRun& run,
                              ListReplay& replay) {
-  run.policy = ListPolicy::backward_first(r.model->layout.num_stages());
-  run.limits = default_inflight(r.model->layout, r.num_microbatches);
-  for (std::size_t d = 0; d < run.limits.size(); ++d) {
-    run.limits[d] = std::min(run.limits[d], mem.safe_cap[d]);
-  }
+  run = detail::first_candidate(*r.model, r.num_microbatches, mem.safe_cap);
   replay.static_bytes = &r.static_bytes;
   return list_schedule(*r.model, r.num_microbatches, run.limits, r.split_backward, run.policy,
                        &run.makespan_s, &run.checked, &run.ties, nullptr, nullptr, &replay);

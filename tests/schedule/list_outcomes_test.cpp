@@ -182,14 +182,10 @@ TEST(ListOutcomes, SearchesSharingOutcomesFindWhatEachFindsAlone) {
       << recalled << " recalled, " << computed << " computed, " << searches << " searches";
 }
 
-// The synthesizer's heuristic as synthesize.cpp runs it (first_list_schedule): backward
-// first at the round-trip minimum within the safe caps, with its records.
+// The synthesizer's heuristic as synthesize.cpp runs it (first_list_schedule): the
+// portfolio's first candidate, with its records.
 Schedule first_run(const PipelineModel& m, const detail::SearchInput& in, detail::FirstRun& run) {
-  run.policy = ListPolicy::backward_first(m.layout.num_stages());
-  run.limits = default_inflight(m.layout, in.num_microbatches);
-  for (std::size_t d = 0; d < run.limits.size(); ++d) {
-    run.limits[d] = std::min(run.limits[d], in.safe_cap[d]);
-  }
+  run = detail::first_candidate(m, in.num_microbatches, in.safe_cap);
   return list_schedule(m, in.num_microbatches, run.limits, false, run.policy, &run.makespan_s,
                        &run.checked, &run.ties);
 }
