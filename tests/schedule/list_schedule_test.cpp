@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "pulse/schedule/list_schedule.hpp"
 #include "pulse/simulate/engine.hpp"
@@ -205,6 +206,13 @@ TEST(ListSchedule, RandomPipelinesAreValidAndRespectLimits) {
   }
 }
 
+// Both uniform rules, and the active rule on backward-first ranks.
+std::vector<ListPolicy> uniform_and_active(int num_stages) {
+  ListPolicy active = ListPolicy::backward_first(num_stages);
+  active.active = true;
+  return {ListPolicy::backward_first(num_stages), ListPolicy::forward_first(num_stages), active};
+}
+
 TEST(ListSchedule, ResidentPeaksAreTheReplays) {
   // The policy search checks the memory rule on the list scheduler's own residency peaks
   // (list_schedule's resident_peaks) instead of replaying the schedule: they must be the
@@ -220,10 +228,7 @@ TEST(ListSchedule, ResidentPeaksAreTheReplays) {
     const int M = 2 + trial % 9;
     const int S = m.layout.num_stages();
     for (bool split : {false, true}) {
-      ListPolicy active = ListPolicy::backward_first(S);
-      active.active = true;
-      for (const ListPolicy& policy :
-           {ListPolicy::backward_first(S), ListPolicy::forward_first(S), active}) {
+      for (const ListPolicy& policy : uniform_and_active(S)) {
         double makespan = 0;
         std::vector<std::int64_t> peaks;
         const Schedule s = list_schedule(m, M, limits, split, policy, &makespan, nullptr, nullptr,
@@ -300,10 +305,7 @@ TEST(ListSchedule, ItsReplayIsSimulatesToTheBit) {
       state[d].workspace = 5 + d;
     }
     for (bool split : {false, true}) {
-      ListPolicy active = ListPolicy::backward_first(S);
-      active.active = true;
-      for (const ListPolicy& policy :
-           {ListPolicy::backward_first(S), ListPolicy::forward_first(S), active}) {
+      for (const ListPolicy& policy : uniform_and_active(S)) {
         ListReplay replay;
         replay.static_bytes = &state;
         const Schedule s = list_schedule(m, M, pipeline.limits, split, policy, nullptr, nullptr,
