@@ -216,14 +216,25 @@ void expect_same_timeline(const Timeline& a, const Timeline& b, const std::strin
   for (std::size_t d = 0; d < a.devices.size(); ++d) {
     const DeviceTimeline& x = a.devices[d];
     const DeviceTimeline& y = b.devices[d];
-    ASSERT_EQ(x.ops.size(), y.ops.size()) << what << ", device " << d;
+    const std::string at = what + ", device " + std::to_string(d);
+    ASSERT_EQ(x.ops.size(), y.ops.size()) << at;
     for (std::size_t k = 0; k < x.ops.size(); ++k) {
-      EXPECT_EQ(x.ops[k].start_s, y.ops[k].start_s) << what << ", device " << d;
-      EXPECT_EQ(x.ops[k].busy_until_s, y.ops[k].busy_until_s) << what << ", device " << d;
+      EXPECT_EQ(x.ops[k].op, y.ops[k].op) << at;
+      EXPECT_EQ(x.ops[k].start_s, y.ops[k].start_s) << at;
+      EXPECT_EQ(x.ops[k].end_s, y.ops[k].end_s) << at;
+      EXPECT_EQ(x.ops[k].busy_until_s, y.ops[k].busy_until_s) << at;
     }
-    EXPECT_EQ(x.send_s, y.send_s) << what << ", device " << d;
-    EXPECT_EQ(x.peak.total(), y.peak.total()) << what << ", device " << d;
-    EXPECT_EQ(x.resident_peak, y.resident_peak) << what << ", device " << d;
+    EXPECT_EQ(x.compute_s, y.compute_s) << at;
+    EXPECT_EQ(x.send_s, y.send_s) << at;
+    EXPECT_EQ(x.idle_s, y.idle_s) << at;
+    EXPECT_EQ(x.peak.weights, y.peak.weights) << at;
+    EXPECT_EQ(x.peak.gradients, y.peak.gradients) << at;
+    EXPECT_EQ(x.peak.optimizer, y.peak.optimizer) << at;
+    EXPECT_EQ(x.peak.workspace, y.peak.workspace) << at;
+    EXPECT_EQ(x.peak.activations, y.peak.activations) << at;
+    EXPECT_EQ(x.peak.skip_cache, y.peak.skip_cache) << at;
+    EXPECT_EQ(x.max_inflight, y.max_inflight) << at;
+    EXPECT_EQ(x.resident_peak, y.resident_peak) << at;
   }
 }
 

@@ -64,9 +64,10 @@ CompiledPlan compile_ok(const Inputs& in, const PlanOptions& options);
 /// devices 0 1 1 0), dp 4, 4 microbatches of 1 sample.
 std::string tiny_v_plan_text();
 
-/// Expects two replays of one schedule to agree to the bit: the makespan, every op's start
-/// and the end of its blocking sends, each device's blocked-send time, peak and resident
-/// peak. The sends themselves aside: a replay keeps them only when asked (Sends::recorded).
+/// Expects two replays of one schedule to agree to the bit: the makespan, and on every
+/// device each op and its start, end and the end of its blocking sends, the compute, send
+/// and idle times, each part of the peak, the in-flight count and the resident peak. The
+/// sends themselves aside: a replay keeps them only when asked (Sends::recorded).
 void expect_same_timeline(const Timeline& a, const Timeline& b, const std::string& what);
 
 /// The best objective found by trying every V partition (brute force), or -1 if none fits.
