@@ -92,7 +92,24 @@ class SequentialDynamicProgram {
   struct Cell {
     DpValue value;
     int start = -1;  // first layer of stage s; -1 when unreachable
-    DeviceCost cost;
+  };
+  /// at(s, b): the best value with stages 0..s covering layers [0, b], for b in
+  /// [s, L - P + s] (each later stage needs a layer): L - P + 1 cells a stage, not L, and
+  /// each device's cost recomputed for the answer alone rather than kept in every cell (at
+  /// pp 1024 over 2048 layers, 34 MB a run where it was 117 MB).
+  class Table {
+   public:
+    Table(int pp, int num_layers)
+        : width_(num_layers - pp + 1), cells_(static_cast<std::size_t>(pp) * width_) {}
+    Cell& at(int s, int b) { return cells_[index(s, b)]; }
+    const Cell& at(int s, int b) const { return cells_[index(s, b)]; }
+
+   private:
+    std::size_t index(int s, int b) const {
+      return static_cast<std::size_t>(s) * width_ + static_cast<std::size_t>(b - s);
+    }
+    std::size_t width_;
+    std::vector<Cell> cells_;
   };
 
   /// Stage s's forward send at the cut after layer b (output, relayed skips, carried
@@ -103,7 +120,21 @@ class SequentialDynamicProgram {
   /// Stage s's backward send (gradients of its input, relayed skips and carried tensors) at
   /// the cut before its first layer a, whatever its last; 0 for the first stage.
   double backward_send(int s, int a, std::int64_t* bytes = nullptr) const;
-  double upper_value(int s, int b, const std::vector<std::vector<Cell>>& table, double bound) const;
+  double upper_value(int s, int b, const Table& table, double bound) const;
+
+  /// What the walk over stage s's starts knows of all starts at or before one, from row
+  /// s - 1 of the table: for each last layer x of stage s - 1, over the x' <= x it reaches,
+  /// the last such x' and, for the time objective, the least of two floors under the value
+  /// of stage s starting at x' + 1 (see cannot_beat).
+  struct EarlierFloors {
+    std::vector<int> reached;         // the last x' <= x row s - 1 reaches; -1: none
+    std::vector<double> primary;      // max(x' value, stage s's backward send alone)
+    std::vector<std::int64_t> bytes;  // x' bytes + stage s's backward bytes at x' + 1
+  };
+  /// Fills `floors` from row s - 1 of `table` (s >= 1); `back` and `back_bytes` are stage
+  /// s's backward sends by first layer.
+  void fill_floors(int s, const Table& table, const std::vector<double>& back,
+                   const std::vector<std::int64_t>& back_bytes, EarlierFloors& floors) const;
   /// Stage s taking layers [a, b].
   DeviceCost cost(int s, int a, int b) const;
   /// Direct routing: skips sent from [a, b] and gradients sent back into it.
@@ -133,6 +164,19 @@ class SequentialDynamicProgram {
       (fits(mid) ? hi : lo) = mid;
     }
     return hi;
+  }
+  /// The time objective: true when no start of stage s at or before a beats `best`. Each
+  /// such start a' <= a, after stage s - 1 ends at x' = a' - 1, has the primary
+  /// max(x' primary, its load), and its load is at least `least` (the compute of [a, b] and
+  /// the forward send, which only grow as the stage does) and at least its backward send
+  /// alone (device_load is monotone in both terms, and direct routing only adds sends):
+  /// so at least max(least, floor_primary). Its bytes are x' bytes, its backward bytes,
+  /// the forward bytes and, with direct routing, more: at least `floor_bytes`. A primary
+  /// at least best's less half better()'s relative tie is not better than best's, and
+  /// then more bytes are worse.
+  static bool cannot_beat(const DpValue& best, double least, double floor_primary,
+                          std::int64_t floor_bytes) {
+    return std::max(least, floor_primary) >= best.primary * (1 - 5e-13) && floor_bytes > best.bytes;
   }
   bool within(const DeviceCost& c, double bound) const {
     if (objective_ == Objective::memory) return static_cast<double>(c.memory) <= bound;
@@ -308,39 +352,73 @@ double SequentialDynamicProgram::send_floor() const {
 // nor does leaving it out change which start is: while only such starts have been seen,
 // the first start under it replaces any of them, and the walk stops no earlier without
 // them (it stops on the best so far). From then on the cell's walk is the same.
-double SequentialDynamicProgram::upper_value(int s, int b,
-                                             const std::vector<std::vector<Cell>>& table,
-                                             double bound) const {
+double SequentialDynamicProgram::upper_value(int s, int b, const Table& table, double bound) const {
   const double none = std::numeric_limits<double>::infinity();
   if (s == 0 || b == s) return none;
-  const Cell& last = table[s][b - 1];
+  const Cell& last = table.at(s, b - 1);
   const int a = last.start;
   if (a < s) return none;
-  const Cell& prev = table[s - 1][a - 1];
+  const Cell& prev = table.at(s - 1, a - 1);
   if (prev.start < 0) return none;
   const DeviceCost c = cost(s, a, b);
   if (!within(c, bound)) return none;
   return detail::extend(prev.value, c, objective_, request_.memory_capacity).primary;
 }
 
+void SequentialDynamicProgram::fill_floors(int s, const Table& table,
+                                           const std::vector<double>& back,
+                                           const std::vector<std::int64_t>& back_bytes,
+                                           EarlierFloors& floors) const {
+  const bool time = objective_ == Objective::time;
+  floors.reached.assign(num_layers_, -1);
+  if (time) {
+    floors.primary.assign(num_layers_, std::numeric_limits<double>::infinity());
+    floors.bytes.assign(num_layers_, std::numeric_limits<std::int64_t>::max());
+  }
+  int reached = -1;
+  double primary = std::numeric_limits<double>::infinity();
+  std::int64_t bytes = std::numeric_limits<std::int64_t>::max();
+  // Stage s - 1 ends at x in [s - 1, L - P + s - 1]; stage s then starts at x + 1.
+  for (int x = s - 1; x <= num_layers_ - pp_ + s - 1; ++x) {
+    const Cell& c = table.at(s - 1, x);
+    if (c.start >= 0) {
+      reached = x;
+      if (time) {
+        primary = std::min(primary, std::max(c.value.primary,
+                                             device_load(0.0, back[x + 1], request_.overlap_comm)));
+        bytes = std::min(bytes, c.value.bytes + back_bytes[x + 1]);
+      }
+    }
+    floors.reached[x] = reached;
+    if (time) {
+      floors.primary[x] = primary;
+      floors.bytes[x] = bytes;
+    }
+  }
+}
+
 std::optional<SequentialDynamicProgram::Found> SequentialDynamicProgram::run(double bound) {
   const bool time = objective_ == Objective::time;
-  // table[s][b]: best value with stages 0..s covering layers [0, b].
-  std::vector<std::vector<Cell>> table(pp_, std::vector<Cell>(num_layers_));
+  Table table(pp_, num_layers_);
   int states = 0;
   // back[a]: stage s's backward send when its first layer is a (time objective only).
   std::vector<double> back(num_layers_, 0.0);
+  std::vector<std::int64_t> back_bytes(num_layers_, 0);
+  EarlierFloors floors;
   for (int s = 0; s < pp_; ++s) {
     if (time) {
-      for (int a = s; a <= num_layers_ - pp_ + s; ++a) back[a] = backward_send(s, a);
+      for (int a = s; a <= num_layers_ - pp_ + s; ++a)
+        back[a] = backward_send(s, a, &back_bytes[a]);
     }
+    if (s > 0) fill_floors(s, table, back, back_bytes, floors);
     // Stage s ends at b in [s, L - P + s]: each later stage needs a layer.
     for (int b = s; b <= num_layers_ - pp_ + s; ++b) {
       if (s == pp_ - 1 && b != num_layers_ - 1) continue;
       Cell best;
       // A stage ending at b pays at least its forward send there: with it, the time bound
       // stops the walk where sends, not compute, fill the stage (load is monotone in both).
-      const double forward = time ? forward_send(s, b) : 0.0;
+      std::int64_t forward_bytes = 0;
+      const double forward = time ? forward_send(s, b, &forward_bytes) : 0.0;
       const double skip_above = upper_value(s, b, table, bound) * (1 + 1e-9);
       for (int a = b, first = first_within_memory(s, b, bound); a >= first; --a) {
         const double least = device_load(prefix_.compute_in(a, b), forward, request_.overlap_comm);
@@ -348,9 +426,21 @@ std::optional<SequentialDynamicProgram::Found> SequentialDynamicProgram::run(dou
         // Nor can it beat the best start found (its primary is at least `least`, which only
         // grows as the stage does; 2e-12 is past better()'s relative tie).
         if (time && best.start >= 0 && least > best.value.primary * (1 + 2e-12)) break;
-        const Cell* prev = s == 0 ? nullptr : &table[s - 1][a - 1];
+        if (s > 0 && floors.reached[a - 1] < 0) break;  // no earlier start takes anything
+        if (time && s > 0 && best.start >= 0 &&
+            cannot_beat(best.value, least, floors.primary[a - 1],
+                        floors.bytes[a - 1] + forward_bytes)) {
+          break;
+        }
+        const Cell* prev = s == 0 ? nullptr : &table.at(s - 1, a - 1);
         if (s == 0 && a != 0) continue;
-        if (prev && prev->start < 0) continue;
+        // Row s - 1 reaches no layer from floors.reached[a - 1] + 1 to a - 1: those starts
+        // take nothing, and the breaks above hold at the next start if they held at any
+        // skipped one (their floors only grow as the start moves earlier).
+        if (prev && prev->start < 0) {
+          a = floors.reached[a - 1] + 2;
+          continue;
+        }
         // Worse than a start the cell can take, beyond the ties better() allows: never this
         // cell's best, nor in the way of the one that is (upper_value).
         if (prev && prev->value.primary > skip_above) continue;
@@ -362,18 +452,25 @@ std::optional<SequentialDynamicProgram::Found> SequentialDynamicProgram::run(dou
               device_load(prefix_.compute_in(a, b), forward + back[a], request_.overlap_comm);
           if (load > bound) continue;
           if (best.start >= 0 && load > best.value.primary * (1 + 2e-12)) continue;
+          // The same floors for this start alone (its own value before stage s, its own
+          // backward bytes): exact unless direct routing adds to them.
+          if (best.start >= 0 && prev &&
+              cannot_beat(best.value, load, prev->value.primary,
+                          prev->value.bytes + back_bytes[a] + forward_bytes)) {
+            continue;
+          }
         }
         const DeviceCost c = cost(s, a, b);
         if (!within(c, bound)) continue;
         const DpValue v =
             detail::extend(prev ? prev->value : DpValue{}, c, objective_, request_.memory_capacity);
-        if (best.start < 0 || detail::better(v, best.value)) best = Cell{v, a, c};
+        if (best.start < 0 || detail::better(v, best.value)) best = Cell{v, a};
       }
       if (best.start >= 0) ++states;
-      table[s][b] = best;
+      table.at(s, b) = best;
     }
   }
-  const Cell& last = table[pp_ - 1][num_layers_ - 1];
+  const Cell& last = table.at(pp_ - 1, num_layers_ - 1);
   if (last.start < 0) return std::nullopt;
   Found f;
   f.first_layer.assign(pp_ + 1, 0);
@@ -381,9 +478,9 @@ std::optional<SequentialDynamicProgram::Found> SequentialDynamicProgram::run(dou
   f.devices.resize(pp_);
   int b = num_layers_ - 1;
   for (int s = pp_ - 1; s >= 0; --s) {
-    const Cell& cell = table[s][b];
+    const Cell& cell = table.at(s, b);
     f.first_layer[s] = cell.start;
-    f.devices[s] = cell.cost;
+    f.devices[s] = cost(s, cell.start, b);
     b = cell.start - 1;
   }
   f.value = last.value;
