@@ -29,6 +29,20 @@ struct MemoryRelaxation {
   std::vector<DeviceMemory> devices;  ///< Empty: no warm-up cut.
 };
 
+/// One job of a device's one-machine relaxation: released at `release`, `work` long, and
+/// `tail` (time that must follow its end) to the end of the schedule.
+struct OneMachineJob {
+  double release, work, tail;
+};
+
+/// Jackson's preemptive schedule (among released jobs, the largest tail first, preempted by
+/// a release): optimal for one machine with release times and tails when preemption is
+/// allowed, so its value (the latest end plus tail) bounds the non-preemptive problem from
+/// below; any tie gives the same value. `jobs` are chains of `num_microbatches`, each one
+/// op type's microbatches in order: one work, releases that never fall and tails that
+/// never rise along the chain (what the op graph's propagation gives).
+double jackson_preemptive(const std::vector<OneMachineJob>& jobs, int num_microbatches);
+
 /// The memory rule (cost/memory.hpp) on devices whose activations may hold room[d] bytes,
 /// every stage running its microbatches in order. For device d with stages s1 < ... < sn
 /// holding b1 (with the skip bytes), ..., bn per microbatch, the edges:
