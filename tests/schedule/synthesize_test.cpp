@@ -13,6 +13,7 @@
 #include "schedule/lower_bound.hpp"
 #include "schedule/op_graph.hpp"
 #include "schedule/policy_search.hpp"
+#include "schedule/synthesis_state.hpp"
 #include "support/test_support.hpp"
 
 namespace pulse {
@@ -587,6 +588,29 @@ TEST(ScheduleIlp, ExactModelCountsBytes) {
     EXPECT_EQ(exact.method, "exact-ilp");
     for (const DeviceTimeline& d : exact.timeline.devices) EXPECT_LE(d.resident_peak, 300);
   }
+}
+
+// The answer's gap is never under 0: a schedule that meets its bound may replay to a
+// makespan a last bit under it (the bound's sums run in another order), and the plan would
+// say -0.0. Nor is a real gap lost.
+TEST(Synthesize, AGapUnderTheBoundsRoundingIsZero) {
+  for (const double makespan : {1.0, 0.442854916}) {
+    detail::Best best;
+    best.timeline.makespan_s = makespan;
+    best.timeline.devices.resize(1);
+    ScheduleAnswer a;
+    a.lower_bound_s = std::nextafter(makespan, 2.0);
+    detail::adopt(best, a);
+    EXPECT_EQ(a.gap, 0.0);
+    EXPECT_FALSE(std::signbit(a.gap));
+  }
+  detail::Best best;
+  best.timeline.makespan_s = 1.5;
+  best.timeline.devices.resize(1);
+  ScheduleAnswer a;
+  a.lower_bound_s = 1.0;
+  detail::adopt(best, a);
+  EXPECT_DOUBLE_EQ(a.gap, 0.5);
 }
 
 }  // namespace
