@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "pulse/simulate/engine.hpp"
+#include "pulse/simulate/event_runs.hpp"
 
 namespace pulse {
 
@@ -56,12 +57,6 @@ Status check_schedule_shape(const PipelineModel& model, const Schedule& schedule
   }
   return Ok{};
 }
-
-// One instant's change to a device's memory: activations and skip cache apart.
-struct MemEvent {
-  double time;
-  std::int64_t activations, skips;
-};
 
 // One end of a skip tensor's stay on a device: an op's start or end, or a transfer's send
 // end or arrival (forward, or its gradient back). The times of an end are the same for
@@ -189,27 +184,26 @@ void memory_pass(const PipelineModel& model, const detail::ExecutionEngine& e, i
   const int P = model.num_devices();
   std::optional<SkipHolds> skip_holds;
   if (held) skip_holds.emplace(model);
-  std::vector<MemEvent> ev;
+  detail::EventRuns runs;
   std::vector<ActivationHold> holds;
   for (DeviceId d = 0; d < P; ++d) {
-    ev.clear();
+    runs.clear();
     if (held) {
       for (StageId s : model.layout.stages_on(d)) {
         const std::int64_t a = model.stages[s].activation_bytes;
-        for (int m = 0; m < M; ++m) {
-          ev.push_back({e.forward_start(s, m), a, 0});
-          ev.push_back({e.backward_done(s, m), -a, 0});
-        }
+        for (int m = 0; m < M; ++m) runs.add({e.forward_start(s, m), a, 0});
+        runs.end_run();
+        for (int m = 0; m < M; ++m) runs.add({e.backward_done(s, m), -a, 0});
+        runs.end_run();
       }
       for (const SkipHold& h : skip_holds->on(d)) {
-        for (int m = 0; m < M; ++m) {
-          ev.push_back({h.from.at(e, m), 0, h.bytes});
-          ev.push_back({h.to.at(e, m), 0, -h.bytes});
-        }
+        for (int m = 0; m < M; ++m) runs.add({h.from.at(e, m), 0, h.bytes});
+        runs.end_run();
+        for (int m = 0; m < M; ++m) runs.add({h.to.at(e, m), 0, -h.bytes});
+        runs.end_run();
       }
     }
-    std::sort(ev.begin(), ev.end(),
-              [](const MemEvent& a, const MemEvent& b) { return a.time < b.time; });
+    const std::vector<detail::MemEvent>& ev = runs.by_time();
     std::int64_t act = 0, skip = 0, best = -1;
     DeviceTimeline& t = timeline.devices[d];
     for (std::size_t k = 0; k < ev.size(); ++k) {
@@ -298,6 +292,34 @@ Result<Timeline> simulate(const PipelineModel& model, const Schedule& schedule,
 }
 
 namespace detail {
+
+const std::vector<MemEvent>& EventRuns::by_time() {
+  end_run();
+  const auto earlier = [](const MemEvent& a, const MemEvent& b) { return a.time < b.time; };
+  const auto at = [](std::vector<MemEvent>& v, std::size_t k) {
+    return v.begin() + static_cast<std::ptrdiff_t>(k);
+  };
+  for (std::size_t r = 0; r + 1 < starts_.size(); ++r) {
+    if (!std::is_sorted(at(events_, starts_[r]), at(events_, starts_[r + 1]), earlier)) {
+      std::sort(at(events_, starts_[r]), at(events_, starts_[r + 1]), earlier);
+    }
+  }
+  // Neighbouring runs merged pairwise, into `merged_` and back, until one is left.
+  while (starts_.size() > 2) {
+    merged_.resize(events_.size());
+    std::vector<std::size_t> starts{0};
+    for (std::size_t r = 0; r + 1 < starts_.size(); r += 2) {
+      const std::size_t lo = starts_[r], mid = starts_[r + 1];
+      const std::size_t hi = r + 2 < starts_.size() ? starts_[r + 2] : mid;
+      std::merge(at(events_, lo), at(events_, mid), at(events_, mid), at(events_, hi),
+                 at(merged_, lo), earlier);
+      starts.push_back(hi);
+    }
+    events_.swap(merged_);
+    starts_ = std::move(starts);
+  }
+  return events_;
+}
 
 void record_op(Timeline& timeline, DeviceId d, const TimedOp& op) {
   DeviceTimeline& dev = timeline.devices[d];
