@@ -36,7 +36,8 @@ double jackson_preemptive(const std::vector<OneMachineJob>& jobs, int M) {
   };
   std::vector<Chain> chains;
   for (std::size_t c = 0; c < jobs.size(); c += static_cast<std::size_t>(M)) {
-    chains.push_back({c, c, c + static_cast<std::size_t>(M), jobs[c].work});
+    const std::size_t end = std::min(jobs.size(), c + static_cast<std::size_t>(M));
+    chains.push_back({c, c, end, jobs[c].work});
   }
   const double never = std::numeric_limits<double>::infinity();
   double t = 0, value = 0;

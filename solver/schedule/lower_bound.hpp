@@ -40,7 +40,8 @@ struct OneMachineJob {
 /// allowed, so its value (the latest end plus tail) bounds the non-preemptive problem from
 /// below; any tie gives the same value. `jobs` are chains of `num_microbatches`, each one
 /// op type's microbatches in order: one work, releases that never fall and tails that
-/// never rise along the chain (what the op graph's propagation gives).
+/// never rise along the chain (what the op graph's propagation gives); a shorter last
+/// chain is taken as it is.
 double jackson_preemptive(const std::vector<OneMachineJob>& jobs, int num_microbatches);
 
 /// The memory rule (cost/memory.hpp) on devices whose activations may hold room[d] bytes,

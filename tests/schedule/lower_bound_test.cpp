@@ -78,6 +78,9 @@ TEST(LowerBound, JacksonsRuleByHand) {
   // [3, 5], 6) before B1 (tail 0, [5, 6], 6): 8.
   EXPECT_DOUBLE_EQ(detail::jackson_preemptive({{0, 2, 4}, {0, 2, 1}, {1, 1, 6}, {1, 1, 0}}, 2),
                    8.0);
+  // A shorter last chain is taken as it is: (0, 1, tail 5) runs first (6), then the chain of
+  // two (2 and 3).
+  EXPECT_DOUBLE_EQ(detail::jackson_preemptive({{0, 1, 0}, {0, 1, 0}, {0, 1, 5}}, 2), 6.0);
 }
 
 TEST(LowerBound, JacksonsRuleOverChainsIsTheHeapsValue) {
