@@ -51,13 +51,14 @@ struct Reference {
   DpValue value;
 };
 
-// Every stage's cost, by [s][a][b] (costs do not depend on the memory capacity).
+// Every stage's cost, by [s][a][b] (costs do not depend on the memory capacity); stage 0
+// starts at layer 0.
 using StageCosts = std::vector<std::vector<std::vector<DeviceCost>>>;
 StageCosts stage_costs(const PartitionRequest& r) {
   const int n = r.graph->num_layers(), P = r.pp;
   StageCosts costs(P, std::vector<std::vector<DeviceCost>>(n, std::vector<DeviceCost>(n)));
   for (int s = 0; s < P; ++s) {
-    for (int a = s; a <= n - P + s; ++a) {
+    for (int a = s; a <= (s == 0 ? 0 : n - P + s); ++a) {
       for (int b = a; b <= n - P + s; ++b) costs[s][a][b] = stage_cost(r, s, a, b);
     }
   }
