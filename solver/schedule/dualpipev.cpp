@@ -21,7 +21,9 @@ namespace {
 
 class RankOrder {
  public:
-  RankOrder(int P, int rank) : stage_{rank, 2 * P - 1 - rank} {}
+  RankOrder(int P, int M, int rank) : stage_{rank, 2 * P - 1 - rank} {
+    ops_.reserve(6 * static_cast<std::size_t>(M));  // F, I and W of two stages each
+  }
 
   void forward(int phase) { ops_.push_back({OpKind::forward, stage_[phase], f_[phase]++}); }
   void backward(int phase, bool defer) {
@@ -47,7 +49,7 @@ class RankOrder {
 };
 
 std::vector<Op> rank_order(int P, int M, int r) {
-  RankOrder o(P, r);
+  RankOrder o(P, M, r);
   for (int i = 0; i < 2 * (P - r - 1); ++i) o.forward(0);
   for (int i = 0; i < r + 1; ++i) o.forward(0), o.forward(1);
   for (int i = 0; i < P - r - 1; ++i) o.backward(1, true), o.weight(), o.forward(1);

@@ -104,6 +104,7 @@ Result<Schedule> zbv_zero_bubble(const PublishedRequest& r) {
 Schedule without_split(Schedule s) {
   for (std::vector<Op>& ops : s.device_ops) {
     std::erase_if(ops, [](const Op& op) { return op.kind == OpKind::backward_weight; });
+    ops.shrink_to_fit();  // a third of the ops gone: at pp 512 that is 25 MB an order
     for (Op& op : ops) {
       if (op.kind == OpKind::backward_input) op.kind = OpKind::backward;
     }

@@ -23,6 +23,7 @@ std::vector<Op> zbv_rank_order(int P, int M, int rank) {
   const int c0 = rank, c1 = 2 * P - 1 - rank;
   int f0 = 0, f1 = 0, b0 = 0, b1 = 0;
   std::vector<Op> ops;
+  ops.reserve(6 * static_cast<std::size_t>(n_micro));  // F, I and W of two stages each
   auto add = [&](OpKind kind, int stage, int& counter) { ops.push_back({kind, stage, counter++}); };
   auto input = [&](int stage, int mb) { ops.push_back({OpKind::backward_input, stage, mb}); };
   for (int i = 0; i < 2 * (P - rank) - 1; ++i) add(OpKind::forward, c0, f0);
@@ -55,6 +56,7 @@ std::vector<Op> zbv_rank_order(int P, int M, int rank) {
   while (w1 < b1) add(OpKind::backward_weight, c1, w1);
   while (w0 < b0) add(OpKind::backward_weight, c0, w0);
   std::erase_if(ops, [M](const Op& op) { return op.mb >= M; });
+  ops.shrink_to_fit();  // the padding's room: a schedule of pp 512 is 50 MB or more
   return ops;
 }
 
