@@ -398,12 +398,13 @@ double bound_at_budget(const ScheduleRequest& r, std::int64_t budget,
 // peak releases while it searches (at pp 128 over 2048 layers the outer and the inner
 // orders' timelines were 42 MB of a tuned plan's 243 MB peak, in the probe): an order
 // adopted after a probe is replayed again (the same replay: the same timeline, to the bit).
-// Where no probe runs the timeline stays: at pp 512 over 2048 layers the orders mostly
-// decide the answer without one, and replaying each one adopted took the synthesis from 42
-// to 47 s. Where the job's memo has the orders' replays already (OrderReplay, answer_memo.hpp)
-// only their figures are taken, and an order is generated and replayed once adopted: at pp
-// 512 over 2048 layers the memory curve's syntheses generated and replayed both orders at
-// each of four budgets that neither fitted.
+// Where no probe runs the last order's timeline stays: at pp 512 over 2048 layers the
+// orders mostly decide the answer without one, and replaying each one adopted took the
+// synthesis from 42 to 47 s. An earlier order is released while a later one is made, and
+// only the order adopted last is made again (adopt_published). Where the job's memo has the orders'
+// replays already (OrderReplay, answer_memo.hpp) only their figures are taken, and an order is
+// generated and replayed once adopted: at pp 512 over 2048 layers the memory curve's syntheses
+// generated and replayed both orders at each of four budgets that neither fitted.
 using OrderFigures = SearchedFigures::Order;
 struct PublishedOrder {
   PublishedSchedule which;
@@ -447,6 +448,10 @@ std::vector<PublishedOrder> published_orders(const ScheduleRequest& r, const Mem
   auto replays = std::make_shared<std::vector<detail::OrderReplay>>();
   const PublishedRequest request{r.model, r.num_microbatches, r.split_backward};
   for (PublishedSchedule f : {PublishedSchedule::zbv_zero_bubble, PublishedSchedule::dualpipev}) {
+    // An earlier order is held by its figures alone while this one is generated and
+    // replayed, and made again only where it is the one adopted (adopt_published): at pp
+    // 512 over 2048 layers its schedule and timeline were 218 MB of a 1.27 GB peak.
+    for (PublishedOrder& o : out) o.schedule.reset(), o.timeline.reset();
     auto s = published_schedule(f, request);
     if (!s) continue;
     auto t = simulate(*r.model, *s, r.num_microbatches, r.static_bytes, Peaks::rule_only);
@@ -467,9 +472,6 @@ std::vector<PublishedOrder> published_orders(const ScheduleRequest& r, const Mem
 bool replaces(const OrderFigures& o, double makespan_s, double iteration_s) {
   const int makespan = compare(o.makespan_s, makespan_s);
   return makespan < 0 || (makespan == 0 && compare(o.iteration_s, iteration_s) < 0);
-}
-bool replaces(const PublishedOrder& o, const Timeline& than, const ScheduleRequest& r) {
-  return replaces(o.figures, than.makespan_s, iteration(than, r.allreduce_s));
 }
 
 // Whether the published orders decide the answer whatever the probe at 3/4 of the peak
@@ -538,6 +540,40 @@ void probe_smaller_budget(const ScheduleRequest& r, const Deadline& deadline, Sc
     adopt(a, std::move(*smaller));
 }
 
+// The orders adopt_published adopts one after another, by their figures (an order's
+// figures are its timeline's, to the bit): each replaces the one before, the first the
+// searches' answer. Only the last one's schedule is needed.
+std::vector<std::size_t> adoption_chain(const std::vector<PublishedOrder>& orders,
+                                        const ScheduleAnswer& a, const ScheduleRequest& r) {
+  std::vector<std::size_t> chain;
+  OrderFigures now{a.timeline.makespan_s, iteration(a.timeline, r.allreduce_s)};
+  for (std::size_t i = 0; i < orders.size(); ++i) {
+    if (!replaces(orders[i].figures, now.makespan_s, now.iteration_s)) continue;
+    chain.push_back(i);
+    now = orders[i].figures;
+  }
+  return chain;
+}
+
+// Makes the order's schedule and timeline where they were released (the memo's figures,
+// the probe, an earlier order released while a later one replayed): the same generation
+// and replay as before, so the same timeline, to the bit. False where either fails (the
+// figures came from both succeeding, so never in practice).
+bool materialize(const ScheduleRequest& r, PublishedOrder& o) {
+  if (!o.schedule) {
+    auto made = published_schedule(o.which, {r.model, r.num_microbatches, r.split_backward});
+    if (!made) return false;
+    o.schedule = std::move(*made);
+  }
+  if (!o.timeline) {
+    auto replayed =
+        simulate(*r.model, *o.schedule, r.num_microbatches, r.static_bytes, Peaks::rule_only);
+    if (!replayed) return false;
+    o.timeline = std::move(*replayed);
+  }
+  return true;
+}
+
 // Where one of the published orders (published_orders) is faster than the answer the
 // searches found (replaces), it replaces the answer, so no plan is behind a published
 // schedule its certificate lists. Without a split backward they were in no pool the
@@ -552,37 +588,39 @@ void probe_smaller_budget(const ScheduleRequest& r, const Deadline& deadline, Sc
 void adopt_published(const ScheduleRequest& r, std::vector<PublishedOrder>&& orders,
                      const Deadline& deadline, ScheduleAnswer& a) {
   if (deadline.expired()) return;
-  for (PublishedOrder& o : orders) {
-    if (!replaces(o, a.timeline, r)) continue;
-    if (!o.schedule) {  // known by its figures alone (the memo's): generated as it was
-      auto made = published_schedule(o.which, {r.model, r.num_microbatches, r.split_backward});
-      if (!made) continue;
-      o.schedule = std::move(*made);
+  // Each order of the chain replaces the one before (as adopting them in turn did); only
+  // the last is made, and an order that cannot be made is left out as if absent.
+  std::vector<std::size_t> chain;
+  while (true) {
+    chain = adoption_chain(orders, a, r);
+    if (chain.empty()) return;
+    for (std::size_t i = 0; i < orders.size(); ++i) {  // not held while the last is made
+      if (i != chain.back()) orders[i].schedule.reset(), orders[i].timeline.reset();
     }
-    if (!o.timeline) {  // released by the probe or not kept: it replayed to these figures
-      auto replayed =
-          simulate(*r.model, *o.schedule, r.num_microbatches, r.static_bytes, Peaks::rule_only);
-      if (!replayed) continue;
-      o.timeline = std::move(*replayed);
-    }
-    if (!a.searched && r.weighs_searched) {
-      auto searched = std::make_shared<ScheduleAnswer>();
-      static_cast<ScheduleSearch&>(*searched) = a;
-      searched->schedule = std::move(a.schedule);
-      searched->timeline = std::move(a.timeline);
-      searched->status = a.status;
-      searched->activation_budget = a.activation_budget;
-      a.searched = std::move(searched);
-    }
-    Best published{std::move(*o.schedule), std::move(*o.timeline), published_schedule_name(o.which),
-                   true};
-    adopt(published, a);
+    if (materialize(r, orders[chain.back()])) break;
+    orders.erase(orders.begin() + static_cast<std::ptrdiff_t>(chain.back()));
+  }
+  if (!a.searched && r.weighs_searched) {
+    auto searched = std::make_shared<ScheduleAnswer>();
+    static_cast<ScheduleSearch&>(*searched) = a;
+    searched->schedule = std::move(a.schedule);
+    searched->timeline = std::move(a.timeline);
+    searched->status = a.status;
+    searched->activation_budget = a.activation_budget;
+    a.searched = std::move(searched);
+  }
+  // The status as each adoption in turn left it.
+  for (std::size_t i : chain) {
     if (a.status == SolveStatus::heuristic) a.status = SolveStatus::feasible;
-    if (a.makespan_s <= a.lower_bound_s * (1 + 1e-9)) {
+    if (orders[i].figures.makespan_s <= a.lower_bound_s * (1 + 1e-9)) {
       a.status = SolveStatus::optimal;  // as Search::finish() says it
       if (a.milp_solves == 0) a.stopped_by = "lower bound";
     }
   }
+  PublishedOrder& last = orders[chain.back()];
+  Best published{std::move(*last.schedule), std::move(*last.timeline),
+                 published_schedule_name(last.which), true};
+  adopt(published, a);
 }
 
 // The synthesis; without the bound (the memory curve's points need only the makespan), no
