@@ -64,12 +64,17 @@ Result<Timeline> timeline_with_sends(const CompiledPlan& plan) {
 
 namespace detail {
 
+void release_timeline_ops(CompiledPlan& plan) {
+  if (plan.timeline_ops_released) return;
+  for (DeviceTimeline& d : plan.timeline.devices) std::vector<TimedOp>().swap(d.ops);
+  plan.timeline_ops_released = true;
+}
+
 void CompileCache::release_timeline_ops(const CompiledPlan* plan) {
   if (plan->timeline_ops_released) return;
   for (auto& [key, cached] : plans) {
     if (!cached || &*cached != plan) continue;
-    for (DeviceTimeline& d : cached->timeline.devices) std::vector<TimedOp>().swap(d.ops);
-    cached->timeline_ops_released = true;
+    detail::release_timeline_ops(*cached);
     return;
   }
 }

@@ -92,6 +92,10 @@ struct CompileCache {
   void release_timeline_ops(const CompiledPlan* plan);
 };
 
+/// Releases the ops of `plan`'s timeline (CompiledPlan::timeline_ops_released), its
+/// figures kept; restore_timeline gives them back.
+void release_timeline_ops(CompiledPlan& plan);
+
 /// A plan's timeline replayed from its schedule, where its ops were released: the same
 /// timeline to the bit (every plan's timeline is this replay). An internal error if it does
 /// not end where the plan's figures say.
