@@ -148,6 +148,25 @@ bool write_all(int fd, std::string_view content) {
   return true;
 }
 
+// Writes output `o` through `write` (its content, or what its producer hands over). An
+// error names the output as `shown`: the write's where it failed, else the producer's.
+Status emit(const std::string& shown, const Output& o,
+            const std::function<bool(std::string_view)>& write) {
+  int failed = 0;
+  if (!o.produce) {
+    if (!write(o.content)) failed = errno != 0 ? errno : EIO;
+  } else {
+    const TextSink sink = [&](std::string_view piece) {
+      if (failed == 0 && !write(piece)) failed = errno != 0 ? errno : EIO;
+      return failed == 0;
+    };
+    Status produced = o.produce(sink);
+    if (failed == 0 && !produced) return produced;
+  }
+  if (failed == 0) return Ok{};
+  return internal_error(fmt::format("{}: write failed: {}", shown, std::strerror(failed)));
+}
+
 // A temporary that cannot be created is a place the user chose badly (a read-only or
 // pseudo file system, a directory without write permission): exit 2. A full disk or
 // quota, or no descriptors left, is the environment's: exit 3, as any write error.
@@ -163,7 +182,7 @@ Error creation_error(const std::string& shown, const std::string& dir, int error
 // rename that follows is atomic): "dir/.plan.json.tmp-XXXXXX", with the mode of the file it
 // replaces (or what an ordinary open() would give). Returns the temporary's name.
 Result<std::string> write_temporary(const std::string& shown, const Destination& dest,
-                                    std::string_view content) {
+                                    const Output& output) {
   const std::string& path = dest.path;
   const auto slash = path.find_last_of('/');
   const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
@@ -179,7 +198,13 @@ Result<std::string> write_temporary(const std::string& shown, const Destination&
     ::umask(mask);
     mode = 0666 & ~mask;
   }
-  if (!write_all(fd, content) || ::fchmod(fd, mode) != 0 || ::fsync(fd) != 0) {
+  if (Status written = emit(shown, output, [fd](std::string_view p) { return write_all(fd, p); });
+      !written) {
+    ::close(fd);
+    temporaries::remove(temp);
+    return written.error();
+  }
+  if (::fchmod(fd, mode) != 0 || ::fsync(fd) != 0) {
     const std::string reason = std::strerror(errno);
     ::close(fd);
     temporaries::remove(temp);
@@ -193,21 +218,20 @@ Result<std::string> write_temporary(const std::string& shown, const Destination&
   return temp;
 }
 
-Status write_in_place(const std::string& shown, const Destination& dest, std::string_view content) {
+Status write_in_place(const std::string& shown, const Destination& dest, const Output& output) {
   if (dest.kind == Destination::Kind::descriptor) {
-    const bool ok = dest.fd == 1 ? write_to_stdout(content) : write_all(dest.fd, content);
-    if (ok) return Ok{};
-    return internal_error(
-        fmt::format("{}: write failed: {}", shown == "-" ? "stdout" : shown, std::strerror(errno)));
+    const int fd = dest.fd;
+    return emit(shown == "-" ? "stdout" : shown, output, [fd](std::string_view p) {
+      return fd == 1 ? write_to_stdout(p) : write_all(fd, p);
+    });
   }
   const int fd = ::open(dest.path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0 || !write_all(fd, content)) {
-    const std::string reason = std::strerror(errno);
-    if (fd >= 0) ::close(fd);
-    return internal_error(fmt::format("{}: write failed: {}", shown, reason));
+  if (fd < 0) {
+    return internal_error(fmt::format("{}: write failed: {}", shown, std::strerror(errno)));
   }
+  Status written = emit(shown, output, [fd](std::string_view p) { return write_all(fd, p); });
   ::close(fd);
-  return Ok{};
+  return written;
 }
 
 // A temporary waiting to be renamed over its target, and what the rename replaced.
@@ -294,7 +318,7 @@ Status write_outputs(const std::vector<Output>& outputs) {
   };
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     if (dests[i].kind != Destination::Kind::file) continue;
-    auto temp = write_temporary(outputs[i].path, dests[i], outputs[i].content);
+    auto temp = write_temporary(outputs[i].path, dests[i], outputs[i]);
     if (!temp) {
       discard();
       return temp.error();
@@ -304,7 +328,7 @@ Status write_outputs(const std::vector<Output>& outputs) {
   // Streams after every temporary is complete, so a failure here still changes no file.
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     if (dests[i].kind == Destination::Kind::file) continue;
-    if (auto s = write_in_place(outputs[i].path, dests[i], outputs[i].content); !s) {
+    if (auto s = write_in_place(outputs[i].path, dests[i], outputs[i]); !s) {
       discard();
       return s;
     }

@@ -495,13 +495,17 @@ void compare(const ojson& plan, const ojson& replay, const std::string& path,
 // The plan's text: the keys `keys(writer)` writes, as the plan's object. `expected_bytes`
 // is reserved: a guess costs nothing where it is too high (pages never written are never
 // held), and the text is not copied as it grows (at pp 512, 0.5 GB copied to 1 GB).
+// With a sink, the text is handed to it as it is written, the last piece too.
 template <class Fn>
-PlanText text_of(Fn&& keys, std::size_t expected_bytes = 0, bool without_ops = false) {
+PlanText text_of(Fn&& keys, std::size_t expected_bytes = 0, bool without_ops = false,
+                 const TextSink* sink = nullptr) {
   PlanText out;
   out.without_ops = without_ops;
-  out.text.reserve(expected_bytes);
+  out.sink = sink;
+  out.text.reserve(sink ? PlanText::kPieceBytes * 2 : expected_bytes);
   PlanWriter::object_text(out, 0, keys);
   out.text += '\n';
+  if (sink) out.hand_over();
   return out;
 }
 
@@ -695,32 +699,44 @@ Result<Plan> parse_plan(std::string_view text, const std::string& file, PlanChec
 
 namespace {
 
-// The plan's text, or where a number in it is not finite.
-Result<std::string> dump_plan(const Plan& plan) {
-  detail::PlanText out = detail::text_of(
-      [&](detail::PlanWriter& io) { detail::plan_keys(io, plan); }, expected_bytes(plan));
-  if (const auto& bad = out.non_finite) {
-    return internal_error(
-        fmt::format("the plan made has {} at {}; a plan holds finite numbers "
-                    "only, so none is written",
-                    bad->second, bad->first.str()));
+// Where a number of the plan's text is not finite (`bad`): JSON has none, and no plan is
+// written.
+Error not_finite(const std::pair<JsonPath, double>& bad) {
+  return internal_error(
+      fmt::format("the plan made has {} at {}; a plan holds finite numbers "
+                  "only, so none is written",
+                  bad.second, bad.first.str()));
+}
+
+// The first time of an op that is not finite, with its path.
+std::optional<std::pair<JsonPath, double>> op_not_finite(const Plan& plan) {
+  for (std::size_t d = 0; d < plan.schedule.size(); ++d) {
+    for (std::size_t k = 0; k < plan.schedule[d].size(); ++k) {
+      const PlanOp& op = plan.schedule[d][k];
+      for (const auto& [key, t] : {std::pair{"start_s", op.start_s}, {"end_s", op.end_s}}) {
+        if (!std::isfinite(t)) {
+          return std::pair{JsonPath{}.key("schedule").at(d).key("ops").at(k).key(key), t};
+        }
+      }
+    }
   }
-  return std::move(out.text);
+  return std::nullopt;
 }
 
 }  // namespace
 
-Result<std::string> encode_plan(const Plan& plan) {
-  auto dumped = dump_plan(plan);
-  if (!dumped) return dumped.error();
+Status check_encodable(const Plan& plan) {
   // What the reader would refuse (a time over the limit, an op missing) is refused here, so
   // that no command writes a plan the others cannot read. The plan is read back as the
   // reader reads its text, all but the ops (at pp 512 over 2048 layers 4.2 million, 0.6 GB
   // of text that took 4 s to read back): the rest from the text without them, the ops from
-  // the plan (read_back_ops), then every check the reader makes of the whole.
+  // the plan (read_back_ops), then every check the reader makes of the whole. A number
+  // that is not finite is the planner's error, named first.
   const std::string file = plan.file.empty() ? "the plan" : plan.file;
   const detail::PlanText rest =
       detail::text_of([&](detail::PlanWriter& io) { detail::plan_keys(io, plan); }, 0, true);
+  if (rest.non_finite) return not_finite(*rest.non_finite);
+  if (auto bad = op_not_finite(plan)) return not_finite(*bad);
   JsonChecker check(file);
   auto read = read_keys(rest.text, file, check);
   if (read) {
@@ -730,7 +746,19 @@ Result<std::string> encode_plan(const Plan& plan) {
   if (!read) {
     return input_error("the plan made is beyond what a plan may state:\n" + read.error().message);
   }
-  return std::move(*dumped);
+  return Ok{};
+}
+
+Status stream_plan(const Plan& plan, const TextSink& sink) {
+  const detail::PlanText out = detail::text_of(
+      [&](detail::PlanWriter& io) { detail::plan_keys(io, plan); }, 0, false, &sink);
+  if (out.non_finite) return not_finite(*out.non_finite);
+  return Ok{};
+}
+
+Result<std::string> encode_plan(const Plan& plan) {
+  if (Status s = check_encodable(plan); !s) return s.error();
+  return write_plan(plan);
 }
 
 Result<std::string> read_plan_text(const std::string& path) {

@@ -194,6 +194,17 @@ struct PlanText {
   std::vector<std::pair<std::string_view, std::optional<std::size_t>>> at;
   /// Each device's ops written as `[]` (encode_plan reads them back from the plan itself).
   bool without_ops = false;
+  /// Where set, `text` is handed to it once past kPieceBytes at the end of an array's
+  /// element, and emptied (stream_plan): at pp 512 the plan's text is 0.6 GB.
+  const TextSink* sink = nullptr;
+  bool refused = false;  ///< The sink refused a piece: nothing more is handed to it.
+
+  static constexpr std::size_t kPieceBytes = std::size_t{1} << 20;
+  /// Hands `text` to the sink (until it refuses) and empties it.
+  void hand_over() {
+    if (!refused) refused = !(*sink)(text);
+    text.clear();
+  }
 };
 
 class PlanWriter {
@@ -313,6 +324,7 @@ class PlanWriter {
       out_.at.emplace_back(std::string_view{}, i);
       element(i, values[i]);
       out_.at.pop_back();
+      if (out_.sink && out_.text.size() >= PlanText::kPieceBytes) out_.hand_over();
     }
     line_break(level);
     out_.text += ']';

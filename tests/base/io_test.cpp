@@ -74,6 +74,52 @@ TEST_F(Io, AWriteThatFailsRenamesNothing) {
   EXPECT_EQ(entries(), (std::vector<std::string>{"plan.json"}));
 }
 
+// A producer hands its text over in pieces: the file is their concatenation, in order.
+TEST_F(Io, AProducedOutputIsItsPiecesInOrder) {
+  put("plan.json", "old plan");
+  const Output::Producer three = [](const TextSink& sink) -> Status {
+    for (const char* piece : {"{\"a\": ", "1", "}\n"}) {
+      if (!sink(piece)) return internal_error("the sink refused");
+    }
+    return Ok{};
+  };
+  ASSERT_TRUE(write_outputs({{path("plan.json"), three}, {path("t.json"), "trace"}}).ok());
+  EXPECT_EQ(get("plan.json"), "{\"a\": 1}\n");
+  EXPECT_EQ(get("t.json"), "trace");
+  EXPECT_EQ(entries(), (std::vector<std::string>{"plan.json", "t.json"}));
+}
+
+// A producer that fails half way (a number not finite, found while streaming) replaces
+// nothing and leaves no temporary: its own error is the answer.
+TEST_F(Io, AProducerThatFailsReplacesNothing) {
+  put("plan.json", "old plan");
+  const Output::Producer half = [](const TextSink& sink) -> Status {
+    if (!sink("{\"half\": ")) return internal_error("the sink refused");
+    return internal_error("the plan made has nan at $.x");
+  };
+  const Status s = write_outputs({{path("t.json"), "trace"}, {path("plan.json"), half}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().kind, ErrorKind::internal);
+  EXPECT_EQ(s.error().message, "the plan made has nan at $.x");
+  EXPECT_EQ(get("plan.json"), "old plan");
+  EXPECT_EQ(entries(), (std::vector<std::string>{"plan.json"}));
+}
+
+// Where the sink refuses a piece (the device is full), the write's error is reported, not
+// whatever the producer makes of the refusal, and the producer is handed nothing more.
+TEST_F(Io, AProducedWriteThatFailsSaysWhy) {
+  if (!fs::is_character_file("/dev/full")) GTEST_SKIP() << "no /dev/full device";
+  int refused = 0;
+  const Output::Producer pieces = [&](const TextSink& sink) -> Status {
+    for (int i = 0; i < 3; ++i) refused += sink("piece") ? 0 : 1;
+    return internal_error("the producer's own words");
+  };
+  const Status s = write_outputs({{"/dev/full", pieces}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message, "/dev/full: write failed: No space left on device");
+  EXPECT_EQ(refused, 3);
+}
+
 TEST_F(Io, SpecialFilesAreWrittenInPlaceNotReplaced) {
   // /dev/zero takes any write; a rename over it would have put a regular file there.
   if (!fs::is_character_file("/dev/zero")) GTEST_SKIP() << "no /dev/zero device";

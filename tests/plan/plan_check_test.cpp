@@ -2,6 +2,9 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -503,6 +506,56 @@ TEST(EncodePlan, NoNumberThatIsNotFiniteIsWritten) {
             "the plan made is beyond what a plan may state:\n"
             "plan.json: $.schedule[0].ops[15].end_s: expected at most 1000000 (the time limit, "
             "11.6 days), got 2000000");
+}
+
+// check_encodable names a time that is not finite in the ops too, as the writer would
+// have, before reading anything back.
+TEST(EncodePlan, AnOpTimeThatIsNotFiniteIsNamed) {
+  auto p = parse_plan(tiny_plan().dump(), "plan.json");
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(check_encodable(*p).ok());
+  Plan bad = *p;
+  bad.schedule[1][3].start_s = std::numeric_limits<double>::quiet_NaN();
+  const Status s = check_encodable(bad);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().kind, ErrorKind::internal);
+  EXPECT_EQ(s.error().message,
+            "the plan made has nan at $.schedule[1].ops[3].start_s; a plan holds finite numbers "
+            "only, so none is written");
+  EXPECT_EQ(encode_plan(bad).error().message, s.error().message);
+}
+
+// stream_plan hands over encode_plan's text in pieces of about 1 MiB: a plan of 40,000 ops
+// (about 6 MB of text) comes in several, and they add up to the text, byte for byte.
+TEST(EncodePlan, TheStreamIsTheTextInPieces) {
+  auto p = parse_plan(tiny_plan().dump(), "plan.json");
+  ASSERT_TRUE(p.ok());
+  Plan big = *p;
+  while (big.num_ops() < 40000) {
+    for (auto& ops : big.schedule) ops.insert(ops.end(), ops.begin(), ops.end());
+  }
+  const std::string whole = write_plan(big);
+  std::vector<std::size_t> sizes;
+  std::string streamed;
+  ASSERT_TRUE(stream_plan(big, [&](std::string_view piece) {
+                streamed += piece;
+                sizes.push_back(piece.size());
+                return true;
+              }).ok());
+  EXPECT_EQ(streamed, whole);
+  ASSERT_GE(sizes.size(), 4u);
+  for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
+    EXPECT_GE(sizes[i], std::size_t{1} << 20);
+    EXPECT_LT(sizes[i], (std::size_t{1} << 20) + 4096);  // one op past the mark at most
+  }
+  // A sink that refuses is handed nothing more.
+  int calls = 0;
+  const auto refuse = [&](std::string_view) {
+    ++calls;
+    return false;
+  };
+  EXPECT_TRUE(stream_plan(big, refuse).ok());
+  EXPECT_EQ(calls, 1);
 }
 
 }  // namespace

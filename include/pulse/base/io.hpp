@@ -15,8 +15,10 @@
 //   - a block device, a socket, a directory, the standard input, a loop of links: refused.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "pulse/base/result.hpp"
@@ -36,10 +38,23 @@ Status write_file_atomically(const std::string& path, std::string_view content);
 /// else as the header says.
 Status write_output(const std::string& path, std::string_view content);
 
+/// Takes an output's text a piece at a time, in order; false where the write failed (errno
+/// says why), after which it takes nothing more.
+using TextSink = std::function<bool(std::string_view)>;
+
 /// One of several outputs of a command: a path as write_output takes it, and its text.
 struct Output {
+  using Producer = std::function<Status(const TextSink&)>;
+  Output(std::string path, std::string_view content) : path(std::move(path)), content(content) {}
+  Output(std::string path, Producer produce) : path(std::move(path)), produce(std::move(produce)) {}
+
   std::string path;
   std::string_view content;
+  /// Where set, the text instead: it hands the text to the sink in pieces, so that a text of
+  /// gigabytes is never held whole (a plan at pp 512 over 2048 layers is 0.6 GB). An error
+  /// it returns stops the outputs as a failed write does (nothing is replaced); where the
+  /// sink refused a piece, the write's own error is reported.
+  Producer produce;
 };
 
 /// Whether output `path` is written in place rather than replaced by a rename: a descriptor

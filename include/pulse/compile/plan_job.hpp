@@ -50,7 +50,7 @@ struct PlanRun {
   std::vector<Error> errors;
   CompiledPlan compiled;  ///< Every pass's answer, the tuner's candidates included.
   Plan plan;              ///< The document, as written.
-  std::string text;       ///< Its JSON.
+  std::string text;       ///< Its JSON, where the job does not write it (else streamed).
   /// "MODEL on CLUSTER (STRATEGY): pp P x dp D, ... iteration T (R samples/s), bubble B%".
   std::string summary;
   std::vector<std::string> warnings;  ///< For stderr: the plan may differ from run to run.

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pulse/base/io.hpp"
 #include "pulse/base/result.hpp"
 #include "pulse/plan/plan.hpp"
 
@@ -28,6 +29,15 @@ std::string write_plan(const Plan& plan);
 /// the structure whole. What `plan` writes, so that no command writes a plan the others
 /// refuse. An error (internal kind: the planner made it) names the JSON path.
 Result<std::string> encode_plan(const Plan& plan);
+
+/// encode_plan's checks alone: Ok where it would give the text, else its error.
+Status check_encodable(const Plan& plan);
+
+/// The text encode_plan gives, handed to `sink` in pieces of about 1 MiB, for a plan
+/// check_encodable passed: a plan's text need not be held whole (`plan` writes it to its
+/// file this way). Stops where the sink refuses a piece; an internal error where a number
+/// is not finite after all (check_encodable refuses that first).
+Status stream_plan(const Plan& plan, const TextSink& sink);
 
 /// Which checks the reader applies beyond the shape and the limits.
 enum class PlanCheck {
