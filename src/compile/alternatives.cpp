@@ -303,7 +303,11 @@ Result<LevelPlan> plan_level(const Level& level, CompileCache& cache, PassClock&
     record.push_back(std::move(a));
   }
   if (!best) return refusal(*own_error, record, first, level.alternative.options);
-  if (Status s = restore_timeline(*best); !s) return s.error();
+  // A synthesized plan's memory curve replays its timeline anew (trim_memory) and weighs
+  // it by the figures a released one keeps; any other plan needs its ops back.
+  if (best->family->schedule != ScheduleFamily::synthesized) {
+    if (Status s = restore_timeline(*best); !s) return s.error();
+  }
   // Its curve under its own options (a sharded plan's ZeRO stage).
   const PlanOptions kept_options = best->options;
   if (auto curved = memory_curve_pass(inputs_of(level, kept_options, cache), *best, clock);

@@ -66,7 +66,7 @@ namespace detail {
 
 void release_timeline_ops(CompiledPlan& plan) {
   if (plan.timeline_ops_released) return;
-  for (DeviceTimeline& d : plan.timeline.devices) std::vector<TimedOp>().swap(d.ops);
+  keep_last_ops(plan.timeline);
   plan.timeline_ops_released = true;
 }
 

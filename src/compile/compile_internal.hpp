@@ -92,8 +92,8 @@ struct CompileCache {
   void release_timeline_ops(const CompiledPlan* plan);
 };
 
-/// Releases the ops of `plan`'s timeline (CompiledPlan::timeline_ops_released), its
-/// figures kept; restore_timeline gives them back.
+/// Releases the ops of `plan`'s timeline but each device's last (CompiledPlan::
+/// timeline_ops_released), its figures kept; restore_timeline gives them back.
 void release_timeline_ops(CompiledPlan& plan);
 
 /// A plan's timeline replayed from its schedule, where its ops were released: the same

@@ -434,6 +434,7 @@ Status memory_curve_pass(const CompileInputs& in, CompiledPlan& plan, PassClock&
   // Moved back, not copied: the plan holds one copy (at pp 512 over 2048 layers, 220 MB).
   plan.schedule = std::exchange(plan.solver.schedule, Schedule{});
   plan.timeline = std::exchange(plan.solver.timeline, Timeline{});
+  plan.timeline_ops_released = false;  // replayed whole by trim_memory
   plan.evaluation = evaluate(plan.model, plan.timeline, request.allreduce_s, plan.global_batch,
                              in.options->memory);
   return Ok{};

@@ -224,6 +224,14 @@ void memory_pass(const PipelineModel& model, const detail::ExecutionEngine& e, i
 
 }  // namespace
 
+void keep_last_ops(Timeline& timeline) {
+  for (DeviceTimeline& d : timeline.devices) {
+    std::vector<TimedOp> last;
+    if (!d.ops.empty()) last.push_back(d.ops.back());
+    d.ops.swap(last);
+  }
+}
+
 bool within_memory(const Timeline& timeline, const std::vector<MemoryBreakdown>& static_bytes,
                    std::int64_t capacity) {
   for (std::size_t d = 0; d < timeline.devices.size(); ++d) {

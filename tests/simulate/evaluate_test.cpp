@@ -66,6 +66,38 @@ TEST(Evaluate, OneFOneBIterationAndBubbleByHand) {
   EXPECT_DOUBLE_EQ(plan->evaluation.samples_per_s, 8 / plan->evaluation.iteration_s);
 }
 
+// A timeline with all but each device's last op released (keep_last_ops: the tuner's cached
+// plans, the searches' answer through the probe) is weighed as before: the same iteration
+// (device 0 ends at 22.5, device 1 at 20.5, then the 12 s all-reduce: 34.5), the same
+// figures, one op left a device.
+TEST(Evaluate, ATimelineKeepingItsLastOpsIsWeighedAsBefore) {
+  ClusterProfile cluster = test::make_cluster(2, 2, std::int64_t{1} << 30, 1000.0, 0.5);
+  PlanOptions o;
+  o.strategy = Strategy::one_f_one_b;
+  o.pp = 2;
+  o.dp = 2;
+  o.global_batch = 8;
+  const auto plan = compile_plan(two_layers(), cluster, o);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  Timeline kept = plan->timeline;
+  keep_last_ops(kept);
+  const std::vector<double> allreduce = {12.0, 12.0};
+  ASSERT_EQ(kept.devices.size(), 2u);
+  for (std::size_t d = 0; d < 2; ++d) {
+    const DeviceTimeline& whole = plan->timeline.devices[d];
+    ASSERT_EQ(kept.devices[d].ops.size(), 1u);
+    EXPECT_EQ(kept.devices[d].ops[0].busy_until_s, whole.ops.back().busy_until_s);
+    EXPECT_EQ(kept.devices[d].resident_peak, whole.resident_peak);
+    EXPECT_EQ(kept.devices[d].compute_s, whole.compute_s);
+  }
+  EXPECT_DOUBLE_EQ(kept.devices[1].ops[0].busy_until_s, 20.5);
+  const Evaluation before = evaluate(plan->model, plan->timeline, allreduce, 8, MemoryModel{});
+  const Evaluation after = evaluate(plan->model, kept, allreduce, 8, MemoryModel{});
+  EXPECT_DOUBLE_EQ(after.iteration_s, 34.5);
+  EXPECT_EQ(after.iteration_s, before.iteration_s);
+  EXPECT_EQ(after.bubble_ratio, before.bubble_ratio);
+}
+
 TEST(Evaluate, ShardedDataParallelTrafficByHand) {
   // The plan above (1F1B, pp 2, dp 2, M = 4, makespan 22.5; device 0 ends at 22.5, device 1
   // at 20.5) under ZeRO-2 and ZeRO-3. Per device G = W = 1000 params x 2 bytes = 2000; the

@@ -118,7 +118,8 @@ struct CompiledPlan : Degrees {
   Schedule schedule;
   Timeline timeline;
   /// The ops of `timeline` were released (a cached plan the tuner has not chosen: each
-  /// device's figures and the makespan stay); a replay of `schedule` gives them back.
+  /// device's figures, its last op and the makespan stay, so its iteration too); a replay
+  /// of `schedule` gives them back.
   bool timeline_ops_released = false;
   ScheduleAnswer solver;  ///< How the schedule was found (its schedule/timeline moved out).
   Evaluation evaluation;  ///< Iteration, throughput, bubble, all-reduce (the evaluate pass).

@@ -55,6 +55,11 @@ struct Timeline {
 bool within_memory(const Timeline& timeline, const std::vector<MemoryBreakdown>& static_bytes,
                    std::int64_t capacity);
 
+/// Releases each device's ops but its last (which says where the device's share of the
+/// iteration ends): the figures stay (the makespan, each device's peaks, times and last
+/// end), so the timeline is still weighed as it was; a replay gives the ops back.
+void keep_last_ops(Timeline& timeline);
+
 /// What a replay computes of memory: everything (`held`: also the bytes each device really
 /// holds at its peak, `DeviceTimeline::peak`, which sorts every allocation and release), or
 /// only what the memory rule charges (`rule_only`: `resident_peak` and `max_inflight`, all
