@@ -96,7 +96,7 @@ Result<ScheduleAnswer> fixed_schedule(const ScheduleRequest& r, const Memory& me
   adopt(best, a);
   a.status = SolveStatus::fixed;
   a.stopped_by = "not run";
-  return a;
+  return std::move(a);  // not a copy: at pp 1024, 218 MB of schedule and timeline
 }
 
 milp::Limits limits_for(const ScheduleRequest& r, const Deadline& deadline) {
@@ -534,6 +534,11 @@ void probe_smaller_budget(const ScheduleRequest& r, const Deadline& deadline, Sc
   const auto bound = probe_bound(r, *a.before_published, &graph, deadline.left() > 0);
   if (!bound) return;
   for (PublishedOrder& o : orders) o.timeline.reset();  // adopt_published replays them
+  // From here the searches' answer is weighed by its figures alone (better(), the orders'
+  // chain), and the answer is replayed whole once chosen (hold_peaks); only a caller that
+  // weighs it beside an order (ScheduleAnswer::searched) reads its ops. At pp 512 over
+  // 4096 layers its timeline was 168 MB of the peak, held through the probe.
+  if (!r.weighs_searched) keep_last_ops(a.timeline);
   const std::int64_t budget = a.peak_activation_bytes * 3 / 4;
   auto smaller = at_budget(r, budget, deadline, a, true, std::max(*bound, a.lower_bound_s));
   if (smaller && better(smaller->timeline, a.timeline, r.allreduce_s))
