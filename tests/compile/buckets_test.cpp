@@ -108,11 +108,7 @@ void expect_never_worse_and_within_memory(const PlanRun& run) {
 
 // Under ASan + UBSan the planner runs about seven times slower: there SDXL's 40 buckets are
 // planned on an H100 node (data parallel, about a second) instead of the V100 pipeline.
-#ifdef PULSE_SANITIZED_BUILD
-constexpr const char* kSdxlCluster = "dgx-h100-1n";
-#else
-constexpr const char* kSdxlCluster = "dgx1-v100-16gb-1n";
-#endif
+constexpr const char* kSdxlCluster = test::kSanitizedBuild ? "dgx-h100-1n" : "dgx1-v100-16gb-1n";
 
 TEST(BucketPlan, SdxlAspectBucketsNeverWorseAndValid) {
   const PlanRun run =

@@ -66,11 +66,7 @@ void expect_none_beside_faster(const CompiledPlan& p, const std::string& what) {
 // Under ASan + UBSan the planner runs about seven times slower and the 24 plans took two
 // minutes of CI: there half of them, every model on both clusters, each cluster with and
 // without a split backward (the model, cluster and split indices summing to an even number).
-#ifdef PULSE_SANITIZED_BUILD
-constexpr int kEveryNthCase = 2;
-#else
-constexpr int kEveryNthCase = 1;
-#endif
+constexpr int kEveryNthCase = test::kSanitizedBuild ? 2 : 1;
 
 TEST(CertificatePass, NoScheduleOfTheShippedModelsBeatsItsBound) {
   const char* models[] = {"tiny-unet",          "sd2-unet-512",   "uvit-l2-256",

@@ -23,11 +23,7 @@ constexpr const char* kOneNodeClusters[] = {"dgx-h100-1n", "dgx1-v100-32gb-1n", 
 
 // Under ASan + UBSan (about seven times slower) each model is planned on one of the three
 // clusters, in turn: 5 of the 15 pairs, 4 of which fit. The Release suite plans all 15.
-#ifdef PULSE_SANITIZED_BUILD
-constexpr bool kEveryFrozenPair = false;
-#else
-constexpr bool kEveryFrozenPair = true;
-#endif
+constexpr bool kEveryFrozenPair = !test::kSanitizedBuild;
 
 const PlanFrozenPlacement* weighed(const PlanFrozen& f, const std::string& name) {
   for (const PlanFrozenPlacement& p : f.placements) {

@@ -66,11 +66,7 @@ void expect_never_worse(const CompiledPlan& p, const std::string& label) {
 // Under ASan + UBSan the planner runs about seven times slower and the 77 plans would
 // take over 20 minutes of CI: there each model is planned on one cluster, the families in
 // turn. The whole product, the multi-node clusters too, is scripts/never_worse_sweep.py.
-#ifdef PULSE_SANITIZED_BUILD
-constexpr bool kEveryPair = false;
-#else
-constexpr bool kEveryPair = true;
-#endif
+constexpr bool kEveryPair = !test::kSanitizedBuild;
 
 TEST(ShippedNeverWorse, EveryModelOnEveryHardwareFamily) {
   int planned = 0;

@@ -103,11 +103,7 @@ Reference full_walk(const PartitionRequest& r, const StageCosts& costs) {
 
 // Under ASan + UBSan the full walk's pipeline models make this test 25 s: there the first
 // half of the instances.
-#ifdef PULSE_SANITIZED_BUILD
-constexpr int kTrials = 200;
-#else
-constexpr int kTrials = 400;
-#endif
+constexpr int kTrials = test::kSanitizedBuild ? 200 : 400;
 
 // Random models whose sends outweigh their compute where the skips are relayed (the case
 // the shortcuts are for: a stage's load stays under the bound over many starts, and the

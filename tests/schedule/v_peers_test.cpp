@@ -205,11 +205,7 @@ std::vector<std::int64_t> levels_of(const test::PeerInstance& in) {
 
 // Under ASan + UBSan the synthesizer runs about seven times slower and this test took 90 s
 // of CI: there every other small instance (in the fixture's order) is compared.
-#ifdef PULSE_SANITIZED_BUILD
-constexpr int kEveryNthInstance = 2;
-#else
-constexpr int kEveryNthInstance = 1;
-#endif
+constexpr int kEveryNthInstance = test::kSanitizedBuild ? 2 : 1;
 
 TEST(VPeers, NeverSlowerThanAnAuthorsScheduleAtItsMemory) {
   // Every recorded run of the small instances (P = 4, M up to 16: a few seconds), at the

@@ -16,6 +16,15 @@
 
 namespace pulse::test {
 
+/// Whether the suite runs under ASan + UBSan (tests/CMakeLists.txt defines
+/// PULSE_SANITIZED_BUILD there): about seven times slower, so the largest sweeps take a
+/// stated part of their cases, each test saying which.
+#ifdef PULSE_SANITIZED_BUILD
+inline constexpr bool kSanitizedBuild = true;
+#else
+inline constexpr bool kSanitizedBuild = false;
+#endif
+
 /// The plan's JSON as `pulse-plan plan` writes it.
 std::string plan_text(const CompiledPlan& plan, const ModelProfile& model,
                       const ClusterProfile& cluster);

@@ -87,11 +87,7 @@ PlanOptions pp(int n, Strategy s = Strategy::pulse) {
 // Under ASan + UBSan the planner runs about seven times slower and the 36 tuned plans
 // took close to four minutes of CI: there each model and strategy is planned on one of the
 // three clusters, in turn (12 plans, every cluster and strategy still met).
-#ifdef PULSE_SANITIZED_BUILD
-constexpr int kEveryNth = 3;
-#else
-constexpr int kEveryNth = 1;
-#endif
+constexpr int kEveryNth = test::kSanitizedBuild ? 3 : 1;
 
 TEST(Validate, AcceptsEveryPlanThePlannerMakes) {
   const char* models[] = {"tiny-unet",   "sd2-unet-512",       "sdxl-unet-1024",
