@@ -19,6 +19,18 @@ ModelProfile two_layers() {
   return test::make_model({{1.0, 1000, 100, 1000}, {1.0, 1000, 100, 1000}}, {});
 }
 
+// The plan OneFOneBIterationAndBubbleByHand works out: 1F1B, pp 2, dp 2, M = 4, links of
+// 1000 B/s and 0.5 s latency.
+Result<CompiledPlan> one_f_one_b_by_hand() {
+  const ClusterProfile cluster = test::make_cluster(2, 2, std::int64_t{1} << 30, 1000.0, 0.5);
+  PlanOptions o;
+  o.strategy = Strategy::one_f_one_b;
+  o.pp = 2;
+  o.dp = 2;
+  o.global_batch = 8;
+  return compile_plan(two_layers(), cluster, o);
+}
+
 TEST(Evaluate, OneFOneBIterationAndBubbleByHand) {
   // 1F1B, pp 2, dp 2, M = 4 microbatches per pipeline, links of 1000 B/s and 0.5 s latency:
   // each activation or gradient message takes 0.5 + 1000/1000 = 1.5 s and blocks the sender.
@@ -36,13 +48,7 @@ TEST(Evaluate, OneFOneBIterationAndBubbleByHand) {
   // 2 replicas on the inter-node class (bandwidth / 4, latency x 4):
   //   2(D-1) = 2 steps of 2000/2 bytes at 250 B/s plus 2 s latency each: 2 x (2 + 4) = 12 s,
   // after device 0's last op at 22.5 and device 1's at 20.5: iteration 34.5 s.
-  ClusterProfile cluster = test::make_cluster(2, 2, std::int64_t{1} << 30, 1000.0, 0.5);
-  PlanOptions o;
-  o.strategy = Strategy::one_f_one_b;
-  o.pp = 2;
-  o.dp = 2;
-  o.global_batch = 8;
-  const auto plan = compile_plan(two_layers(), cluster, o);
+  const auto plan = one_f_one_b_by_hand();
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   const Timeline& t = plan->timeline;
   EXPECT_DOUBLE_EQ(t.devices[1].ops[0].start_s, 2.5);  // F1.0 waits for the 1.5 s message
@@ -71,13 +77,7 @@ TEST(Evaluate, OneFOneBIterationAndBubbleByHand) {
 // (device 0 ends at 22.5, device 1 at 20.5, then the 12 s all-reduce: 34.5), the same
 // figures, one op left a device.
 TEST(Evaluate, ATimelineKeepingItsLastOpsIsWeighedAsBefore) {
-  ClusterProfile cluster = test::make_cluster(2, 2, std::int64_t{1} << 30, 1000.0, 0.5);
-  PlanOptions o;
-  o.strategy = Strategy::one_f_one_b;
-  o.pp = 2;
-  o.dp = 2;
-  o.global_batch = 8;
-  const auto plan = compile_plan(two_layers(), cluster, o);
+  const auto plan = one_f_one_b_by_hand();
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   Timeline kept = plan->timeline;
   keep_last_ops(kept);
