@@ -401,10 +401,11 @@ double bound_at_budget(const ScheduleRequest& r, std::int64_t budget,
 // Where no probe runs the last order's timeline stays: at pp 512 over 2048 layers the
 // orders mostly decide the answer without one, and replaying each one adopted took the
 // synthesis from 42 to 47 s. An earlier order is released while a later one is made, and
-// only the order adopted last is made again (adopt_published). Where the job's memo has the orders'
-// replays already (OrderReplay, answer_memo.hpp) only their figures are taken, and an order is
-// generated and replayed once adopted: at pp 512 over 2048 layers the memory curve's syntheses
-// generated and replayed both orders at each of four budgets that neither fitted.
+// only the order adopted last is made again (adopt_published). Where the job's memo has
+// the orders' replays already (OrderReplay, answer_memo.hpp) only their figures are taken,
+// and an order is generated and replayed once adopted: at pp 512 over 2048 layers the
+// memory curve's syntheses generated and replayed both orders at each of four budgets that
+// neither fitted.
 using OrderFigures = SearchedFigures::Order;
 struct PublishedOrder {
   PublishedSchedule which;
@@ -431,6 +432,26 @@ OrderFigures figures_of(const detail::OrderReplay& o, const std::vector<double>&
   return {o.makespan_s, end};
 }
 
+// Makes the order's schedule and timeline where it has none: published_orders makes each
+// order so, and adopt_published the one it adopts where they were released (the memo's
+// figures, the probe, an earlier order released while a later one replayed): the same
+// generation and replay, so the same timeline, to the bit. False where either fails (never
+// for an order whose figures came from both succeeding).
+bool materialize(const ScheduleRequest& r, PublishedOrder& o) {
+  if (!o.schedule) {
+    auto made = published_schedule(o.which, {r.model, r.num_microbatches, r.split_backward});
+    if (!made) return false;
+    o.schedule = std::move(*made);
+  }
+  if (!o.timeline) {
+    auto replayed =
+        simulate(*r.model, *o.schedule, r.num_microbatches, r.static_bytes, Peaks::rule_only);
+    if (!replayed) return false;
+    o.timeline = std::move(*replayed);
+  }
+  return true;
+}
+
 std::vector<PublishedOrder> published_orders(const ScheduleRequest& r, const Memory& mem,
                                              const Deadline& deadline) {
   std::vector<PublishedOrder> out;
@@ -446,21 +467,17 @@ std::vector<PublishedOrder> published_orders(const ScheduleRequest& r, const Mem
     }
   }
   auto replays = std::make_shared<std::vector<detail::OrderReplay>>();
-  const PublishedRequest request{r.model, r.num_microbatches, r.split_backward};
   for (PublishedSchedule f : {PublishedSchedule::zbv_zero_bubble, PublishedSchedule::dualpipev}) {
     // An earlier order is held by its figures alone while this one is generated and
     // replayed, and made again only where it is the one adopted (adopt_published): at pp
     // 512 over 2048 layers its schedule and timeline were 218 MB of a 1.27 GB peak.
     for (PublishedOrder& o : out) o.schedule.reset(), o.timeline.reset();
-    auto s = published_schedule(f, request);
-    if (!s) continue;
-    auto t = simulate(*r.model, *s, r.num_microbatches, r.static_bytes, Peaks::rule_only);
-    if (!t) continue;
-    replays->push_back(replay_of(f, *t));
-    if (mem.fits(*t)) {
-      const OrderFigures figures{t->makespan_s, iteration(*t, r.allreduce_s)};
-      out.push_back({f, figures, std::move(*s), std::move(*t)});
-    }
+    PublishedOrder o{f, {}, std::nullopt, std::nullopt};
+    if (!materialize(r, o)) continue;
+    replays->push_back(replay_of(f, *o.timeline));
+    if (!mem.fits(*o.timeline)) continue;
+    o.figures = {o.timeline->makespan_s, iteration(*o.timeline, r.allreduce_s)};
+    out.push_back(std::move(o));
   }
   if (r.memo) r.memo->tables().order_replays.keep(key, std::move(replays));
   return out;
@@ -558,25 +575,6 @@ std::vector<std::size_t> adoption_chain(const std::vector<PublishedOrder>& order
     now = orders[i].figures;
   }
   return chain;
-}
-
-// Makes the order's schedule and timeline where they were released (the memo's figures,
-// the probe, an earlier order released while a later one replayed): the same generation
-// and replay as before, so the same timeline, to the bit. False where either fails (the
-// figures came from both succeeding, so never in practice).
-bool materialize(const ScheduleRequest& r, PublishedOrder& o) {
-  if (!o.schedule) {
-    auto made = published_schedule(o.which, {r.model, r.num_microbatches, r.split_backward});
-    if (!made) return false;
-    o.schedule = std::move(*made);
-  }
-  if (!o.timeline) {
-    auto replayed =
-        simulate(*r.model, *o.schedule, r.num_microbatches, r.static_bytes, Peaks::rule_only);
-    if (!replayed) return false;
-    o.timeline = std::move(*replayed);
-  }
-  return true;
 }
 
 // Where one of the published orders (published_orders) is faster than the answer the

@@ -150,8 +150,7 @@ bool write_all(int fd, std::string_view content) {
 
 // Writes output `o` through `write` (its content, or what its producer hands over). An
 // error names the output as `shown`: the write's where it failed, else the producer's.
-Status emit(const std::string& shown, const Output& o,
-            const std::function<bool(std::string_view)>& write) {
+Status emit(const std::string& shown, const Output& o, const TextSink& write) {
   int failed = 0;
   if (!o.produce) {
     if (!write(o.content)) failed = errno != 0 ? errno : EIO;
