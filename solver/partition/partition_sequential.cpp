@@ -71,16 +71,33 @@ class SequentialDynamicProgram {
   /// The largest device load of the even split (stage s takes layers [s L / P, (s+1) L / P)).
   double even_split_load() const;
 
-  /// The largest device load of a partition found greedily under `bound`: each stage in
-  /// order ends at the last layer it can take within the bound (memory included), leaving a
-  /// layer for each later stage; infinity where that walk finds none. Any partition's load
-  /// is at least the optimum's.
-  double greedy_load(double bound) const;
+  /// Which end a greedy walk starts from.
+  enum class Walk { forward, backward };
+
+  /// The largest device load of a partition found greedily under `bound`. Forward, each
+  /// stage in order ends at the last layer it can take within the bound (memory included),
+  /// leaving a layer for each later stage; backward, each stage from the last starts at the
+  /// first layer it can take, leaving one for each earlier stage. Infinity where the walk
+  /// finds none. Any partition's load is at least the optimum's.
+  double greedy_load(double bound, Walk walk) const;
+  /// The lesser of the two walks' loads.
+  double greedy_load(double bound) const {
+    return std::min(greedy_load(bound, Walk::forward), greedy_load(bound, Walk::backward));
+  }
 
   /// The least greedy_load found by bisecting its bound between `lower_bound` and the first
   /// of its doublings that finds a partition, to a relative 1e-3; infinity where none does
   /// below 2^20 times the lower bound.
   double greedy_upper_bound(double lower_bound) const;
+
+  /// True when no partition fits memory at all, as one greedy walk at an infinite bound
+  /// proves, and false where no walk can tell (see below).
+  bool proven_unfit() const;
+
+  /// Whether any partition fits memory at all, whatever its load: the DP's table with a
+  /// yes or no in each cell, each cell's walk over starts stopping at the first that fits
+  /// (see below).
+  bool any_fits() const;
 
   /// A floor under the largest device load of every partition (the time objective), sends
   /// included: the stage holding layer m spans some [a, b] with a <= m <= b, so its load is
@@ -267,26 +284,57 @@ double SequentialDynamicProgram::even_split_load() const {
   return most;
 }
 
-double SequentialDynamicProgram::greedy_load(double bound) const {
+double SequentialDynamicProgram::greedy_load(double bound, Walk walk) const {
+  const bool forward = walk == Walk::forward;
   double most = 0;
-  int a = 0;  // the stage's first layer
-  for (int s = 0; s + 1 < pp_; ++s) {
-    int end = -1;
+  int edge = forward ? 0 : num_layers_ - 1;  // the stage's first layer (forward) or last
+  for (int k = 0; k + 1 < pp_; ++k) {
+    const int s = forward ? k : pp_ - 1 - k;
+    // The stage's other end runs outwards from `edge`, as far as the stages beyond it allow.
+    const int far = forward ? num_layers_ - (pp_ - s) : s;
+    const int step = forward ? 1 : -1;
+    int found = -1;
     double load = 0;
-    for (int b = a; b <= num_layers_ - (pp_ - s); ++b) {
+    for (int x = edge; forward ? x <= far : x >= far; x += step) {
+      const int a = forward ? edge : x, b = forward ? x : edge;
       if (prefix_.compute_in(a, b) > bound) break;  // the load only grows from here
       if (const DeviceCost c = cost(s, a, b); within(c, bound)) {
-        end = b;
+        found = x;
         load = c.load;
       }
     }
-    if (end < 0) return std::numeric_limits<double>::infinity();
+    if (found < 0) return std::numeric_limits<double>::infinity();
     most = std::max(most, load);
-    a = end + 1;
+    edge = found + step;
   }
-  const DeviceCost last = cost(pp_ - 1, a, num_layers_ - 1);
-  if (!within(last, bound)) return std::numeric_limits<double>::infinity();
-  return std::max(most, last.load);
+  const DeviceCost rest = forward ? cost(pp_ - 1, edge, num_layers_ - 1) : cost(0, 0, edge);
+  if (!within(rest, bound)) return std::numeric_limits<double>::infinity();
+  return std::max(most, rest.load);
+}
+
+// A proof that nothing fits, where a walk is complete. Suppose a stage's memory only grows as
+// it takes more layers (true with direct routing, whose skips held are those with an end in
+// the stage, and where no skip crosses a cut; a relayed skip is held by the stages it passes,
+// not the ones it ends in), and the in-flight counts never fall from stage to stage. Take
+// any partition that fits, stage s ending at e_s, and the forward walk at an infinite bound
+// (memory alone decides), stage s ending at g_s. Then g_s >= e_s for every s, by induction:
+// stage s starts at g_{s-1} + 1 >= e_{s-1} + 1. If that start is at most e_s, the layers up
+// to e_s lie inside the partition's stage s and fit, so the walk ends at e_s or later. If not,
+// the one layer at the start lies in a later stage t of the partition, and fits there; stage s
+// holds no more microbatches in flight than t, and nothing else in its memory depends on
+// which stage it is, so it fits in stage s too and the walk goes past e_s. The last stage
+// takes layers inside the partition's last. So where the walk fails, no partition fits.
+// The backward walk is the same proof mirrored, for in-flight counts that never rise.
+bool SequentialDynamicProgram::proven_unfit() const {
+  if (!direct_ && !request_.graph->skip_pairs().empty()) return false;
+  const std::vector<int>& inflight = request_.inflight;
+  const double infinity = std::numeric_limits<double>::infinity();
+  if (std::is_sorted(inflight.begin(), inflight.end()) &&
+      !std::isfinite(greedy_load(infinity, Walk::forward))) {
+    return true;
+  }
+  return std::is_sorted(inflight.rbegin(), inflight.rend()) &&
+         !std::isfinite(greedy_load(infinity, Walk::backward));
 }
 
 double SequentialDynamicProgram::greedy_upper_bound(double lower_bound) const {
@@ -305,6 +353,33 @@ double SequentialDynamicProgram::greedy_upper_bound(double lower_bound) const {
     }
   }
   return found;
+}
+
+// The table of run() at an infinite bound, each cell saying only whether stages 0..s can
+// cover layers [0, b] within memory. A cell's walk stops at its first start that fits after
+// a reachable cell, and at first_within_memory's floor: where memory binds, no earlier start
+// fits; where it does not, the first start tried fits. So a model that fits nowhere costs one
+// walk to that floor a cell (GPipe, all 2048 microbatches in flight, pp 1024 over 2048
+// layers relaying 1024 nested skips: where the ladder's four runs took 1.1 s).
+bool SequentialDynamicProgram::any_fits() const {
+  const double infinity = std::numeric_limits<double>::infinity();
+  std::vector<char> before(num_layers_, 0), row(num_layers_, 0);
+  for (int s = 0; s < pp_; ++s) {
+    std::fill(row.begin(), row.end(), 0);
+    for (int b = s; b <= num_layers_ - pp_ + s; ++b) {
+      if (s == pp_ - 1 && b != num_layers_ - 1) continue;
+      const int first = s == 0 ? 0 : std::max(s, first_within_memory(s, b, infinity));
+      for (int a = s == 0 ? 0 : b; a >= first; --a) {
+        if (s > 0 && !before[a - 1]) continue;
+        if (within(cost(s, a, b), infinity)) {
+          row[b] = 1;
+          break;
+        }
+      }
+    }
+    std::swap(before, row);
+  }
+  return before[num_layers_ - 1] != 0;
 }
 
 double SequentialDynamicProgram::send_floor() const {
@@ -506,14 +581,19 @@ std::optional<SequentialDynamicProgram::Found> SequentialDynamicProgram::run(dou
 // The floor is taken a relative 1e-9 lower: it and the DP sum the same terms in other
 // orders.
 //
-// Where the greedy walk (greedy_upper_bound) finds a partition, its load bounds the optimum
-// from above, and one run at it finds the optimum: every run below it is left out, failing or
-// not (the 4096-layer model at pp 64: chain 1.3751 x the compute bound, the optimum itself;
-// relaying the skips 13.31 x against the optimum's 12.53, where the ladder failed at 6.72 and
-// 10.75 and found it at 17.2: 0.98 s of runs; `--family chain-relayed` there, 6.60 -> 5.53 s
-// in all). The walk costs O(L) cost() calls a bound. Infinity stays last, should a run at that
-// load fail by the sums' rounding (the walk and the DP add the same terms in other orders,
-// and the run's bound is taken a relative 1e-9 higher).
+// Where a greedy walk (greedy_upper_bound: forward or backward, the lesser load) finds a
+// partition, its load bounds the optimum from above, and one run at it finds the optimum:
+// every run below it is left out, failing or not (the 4096-layer model at pp 64: chain
+// 1.3751 x the compute bound, the optimum itself; relaying the skips 13.31 x against the
+// optimum's 12.53, where the ladder failed at 6.72 and 10.75 and found it at 17.2: 0.98 s of
+// runs; `--family chain-relayed` there, 6.60 -> 5.53 s in all). At pp 1024 over 2048 layers
+// relaying 1024 nested skips, 1F1B's counts in flight fall from stage to stage: the forward
+// walk gave the first stages all they could hold and found nothing, and the ladder failed at
+// 70 and 113 x the compute bound before 164 found the optimum; the backward walk's 162.5
+// finds it at once. A walk costs O(L) cost() calls a bound. Where neither walk finds a
+// partition and nothing fits at all (any_fits), no run is made. Infinity stays last, should
+// a run at that load fail by the sums' rounding (the walk and the DP add the same terms in
+// other orders, and the run's bound is taken a relative 1e-9 higher).
 std::vector<double> sequential_factors(const SequentialDynamicProgram& dp, double lower_bound,
                                        double send_floor, double greedy) {
   if (std::isfinite(greedy)) {
@@ -543,10 +623,11 @@ PartitionAnswer partition_sequential(const PartitionRequest& request) {
   const double lower_bound = prefix.load_lower_bound(request.pp);
 
   SequentialDynamicProgram time_dp(request, Objective::time);
-  if (detail::weights_alone_overflow(request, prefix)) {
+  const bool unfit = detail::weights_alone_overflow(request, prefix) || time_dp.proven_unfit();
+  const double greedy = unfit ? 0.0 : time_dp.greedy_upper_bound(lower_bound);
+  if (unfit || (!std::isfinite(greedy) && !time_dp.any_fits())) {
     // No time DP run can find a partition (partition_dp.hpp); skip to the shortfall.
-  } else if (const double floor = time_dp.send_floor(),
-             greedy = time_dp.greedy_upper_bound(lower_bound);
+  } else if (const double floor = time_dp.send_floor();
              auto found = detail::solve_increasing(
                  time_dp, lower_bound, sequential_factors(time_dp, lower_bound, floor, greedy))) {
     PartitionResult& r = outcome.result;

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <random>
 
@@ -154,6 +155,89 @@ TEST(PartitionSequential, TheWalksShortcutsKeepTheFullWalksChoice) {
   // layouts differ in 158 of the 400 loose ones (75 of the first 200).
   EXPECT_EQ(compared, 2 * kTrials);
   EXPECT_GT(differing_layouts, kTrials / 4);
+}
+
+// Whether anything fits is decided before the time DP where it can be (partition_sequential:
+// a greedy walk that is complete for memory that grows with the stage, else a table of yes
+// and no), and the time DP then starts at the better of two greedy walks' loads. Neither may
+// change the answer: against the full walk at capacities around the least peak, where about
+// half the instances fit, with the in-flight counts falling (1F1B), equal (GPipe), rising and
+// in no order, both routings. A walk taken as complete where memory shrinks as a stage grows
+// (a relayed skip is held by the stages it passes, not the two it ends in) would say "does
+// not fit" to some instance the full walk fits.
+TEST(PartitionSequential, WhatFitsAndWhereTheSearchStartsKeepTheFullWalksAnswer) {
+  std::mt19937 rng(20261203);
+  std::uniform_int_distribution<int> ms(1, 4), size(8, 16), bytes(1, 4), pp_of(2, 5);
+  const int trials = test::kSanitizedBuild ? 30 : 60;
+  int fitted = 0, unfitted = 0;
+  for (int trial = 0; trial < trials; ++trial) {
+    const int n = size(rng);
+    std::vector<test::LayerSpec> layers;
+    // Activations outweigh the weights' state, so the counts in flight shape what fits.
+    for (int i = 0; i < n; ++i) {
+      layers.push_back({ms(rng) / 1000.0, 10 * ms(rng), 1000 * bytes(rng), 1000 * bytes(rng)});
+    }
+    const ModelProfile model = test::make_model(layers, test::random_nested_skips(n, rng), 4000);
+    const LayerGraph g = LayerGraph::build(model, 0, 1);
+    const int pp = std::min(pp_of(rng), n / 2);
+    PartitionRequest r;
+    r.graph = &g;
+    r.pp = pp;
+    r.links = test::uniform_links(pp, 1e6, 1e-4);
+    r.routing = trial % 2 == 1 ? SkipRouting::direct : SkipRouting::forwarded;
+    for (int pattern = 0; pattern < 4; ++pattern) {
+      r.inflight.clear();
+      for (int s = 0; s < pp; ++s) {
+        r.inflight.push_back(pattern == 0   ? pp - s
+                             : pattern == 1 ? pp
+                             : pattern == 2 ? 1 + s
+                                            : 1 + (s * 7 + trial) % pp);
+      }
+      r.memory_capacity = std::int64_t{1} << 40;
+      const StageCosts costs = stage_costs(r);
+      const std::int64_t least = test::brute_force_sequential(r).min_peak_memory;
+      for (const int percent : {90, 99, 100, 103}) {
+        r.memory_capacity = least * percent / 100;
+        const Reference expected = full_walk(r, costs);
+        const PartitionAnswer got = partition_sequential(r);
+        SCOPED_TRACE("trial " + std::to_string(trial) + " in flight " + std::to_string(pattern) +
+                     " at " + std::to_string(percent) + "%");
+        ASSERT_EQ(got.found(), !expected.first_layer.empty());
+        ++(got.found() ? fitted : unfitted);
+        if (!got.found()) continue;
+        EXPECT_EQ(got.result.layout.first_layer, expected.first_layer);
+        EXPECT_EQ(got.result.bytes_per_microbatch, expected.value.bytes);
+      }
+    }
+  }
+  // Below the least peak nothing fits; at it and above, everything does.
+  EXPECT_EQ(unfitted, 2 * 4 * trials);
+  EXPECT_EQ(fitted, 2 * 4 * trials);
+}
+
+// The forward walk alone would say nothing fits here: with 3, 2 and 1 microbatches in flight
+// it gives the first stage layers 0 and 1 (3 x 2000 bytes), and layer 2 alone (2 x 6000)
+// overflows the second stage. Layers [0] [1] [2, 3] fit (3 x 1000, 2 x 1000, 1 x 10000), and
+// the backward walk, complete where the counts never rise, finds them.
+TEST(PartitionSequential, FallingCountsInFlightNeedTheBackwardWalk) {
+  std::vector<test::LayerSpec> layers;
+  for (const std::int64_t a : {1000, 1000, 6000, 4000}) layers.push_back({0.001, 1, a, 100});
+  const ModelProfile model = test::make_model(layers, {}, 100);
+  const LayerGraph g = LayerGraph::build(model, 0, 1);
+  PartitionRequest r;
+  r.graph = &g;
+  r.pp = 3;
+  r.links = test::uniform_links(3, 1e9, 1e-6);
+  r.inflight = {3, 2, 1};
+  const std::vector<LayerId> fits{0, 1, 2, 4};
+  const PipelineModel m =
+      build_pipeline_model(g, sequential_layout(fits, 3), r.routing, r.links, r.overlap_comm);
+  const std::vector<std::int64_t> memory = test::memory_bound(m, r);
+  r.memory_capacity = *std::max_element(memory.begin(), memory.end());
+  ASSERT_EQ(r.memory_capacity, memory[2]);  // the last stage's 10000 bytes bind
+  const PartitionAnswer got = partition_sequential(r);
+  ASSERT_TRUE(got.found());
+  EXPECT_EQ(got.result.layout.first_layer, fits);
 }
 
 }  // namespace
