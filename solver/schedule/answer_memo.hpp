@@ -119,18 +119,11 @@ class MemoTable {
 
 struct LadderCandidates;  // ladder_search.cpp
 
-/// A published V order replayed (synthesize.cpp, published_orders), as weighing it beside a
-/// search's answer needs it at any budget: its makespan, each device's residency peak (what
-/// a room must hold) and the end of each device's last op (-infinity for none: the
-/// iteration adds the device's all-reduce to it). They depend on the model, M and the split
-/// alone, so the job's memo keeps them by RoomKey with no room, and a synthesis at a budget
-/// they do not fit (the memory curve's) neither generates nor replays them.
-struct OrderReplay {
-  PublishedSchedule which = PublishedSchedule::zbv_zero_bubble;
-  double makespan_s = 0;
-  std::vector<std::int64_t> resident_peak;
-  std::vector<double> last_end_s;
-};
+/// A published V order replayed (synthesize.cpp, published_orders; PublishedReplay,
+/// synthesize.hpp). Its figures depend on the model, M and the split alone, so the job's
+/// memo keeps them by RoomKey with no room, and a synthesis at a budget they do not fit (the
+/// memory curve's) neither generates nor replays them.
+using OrderReplay = PublishedReplay;
 
 /// Orders' replays kept: a few numbers per device each.
 inline constexpr std::size_t kKeptOrderReplays = 64;

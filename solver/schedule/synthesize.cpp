@@ -414,16 +414,6 @@ struct PublishedOrder {
   std::optional<Timeline> timeline;
 };
 
-detail::OrderReplay replay_of(PublishedSchedule which, const Timeline& t) {
-  detail::OrderReplay o{which, t.makespan_s, {}, {}};
-  for (const DeviceTimeline& d : t.devices) {
-    o.resident_peak.push_back(d.resident_peak);
-    o.last_end_s.push_back(d.ops.empty() ? -std::numeric_limits<double>::infinity()
-                                         : d.ops.back().busy_until_s);
-  }
-  return o;
-}
-
 // iteration() of the order's timeline, from its replay's figures.
 OrderFigures figures_of(const detail::OrderReplay& o, const std::vector<double>& allreduce_s) {
   double end = o.makespan_s;
@@ -474,7 +464,7 @@ std::vector<PublishedOrder> published_orders(const ScheduleRequest& r, const Mem
     for (PublishedOrder& o : out) o.schedule.reset(), o.timeline.reset();
     PublishedOrder o{f, {}, std::nullopt, std::nullopt};
     if (!materialize(r, o)) continue;
-    replays->push_back(replay_of(f, *o.timeline));
+    replays->push_back(published_replay(f, *o.timeline));
     if (!mem.fits(*o.timeline)) continue;
     o.figures = {o.timeline->makespan_s, iteration(*o.timeline, r.allreduce_s)};
     out.push_back(std::move(o));
@@ -710,6 +700,29 @@ bool synthesis_repeats(const ScheduleRequest& r, const ScheduleRequest& screen,
   asked.probe_smaller_budget = screen_asked.probe_smaller_budget = false;
   if (!(detail::schedule_key(asked) == detail::schedule_key(screen_asked))) return false;
   return !r.probe_smaller_budget || !probe_bound(r, *screened.before_published, nullptr, true);
+}
+
+PublishedReplay published_replay(PublishedSchedule which, const Timeline& t) {
+  PublishedReplay o{which, t.makespan_s, {}, {}};
+  for (const DeviceTimeline& d : t.devices) {
+    o.resident_peak.push_back(d.resident_peak);
+    o.last_end_s.push_back(d.ops.empty() ? -std::numeric_limits<double>::infinity()
+                                         : d.ops.back().busy_until_s);
+  }
+  return o;
+}
+
+std::optional<PublishedReplay> kept_published_replay(ScheduleMemo& memo, const PipelineModel& model,
+                                                     int num_microbatches, bool split_backward,
+                                                     PublishedSchedule which) {
+  // published_orders' key: no room.
+  const detail::RoomKey key{model, split_backward, num_microbatches, {}};
+  const auto kept = memo.tables().order_replays.recall(key);
+  if (!kept) return std::nullopt;
+  for (const PublishedReplay& o : **kept) {
+    if (o.which == which) return o;
+  }
+  return std::nullopt;
 }
 
 Status trim_memory(const ScheduleRequest& r, ScheduleAnswer& answer) {

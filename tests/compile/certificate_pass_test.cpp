@@ -44,9 +44,18 @@ void expect_published_above(const CompiledPlan& p, const Inputs& in, const std::
         evaluate(p.model, *t, allreduce, p.global_batch, p.options.memory).iteration_s;
     EXPECT_GE(iteration + kHalfQuantum, without_memory)
         << what << " " << published_schedule_name(which);
-    if (c.memory_s && within_memory(*t, p.static_bytes, in.cluster.usable_memory())) {
+    const bool fits = within_memory(*t, p.static_bytes, in.cluster.usable_memory());
+    if (c.memory_s && fits) {
       EXPECT_GE(iteration + kHalfQuantum, *c.memory_s)
           << what << " " << published_schedule_name(which);
+    }
+    // The certificate's own entry for it: this iteration to the bit where it fits, whether
+    // made here or, for ZBVZeroBubble and DualPipeV, taken from the replays a synthesis of
+    // the job kept (certificate.cpp, replay_published).
+    for (const PublishedGap& g : c.published) {
+      if (g.schedule != published_schedule_name(which)) continue;
+      ASSERT_EQ(g.iteration_s.has_value(), fits) << what << " " << g.schedule;
+      if (fits) EXPECT_EQ(*g.iteration_s, iteration) << what << " " << g.schedule;
     }
   }
 }

@@ -42,6 +42,7 @@
 #include "pulse/cost/pipeline_model.hpp"
 #include "pulse/plan/plan.hpp"
 #include "pulse/plan/strategy.hpp"
+#include "pulse/schedule/published.hpp"
 #include "pulse/schedule/schedule_memo.hpp"
 #include "pulse/simulate/schedule.hpp"
 #include "pulse/simulate/simulate.hpp"
@@ -151,6 +152,30 @@ double synthesis_lower_bound(const ScheduleRequest& request);
 /// layers the three full syntheses that repeated their screens took 14 s of a 49 s plan.
 bool synthesis_repeats(const ScheduleRequest& request, const ScheduleRequest& screen,
                        const ScheduleAnswer& screened);
+
+/// A published schedule replayed: what weighing it beside a search's answer at any budget
+/// needs, and its iteration: the makespan, each device's residency peak (what a room must
+/// hold) and the end of each device's last op (-infinity for none: the iteration adds the
+/// device's all-reduce to it).
+struct PublishedReplay {
+  PublishedSchedule which = PublishedSchedule::zbv_zero_bubble;
+  double makespan_s = 0;
+  std::vector<std::int64_t> resident_peak;
+  std::vector<double> last_end_s;
+};
+
+/// `which`'s figures from its replay `timeline`.
+PublishedReplay published_replay(PublishedSchedule which, const Timeline& timeline);
+
+/// The replay of `which` on `model` with `num_microbatches` and that split of the backward,
+/// where a synthesis of the job kept it in `memo`: ZBVZeroBubble and DualPipeV on a
+/// two-stage V, each kept where it was generated and replayed (the memory it holds, the
+/// static state and the budget aside: the replay depends on none of them). Nothing where no
+/// synthesis kept this model's orders, or where this one could not be made (the caller
+/// makes it, and learns why).
+std::optional<PublishedReplay> kept_published_replay(ScheduleMemo& memo, const PipelineModel& model,
+                                                     int num_microbatches, bool split_backward,
+                                                     PublishedSchedule which);
 
 /// The second objective and the memory curve for an answer already chosen, for a caller
 /// that synthesizes many candidates with memory_curve_points 0 and keeps one (the
