@@ -666,19 +666,29 @@ Status hold_peaks(const ScheduleRequest& r, ScheduleAnswer& a) {
 }  // namespace
 
 Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& r) {
+  return synthesize_schedule(r, AnswerTimeline::whole, nullptr);
+}
+
+Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& r, AnswerTimeline timeline,
+                                           bool* ops_released) {
+  if (ops_released) *ops_released = false;
   if (auto kept = detail::recall_answer(r)) {
+    if (timeline == AnswerTimeline::last_ops) {
+      if (ops_released) *ops_released = true;
+      return std::move(*kept);
+    }
     if (auto held = hold_peaks(r, *kept); !held) return held.error();
     return std::move(*kept);
   }
   auto a = synthesize(r, true);
   if (!a) return a;
   if (auto held = hold_peaks(r, *a); !held) return held.error();
-  // The memo keeps the answer without its timeline, which a recall replays (the same
-  // schedule, model and static state: the same timeline, to the bit). The caller keeps this
-  // one, and at pp 512 over 2048 layers a timeline is 170 MB.
-  Timeline timeline = std::exchange(a->timeline, Timeline{});
+  // The memo keeps the answer with its timeline's last ops alone (with_last_ops), which a
+  // recall replays whole (the same schedule, model and static state: the same timeline, to
+  // the bit). The caller keeps this one, and at pp 512 over 2048 layers a timeline is 170 MB.
+  Timeline whole = std::exchange(a->timeline, with_last_ops(a->timeline));
   detail::remember_answer(r, *a);
-  a->timeline = std::move(timeline);
+  a->timeline = std::move(whole);
   return a;
 }
 

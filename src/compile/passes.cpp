@@ -398,10 +398,17 @@ void memory_limits_pass(const CompileInputs& in, CompiledPlan& plan, PassClock& 
 
 Status schedule_pass(const CompileInputs& in, CompiledPlan& plan, Effort effort, PassClock& clock) {
   PassClock::Run run(clock, "schedule");
-  auto answer = synthesize_schedule(schedule_request(in, plan, effort));
+  // The tuner weighs a plan by its figures and restores the chosen one's ops
+  // (CompiledPlan::timeline_ops_released); only the frozen encoders' step reads the ops
+  // before that (frozen_step_pass, weigh_searched: the timeline's idle gaps).
+  const AnswerTimeline wanted =
+      frozen_in_step(*in.model, *in.options) ? AnswerTimeline::whole : AnswerTimeline::last_ops;
+  bool released = false;
+  auto answer = synthesize_schedule(schedule_request(in, plan, effort), wanted, &released);
   if (!answer) return answer.error();
   plan.schedule = std::move(answer->schedule);
   plan.timeline = std::move(answer->timeline);
+  plan.timeline_ops_released = released;
   plan.solver = std::move(*answer);
   note_safety_limit(in, false, plan.solver);
   return Ok{};

@@ -224,12 +224,45 @@ void memory_pass(const PipelineModel& model, const detail::ExecutionEngine& e, i
 
 }  // namespace
 
+namespace {
+
+// The ops keep_last_ops keeps of one device: its last, after the first op of its latest
+// microbatch where the last is of an earlier one.
+std::vector<TimedOp> last_ops(const std::vector<TimedOp>& ops) {
+  std::vector<TimedOp> kept;
+  if (ops.empty()) return kept;
+  const auto latest = std::max_element(
+      ops.begin(), ops.end(), [](const TimedOp& a, const TimedOp& b) { return a.op.mb < b.op.mb; });
+  if (latest->op.mb > ops.back().op.mb) kept.push_back(*latest);
+  kept.push_back(ops.back());
+  return kept;
+}
+
+}  // namespace
+
 void keep_last_ops(Timeline& timeline) {
   for (DeviceTimeline& d : timeline.devices) {
-    std::vector<TimedOp> last;
-    if (!d.ops.empty()) last.push_back(d.ops.back());
-    d.ops.swap(last);
+    std::vector<TimedOp> kept = last_ops(d.ops);
+    d.ops.swap(kept);
   }
+}
+
+Timeline with_last_ops(const Timeline& timeline) {
+  Timeline out;
+  out.makespan_s = timeline.makespan_s;
+  out.devices.reserve(timeline.devices.size());
+  for (const DeviceTimeline& d : timeline.devices) {
+    DeviceTimeline& kept = out.devices.emplace_back();
+    kept.ops = last_ops(d.ops);
+    kept.sends = d.sends;
+    kept.compute_s = d.compute_s;
+    kept.send_s = d.send_s;
+    kept.idle_s = d.idle_s;
+    kept.peak = d.peak;
+    kept.max_inflight = d.max_inflight;
+    kept.resident_peak = d.resident_peak;
+  }
+  return out;
 }
 
 bool within_memory(const Timeline& timeline, const std::vector<MemoryBreakdown>& static_bytes,

@@ -70,7 +70,7 @@ void expect_same(const ScheduleAnswer& a, const ScheduleAnswer& b, const std::st
   EXPECT_EQ(a.peak_activation_bytes, b.peak_activation_bytes) << what;
   EXPECT_EQ(a.schedule.device_ops, b.schedule.device_ops) << what;
   EXPECT_EQ(a.before_published, b.before_published) << what;
-  // The timeline too, which a recall replays (the memo keeps none).
+  // The timeline too, which a recall replays (the memo keeps its last ops alone).
   test::expect_same_timeline(a.timeline, b.timeline, what);
   ASSERT_EQ(a.memory_curve.size(), b.memory_curve.size()) << what;
   for (std::size_t i = 0; i < a.memory_curve.size(); ++i) {
@@ -109,21 +109,38 @@ TEST(ScheduleMemo, APlantedAnswerStaysInItsMemo) {
   expect_same(a, memo_solve(r), "without a memo");
 }
 
-TEST(ScheduleMemo, KeepsAnswersWithoutTheirTimelines) {
-  // The memo holds the schedule, not its timeline (at pp 512 over 2048 layers 170 MB an
-  // answer); a recall replays the timeline, to the bit.
+TEST(ScheduleMemo, KeepsAnswersWithTheirTimelinesLastOpsAlone) {
+  // The memo holds the schedule and, of its timeline, what keep_last_ops keeps (a whole one
+  // is 170 MB an answer at pp 512 over 2048 layers). A recall replays the timeline, to the
+  // bit; asked for the last ops alone (the tuner), it hands the kept one over, no replay.
   const PipelineModel m = v_model(2);
   ScheduleMemo memo;
   ScheduleRequest r = memo_request(m, 6, false);
   r.memo = &memo;
   const ScheduleAnswer computed = memo_solve(r);
   ASSERT_FALSE(computed.timeline.devices.empty());
+  Timeline reduced = computed.timeline;
+  keep_last_ops(reduced);
   const auto kept = detail::recall_answer(r);
   ASSERT_TRUE(kept);
-  EXPECT_TRUE(kept->timeline.devices.empty());
+  test::expect_same_timeline(kept->timeline, reduced, "kept");
   EXPECT_EQ(kept->schedule.device_ops, computed.schedule.device_ops);
   expect_same(computed, memo_solve(r), "recalled");
-  EXPECT_EQ(memo.counts().answers, (ScheduleMemo::Counts{1, 2}));
+  bool released = false;
+  const auto last = synthesize_schedule(r, AnswerTimeline::last_ops, &released);
+  ASSERT_TRUE(last.ok()) << last.error().message;
+  EXPECT_TRUE(released);
+  test::expect_same_timeline(last->timeline, reduced, "recalled, last ops");
+  EXPECT_EQ(last->schedule.device_ops, computed.schedule.device_ops);
+  EXPECT_EQ(last->makespan_s, computed.makespan_s);
+  EXPECT_EQ(memo.counts().answers, (ScheduleMemo::Counts{1, 3}));
+  // A new answer is whole, whatever is asked.
+  ScheduleMemo other;
+  r.memo = &other;
+  const auto fresh = synthesize_schedule(r, AnswerTimeline::last_ops, &released);
+  ASSERT_TRUE(fresh.ok()) << fresh.error().message;
+  EXPECT_FALSE(released);
+  expect_same(computed, *fresh, "new, last ops asked");
 }
 
 TEST(ScheduleMemo, AnswersAreTheSameWithoutAMemoAndRecalled) {

@@ -98,6 +98,36 @@ TEST(Evaluate, ATimelineKeepingItsLastOpsIsWeighedAsBefore) {
   EXPECT_EQ(after.bubble_ratio, before.bubble_ratio);
 }
 
+// evaluate counts the microbatches from the ops, and ZeRO-2's bytes depend on the count
+// ((M G + W) / 2 a device: 5000 at M = 4, below). Where a device's last op is of an earlier
+// microbatch (here its first and last ops trade places), keep_last_ops keeps an op of its
+// latest too: with the last op alone the count would be 1 and the bytes (G + W) / 2 = 2000.
+TEST(Evaluate, ATimelineKeepingItsLastOpsCountsEveryMicrobatch) {
+  const auto plan = one_f_one_b_by_hand();
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  Timeline whole = plan->timeline;
+  for (DeviceTimeline& d : whole.devices) std::swap(d.ops.front().op, d.ops.back().op);
+  ASSERT_EQ(whole.devices[0].ops.back().op.mb, 0);
+  Timeline kept = whole;
+  keep_last_ops(kept);
+  EXPECT_EQ(with_last_ops(whole).devices[0].ops.size(), 2u);
+  MemoryModel zero2;
+  zero2.zero_stage = 2;
+  const std::vector<double> allreduce = {12.0, 12.0};
+  const Evaluation before = evaluate(plan->model, whole, allreduce, 8, zero2);
+  const Evaluation after = evaluate(plan->model, kept, allreduce, 8, zero2);
+  const Evaluation copied = evaluate(plan->model, with_last_ops(whole), allreduce, 8, zero2);
+  for (std::size_t d = 0; d < 2; ++d) {
+    ASSERT_EQ(kept.devices[d].ops.size(), 2u);
+    EXPECT_EQ(kept.devices[d].ops.back().op, whole.devices[d].ops.back().op);
+    EXPECT_EQ(before.allreduce[d].bytes, 5000);
+    EXPECT_EQ(after.allreduce[d].bytes, 5000);
+    EXPECT_EQ(copied.allreduce[d].bytes, 5000);
+  }
+  EXPECT_EQ(after.iteration_s, before.iteration_s);
+  EXPECT_EQ(copied.iteration_s, before.iteration_s);
+}
+
 TEST(Evaluate, ShardedDataParallelTrafficByHand) {
   // The plan above (1F1B, pp 2, dp 2, M = 4, makespan 22.5; device 0 ends at 22.5, device 1
   // at 20.5) under ZeRO-2 and ZeRO-3. Per device G = W = 1000 params x 2 bytes = 2000; the

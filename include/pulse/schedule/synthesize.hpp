@@ -136,6 +136,18 @@ struct ScheduleAnswer : ScheduleSearch {
 /// in flight fits a device.
 Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& request);
 
+/// What the answer's timeline holds where `request.memo` recalls the answer: every op (a
+/// replay of the kept schedule), or only what keep_last_ops keeps (no replay), for a
+/// caller that weighs the answer by its figures and replays the schedule once it needs the
+/// ops (the tuner: at pp 1024 over 2048 layers a replay is 0.4 s, and the V families that cut
+/// the model alike recall one answer twice). A new answer's timeline is whole either way.
+enum class AnswerTimeline { whole, last_ops };
+
+/// synthesize_schedule, its timeline as `timeline` says; `*ops_released` (where given) says
+/// whether it holds only the last ops.
+Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& request, AnswerTimeline timeline,
+                                           bool* ops_released);
+
 /// The bound synthesize_schedule starts from for `request` (before an exact integer program
 /// may raise it): no schedule within its memory is shorter. Infinity when not even one
 /// microbatch in flight fits a device (no schedule at all). Kept in `request.memo`, where the

@@ -56,9 +56,14 @@ bool within_memory(const Timeline& timeline, const std::vector<MemoryBreakdown>&
                    std::int64_t capacity);
 
 /// Releases each device's ops but its last (which says where the device's share of the
-/// iteration ends): the figures stay (the makespan, each device's peaks, times and last
-/// end), so the timeline is still weighed as it was; a replay gives the ops back.
+/// iteration ends) and, where that is of an earlier microbatch, the first of its latest
+/// (evaluate counts the microbatches from the ops): the figures stay (the makespan, each
+/// device's peaks, times and last end), so the timeline is still weighed as it was; a replay
+/// gives the ops back.
 void keep_last_ops(Timeline& timeline);
+
+/// A copy of `timeline` as keep_last_ops leaves it, without copying the ops it releases.
+Timeline with_last_ops(const Timeline& timeline);
 
 /// What a replay computes of memory: everything (`held`: also the bytes each device really
 /// holds at its peak, `DeviceTimeline::peak`, which sorts every allocation and release), or
