@@ -29,10 +29,7 @@ ExecutionEngine::ExecutionEngine(const PipelineModel& model, int num_microbatche
   sends_.assign(P, {});
   link_free_.assign(P * P, 0.0);
   const std::size_t n = static_cast<std::size_t>(S) * num_microbatches_;
-  f_start_.assign(n, kNotYet);
-  f_end_.assign(n, kNotYet);
-  g_end_.assign(n, kNotYet);
-  w_end_.assign(n, kNotYet);
+  times_.assign(n, Times{});
   const std::size_t T = model.transfers.size();
   for (auto* v : {&fwd_arrival_, &bwd_arrival_}) {
     v->assign(T * num_microbatches_, kNotYet);
@@ -44,15 +41,15 @@ double ExecutionEngine::compute_time(const Op& op) const {
 }
 
 bool ExecutionEngine::executed(const Op& op) const {
-  const std::size_t i = idx(op.stage, op.mb);
+  const Times& t = times_[idx(op.stage, op.mb)];
   switch (op.kind) {
     case OpKind::forward:
-      return done(f_end_[i]);
+      return done(t.f_end);
     case OpKind::backward:
     case OpKind::backward_input:
-      return done(g_end_[i]);
+      return done(t.g_end);
     case OpKind::backward_weight:
-      return done(w_end_[i]);
+      return done(t.w_end);
   }
   return false;
 }
@@ -70,7 +67,7 @@ double ExecutionEngine::inputs_ready(const Op& op) const {
   if (op.kind == OpKind::forward) {
     // The previous stage's output (a local hand-over or a transfer) and direct skips.
     if (s > 0 && model_.layout.device[s - 1] == model_.layout.device[s] &&
-        !need(f_end_[idx(s - 1, m)])) {
+        !need(times_[idx(s - 1, m)].f_end)) {
       return kNotYet;
     }
     for (std::size_t tr : into_[s]) {
@@ -79,13 +76,13 @@ double ExecutionEngine::inputs_ready(const Op& op) const {
     return t;
   }
   if (op.kind == OpKind::backward_weight) {
-    if (!need(g_end_[idx(s, m)])) return kNotYet;
+    if (!need(times_[idx(s, m)].g_end)) return kNotYet;
     return t;
   }
   // B or I: own forward, the next stage's gradient, and gradients of skips sent from here.
-  if (!need(f_end_[idx(s, m)])) return kNotYet;
+  if (!need(times_[idx(s, m)].f_end)) return kNotYet;
   if (s + 1 < S && model_.layout.device[s + 1] == model_.layout.device[s] &&
-      !need(g_end_[idx(s + 1, m)])) {
+      !need(times_[idx(s + 1, m)].g_end)) {
     return kNotYet;
   }
   for (std::size_t tr : out_of_[s]) {
@@ -146,25 +143,25 @@ TimedOp ExecutionEngine::execute(const Op& op) {
 TimedOp ExecutionEngine::execute_at(const Op& op, double start) {
   const DeviceId d = model_.layout.device[op.stage];
   const double end = start + compute_time(op);
-  const std::size_t i = idx(op.stage, op.mb);
+  Times& times = times_[idx(op.stage, op.mb)];
   double busy = end;
   switch (op.kind) {
     case OpKind::forward:
-      f_start_[i] = start;
-      f_end_[i] = end;
+      times.f_start = start;
+      times.f_end = end;
       busy = send_all(d, end, out_of_[op.stage], op.mb, true);
       break;
     case OpKind::backward:
-      g_end_[i] = end;
-      w_end_[i] = end;
+      times.g_end = end;
+      times.w_end = end;
       busy = send_all(d, end, into_[op.stage], op.mb, false);
       break;
     case OpKind::backward_input:
-      g_end_[i] = end;
+      times.g_end = end;
       busy = send_all(d, end, into_[op.stage], op.mb, false);
       break;
     case OpKind::backward_weight:
-      w_end_[i] = end;
+      times.w_end = end;
       break;
   }
   device_free_[d] = busy;
