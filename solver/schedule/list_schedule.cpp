@@ -227,7 +227,7 @@ class ListScheduler {
     if (makespan_s) *makespan_s = makespan;
     if (timeline) {
       detail::finish_timeline(model_, engine_, num_microbatches_, *replay->static_bytes,
-                              Peaks::rule_only, *timeline);
+                              replay->peaks, *timeline);
     }
     return schedule;
   }

@@ -67,22 +67,36 @@ Schedule first_list_schedule(const ScheduleRequest& r, const Memory& mem, detail
                              ListReplay& replay) {
   run = detail::first_candidate(*r.model, r.num_microbatches, mem.safe_cap);
   replay.static_bytes = &r.static_bytes;
+  // The 1F1B family's answer is this schedule: its replay holds the bytes really held at
+  // each peak as well, which synthesize_schedule would otherwise replay it again for.
+  if (r.family == ScheduleFamily::one_f_one_b) replay.peaks = Peaks::held;
+  // A fixed family's schedule is this one or GPipe's: no policy search takes its ties (at pp
+  // 1024 over 2048 layers, chains of 1024 stages, recording them was a tenth of the run).
+  ListTies* ties = r.family == ScheduleFamily::synthesized ? &run.ties : nullptr;
   return list_schedule(*r.model, r.num_microbatches, run.limits, r.split_backward, run.policy,
-                       &run.makespan_s, &run.checked, &run.ties, nullptr, nullptr, &replay);
+                       &run.makespan_s, &run.checked, ties, nullptr, nullptr, &replay);
+}
+
+// GPipe holds every microbatch in flight: where a device has room for fewer, say so, before
+// any schedule is made (at pp 1024 over 2048 layers the heuristic's list schedule, which
+// GPipe's replaces, took 1 s where GPipe fitted nowhere).
+Status check_gpipe_room(const ScheduleRequest& r, const Memory& mem) {
+  if (r.family != ScheduleFamily::gpipe) return Ok{};
+  for (int d = 0; d < r.model->num_devices(); ++d) {
+    if (mem.safe_cap[d] < r.num_microbatches) {
+      return infeasible_error(fmt::format(
+          "GPipe keeps all {} microbatches in flight; pipeline device {} has room for {}",
+          r.num_microbatches, d, mem.safe_cap[d]));
+    }
+  }
+  return Ok{};
 }
 
 // The baselines' own schedules: 1F1B is the heuristic list schedule itself; GPipe holds
 // every microbatch in flight.
 Result<ScheduleAnswer> fixed_schedule(const ScheduleRequest& r, const Memory& mem, Best& best,
                                       ScheduleAnswer& a) {
-  if (r.family == ScheduleFamily::gpipe) {
-    for (int d = 0; d < r.model->num_devices(); ++d) {
-      if (mem.safe_cap[d] < r.num_microbatches) {
-        return infeasible_error(fmt::format(
-            "GPipe keeps all {} microbatches in flight; pipeline device {} has room for {}",
-            r.num_microbatches, d, mem.safe_cap[d]));
-      }
-    }
+  if (r.family == ScheduleFamily::gpipe) {  // its room checked first (check_gpipe_room)
     best.have = false;
     auto gpipe = published_schedule(PublishedSchedule::gpipe,
                                     {r.model, r.num_microbatches, r.split_backward});
@@ -622,6 +636,7 @@ Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound, dou
   const Deadline deadline(r.max_seconds);
   const Memory mem = memory_of(r);
   if (auto room = check_room(r, mem); !room) return room.error();
+  if (auto room = check_gpipe_room(r, mem); !room) return room.error();
   // The heuristic first: everything after it can only replace it with something better.
   Best best;
   detail::FirstRun first;
@@ -682,7 +697,9 @@ Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& r, AnswerTimel
   }
   auto a = synthesize(r, true);
   if (!a) return a;
-  if (auto held = hold_peaks(r, *a); !held) return held.error();
+  if (r.family != ScheduleFamily::one_f_one_b) {  // its replay held them (first_list_schedule)
+    if (auto held = hold_peaks(r, *a); !held) return held.error();
+  }
   // The memo keeps the answer with its timeline's last ops alone (with_last_ops), which a
   // recall replays whole (the same schedule, model and static state: the same timeline, to
   // the bit). The caller keeps this one, and at pp 512 over 2048 layers a timeline is 170 MB.

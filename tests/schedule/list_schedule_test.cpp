@@ -257,9 +257,9 @@ TEST(ListSchedule, ResidentPeaksAreTheReplays) {
 
 TEST(ListSchedule, ItsReplayIsSimulatesToTheBit) {
   // The synthesizer takes the heuristic's replay from the list scheduler (ListReplay)
-  // instead of replaying its schedule: every figure must be the rule-only replay's. Random V
-  // and chain pipelines, both backward forms, both uniform rules and the active one, static
-  // state that differs by device.
+  // instead of replaying its schedule: every figure must be the replay's, rule-only or held. Random
+  // V and chain pipelines, both backward forms, both uniform rules and the active one, static state
+  // that differs by device.
   std::mt19937 rng(20261202);
   int compared = 0, held_differs = 0;
   for (int trial = 0; trial < 40; ++trial) {
@@ -294,6 +294,14 @@ TEST(ListSchedule, ItsReplayIsSimulatesToTheBit) {
         for (std::size_t d = 0; d < held->devices.size(); ++d) {
           held_differs += held->devices[d].peak.total() != replay.timeline.devices[d].peak.total();
         }
+        // Asked for the held peaks (the 1F1B family's answer, synthesize.cpp), the replay is
+        // the held one's.
+        ListReplay holding;
+        holding.static_bytes = &state;
+        holding.peaks = Peaks::held;
+        list_schedule(m, M, pipeline.limits, split, policy, nullptr, nullptr, nullptr, nullptr,
+                      nullptr, &holding);
+        test::expect_same_timeline(holding.timeline, *held, what + ", held");
       }
     }
   }

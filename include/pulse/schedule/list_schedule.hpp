@@ -79,9 +79,10 @@ bool same_rank_order(const ListTies& ties, const ListPolicy& a, const ListPolicy
 
 /// A list schedule's replay, made as it runs (its times are a replay's, to the bit): for a
 /// caller that would replay the schedule next. `timeline` receives what
-/// simulate(model, schedule, M, *static_bytes, Peaks::rule_only) returns for it.
+/// simulate(model, schedule, M, *static_bytes, peaks) returns for it.
 struct ListReplay {
   const std::vector<MemoryBreakdown>* static_bytes = nullptr;  ///< Per device.
+  Peaks peaks = Peaks::rule_only;
   Timeline timeline;
 };
 
