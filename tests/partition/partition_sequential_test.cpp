@@ -102,6 +102,30 @@ Reference full_walk(const PartitionRequest& r, const StageCosts& costs) {
   return out;
 }
 
+// A random chain of 8 to `max_layers` layers: forward 1-4 ms, `params` x 1-4 parameters,
+// `activation` x 1-4 bytes of activations, 1000-4000 bytes of output; random nested skips
+// of 4000 bytes.
+LayerGraph random_chain(std::mt19937& rng, int max_layers, int params, int activation) {
+  std::uniform_int_distribution<int> ms(1, 4), size(8, max_layers), bytes(1, 4);
+  const int n = size(rng);
+  std::vector<test::LayerSpec> layers;
+  for (int i = 0; i < n; ++i) {
+    layers.push_back(
+        {ms(rng) / 1000.0, params * ms(rng), activation * bytes(rng), 1000 * bytes(rng)});
+  }
+  return LayerGraph::build(test::make_model(layers, test::random_nested_skips(n, rng), 4000), 0, 1);
+}
+
+// `pp` stages of `g` on links of one class: at 1e6 B/s a 4000-byte skip relayed is 4 ms, as
+// much as the largest layer's forward.
+PartitionRequest chain_request(const LayerGraph& g, int pp) {
+  PartitionRequest r;
+  r.graph = &g;
+  r.pp = pp;
+  r.links = test::uniform_links(pp, 1e6, 1e-4);
+  return r;
+}
+
 // Under ASan + UBSan the full walk's pipeline models make this test 25 s: there the first
 // half of the instances.
 constexpr int kTrials = test::kSanitizedBuild ? 200 : 400;
@@ -112,22 +136,12 @@ constexpr int kTrials = test::kSanitizedBuild ? 200 : 400;
 // whole milliseconds so ties are common; memory loose, then binding.
 TEST(PartitionSequential, TheWalksShortcutsKeepTheFullWalksChoice) {
   std::mt19937 rng(20261202);
-  std::uniform_int_distribution<int> ms(1, 4), size(8, 22), bytes(1, 4), pp_of(2, 6);
+  std::uniform_int_distribution<int> pp_of(2, 6);
   int compared = 0, differing_layouts = 0;
   for (int trial = 0; trial < kTrials; ++trial) {
-    const int n = size(rng);
-    std::vector<test::LayerSpec> layers;
-    for (int i = 0; i < n; ++i) {
-      layers.push_back({ms(rng) / 1000.0, 1000 * ms(rng), 100 * bytes(rng), 1000 * bytes(rng)});
-    }
-    const ModelProfile model = test::make_model(layers, test::random_nested_skips(n, rng), 4000);
-    const LayerGraph g = LayerGraph::build(model, 0, 1);
-    const int pp = std::min(pp_of(rng), n / 2);
-    PartitionRequest r;
-    r.graph = &g;
-    r.pp = pp;
-    // 1e6 B/s: a 4000-byte skip relayed is 4 ms, as much as the largest layer's forward.
-    r.links = test::uniform_links(pp, 1e6, 1e-4);
+    const LayerGraph g = random_chain(rng, 22, 1000, 100);
+    const int pp = std::min(pp_of(rng), g.num_layers() / 2);
+    PartitionRequest r = chain_request(g, pp);
     r.overlap_comm = trial % 2 == 1;
     r.routing = trial % 3 == 2 ? SkipRouting::direct : SkipRouting::forwarded;
     for (int s = 0; s < pp; ++s) r.inflight.push_back(pp - s);
@@ -167,23 +181,14 @@ TEST(PartitionSequential, TheWalksShortcutsKeepTheFullWalksChoice) {
 // not fit" to some instance the full walk fits.
 TEST(PartitionSequential, WhatFitsAndWhereTheSearchStartsKeepTheFullWalksAnswer) {
   std::mt19937 rng(20261203);
-  std::uniform_int_distribution<int> ms(1, 4), size(8, 16), bytes(1, 4), pp_of(2, 5);
+  std::uniform_int_distribution<int> pp_of(2, 5);
   const int trials = test::kSanitizedBuild ? 30 : 60;
   int fitted = 0, unfitted = 0;
   for (int trial = 0; trial < trials; ++trial) {
-    const int n = size(rng);
-    std::vector<test::LayerSpec> layers;
     // Activations outweigh the weights' state, so the counts in flight shape what fits.
-    for (int i = 0; i < n; ++i) {
-      layers.push_back({ms(rng) / 1000.0, 10 * ms(rng), 1000 * bytes(rng), 1000 * bytes(rng)});
-    }
-    const ModelProfile model = test::make_model(layers, test::random_nested_skips(n, rng), 4000);
-    const LayerGraph g = LayerGraph::build(model, 0, 1);
-    const int pp = std::min(pp_of(rng), n / 2);
-    PartitionRequest r;
-    r.graph = &g;
-    r.pp = pp;
-    r.links = test::uniform_links(pp, 1e6, 1e-4);
+    const LayerGraph g = random_chain(rng, 16, 10, 1000);
+    const int pp = std::min(pp_of(rng), g.num_layers() / 2);
+    PartitionRequest r = chain_request(g, pp);
     r.routing = trial % 2 == 1 ? SkipRouting::direct : SkipRouting::forwarded;
     for (int pattern = 0; pattern < 4; ++pattern) {
       r.inflight.clear();
