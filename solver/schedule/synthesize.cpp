@@ -428,6 +428,13 @@ struct PublishedOrder {
   std::optional<Timeline> timeline;
 };
 
+// The memo's key for the published orders' replays of a model, M and split: no room, as
+// they depend on none (published_orders keeps them by it, kept_published_replay reads them).
+detail::RoomKey order_replays_key(const PipelineModel& model, bool split_backward,
+                                  int num_microbatches) {
+  return {model, split_backward, num_microbatches, {}};
+}
+
 // iteration() of the order's timeline, from its replay's figures.
 OrderFigures figures_of(const detail::OrderReplay& o, const std::vector<double>& allreduce_s) {
   double end = o.makespan_s;
@@ -460,7 +467,7 @@ std::vector<PublishedOrder> published_orders(const ScheduleRequest& r, const Mem
                                              const Deadline& deadline) {
   std::vector<PublishedOrder> out;
   if (!is_two_stage_v(r.model->layout) || deadline.expired()) return out;
-  const detail::RoomKey key{*r.model, r.split_backward, r.num_microbatches, {}};
+  const detail::RoomKey key = order_replays_key(*r.model, r.split_backward, r.num_microbatches);
   if (r.memo) {
     if (auto kept = r.memo->tables().order_replays.recall(key)) {
       for (const detail::OrderReplay& o : **kept) {
@@ -742,9 +749,8 @@ PublishedReplay published_replay(PublishedSchedule which, const Timeline& t) {
 std::optional<PublishedReplay> kept_published_replay(ScheduleMemo& memo, const PipelineModel& model,
                                                      int num_microbatches, bool split_backward,
                                                      PublishedSchedule which) {
-  // published_orders' key: no room.
-  const detail::RoomKey key{model, split_backward, num_microbatches, {}};
-  const auto kept = memo.tables().order_replays.recall(key);
+  const auto kept = memo.tables().order_replays.recall(
+      order_replays_key(model, split_backward, num_microbatches));
   if (!kept) return std::nullopt;
   for (const PublishedReplay& o : **kept) {
     if (o.which == which) return o;
