@@ -72,8 +72,12 @@ std::vector<Op> rank_order(int P, int M, int r) {
 
 }  // namespace
 
+bool dualpipev_applies(int P, int M) {
+  return P >= 1 && M >= 2 * P;
+}
+
 std::optional<Schedule> dualpipev_schedule(int P, int M) {
-  if (P < 1 || M < 2 * P) return std::nullopt;
+  if (!dualpipev_applies(P, M)) return std::nullopt;
   Schedule s;
   s.split_backward = true;
   s.policy = "dualpipev";

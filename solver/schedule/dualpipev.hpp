@@ -12,8 +12,11 @@
 
 namespace pulse::detail {
 
-/// The order on P devices for M microbatches (ops F, I, W); nullopt below M = 2P, which
-/// DualPipeV refuses.
+/// Whether DualPipeV has an order for P devices and M microbatches: M >= 2P (and P >= 1).
+bool dualpipev_applies(int num_devices, int num_microbatches);
+
+/// The order on P devices for M microbatches (ops F, I, W); nullopt where
+/// dualpipev_applies is false (below M = 2P, which DualPipeV refuses).
 std::optional<Schedule> dualpipev_schedule(int num_devices, int num_microbatches);
 
 }  // namespace pulse::detail
