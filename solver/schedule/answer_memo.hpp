@@ -143,6 +143,9 @@ struct MemoTables {
   MemoTable<VAutoKey, std::shared_ptr<const VAutoSearch>> v_auto_pools;
   MemoTable<RoomKey, std::shared_ptr<const std::vector<OrderReplay>>> order_replays{
       kKeptOrderReplays};
+  /// 1F1B's replay, by the same key as order_replays: a synthesis's first list schedule
+  /// where it is 1F1B's (synthesize.cpp, keep_one_f_one_b).
+  MemoTable<RoomKey, std::shared_ptr<const OrderReplay>> one_f_one_b_replays{kKeptOrderReplays};
   ListOutcomeTable list_outcomes;
 };
 

@@ -182,9 +182,10 @@ PublishedReplay published_replay(PublishedSchedule which, const Timeline& timeli
 /// The replay of `which` on `model` with `num_microbatches` and that split of the backward,
 /// where a synthesis of the job kept it in `memo`: ZBVZeroBubble and DualPipeV on a
 /// two-stage V, each kept where it was generated and replayed (the memory it holds, the
-/// static state and the budget aside: the replay depends on none of them). Nothing where no
-/// synthesis kept this model's orders, or where this one could not be made (the caller
-/// makes it, and learns why).
+/// static state and the budget aside: the replay depends on none of them); 1F1B where a
+/// synthesis's first list schedule was 1F1B's own (its in-flight limits the default ones,
+/// no memory binding them). Nothing where no synthesis kept this model's orders, or where
+/// this one could not be made (the caller makes it, and learns why).
 std::optional<PublishedReplay> kept_published_replay(ScheduleMemo& memo, const PipelineModel& model,
                                                      int num_microbatches, bool split_backward,
                                                      PublishedSchedule which);
