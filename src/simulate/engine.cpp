@@ -1,7 +1,9 @@
 #include "pulse/simulate/engine.hpp"
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
+#include <utility>
 
 namespace pulse::detail {
 
@@ -17,17 +19,21 @@ ExecutionEngine::ExecutionEngine(const PipelineModel& model, int num_microbatche
   const int S = model.layout.num_stages();
   out_of_.assign(S, {});
   into_.assign(S, {});
+  std::map<std::pair<DeviceId, DeviceId>, std::uint32_t> links;
+  const auto link = [&links](DeviceId from, DeviceId to) {
+    return links.try_emplace({from, to}, static_cast<std::uint32_t>(links.size())).first->second;
+  };
   for (std::size_t t = 0; t < model.transfers.size(); ++t) {
     const Transfer& x = model.transfers[t];
     out_of_[x.from].push_back(t);
     into_[x.to].push_back(t);
-    hops_.push_back(
-        {model.layout.device[x.from], model.layout.device[x.to], x.forward_s, x.backward_s});
+    const DeviceId from = model.layout.device[x.from], to = model.layout.device[x.to];
+    hops_.push_back({from, to, x.forward_s, x.backward_s, link(from, to), link(to, from)});
   }
   const std::size_t P = model.num_devices();
   device_free_.assign(P, 0.0);
   sends_.assign(P, {});
-  link_free_.assign(P * P, 0.0);
+  link_free_.assign(links.size(), 0.0);
   const std::size_t n = static_cast<std::size_t>(S) * num_microbatches_;
   times_.assign(n, Times{});
   const std::size_t T = model.transfers.size();
@@ -107,12 +113,11 @@ double ExecutionEngine::send_all(DeviceId d, double t, const std::vector<std::si
                                  int m, bool forward) {
   double busy = t;
   const bool overlap = model_.overlap_comm;
-  double* const links = &link_free_[static_cast<std::size_t>(d) * model_.num_devices()];
   std::vector<double>& arrivals = forward ? fwd_arrival_ : bwd_arrival_;
   for (std::size_t tr : transfers) {
     const Hop& x = hops_[tr];
     const DeviceId to = forward ? x.to_device : x.from_device;
-    double& link = links[to];
+    double& link = link_free_[forward ? x.forward_link : x.backward_link];
     const double start = overlap ? std::max(t, link) : std::max(busy, link);
     const double end = start + (forward ? x.forward_s : x.backward_s);
     link = end;

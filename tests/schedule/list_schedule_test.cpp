@@ -628,6 +628,41 @@ TEST(Simulate, RejectsMissingDuplicateAndDeadlockedSchedules) {
   EXPECT_NE(r.error().message.find("schedule deadlocks: device 0 waits at"), std::string::npos);
 }
 
+TEST(Simulate, TransfersWaitForTheirLinkOneDirectionOfOneDevicePair) {
+  // A V on two devices (stages 0 and 3 on device 0, 1 and 2 on device 1), F and B 1 s,
+  // sends overlapping compute, and three transfers: T0 stage 0 -> 1 (0.5 s) and T1 stage
+  // 0 -> 2 (5 s), both on the link from device 0 to device 1, and T2 stage 2 -> 3 (0.4 s)
+  // on the link back. F0 of microbatch 0 ends at 1: T0 [1, 1.5], then T1 waits for the
+  // link: [1.5, 6.5]. F0 of microbatch 1 [1, 2]: T0 [6.5, 7], T1 [7, 12]. F1 [1.5, 2.5],
+  // F2 waits for T1: [6.5, 7.5], and T2 goes the other way at once: [7.5, 7.9], though
+  // the link from device 0 is busy until 12. One link per transfer would give T1 1.3; one
+  // per device pair both ways, T2 12.4.
+  PipelineModel m = one_layer_per_stage({1.0, 1.0, 1.0, 1.0}, true, 1e30, 0.0);
+  m.overlap_comm = true;
+  for (StageCost& c : m.stages) c.backward_s = 1.0;
+  m.transfers.clear();
+  const auto transfer = [](StageId from, StageId to, double seconds) {
+    Transfer t;
+    t.from = from;
+    t.to = to;
+    t.forward_s = seconds;
+    t.backward_s = seconds;
+    return t;
+  };
+  m.transfers = {transfer(0, 1, 0.5), transfer(0, 2, 5.0), transfer(2, 3, 0.4)};
+  for (StageCost& c : m.stages) c.forward_s = 1.0;
+  detail::ExecutionEngine e(m, 2);
+  for (const Op& op : {Op{OpKind::forward, 0, 0}, Op{OpKind::forward, 0, 1},
+                       Op{OpKind::forward, 1, 0}, Op{OpKind::forward, 2, 0}}) {
+    e.execute(op);
+  }
+  EXPECT_DOUBLE_EQ(e.arrival(0, 0, true), 1.5);
+  EXPECT_DOUBLE_EQ(e.arrival(1, 0, true), 6.5);
+  EXPECT_DOUBLE_EQ(e.arrival(0, 1, true), 7.0);
+  EXPECT_DOUBLE_EQ(e.arrival(1, 1, true), 12.0);
+  EXPECT_DOUBLE_EQ(e.arrival(2, 0, true), 7.9);
+}
+
 TEST(Simulate, ARelayedSkipIsHeldHopByHop) {
   // A chain of three one-layer stages (activations 100, 10, 20 bytes), a skip of 5 bytes
   // from the first layer to the last, relayed through stage 1; F 1 s, B 2 s, free links;

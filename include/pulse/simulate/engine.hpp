@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <vector>
@@ -75,10 +76,12 @@ class ExecutionEngine {
   double send_all(DeviceId d, double t, const std::vector<std::size_t>& transfers, int m,
                   bool forward);
 
-  // What a send needs of its transfer, packed (Transfer also carries its bytes and skips).
+  // What a send needs of its transfer, packed (Transfer also carries its bytes and skips):
+  // its ends, its times and its link each way (link_free_).
   struct Hop {
     DeviceId from_device, to_device;
     double forward_s, backward_s;
+    std::uint32_t forward_link, backward_link;
   };
 
   const PipelineModel& model_;
@@ -89,7 +92,10 @@ class ExecutionEngine {
   std::vector<std::vector<std::size_t>> into_;    // [stage]: transfers with to == stage
   std::vector<Hop> hops_;                         // [transfer]
   std::vector<double> device_free_;
-  std::vector<double> link_free_;  // [from device * devices + to device]
+  // [link]: when each link a transfer uses is free, one per (sending, receiving) device
+  // pair that some transfer uses, numbered as first met (Hop). A table of every pair was
+  // P x P (8 MB at pp 1024, zeroed at each replay and missed in the cache at each send).
+  std::vector<double> link_free_;
   // [stage * M + microbatch]: the four times of one (stage, microbatch) side by side, the
   // ones an op reads and writes in one cache line (as four arrays, an op of pp 1024 over
   // 2048 layers missed the cache in two or three of them).
