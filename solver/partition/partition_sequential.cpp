@@ -614,6 +614,19 @@ std::vector<double> sequential_factors(const SequentialDynamicProgram& dp, doubl
   return kept;
 }
 
+bool sequential_partition_exists(const PartitionRequest& request) {
+  const LayerGraph& graph = *request.graph;
+  if (graph.num_layers() < request.pp) return false;
+  const LayerPrefix prefix(graph);
+  if (detail::weights_alone_overflow(request, prefix)) return false;
+  const SequentialDynamicProgram dp(request, Objective::time);
+  if (dp.proven_unfit()) return false;
+  const double infinity = std::numeric_limits<double>::infinity();
+  return std::isfinite(dp.greedy_load(infinity, SequentialDynamicProgram::Walk::forward)) ||
+         std::isfinite(dp.greedy_load(infinity, SequentialDynamicProgram::Walk::backward)) ||
+         dp.any_fits();
+}
+
 PartitionAnswer partition_sequential(const PartitionRequest& request) {
   PartitionAnswer outcome;
   const LayerGraph& graph = *request.graph;

@@ -218,6 +218,32 @@ PartitionResult given_partition(const CompileInputs& in, const Config& c, const 
   return r;
 }
 
+// Whether a family is GPipe on a chain, whose schedule holds every microbatch in flight on
+// every device: where the partitioner finds no partition holding them all, no partition
+// passes GPipe's room check either (synthesize.cpp, check_gpipe_room), and the retry with
+// one microbatch in flight (cut) only finds a partition that check refuses. Its DP run was
+// the largest part of the plans at pp 512 and 1024 (3.3 s at pp 512 over 4096 layers).
+// Why: on a chain the partitioner charges each device its weights, gradients and optimizer
+// state plus M times its stage's activations and the skips it holds (relayed through or
+// ending in it: memory_bound in cost/memory.hpp), which is what memory_inflight_limits
+// charges it too (bytes_per_microbatch_at_most: the stage's activations, its local skips,
+// and each transfer's skip bytes at both ends), and the room check's static state adds to
+// the partitioner's (the workspace) and its budget can only lower the room.
+// partition_sequential_test (WhereNothingHoldsEveryMicrobatch...) checks it on random chains.
+bool gpipe_holds_none(const Family& f) {
+  return f.chain() && f.schedule == ScheduleFamily::gpipe;
+}
+
+// What GPipe's room check would say of every partition (gpipe_holds_none).
+std::string gpipe_message(const CompileInputs& in, const Config& c, const Family& f) {
+  return fmt::format(
+      "GPipe keeps all {} microbatches in flight; no partition of {} into {} stage{} holds "
+      "them within {} a device (its weights, gradients and optimizer state, and each "
+      "microbatch's activations and skip tensors)",
+      c.num_microbatches, in.model->name, f.num_stages(c.pp), f.num_stages(c.pp) == 1 ? "" : "s",
+      format_bytes(in.cluster->usable_memory()));
+}
+
 // The cut on the links of the current placement (the partition pass, and again in re-place).
 Status cut(const CompileInputs& in, const Config& c, CompiledPlan& plan, PassState& st) {
   PartitionRequest request = st.request;
@@ -234,6 +260,9 @@ Status cut(const CompileInputs& in, const Config& c, CompiledPlan& plan, PassSta
     request.inflight = full ? st.wanted : one;
     request.shortfall = !full || st.wanted == one;
     if (auto valid = validate_request(request); !valid) return valid.error();
+    if (!full && gpipe_holds_none(*st.family) && sequential_partition_exists(request)) {
+      return infeasible_error(gpipe_message(in, c, *st.family));
+    }
     answer = partition_once(in, *st.family, request, plan.placement.ranks[0]);
     if (answer.found()) {
       plan.partition = std::move(answer.result);

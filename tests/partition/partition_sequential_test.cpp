@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <limits>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "partition/partition_dp.hpp"
 #include "pulse/graph/layer_graph.hpp"
@@ -218,6 +220,67 @@ TEST(PartitionSequential, WhatFitsAndWhereTheSearchStartsKeepTheFullWalksAnswer)
   // Below the least peak nothing fits; at it and above, everything does.
   EXPECT_EQ(unfitted, 2 * 4 * trials);
   EXPECT_EQ(fitted, 2 * 4 * trials);
+}
+
+// GPipe on a chain makes no retry with one microbatch in flight where no partition holds all
+// M (passes.cpp, gpipe_holds_none): the retry's partition must then fail GPipe's room check,
+// memory_inflight_limits over static_memory, as the schedule makes it. On random chains at
+// capacities from half the least peak with M in flight to just above it, both routings,
+// with and without ZeRO-3 over dp 2 (whose gathered layers the room check adds): where
+// the DP finds nothing with M in flight, the partition it finds with one has a device with
+// room for fewer than M; where it finds one with M and nothing adds a workspace, that
+// partition has room for M everywhere (the two charges are the same). And
+// sequential_partition_exists says what the DP finds, without it.
+TEST(PartitionSequential, WhereNothingHoldsEveryMicrobatchNoPartitionHasGPipesRoom) {
+  std::mt19937 rng(20261204);
+  std::uniform_int_distribution<int> pp_of(2, 5), m_of(2, 6);
+  const int trials = test::kSanitizedBuild ? 30 : 60;
+  int refused = 0, admitted = 0;
+  for (int trial = 0; trial < trials; ++trial) {
+    const LayerGraph g = random_chain(rng, 16, 10, 1000);
+    const int pp = std::min(pp_of(rng), g.num_layers() / 2);
+    const int M = m_of(rng);
+    PartitionRequest r = chain_request(g, pp);
+    r.routing = trial % 2 == 1 ? SkipRouting::direct : SkipRouting::forwarded;
+    const bool sharded = trial % 4 >= 2;
+    if (sharded) {
+      r.memory.zero_stage = 3;
+      r.dp = 2;
+    }
+    r.inflight.assign(pp, M);
+    r.memory_capacity = std::int64_t{1} << 40;
+    const std::int64_t least = test::brute_force_sequential(r).min_peak_memory;
+    for (const int percent : {50, 90, 99, 100, 103}) {
+      SCOPED_TRACE("trial " + std::to_string(trial) + " at " + std::to_string(percent) + "%");
+      r.memory_capacity = least * percent / 100;
+      const PartitionAnswer all = partition_sequential(r);
+      EXPECT_EQ(sequential_partition_exists(r), all.found());
+      PartitionRequest retry = r;
+      retry.inflight.assign(pp, 1);
+      const PartitionAnswer one = partition_sequential(retry);
+      EXPECT_EQ(sequential_partition_exists(retry), one.found());
+      const PartitionAnswer& got = all.found() ? all : one;
+      if (!got.found()) continue;
+      const PipelineModel m =
+          build_pipeline_model(g, got.result.layout, r.routing, r.links, r.overlap_comm);
+      std::vector<std::int64_t> statics;
+      for (const MemoryBreakdown& b : static_memory(m, r.memory, r.dp))
+        statics.push_back(b.total());
+      const std::vector<int> room =
+          memory_inflight_limits(m, statics, r.memory_capacity, std::vector<int>(pp, M));
+      const bool holds = *std::min_element(room.begin(), room.end()) >= M;
+      if (!all.found()) {
+        EXPECT_FALSE(holds);
+        ++refused;
+      } else if (!sharded) {
+        EXPECT_TRUE(holds);
+        ++admitted;
+      }
+    }
+  }
+  // Both sides are met often at this seed.
+  EXPECT_GT(refused, trials);
+  EXPECT_GT(admitted, trials / 2);
 }
 
 // The forward walk alone would say nothing fits here: with 3, 2 and 1 microbatches in flight

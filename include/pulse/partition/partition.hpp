@@ -140,4 +140,11 @@ PartitionAnswer partition_v(const PartitionRequest& request, SkipPolicy policy);
 /// producer stage to consumer stage (direct).
 PartitionAnswer partition_sequential(const PartitionRequest& request);
 
+/// Whether partition_sequential(`request`) finds a partition, decided without its DP: the
+/// weights' state alone, a greedy walk at no bound on the load (memory alone decides), and
+/// where that walk finds none, the yes/no table of what fits (partition_sequential.cpp).
+/// Time aside, a partition exists exactly when the DP finds one, as its last run has no
+/// bound.
+bool sequential_partition_exists(const PartitionRequest& request);
+
 }  // namespace pulse
