@@ -12,6 +12,9 @@
 #include <tuple>
 #include <vector>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "pulse/schedule/list_schedule.hpp"
 #include "pulse/simulate/engine.hpp"
 #include "pulse/simulate/schedule_check.hpp"
@@ -746,6 +749,38 @@ TEST(ScheduleCheck, NamesEachViolation) {
   EXPECT_EQ(problems[0],
             "device 0: 1 microbatches in flight hold 100 bytes with the static state at "
             "0.000000000 s, over the 50 byte capacity");
+}
+
+// Each op is found by its kind, stage and microbatch: one listed twice, one missing, one of
+// a stage or microbatch that does not exist, one on another stage's device, and a B where
+// the schedule splits the backward (its I and W never run) are each named once.
+TEST(ScheduleCheck, NamesEachOpOutOfPlace) {
+  const PipelineModel m = one_layer_per_stage({1.0, 1.0}, false, 1000, 0.5);
+  const std::vector<MemoryBreakdown> zero(2);
+  const Timeline valid = simulate(m, list_schedule(m, 2, {2, 2}), 2, zero).value();
+  ScheduleCheckRequest r{&m, &valid, 2, false, zero, 1 << 20};
+  EXPECT_TRUE(check_schedule(r).empty());
+  Timeline t = valid;  // device 0: F(0, 0), F(0, 1), B(0, 0), B(0, 1)
+  ASSERT_EQ(t.devices[0].ops.size(), 4u);
+  t.devices[0].ops[1].op.mb = 0;     // F(0, 0) twice, F(0, 1) never
+  t.devices[1].ops[0].op.stage = 0;  // stage 0's F(0, 0) on device 1, a third time
+  t.devices[0].ops[3].op.mb = 2;     // microbatch 2 of 2
+  r.timeline = &t;
+  const std::vector<std::string> want{"device 0: F(stage 0, mb 0) runs twice",
+                                      "device 0: B(stage 0, mb 2) does not exist",
+                                      "device 1: F(stage 0, mb 0) belongs to device 0",
+                                      "device 1: F(stage 0, mb 0) runs twice",
+                                      "F(stage 0, mb 1) never runs",
+                                      "F(stage 1, mb 0) never runs",
+                                      "B(stage 0, mb 1) never runs"};
+  EXPECT_EQ(check_schedule(r), want);
+  // Split: B is none of F, I and W; each I and W never runs.
+  r.timeline = &valid;
+  r.split_backward = true;
+  const std::vector<std::string> problems = check_schedule(r);
+  EXPECT_EQ(problems.size(), 8u) << fmt::format("{}", fmt::join(problems, "\n"));
+  EXPECT_EQ(problems.front(), "I(stage 0, mb 0) never runs");
+  EXPECT_EQ(problems.back(), "W(stage 1, mb 1) never runs");
 }
 
 }  // namespace
