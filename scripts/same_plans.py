@@ -5,6 +5,7 @@ node) once with each of two binaries, and compares the plan's bytes, the exit co
 
   scripts/same_plans.py OLD_BINARY NEW_BINARY [--only SUBSTR]
                         [--old-profiles DIR --ignore-hashes] [--ignore-key KEY ...]
+                        [--as-json]
                         [--throughput [--new-args "ARGS"]]
 
 Prints each case that differs and a count; exit status 1 when any differs. Use it with a
@@ -16,7 +17,10 @@ model files), --old-profiles plans the old binary on the profiles in DIR (a copy
 older profiles/ directory; cases whose files it lacks are skipped) and --ignore-hashes
 compares the plans with every "sha256" key removed (the inputs' hashes change with the
 files). --ignore-key KEY (repeatable) removes every key of that name as well: a change that
-adds keys on purpose names them, and every other byte must still agree.
+adds keys on purpose names them, and every other byte must still agree. --as-json compares
+the plans as JSON documents (the same keys in the same order, the same values), not as
+text: for a change to the text's layout (December 2026: each op on one line), which the
+other two imply.
 
 --throughput compares what the plans predict, not their bytes: each case's exit code and
 its samples/s over the step (`frozen.samples_per_s` where the plan places frozen encoders,
@@ -51,7 +55,7 @@ def without_hashes(value, keys=("sha256",)):
     return value
 
 
-def outcome(binary, args, ignore_hashes=False, profiles=None, ignore_keys=()):
+def outcome(binary, args, ignore_hashes=False, profiles=None, ignore_keys=(), as_json=False):
     """(exit code, plan digest, stderr); `profiles`: a profiles directory whose name in
     stderr reads as this checkout's."""
     with tempfile.TemporaryDirectory() as work:
@@ -61,6 +65,8 @@ def outcome(binary, args, ignore_hashes=False, profiles=None, ignore_keys=()):
         keys = (("sha256",) if ignore_hashes else ()) + tuple(ignore_keys)
         if keys and body:
             body = json.dumps(without_hashes(json.loads(body), keys), sort_keys=True).encode()
+        elif as_json and body:
+            body = json.dumps(json.loads(body)).encode()
         # stderr names the output file: the temporary directory differs between the runs.
         err = proc.stderr.replace(work.encode(), b"DIR")
         if profiles:
@@ -141,6 +147,8 @@ def main():
                     help="compare plans without their sha256 keys")
     ap.add_argument("--ignore-key", action="append", default=[], metavar="KEY",
                     help="compare plans without every key of this name (repeatable)")
+    ap.add_argument("--as-json", action="store_true",
+                    help="compare plans as JSON documents, not their text's bytes")
     ap.add_argument("--throughput", action="store_true",
                     help="compare exit codes and predicted samples/s instead of bytes")
     ap.add_argument("--new-args", default="",
@@ -156,8 +164,8 @@ def main():
     differ = 0
     skipped, pairs = comparable(a, todo)
     for name, before, args in pairs:
-        old = outcome(a.old, before, a.ignore_hashes, a.old_profiles, a.ignore_key)
-        new = outcome(a.new, args, a.ignore_hashes, ignore_keys=a.ignore_key)
+        old = outcome(a.old, before, a.ignore_hashes, a.old_profiles, a.ignore_key, a.as_json)
+        new = outcome(a.new, args, a.ignore_hashes, ignore_keys=a.ignore_key, as_json=a.as_json)
         if old != new:
             differ += 1
             what = [w for w, x, y in zip(("exit code", "plan bytes", "stderr"), old, new) if x != y]

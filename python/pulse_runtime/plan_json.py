@@ -25,10 +25,11 @@ from functools import lru_cache
 from typing import Any
 
 # A plan file's size, bytes: 128 MiB. The planner allows 1 GiB (include/pulse/base/limits.hpp,
-# kMaxPlanFileBytes), but Python holds a parsed plan in about 10x its text and every rank reads
-# it. The planner writes about 153 bytes an op (scripts/plan_read_bench.py: 98,304 ops in
-# 15.0 MB), so the largest plan limits.hpp names (a 64-device W3 plan with 512 microbatches and
-# a split backward, 0.6M ops, about 92 MB) fits, and a larger file is refused unread.
+# kMaxPlanFileBytes), but Python holds a parsed plan in several times its text and every rank
+# reads it. The planner writes about 92 bytes an op, one op a line (scripts/plan_read_bench.py's
+# 98,304 ops in 9.1 MB; 153 bytes and 15.0 MB before December 2026, seven lines an op), so the
+# largest plan limits.hpp names (a 64-device W3 plan with 512 microbatches and a split
+# backward, 0.6M ops, about 56 MB) fits, and a larger file is refused unread.
 MAX_PLAN_BYTES = 128 << 20
 # Arrays and objects inside one another: the planner's own limit (JsonLimits::max_depth in
 # include/pulse/base/json_check.hpp); a plan's deepest value is 5 levels down.

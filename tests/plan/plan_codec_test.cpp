@@ -170,25 +170,106 @@ TEST(PlanCodec, WriteReadWriteGivesTheSameBytes) {
   }
 }
 
-// The writer writes the text as it walks the keys, with no tree; its bytes are those
-// nlohmann's dump(2) gives the same keys as an ordered tree, as plans have always been
-// written: indentation, empty lists and objects, numbers, strings escaped or replaced.
-TEST(PlanCodec, WritesTheBytesATreeDumps) {
-  using ojson = nlohmann::ordered_json;
-  auto tree_dump = [](const std::string& text) {
-    return ojson::parse(text).dump(2, ' ', false, ojson::error_handler_t::replace) + "\n";
+// The layout plans are written in, printed from a tree: nlohmann's dump(2) (indentation,
+// empty lists and objects, numbers, strings escaped or replaced) but for the schedule's
+// ops, each an object on one line with its members separated by ", ".
+using ojson = nlohmann::ordered_json;
+void print_tree(const ojson& v, int level, bool one_line, std::string& out) {
+  const auto scalar = [](const ojson& x) {
+    return x.dump(-1, ' ', false, ojson::error_handler_t::replace);
   };
+  const std::string indent(2 * static_cast<std::size_t>(level + 1), ' ');
+  const std::string close(2 * static_cast<std::size_t>(level), ' ');
+  if (v.is_object() && one_line) {
+    std::vector<std::string> members;
+    for (const auto& [key, x] : v.items()) members.push_back(scalar(key) + ": " + scalar(x));
+    out += "{" + fmt::format("{}", fmt::join(members, ", ")) + "}";
+  } else if (v.is_object() && !v.empty()) {
+    out += "{";
+    bool first = true;
+    for (const auto& [key, x] : v.items()) {
+      out += (first ? "\n" : ",\n") + indent + scalar(key) + ": ";
+      first = false;
+      print_tree(x, level + 1, false, out);
+    }
+    out += "\n" + close + "}";
+  } else if (v.is_array() && !v.empty()) {
+    out += "[";
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      out += (i == 0 ? "\n" : ",\n") + indent;
+      print_tree(v[i], level + 1, false, out);
+    }
+    out += "\n" + close + "]";
+  } else {
+    out += scalar(v);  // a scalar, [] or {}
+  }
+}
+
+std::string layout_of(const std::string& text) {
+  ojson tree = ojson::parse(text);
+  std::string out;
+  // The top level by hand, so that each device's ops can be printed one line each.
+  out += "{";
+  bool first = true;
+  for (const auto& [key, x] : tree.items()) {
+    out += (first ? "\n  " : ",\n  ") + ojson(key).dump() + ": ";
+    first = false;
+    if (key != "schedule" || x.empty()) {
+      print_tree(x, 1, false, out);
+      continue;
+    }
+    out += "[";
+    for (std::size_t d = 0; d < x.size(); ++d) {
+      out += (d == 0 ? "\n    {" : ",\n    {");
+      bool first_key = true;
+      for (const auto& [k, y] : x[d].items()) {
+        out += (first_key ? "\n      " : ",\n      ") + ojson(k).dump() + ": ";
+        first_key = false;
+        if (k != "ops" || y.empty()) {
+          print_tree(y, 3, false, out);
+          continue;
+        }
+        out += "[";
+        for (std::size_t i = 0; i < y.size(); ++i) {
+          out += (i == 0 ? "\n        " : ",\n        ");
+          print_tree(y[i], 4, true, out);
+        }
+        out += "\n      ]";
+      }
+      out += "\n    }";
+    }
+    out += "\n  ]";
+  }
+  return out + "\n}\n";
+}
+
+// The writer writes the text as it walks the keys, with no tree; its bytes are those
+// layout_of prints from the same keys as an ordered tree.
+TEST(PlanCodec, WritesTheBytesATreePrints) {
   const std::vector<std::string> texts = planned();
-  for (const std::string& text : texts) EXPECT_EQ(text, tree_dump(text));
+  for (const std::string& text : texts) EXPECT_EQ(text, layout_of(text));
+  // Outside the ops, nlohmann's dump(2) of the same tree, as plans have always been.
+  for (const std::string& text : texts) {
+    ojson tree = ojson::parse(text);
+    for (ojson& d : tree["schedule"]) d["ops"] = ojson::array();
+    EXPECT_EQ(layout_of(tree.dump()),
+              tree.dump(2, ' ', false, ojson::error_handler_t::replace) + "\n");
+  }
   auto plan = parse_plan(texts.front(), "p.json");
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   plan->warnings = {"a \"quote\" and a \\", "tab\tnew line\n\x01", "\u00e9 \u6f22",
                     "bad \xff\xfe UTF-8", ""};
   const std::string text = write_plan(*plan);
-  EXPECT_EQ(text, tree_dump(text));
+  EXPECT_EQ(text, layout_of(text));
   EXPECT_NE(text.find(R"("a \"quote\" and a \\")"), std::string::npos);
   EXPECT_NE(text.find(R"("tab\tnew line\n\u0001")"), std::string::npos);
   EXPECT_NE(text.find("\"bad \xef\xbf\xbd\xef\xbf\xbd UTF-8\""), std::string::npos);
+  // An op is one line: the first of device 0's as written.
+  const PlanOp& op = plan->schedule[0][0];
+  EXPECT_NE(text.find(fmt::format("\n        {{\"op\": \"F\", \"stage\": {}, \"mb\": 0, "
+                                  "\"start_s\": ",
+                                  op.op.stage)),
+            std::string::npos);
 }
 
 TEST(PlanCodec, EveryKeyTheWriterEmitsIsInTheKeyList) {

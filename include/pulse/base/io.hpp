@@ -51,7 +51,7 @@ struct Output {
   std::string path;
   std::string_view content;
   /// Where set, the text instead: it hands the text to the sink in pieces, so that a text of
-  /// gigabytes is never held whole (a plan at pp 512 over 2048 layers is 0.6 GB). An error
+  /// gigabytes is never held whole (a plan at pp 512 over 2048 layers is 0.4 GB). An error
   /// it returns stops the outputs as a failed write does (nothing is replaced); where the
   /// sink refused a piece, the write's own error is reported.
   Producer produce;
