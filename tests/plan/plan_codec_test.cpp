@@ -172,15 +172,15 @@ TEST(PlanCodec, WriteReadWriteGivesTheSameBytes) {
 
 // The layout plans are written in, printed from a tree: nlohmann's dump(2) (indentation,
 // empty lists and objects, numbers, strings escaped or replaced) but for the schedule's
-// ops, each an object on one line with its members separated by ", ".
+// ops ($.schedule[].ops[]), each an object on one line with its members separated by ", ".
 using ojson = nlohmann::ordered_json;
-void print_tree(const ojson& v, int level, bool one_line, std::string& out) {
+void print_tree(const ojson& v, int level, const std::string& path, std::string& out) {
   const auto scalar = [](const ojson& x) {
     return x.dump(-1, ' ', false, ojson::error_handler_t::replace);
   };
   const std::string indent(2 * static_cast<std::size_t>(level + 1), ' ');
   const std::string close(2 * static_cast<std::size_t>(level), ' ');
-  if (v.is_object() && one_line) {
+  if (v.is_object() && path == "$.schedule[].ops[]") {
     std::vector<std::string> members;
     for (const auto& [key, x] : v.items()) members.push_back(scalar(key) + ": " + scalar(x));
     out += "{" + fmt::format("{}", fmt::join(members, ", ")) + "}";
@@ -190,14 +190,14 @@ void print_tree(const ojson& v, int level, bool one_line, std::string& out) {
     for (const auto& [key, x] : v.items()) {
       out += (first ? "\n" : ",\n") + indent + scalar(key) + ": ";
       first = false;
-      print_tree(x, level + 1, false, out);
+      print_tree(x, level + 1, path + "." + key, out);
     }
     out += "\n" + close + "}";
   } else if (v.is_array() && !v.empty()) {
     out += "[";
     for (std::size_t i = 0; i < v.size(); ++i) {
       out += (i == 0 ? "\n" : ",\n") + indent;
-      print_tree(v[i], level + 1, false, out);
+      print_tree(v[i], level + 1, path + "[]", out);
     }
     out += "\n" + close + "]";
   } else {
@@ -206,41 +206,9 @@ void print_tree(const ojson& v, int level, bool one_line, std::string& out) {
 }
 
 std::string layout_of(const std::string& text) {
-  ojson tree = ojson::parse(text);
   std::string out;
-  // The top level by hand, so that each device's ops can be printed one line each.
-  out += "{";
-  bool first = true;
-  for (const auto& [key, x] : tree.items()) {
-    out += (first ? "\n  " : ",\n  ") + ojson(key).dump() + ": ";
-    first = false;
-    if (key != "schedule" || x.empty()) {
-      print_tree(x, 1, false, out);
-      continue;
-    }
-    out += "[";
-    for (std::size_t d = 0; d < x.size(); ++d) {
-      out += (d == 0 ? "\n    {" : ",\n    {");
-      bool first_key = true;
-      for (const auto& [k, y] : x[d].items()) {
-        out += (first_key ? "\n      " : ",\n      ") + ojson(k).dump() + ": ";
-        first_key = false;
-        if (k != "ops" || y.empty()) {
-          print_tree(y, 3, false, out);
-          continue;
-        }
-        out += "[";
-        for (std::size_t i = 0; i < y.size(); ++i) {
-          out += (i == 0 ? "\n        " : ",\n        ");
-          print_tree(y[i], 4, true, out);
-        }
-        out += "\n      ]";
-      }
-      out += "\n    }";
-    }
-    out += "\n  ]";
-  }
-  return out + "\n}\n";
+  print_tree(ojson::parse(text), 0, "$", out);
+  return out + "\n";
 }
 
 // The writer writes the text as it walks the keys, with no tree; its bytes are those
