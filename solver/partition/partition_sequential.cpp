@@ -621,10 +621,7 @@ bool sequential_partition_exists(const PartitionRequest& request) {
   if (detail::weights_alone_overflow(request, prefix)) return false;
   const SequentialDynamicProgram dp(request, Objective::time);
   if (dp.proven_unfit()) return false;
-  const double infinity = std::numeric_limits<double>::infinity();
-  return std::isfinite(dp.greedy_load(infinity, SequentialDynamicProgram::Walk::forward)) ||
-         std::isfinite(dp.greedy_load(infinity, SequentialDynamicProgram::Walk::backward)) ||
-         dp.any_fits();
+  return std::isfinite(dp.greedy_load(std::numeric_limits<double>::infinity())) || dp.any_fits();
 }
 
 PartitionAnswer partition_sequential(const PartitionRequest& request) {

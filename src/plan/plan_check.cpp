@@ -74,7 +74,7 @@ void StructureCheck::schedule() {
     for (std::size_t k = 0; k < ops.size(); ++k) {
       const Op& op = ops[k].op;
       // Made where a problem is found: a path for each of millions of ops was most of the
-      // check (0.5 s at pp 1024 over 2048 layers).
+      // check (0.71 s of it, 0.07 s without, at pp 1024 over 2048 layers).
       const auto at = [&] { return schedule.at(d).key("ops").at(k); };
       const bool split_op = op.kind == OpKind::backward_input || op.kind == OpKind::backward_weight;
       if (op.kind != OpKind::forward && split_op != split) {

@@ -730,9 +730,9 @@ Status check_encodable(const Plan& plan) {
   // that no command writes a plan the others cannot read. The plan is read back as the
   // reader reads its text, all but the ops (at pp 512 over 2048 layers 4.2 million, whose
   // 0.6 GB of text, seven lines an op as plans were then written, took 4 s to read back):
-  // the rest from the text without them, the ops from
-  // the plan (read_back_ops), then every check the reader makes of the whole. A number
-  // that is not finite is the planner's error, named first.
+  // the rest from the text without them, the ops from the plan (read_back_ops), then every
+  // check the reader makes of the whole. A number that is not finite is the planner's
+  // error, named first.
   const std::string file = plan.file.empty() ? "the plan" : plan.file;
   const detail::PlanText rest =
       detail::text_of([&](detail::PlanWriter& io) { detail::plan_keys(io, plan); }, 0, true);
