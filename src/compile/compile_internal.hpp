@@ -198,6 +198,8 @@ double step_lower_bound(const CompileInputs& in, const CompiledPlan& plan);
 /// The search (tuner.cpp): every configuration the options leave open (one when pp and the
 /// microbatch size are fixed) times every family of the strategy, screened; the best few of
 /// each family synthesized in full; the fastest plan, with every candidate and why it lost.
+/// Its timeline's ops may be released (CompiledPlan::timeline_ops_released): its figures are
+/// whole, and restore_timeline gives the ops back.
 Result<CompiledPlan> tune(const CompileInputs& in, PassClock& clock);
 
 /// No plan tune(in) returns has a shorter step: the least, over every (configuration,

@@ -510,10 +510,15 @@ Result<CompiledPlan> tune(const CompileInputs& in, PassClock& clock) {
     if (!any_config) return usage_error(inconsistent(in, trials));
     return infeasible_error(nothing_fits(in, trials));
   }
+  // The plan as the tune weighed it: where the cache released its timeline's ops (or the
+  // schedule memo recalled it so), they stay released. The one caller, plan_level, weighs
+  // plans by their figures and gives the ops back to the plan it keeps (restore_timeline, or
+  // a synthesized plan's memory curve, which replays it whole). A row that planned what an
+  // earlier row did (v-naive after pulse's own at pp 1024 over 2048 layers) was replayed
+  // here, 0.5 s, and dropped unread.
   CompiledPlan plan = *chosen->result;
-  if (Status s = restore_timeline(plan); !s) return s.error();
-  // The copy has the ops; the cache's are released (another tune of the job that chooses
-  // this plan restores them), so that the job holds one of the chosen timelines, not two.
+  // The cache's copy gives up its ops, so that the job holds one of the chosen timelines,
+  // not two.
   in.cache->release_timeline_ops(chosen->result);
   plan.candidates = explain(trials, trials[chosen->trial].candidate);
   plan.families.clear();

@@ -261,8 +261,9 @@ void expect_permutation(const Placement& p, int devices) {
 }
 
 // Of the plans a tune caches, only the one it chooses keeps its timeline's ops (each
-// device's figures and last op stay on all). A tune whose choice another tune of the job released
-// replays it: the same timeline, to the bit.
+// device's figures and last op stay on all). A tune whose choice another tune of the job
+// released returns it so, its figures whole; restore_timeline replays it: the same
+// timeline, to the bit.
 TEST(TunerCache, NoCachedPlanKeepsItsTimelinesOps) {
   // The tuner reads the figures of the plans it screens; only the chosen one's ops are
   // kept, in the plan tune returns (a copy: the cache's are released, so that the job holds
@@ -288,12 +289,17 @@ TEST(TunerCache, NoCachedPlanKeepsItsTimelinesOps) {
     EXPECT_GT(cached->timeline.makespan_s, 0);
   }
   EXPECT_GE(released, 4);
-  // Another tune of the job chooses the same plan and replays its ops: the same timeline.
-  const auto second = detail::tune(inputs, clock);
+  // Another tune of the job chooses the same plan, its ops released and its figures the
+  // first's (plan_level weighs rows by these, and replays only the plan it keeps).
+  auto second = detail::tune(inputs, clock);
   ASSERT_TRUE(second.ok()) << second.error().message;
-  EXPECT_FALSE(second->timeline_ops_released);
+  EXPECT_TRUE(second->timeline_ops_released);
   EXPECT_EQ(second->pp, first->pp);
   EXPECT_EQ(second->microbatch_size, first->microbatch_size);
+  EXPECT_EQ(second->evaluation.iteration_s, first->evaluation.iteration_s);
+  EXPECT_EQ(second->timeline.makespan_s, first->timeline.makespan_s);
+  ASSERT_TRUE(detail::restore_timeline(*second).ok());
+  EXPECT_FALSE(second->timeline_ops_released);
   test::expect_same_timeline(second->timeline, first->timeline, "the chosen plan, replayed");
 }
 
