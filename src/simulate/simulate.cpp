@@ -245,6 +245,7 @@ void keep_last_ops(Timeline& timeline) {
     std::vector<TimedOp> kept = last_ops(d.ops);
     d.ops.swap(kept);
   }
+  timeline.peaks_held = false;
 }
 
 Timeline with_last_ops(const Timeline& timeline) {
@@ -352,6 +353,7 @@ void finish_timeline(const PipelineModel& model, ExecutionEngine& engine, int nu
     dev.sends = engine.take_sends(d);  // moved: at pp 512 a copy was 9% of a tuned plan
   }
   memory_pass(model, engine, num_microbatches, timeline, peaks);
+  timeline.peaks_held = peaks == Peaks::held;
   for (int d = 0; d < P; ++d) {
     MemoryBreakdown& peak = timeline.devices[d].peak;
     peak.weights = static_bytes[d].weights;

@@ -9,6 +9,7 @@
 
 #include "pulse/schedule/list_schedule.hpp"
 #include "pulse/simulate/schedule_check.hpp"
+#include "pulse/simulate/simulate.hpp"
 #include "schedule/exact_ilp.hpp"
 #include "schedule/lower_bound.hpp"
 #include "schedule/op_graph.hpp"
@@ -178,6 +179,32 @@ TEST(ScheduleIlp, OrderSearchFindsWhatTheListSearchMisses) {
   EXPECT_EQ(list_only.status, SolveStatus::optimal);  // 54 is the bound
   EXPECT_EQ(list_only.stopped_by, "lower bound");
   EXPECT_GT(list_only.list_evaluations, 0);
+}
+
+TEST(ScheduleIlp, AnAdoptedPublishedOrderIsItsOwnReplayWithTheBytesHeld) {
+  // The list-only synthesis above adopts ZBVZeroBubble's order. Its replay (materialize)
+  // holds the bytes really held at each peak, so the answer is that replay, not replayed
+  // again: the same timeline, to the bit, as a replay of its schedule with Peaks::held.
+  const PipelineModel m = pipeline({3, 1, 2, 3}, true);
+  ScheduleRequest r = request(m, 3);
+  r.exact_max_ops = 0;
+  r.max_order_evaluations = 0;
+  const ScheduleAnswer a = solve(r);
+  ASSERT_EQ(a.method, "zbv-zero-bubble");
+  EXPECT_TRUE(a.timeline.peaks_held);
+  const auto held = simulate(m, a.schedule, 3, r.static_bytes, Peaks::held);
+  ASSERT_TRUE(held.ok());
+  ASSERT_GT(held->devices[0].peak.activations, 0);  // what a rule-only replay leaves at 0
+  test::expect_same_timeline(a.timeline, *held, "the adopted order");
+  // Which replays say so: Peaks::held whole, and neither a rule-only one nor a trimmed one.
+  const auto rule = simulate(m, a.schedule, 3, r.static_bytes, Peaks::rule_only);
+  ASSERT_TRUE(rule.ok());
+  EXPECT_FALSE(rule->peaks_held);
+  EXPECT_EQ(rule->devices[0].peak.activations, 0);
+  EXPECT_FALSE(with_last_ops(*held).peaks_held);
+  Timeline trimmed = *held;
+  keep_last_ops(trimmed);
+  EXPECT_FALSE(trimmed.peaks_held);
 }
 
 TEST(ScheduleIlp, ChainReachesTheBoundAndStops) {

@@ -48,6 +48,10 @@ struct DeviceTimeline {
 struct Timeline {
   std::vector<DeviceTimeline> devices;
   double makespan_s = 0;
+  /// Every op is here and each device's peak has the bytes really held, not the memory
+  /// rule's figures alone (a replay with Peaks::held): another such replay of the same
+  /// schedule would give this timeline to the bit. keep_last_ops and with_last_ops clear it.
+  bool peaks_held = false;
 };
 
 /// Whether every device of a replayed timeline keeps within `capacity` under the memory
