@@ -193,10 +193,11 @@ class ListScheduler {
     const bool may_stop = stop && stop->at < std::numeric_limits<double>::infinity();
     std::vector<double> left = may_stop ? compute_left() : std::vector<double>{};
     Timeline* timeline = replay ? &replay->timeline : nullptr;
+    const bool whole = !replay || !replay->last_ops_only;
     if (timeline) {
       *timeline = Timeline{};
       timeline->devices.resize(P);
-      for (DeviceId d = 0; d < P; ++d) {
+      for (DeviceId d = 0; d < P && whole; ++d) {
         timeline->devices[d].ops.reserve(schedule.device_ops[d].capacity());
       }
     }
@@ -213,7 +214,13 @@ class ListScheduler {
         return Schedule{};
       }
       schedule.device_ops[d].push_back(op);
-      if (timeline) detail::record_op(*timeline, d, ran);
+      if (timeline) {
+        if (whole) {
+          detail::record_op(*timeline, d, ran);
+        } else {
+          detail::record_last_op(*timeline, d, ran);
+        }
+      }
       advance(d, op);
       dirty.assign(1, d);
       deliver_outputs(op, dirty);  // the active rule's consumers join d here
@@ -228,6 +235,7 @@ class ListScheduler {
     if (timeline) {
       detail::finish_timeline(model_, engine_, num_microbatches_, *replay->static_bytes,
                               replay->peaks, *timeline);
+      if (!whole) detail::finish_last_ops(*timeline);
     }
     return schedule;
   }

@@ -343,6 +343,30 @@ void record_op(Timeline& timeline, DeviceId d, const TimedOp& op) {
   timeline.makespan_s = std::max(timeline.makespan_s, op.busy_until_s);
 }
 
+void record_last_op(Timeline& timeline, DeviceId d, const TimedOp& op) {
+  DeviceTimeline& dev = timeline.devices[d];
+  dev.compute_s += op.end_s - op.start_s;
+  dev.send_s += op.busy_until_s - op.end_s;
+  timeline.makespan_s = std::max(timeline.makespan_s, op.busy_until_s);
+  // ops holds [the first op of the latest microbatch so far, the last op] until
+  // finish_last_ops: last_ops's max_element keeps the first of the largest.
+  if (dev.ops.empty()) {
+    dev.ops.assign(2, op);
+    return;
+  }
+  if (op.op.mb > dev.ops[0].op.mb) dev.ops[0] = op;
+  dev.ops[1] = op;
+}
+
+void finish_last_ops(Timeline& timeline) {
+  for (DeviceTimeline& dev : timeline.devices) {
+    if (dev.ops.size() == 2 && !(dev.ops[0].op.mb > dev.ops[1].op.mb)) {
+      dev.ops.erase(dev.ops.begin());
+    }
+  }
+  timeline.peaks_held = false;
+}
+
 void finish_timeline(const PipelineModel& model, ExecutionEngine& engine, int num_microbatches,
                      const std::vector<MemoryBreakdown>& static_bytes, Peaks peaks,
                      Timeline& timeline) {

@@ -305,11 +305,49 @@ TEST(ListSchedule, ItsReplayIsSimulatesToTheBit) {
         list_schedule(m, M, pipeline.limits, split, policy, nullptr, nullptr, nullptr, nullptr,
                       nullptr, &holding);
         test::expect_same_timeline(holding.timeline, *held, what + ", held");
+        // Asked for the last ops alone (a point of the memory curve), the replay is
+        // with_last_ops of the whole one: the same figures, the same ops kept.
+        ListReplay figures;
+        figures.static_bytes = &state;
+        figures.last_ops_only = true;
+        list_schedule(m, M, pipeline.limits, split, policy, nullptr, nullptr, nullptr, nullptr,
+                      nullptr, &figures);
+        const Timeline kept = with_last_ops(*t);
+        test::expect_same_timeline(figures.timeline, kept, what + ", last ops");
+        EXPECT_FALSE(figures.timeline.peaks_held) << what;
       }
     }
   }
   EXPECT_EQ(compared, 240);
   EXPECT_GT(held_differs, 0);
+}
+
+TEST(ListSchedule, LastOpsRecordedAsTheyRunAreTheOnesKeptAfter) {
+  // record_last_op keeps what keep_last_ops keeps of the whole list: the last op, after the
+  // first op of the latest microbatch where the last is of an earlier one (the list
+  // scheduler's own devices end on their latest microbatch, so by hand: microbatches 0, 2, 1,
+  // 2, 1 keep the first 2 and the last 1; 0, 1, 2 keep the 2 alone), with record_op's sums.
+  for (const std::vector<int>& mbs :
+       {std::vector<int>{0, 2, 1, 2, 1}, std::vector<int>{0, 1, 2}, std::vector<int>{3}}) {
+    Timeline whole, figures;
+    whole.devices.resize(1);
+    figures.devices.resize(1);
+    double at = 0;
+    for (int mb : mbs) {
+      const TimedOp op{{OpKind::forward, 0, mb}, at, at + 1.5, at + 1.75};
+      at += 2;
+      detail::record_op(whole, 0, op);
+      detail::record_last_op(figures, 0, op);
+    }
+    detail::finish_last_ops(figures);
+    keep_last_ops(whole);
+    const std::vector<TimedOp>& k = figures.devices[0].ops;
+    ASSERT_EQ(k.size(), mbs.size() == 5 ? 2u : 1u);
+    if (mbs.size() == 5) {
+      EXPECT_EQ(k[0].start_s, 2.0);  // the first op of microbatch 2
+    }
+    test::expect_same_timeline(figures, whole, "microbatches " + std::to_string(mbs.size()));
+  }
 }
 
 TEST(ListSchedule, LimitsAboveWhatWasCheckedChangeNothing) {

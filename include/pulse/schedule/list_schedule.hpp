@@ -83,6 +83,9 @@ bool same_rank_order(const ListTies& ties, const ListPolicy& a, const ListPolicy
 struct ListReplay {
   const std::vector<MemoryBreakdown>* static_bytes = nullptr;  ///< Per device.
   Peaks peaks = Peaks::rule_only;
+  /// Each device's last ops alone (keep_last_ops's): `timeline` is then with_last_ops of the
+  /// whole replay, for a caller that reads its figures only (a point of the memory curve).
+  bool last_ops_only = false;
   Timeline timeline;
 };
 
