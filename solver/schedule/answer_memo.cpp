@@ -5,6 +5,7 @@
 #include "answer_memo.hpp"
 
 #include <functional>
+#include <limits>
 
 namespace pulse::detail {
 
@@ -87,4 +88,40 @@ double recall_bound(ScheduleMemo* memo, const RoomKey& key,
   return bound;
 }
 
+RoomKey order_replays_key(const PipelineModel& model, bool split_backward, int num_microbatches) {
+  return {model, split_backward, num_microbatches, {}};
+}
+
 }  // namespace pulse::detail
+
+namespace pulse {
+
+PublishedReplay published_replay(PublishedSchedule which, const Timeline& t) {
+  PublishedReplay o{which, t.makespan_s, {}, {}};
+  for (const DeviceTimeline& d : t.devices) {
+    o.resident_peak.push_back(d.resident_peak);
+    o.last_end_s.push_back(d.ops.empty() ? -std::numeric_limits<double>::infinity()
+                                         : d.ops.back().busy_until_s);
+  }
+  return o;
+}
+
+std::optional<PublishedReplay> kept_published_replay(ScheduleMemo& memo, const PipelineModel& model,
+                                                     int num_microbatches, bool split_backward,
+                                                     PublishedSchedule which) {
+  if (which == PublishedSchedule::one_f_one_b) {
+    const auto kept = memo.tables().one_f_one_b_replays.recall(
+        detail::order_replays_key(model, split_backward, num_microbatches));
+    if (!kept) return std::nullopt;
+    return **kept;
+  }
+  const auto kept = memo.tables().order_replays.recall(
+      detail::order_replays_key(model, split_backward, num_microbatches));
+  if (!kept) return std::nullopt;
+  for (const PublishedReplay& o : **kept) {
+    if (o.which == which) return o;
+  }
+  return std::nullopt;
+}
+
+}  // namespace pulse

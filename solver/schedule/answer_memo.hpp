@@ -125,6 +125,10 @@ struct LadderCandidates;  // ladder_search.cpp
 /// memory curve's) neither generates nor replays them.
 using OrderReplay = PublishedReplay;
 
+/// The memo's key for the published orders' replays of a model, M and split: no room, as
+/// they depend on none (published_orders keeps them by it, kept_published_replay reads them).
+RoomKey order_replays_key(const PipelineModel& model, bool split_backward, int num_microbatches);
+
 /// Orders' replays kept: a few numbers per device each.
 inline constexpr std::size_t kKeptOrderReplays = 64;
 

@@ -436,13 +436,6 @@ struct PublishedOrder {
   std::optional<Timeline> timeline;
 };
 
-// The memo's key for the published orders' replays of a model, M and split: no room, as
-// they depend on none (published_orders keeps them by it, kept_published_replay reads them).
-detail::RoomKey order_replays_key(const PipelineModel& model, bool split_backward,
-                                  int num_microbatches) {
-  return {model, split_backward, num_microbatches, {}};
-}
-
 // iteration() of the order's timeline, from its replay's figures.
 OrderFigures figures_of(const detail::OrderReplay& o, const std::vector<double>& allreduce_s) {
   double end = o.makespan_s;
@@ -479,7 +472,8 @@ std::vector<PublishedOrder> published_orders(const ScheduleRequest& r, const Mem
                                              const Deadline& deadline) {
   std::vector<PublishedOrder> out;
   if (!is_two_stage_v(r.model->layout) || deadline.expired()) return out;
-  const detail::RoomKey key = order_replays_key(*r.model, r.split_backward, r.num_microbatches);
+  const detail::RoomKey key =
+      detail::order_replays_key(*r.model, r.split_backward, r.num_microbatches);
   if (r.memo) {
     if (auto kept = r.memo->tables().order_replays.recall(key)) {
       for (const detail::OrderReplay& o : **kept) {
@@ -665,7 +659,7 @@ void adopt_published(const ScheduleRequest& r, std::vector<PublishedOrder>&& ord
 void keep_one_f_one_b(const ScheduleRequest& r, const detail::FirstRun& first,
                       const Timeline& replay) {
   if (!r.memo || first.limits != default_inflight(r.model->layout, r.num_microbatches)) return;
-  detail::RoomKey key = order_replays_key(*r.model, r.split_backward, r.num_microbatches);
+  detail::RoomKey key = detail::order_replays_key(*r.model, r.split_backward, r.num_microbatches);
   auto& table = r.memo->tables().one_f_one_b_replays;
   if (table.recall(key)) return;
   table.keep(std::move(key), std::make_shared<const detail::OrderReplay>(
@@ -774,34 +768,6 @@ bool synthesis_repeats(const ScheduleRequest& r, const ScheduleRequest& screen,
   asked.probe_smaller_budget = screen_asked.probe_smaller_budget = false;
   if (!(detail::schedule_key(asked) == detail::schedule_key(screen_asked))) return false;
   return !r.probe_smaller_budget || !probe_bound(r, *screened.before_published, nullptr, true);
-}
-
-PublishedReplay published_replay(PublishedSchedule which, const Timeline& t) {
-  PublishedReplay o{which, t.makespan_s, {}, {}};
-  for (const DeviceTimeline& d : t.devices) {
-    o.resident_peak.push_back(d.resident_peak);
-    o.last_end_s.push_back(d.ops.empty() ? -std::numeric_limits<double>::infinity()
-                                         : d.ops.back().busy_until_s);
-  }
-  return o;
-}
-
-std::optional<PublishedReplay> kept_published_replay(ScheduleMemo& memo, const PipelineModel& model,
-                                                     int num_microbatches, bool split_backward,
-                                                     PublishedSchedule which) {
-  if (which == PublishedSchedule::one_f_one_b) {
-    const auto kept = memo.tables().one_f_one_b_replays.recall(
-        order_replays_key(model, split_backward, num_microbatches));
-    if (!kept) return std::nullopt;
-    return **kept;
-  }
-  const auto kept = memo.tables().order_replays.recall(
-      order_replays_key(model, split_backward, num_microbatches));
-  if (!kept) return std::nullopt;
-  for (const PublishedReplay& o : **kept) {
-    if (o.which == which) return o;
-  }
-  return std::nullopt;
 }
 
 Status trim_memory(const ScheduleRequest& r, ScheduleAnswer& answer) {
