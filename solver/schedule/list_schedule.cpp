@@ -235,7 +235,7 @@ class ListScheduler {
     if (timeline) {
       detail::finish_timeline(model_, engine_, num_microbatches_, *replay->static_bytes,
                               replay->peaks, *timeline);
-      if (!whole) detail::finish_last_ops(*timeline);
+      if (!whole) keep_last_ops(*timeline);
     }
     return schedule;
   }

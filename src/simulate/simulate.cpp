@@ -335,36 +335,34 @@ Result<Timeline> simulate(const PipelineModel& model, const Schedule& schedule,
 
 namespace detail {
 
-void record_op(Timeline& timeline, DeviceId d, const TimedOp& op) {
+namespace {
+
+// What record_op and record_last_op both count of an op, in the same order: the sums.
+DeviceTimeline& count_op(Timeline& timeline, DeviceId d, const TimedOp& op) {
   DeviceTimeline& dev = timeline.devices[d];
-  dev.ops.push_back(op);
   dev.compute_s += op.end_s - op.start_s;
   dev.send_s += op.busy_until_s - op.end_s;
   timeline.makespan_s = std::max(timeline.makespan_s, op.busy_until_s);
+  return dev;
+}
+
+}  // namespace
+
+void record_op(Timeline& timeline, DeviceId d, const TimedOp& op) {
+  count_op(timeline, d, op).ops.push_back(op);
 }
 
 void record_last_op(Timeline& timeline, DeviceId d, const TimedOp& op) {
-  DeviceTimeline& dev = timeline.devices[d];
-  dev.compute_s += op.end_s - op.start_s;
-  dev.send_s += op.busy_until_s - op.end_s;
-  timeline.makespan_s = std::max(timeline.makespan_s, op.busy_until_s);
-  // ops holds [the first op of the latest microbatch so far, the last op] until
-  // finish_last_ops: last_ops's max_element keeps the first of the largest.
-  if (dev.ops.empty()) {
-    dev.ops.assign(2, op);
+  std::vector<TimedOp>& ops = count_op(timeline, d, op).ops;
+  // ops holds [the first op of the latest microbatch so far, the last op]: the two that
+  // last_ops would pick from the whole list (its max_element keeps the first of the
+  // largest), from which keep_last_ops picks the same.
+  if (ops.empty()) {
+    ops.assign(2, op);
     return;
   }
-  if (op.op.mb > dev.ops[0].op.mb) dev.ops[0] = op;
-  dev.ops[1] = op;
-}
-
-void finish_last_ops(Timeline& timeline) {
-  for (DeviceTimeline& dev : timeline.devices) {
-    if (dev.ops.size() == 2 && !(dev.ops[0].op.mb > dev.ops[1].op.mb)) {
-      dev.ops.erase(dev.ops.begin());
-    }
-  }
-  timeline.peaks_held = false;
+  if (op.op.mb > ops[0].op.mb) ops[0] = op;
+  ops[1] = op;
 }
 
 void finish_timeline(const PipelineModel& model, ExecutionEngine& engine, int num_microbatches,

@@ -323,10 +323,11 @@ TEST(ListSchedule, ItsReplayIsSimulatesToTheBit) {
 }
 
 TEST(ListSchedule, LastOpsRecordedAsTheyRunAreTheOnesKeptAfter) {
-  // record_last_op keeps what keep_last_ops keeps of the whole list: the last op, after the
-  // first op of the latest microbatch where the last is of an earlier one (the list
-  // scheduler's own devices end on their latest microbatch, so by hand: microbatches 0, 2, 1,
-  // 2, 1 keep the first 2 and the last 1; 0, 1, 2 keep the 2 alone), with record_op's sums.
+  // record_last_op, then keep_last_ops, keeps what keep_last_ops keeps of the whole list:
+  // the last op, after the first op of the latest microbatch where the last is of an earlier
+  // one (the list scheduler's own devices end on their latest microbatch, so by hand:
+  // microbatches 0, 2, 1, 2, 1 keep the first 2 and the last 1; 0, 1, 2 keep the 2 alone),
+  // with record_op's sums.
   for (const std::vector<int>& mbs :
        {std::vector<int>{0, 2, 1, 2, 1}, std::vector<int>{0, 1, 2}, std::vector<int>{3}}) {
     Timeline whole, figures;
@@ -339,7 +340,7 @@ TEST(ListSchedule, LastOpsRecordedAsTheyRunAreTheOnesKeptAfter) {
       detail::record_op(whole, 0, op);
       detail::record_last_op(figures, 0, op);
     }
-    detail::finish_last_ops(figures);
+    keep_last_ops(figures);
     keep_last_ops(whole);
     const std::vector<TimedOp>& k = figures.devices[0].ops;
     ASSERT_EQ(k.size(), mbs.size() == 5 ? 2u : 1u);

@@ -100,11 +100,10 @@ void finish_timeline(const PipelineModel& model, ExecutionEngine& engine, int nu
                      Timeline& timeline);
 
 /// The same bookkeeping for a timeline of figures: record_last_op keeps of device d's ops
-/// only what keep_last_ops would (its last, and the first of its latest microbatch), the
-/// sums and the makespan as record_op does. After finish_timeline, finish_last_ops leaves the
-/// timeline that with_last_ops gives of the whole one, to the bit.
+/// only the two keep_last_ops would choose from (its last, and the first of its latest
+/// microbatch), the sums and the makespan as record_op does. After finish_timeline,
+/// keep_last_ops leaves the timeline that with_last_ops gives of the whole one, to the bit.
 void record_last_op(Timeline& timeline, DeviceId d, const TimedOp& op);
-void finish_last_ops(Timeline& timeline);
 
 }  // namespace detail
 
