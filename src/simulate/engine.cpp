@@ -42,10 +42,6 @@ ExecutionEngine::ExecutionEngine(const PipelineModel& model, int num_microbatche
   }
 }
 
-double ExecutionEngine::compute_time(const Op& op) const {
-  return op_compute_s(model_.stages[op.stage], op.kind);
-}
-
 bool ExecutionEngine::executed(const Op& op) const {
   const Times& t = times_[idx(op.stage, op.mb)];
   switch (op.kind) {
@@ -109,25 +105,6 @@ std::optional<double> ExecutionEngine::ready_time(const Op& op) const {
   return t;
 }
 
-double ExecutionEngine::send_all(DeviceId d, double t, const std::vector<std::size_t>& transfers,
-                                 int m, bool forward) {
-  double busy = t;
-  const bool overlap = model_.overlap_comm;
-  std::vector<double>& arrivals = forward ? fwd_arrival_ : bwd_arrival_;
-  for (std::size_t tr : transfers) {
-    const Hop& x = hops_[tr];
-    const DeviceId to = forward ? x.to_device : x.from_device;
-    double& link = link_free_[forward ? x.forward_link : x.backward_link];
-    const double start = overlap ? std::max(t, link) : std::max(busy, link);
-    const double end = start + (forward ? x.forward_s : x.backward_s);
-    link = end;
-    arrivals[tidx(tr, m)] = end;
-    if (record_sends_) sends_[d].push_back(TimedSend{tr, m, forward, to, start, end});
-    if (!overlap) busy = end;
-  }
-  return busy;
-}
-
 void ExecutionEngine::consumer_devices(const Op& op, std::vector<DeviceId>& out) const {
   out.push_back(model_.layout.device[op.stage]);
   if (op.kind == OpKind::forward) {
@@ -143,34 +120,6 @@ TimedOp ExecutionEngine::execute(const Op& op) {
   const double start = ready_at(op);
   if (!done(start)) throw std::logic_error("ExecutionEngine::execute: an input is missing");
   return execute_at(op, start);
-}
-
-TimedOp ExecutionEngine::execute_at(const Op& op, double start) {
-  const DeviceId d = model_.layout.device[op.stage];
-  const double end = start + compute_time(op);
-  Times& times = times_[idx(op.stage, op.mb)];
-  double busy = end;
-  switch (op.kind) {
-    case OpKind::forward:
-      times.f_start = start;
-      times.f_end = end;
-      busy = send_all(d, end, out_of_[op.stage], op.mb, true);
-      break;
-    case OpKind::backward:
-      times.g_end = end;
-      times.w_end = end;
-      busy = send_all(d, end, into_[op.stage], op.mb, false);
-      break;
-    case OpKind::backward_input:
-      times.g_end = end;
-      busy = send_all(d, end, into_[op.stage], op.mb, false);
-      break;
-    case OpKind::backward_weight:
-      times.w_end = end;
-      break;
-  }
-  device_free_[d] = busy;
-  return TimedOp{op, start, end, busy};
 }
 
 Residency residency_of(const PipelineModel& model, const ExecutionEngine& engine, DeviceId device,
