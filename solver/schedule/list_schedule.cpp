@@ -468,9 +468,10 @@ class ListScheduler {
   // offer next, its device has one more candidate (add_candidate), unless that device is
   // the one that ran the op, which is refreshed whole after the deliveries. Nothing else
   // changes a device's candidates: its free time, queue and candidates' inputs are as they
-  // were.
-  void deliver(OpKind k, StageId s, int m, double when, DeviceId ran_on,
-               std::vector<DeviceId>& dirty) {
+  // were. Inlined into deliver_outputs' four calls: the list schedules of pp 32 over 1024
+  // layers execute 5.5% fewer instructions (scripts/instruction_counts.py).
+  [[gnu::always_inline]] void deliver(OpKind k, StageId s, int m, double when, DeviceId ran_on,
+                                      std::vector<DeviceId>& dirty) {
     Inputs& in = inputs_[slot(k, s, m)];
     in.at = std::max(in.at, when);
     if (--in.missing > 0) return;
