@@ -2,9 +2,9 @@
 """The instructions one plan executes, by part, counted by valgrind's callgrind. Each part's
 count repeats exactly from run to run, but for the writing of the plan and the whole job,
 which move by a few thousand with the length of the temporary folder's name (the plan names
-its inputs); CPU seconds on the shared machines move a row by 10-20% or more. So a change of a few percent in the list scheduler or a
-partitioner can be measured here, where scripts/limits_bench.py cannot see it. Prints a
-Markdown table.
+its inputs); CPU seconds on the shared machines move a row by 10-20% or more. So a change
+of a few percent in the list scheduler or a partitioner can be measured here, where
+scripts/limits_bench.py cannot see it. Prints a Markdown table.
 
   scripts/instruction_counts.py [--binary build/pulse-plan] [--against OLD] [--case NAME]
                                 [-- PLAN ARGUMENTS...]
