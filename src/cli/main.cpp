@@ -7,7 +7,8 @@
 #include "pulse/base/process.hpp"
 
 int main(int argc, char** argv) {
-  pulse::install_process_guards();  // signals clean up, stdout errors count, stderr escaped
+  pulse::keep_freed_memory_for_reuse();  // large tables reused, not mapped afresh each time
+  pulse::install_process_guards();       // signals clean up, stdout errors count, stderr escaped
   // Errors cross the library as values (Result); an exception reaching this point is a bug
   // (a broken invariant, an allocation failure) and is reported as an internal error. This
   // is the program's one catch outside the JSON and option parsers; anything else thrown
