@@ -160,9 +160,9 @@ class ListScheduler {
   // a replay's Timeline says (resident_peak), from the same helper.
   std::vector<std::int64_t> resident_peaks() const {
     std::vector<std::int64_t> peaks(model_.num_devices(), 0);
-    std::vector<ActivationHold> holds;
+    detail::MemoryRuns scratch;
     for (DeviceId d = 0; d < model_.num_devices(); ++d) {
-      peaks[d] = residency_of(model_, engine_, d, num_microbatches_, holds).peak_bytes;
+      peaks[d] = residency_of(model_, engine_, d, num_microbatches_, scratch).peak_bytes;
     }
     return peaks;
   }

@@ -122,15 +122,53 @@ TimedOp ExecutionEngine::execute(const Op& op) {
   return execute_at(op, start);
 }
 
-Residency residency_of(const PipelineModel& model, const ExecutionEngine& engine, DeviceId device,
-                       int num_microbatches, std::vector<ActivationHold>& holds) {
-  holds.clear();
-  for (StageId s : model.layout.stages_on(device)) {
-    for (int m = 0; m < num_microbatches; ++m) {
-      holds.push_back({s, engine.forward_start(s, m), engine.backward_done(s, m)});
-    }
+void add_activation_runs(const PipelineModel& model, const ExecutionEngine& engine, DeviceId device,
+                         int num_microbatches, std::int64_t skip_bytes, MemoryRuns& out) {
+  const std::vector<StageId> stages = model.layout.stages_on(device);
+  for (std::size_t k = 0; k < stages.size(); ++k) {
+    const StageId s = stages[k];
+    const std::int64_t held = model.stages[s].activation_bytes;
+    const bool admits = k == 0;
+    const std::int64_t charged = held + (admits ? skip_bytes : 0);
+    for (int m = 0; m < num_microbatches; ++m) out.runs.add(engine.forward_start(s, m));
+    out.end_run({held, 0, charged, admits ? 1 : 0});
+    for (int m = 0; m < num_microbatches; ++m) out.runs.add(engine.backward_done(s, m));
+    out.end_run({-held, 0, -charged, admits ? -1 : 0});
   }
-  return residency(model, device, holds);
+}
+
+MemorySweep sweep_memory(MemoryRuns& runs) {
+  MemorySweep out;
+  std::int64_t activations = 0, skips = 0, charged = 0, most = 0;
+  int inflight = 0;
+  const std::vector<MemoryChange>& changes = runs.changes;
+  runs.runs.sweep(
+      [&](std::uint32_t r) {
+        const MemoryChange& c = changes[r];
+        activations += c.activations;
+        skips += c.skips;
+        charged += c.charged;
+        inflight += c.inflight;
+      },
+      [&] {
+        if (!out.any || activations + skips > most) {
+          most = activations + skips;
+          out.activations = activations;
+          out.skips = skips;
+          out.any = true;
+        }
+        out.charged.peak_bytes = std::max(out.charged.peak_bytes, charged);
+        out.charged.max_inflight = std::max(out.charged.max_inflight, inflight);
+      });
+  return out;
+}
+
+Residency residency_of(const PipelineModel& model, const ExecutionEngine& engine, DeviceId device,
+                       int num_microbatches, MemoryRuns& scratch) {
+  scratch.clear();
+  add_activation_runs(model, engine, device, num_microbatches,
+                      skip_bytes_per_microbatch(model)[device], scratch);
+  return sweep_memory(scratch).charged;
 }
 
 }  // namespace pulse::detail

@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 
 #include "pulse/simulate/engine.hpp"
-#include "pulse/simulate/event_runs.hpp"
 
 namespace pulse {
 
@@ -171,54 +170,41 @@ class SkipHolds {
 
 // Per device: the bytes it really holds at its peak (activations in flight and every skip
 // tensor while it sits there, hop by hop), and what the memory rule charges it (residency).
-// One device at a time, so that what is held at once is one device's events.
+// One device at a time, so that what is held at once is one device's events, in one sweep
+// over them (engine.hpp, sweep_memory).
 //
 // At one instant, releases happen before allocations (memory freed by an op that ends is
 // available to the op that starts then), so within an instant the total only falls, then
 // rises: the largest total is at an instant's end, and what it is made of does not depend
-// on the order of that instant's events. So the events are sorted by time alone and the
-// peak taken where an instant ends, its first largest total (activations, skip cache).
+// on the order of that instant's events. So the peak is taken where an instant ends, its
+// first largest total (activations, skip cache).
 void memory_pass(const PipelineModel& model, const detail::ExecutionEngine& e, int M,
                  Timeline& timeline, Peaks peaks) {
   const bool held = peaks == Peaks::held;
   const int P = model.num_devices();
   std::optional<SkipHolds> skip_holds;
   if (held) skip_holds.emplace(model);
-  detail::EventRuns runs;
-  std::vector<ActivationHold> holds;
+  const std::vector<std::int64_t> skip_bytes = skip_bytes_per_microbatch(model);
+  detail::MemoryRuns runs;
   for (DeviceId d = 0; d < P; ++d) {
     runs.clear();
+    detail::add_activation_runs(model, e, d, M, skip_bytes[d], runs);
     if (held) {
-      for (StageId s : model.layout.stages_on(d)) {
-        const std::int64_t a = model.stages[s].activation_bytes;
-        for (int m = 0; m < M; ++m) runs.add({e.forward_start(s, m), a, 0});
-        runs.end_run();
-        for (int m = 0; m < M; ++m) runs.add({e.backward_done(s, m), -a, 0});
-        runs.end_run();
-      }
       for (const SkipHold& h : skip_holds->on(d)) {
-        for (int m = 0; m < M; ++m) runs.add({h.from.at(e, m), 0, h.bytes});
-        runs.end_run();
-        for (int m = 0; m < M; ++m) runs.add({h.to.at(e, m), 0, -h.bytes});
-        runs.end_run();
+        for (int m = 0; m < M; ++m) runs.runs.add(h.from.at(e, m));
+        runs.end_run({0, h.bytes, 0, 0});
+        for (int m = 0; m < M; ++m) runs.runs.add(h.to.at(e, m));
+        runs.end_run({0, -h.bytes, 0, 0});
       }
     }
-    const std::vector<detail::MemEvent>& ev = runs.by_time();
-    std::int64_t act = 0, skip = 0, best = -1;
+    const detail::MemorySweep swept = detail::sweep_memory(runs);
     DeviceTimeline& t = timeline.devices[d];
-    for (std::size_t k = 0; k < ev.size(); ++k) {
-      act += ev[k].activations;
-      skip += ev[k].skips;
-      if (k + 1 < ev.size() && ev[k + 1].time == ev[k].time) continue;  // the instant goes on
-      if (act + skip > best) {
-        best = act + skip;
-        t.peak.activations = act;
-        t.peak.skip_cache = skip;
-      }
+    if (held && swept.any) {
+      t.peak.activations = swept.activations;
+      t.peak.skip_cache = swept.skips;
     }
-    const Residency charged = detail::residency_of(model, e, d, M, holds);
-    t.resident_peak = charged.peak_bytes;
-    t.max_inflight = charged.max_inflight;
+    t.resident_peak = swept.charged.peak_bytes;
+    t.max_inflight = swept.charged.max_inflight;
   }
 }
 
