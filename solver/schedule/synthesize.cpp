@@ -270,6 +270,14 @@ struct Search {
     if (!go_on() || detail::exact_model_size(graph, r.num_microbatches) > largest) return;
     const detail::EngineInput in{r.model, r.num_microbatches, mem.reach_cap, r.split_backward,
                                  mem.room};
+    // The warm start reads every op's start: a best replayed for its figures alone
+    // (KeptOps::last) is replayed whole first (the same replay: the same figures, to the bit).
+    if (best.timeline.last_ops_only) {
+      auto whole =
+          simulate(*r.model, best.schedule, r.num_microbatches, r.static_bytes, Peaks::rule_only);
+      if (!whole) return;
+      best.timeline = std::move(*whole);
+    }
     const auto found = detail::solve_exact(graph, in, best.timeline, limits_for(r, deadline));
     if (!found.solved) return;  // too many rows for its work to be bounded (exact_ilp.hpp)
     ++a.milp_solves;
@@ -302,7 +310,7 @@ struct Search {
 
 Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound,
                                   double known_bound_s = 0,
-                                  AnswerTimeline first_replay = AnswerTimeline::whole);
+                                  AnswerTimeline timeline = AnswerTimeline::whole);
 
 // The one-machine relaxations' bound under the memory rule (lower_bound.hpp), from the job's
 // memo when it has it: it depends on the model, the split, M and the room alone.
@@ -324,7 +332,8 @@ double memory_bound(const ScheduleRequest& r, const Memory& mem, const detail::O
 // would search); nullopt when nothing fits it or no time is left.
 std::optional<ScheduleAnswer> at_budget(const ScheduleRequest& r, std::int64_t budget,
                                         const Deadline& deadline, ScheduleAnswer& a,
-                                        bool full = false, double known_bound_s = 0) {
+                                        bool full = false, double known_bound_s = 0,
+                                        AnswerTimeline full_timeline = AnswerTimeline::whole) {
   ScheduleRequest sub = r;
   sub.activation_budget = budget;
   sub.memory_curve_points = 0;
@@ -342,11 +351,12 @@ std::optional<ScheduleAnswer> at_budget(const ScheduleRequest& r, std::int64_t b
     return std::nullopt;
   }
   // A point of the curve reads the answer's figures alone, and a trim that adopts it replays
-  // the answer whole after (trim_memory, hold_peaks): the first list schedule's replay keeps
-  // each device's last ops only. Where that schedule is the answer, as at pp 1024 over 2048
-  // layers (one list schedule a point), 4.2 million ops were recorded and dropped.
-  auto found = synthesize(sub, false, known_bound_s,
-                          full ? AnswerTimeline::whole : AnswerTimeline::last_ops);
+  // the answer whole after (trim_memory, hold_peaks): its replays keep each device's last ops
+  // only. Where the first list schedule is the answer, as at pp 1024 over 2048 layers (one
+  // list schedule a point), 4.2 million ops were recorded and dropped. The probe's answer
+  // may become the synthesis's: it keeps what the synthesis keeps (`full_timeline`).
+  auto found =
+      synthesize(sub, false, known_bound_s, full ? full_timeline : AnswerTimeline::last_ops);
   if (!found) return std::nullopt;
   if (found->status == SolveStatus::time_limit) a.status = SolveStatus::time_limit;
   a.list_evaluations += found->list_evaluations;
@@ -449,7 +459,7 @@ OrderFigures figures_of(const detail::OrderReplay& o, const std::vector<double>&
 // figures, the probe, an earlier order released while a later one replayed): the same
 // generation and replay, so the same timeline, to the bit. False where either fails (never
 // for an order whose figures came from both succeeding).
-bool materialize(const ScheduleRequest& r, PublishedOrder& o) {
+bool materialize(const ScheduleRequest& r, PublishedOrder& o, KeptOps kept) {
   if (!o.schedule) {
     auto made = published_schedule(o.which, {r.model, r.num_microbatches, r.split_backward});
     if (!made) return false;
@@ -460,8 +470,8 @@ bool materialize(const ScheduleRequest& r, PublishedOrder& o) {
     // synthesize_schedule would otherwise replay once more for them (hold_peaks; at pp 1024
     // over 2048 layers, 0.5 s where ZBV's order is adopted). The figures every choice
     // reads (makespan, last ends, the rule's residency) are the same either way.
-    auto replayed =
-        simulate(*r.model, *o.schedule, r.num_microbatches, r.static_bytes, Peaks::held);
+    auto replayed = simulate(*r.model, *o.schedule, r.num_microbatches, r.static_bytes, Peaks::held,
+                             Sends::dropped, kept);
     if (!replayed) return false;
     o.timeline = std::move(*replayed);
   }
@@ -469,7 +479,7 @@ bool materialize(const ScheduleRequest& r, PublishedOrder& o) {
 }
 
 std::vector<PublishedOrder> published_orders(const ScheduleRequest& r, const Memory& mem,
-                                             const Deadline& deadline) {
+                                             const Deadline& deadline, KeptOps kept) {
   std::vector<PublishedOrder> out;
   if (!is_two_stage_v(r.model->layout) || deadline.expired()) return out;
   const detail::RoomKey key =
@@ -494,9 +504,14 @@ std::vector<PublishedOrder> published_orders(const ScheduleRequest& r, const Mem
     // An earlier order is held by its figures alone while this one is generated and
     // replayed, and made again only where it is the one adopted (adopt_published): at pp
     // 512 over 2048 layers its schedule and timeline were 218 MB of a 1.27 GB peak.
-    for (PublishedOrder& o : out) o.schedule.reset(), o.timeline.reset();
+    // A timeline of figures alone (KeptOps::last) is a few ops a device, and stays: the
+    // order adopted is then generated again, not replayed.
+    for (PublishedOrder& o : out) {
+      o.schedule.reset();
+      if (kept == KeptOps::all) o.timeline.reset();
+    }
     PublishedOrder o{f, {}, std::nullopt, std::nullopt};
-    if (!materialize(r, o)) continue;
+    if (!materialize(r, o, kept)) continue;
     replays->push_back(published_replay(f, *o.timeline));
     if (!mem.fits(*o.timeline)) continue;
     o.figures = {o.timeline->makespan_s, iteration(*o.timeline, r.allreduce_s)};
@@ -566,21 +581,25 @@ std::optional<double> probe_bound(const ScheduleRequest& r, const SearchedFigure
 }
 
 void probe_smaller_budget(const ScheduleRequest& r, const Deadline& deadline, ScheduleAnswer& a,
-                          const detail::OpGraph& graph, std::vector<PublishedOrder>& orders) {
+                          const detail::OpGraph& graph, std::vector<PublishedOrder>& orders,
+                          AnswerTimeline timeline) {
   // A schedule within the smaller budget is one within the request's too, so the answer's
   // bound holds there as well as that budget's own. Past better()'s tie beyond the
   // answer, the probe is not run; otherwise its policy search ends at the bound, which
   // changes nothing that search finds (policy_search.hpp, SearchInput::stop_at).
   const auto bound = probe_bound(r, *a.before_published, &graph, deadline.left() > 0);
   if (!bound) return;
-  for (PublishedOrder& o : orders) o.timeline.reset();  // adopt_published replays them
+  if (timeline == AnswerTimeline::whole) {
+    for (PublishedOrder& o : orders) o.timeline.reset();  // adopt_published replays them
+  }
   // From here the searches' answer is weighed by its figures alone (better(), the orders'
   // chain), and the answer is replayed whole once chosen (hold_peaks); only a caller that
   // weighs it beside an order (ScheduleAnswer::searched) reads its ops. At pp 512 over
   // 4096 layers its timeline was 168 MB of the peak, held through the probe.
   if (!r.weighs_searched) keep_last_ops(a.timeline);
   const std::int64_t budget = a.peak_activation_bytes * 3 / 4;
-  auto smaller = at_budget(r, budget, deadline, a, true, std::max(*bound, a.lower_bound_s));
+  auto smaller =
+      at_budget(r, budget, deadline, a, true, std::max(*bound, a.lower_bound_s), timeline);
   if (smaller && better(smaller->timeline, a.timeline, r.allreduce_s))
     adopt(a, std::move(*smaller));
 }
@@ -612,7 +631,7 @@ std::vector<std::size_t> adoption_chain(const std::vector<PublishedOrder>& order
 // (ScheduleAnswer::searched): a faster iteration can leave less idle time for the frozen
 // encoders, and the compiler keeps whichever step is shorter.
 void adopt_published(const ScheduleRequest& r, std::vector<PublishedOrder>&& orders,
-                     const Deadline& deadline, ScheduleAnswer& a) {
+                     const Deadline& deadline, ScheduleAnswer& a, KeptOps kept) {
   if (deadline.expired()) return;
   // Each order of the chain replaces the one before (as adopting them in turn did); only
   // the last is made, and an order that cannot be made is left out as if absent.
@@ -623,7 +642,7 @@ void adopt_published(const ScheduleRequest& r, std::vector<PublishedOrder>&& ord
     for (std::size_t i = 0; i < orders.size(); ++i) {  // not held while the last is made
       if (i != chain.back()) orders[i].schedule.reset(), orders[i].timeline.reset();
     }
-    if (materialize(r, orders[chain.back()])) break;
+    if (materialize(r, orders[chain.back()], kept)) break;
     orders.erase(orders.begin() + static_cast<std::ptrdiff_t>(chain.back()));
   }
   if (!a.searched && r.weighs_searched) {
@@ -667,10 +686,13 @@ void keep_one_f_one_b(const ScheduleRequest& r, const detail::FirstRun& first,
 }
 
 // The synthesis; without the bound (the memory curve's points need only the makespan), no
-// schedule is proven optimal and every search runs to its budget. `first_replay` says what
-// the first list schedule's replay keeps (ListReplay::last_ops_only).
+// schedule is proven optimal and every search runs to its budget. `timeline` says what the
+// replays that may become the answer's timeline keep: the first list schedule's
+// (ListReplay::last_ops_only) and the published orders' (KeptOps). With the last ops alone
+// the answer's timeline is figures (Timeline::last_ops_only).
 Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound, double known_bound_s,
-                                  AnswerTimeline first_replay) {
+                                  AnswerTimeline timeline) {
+  const KeptOps kept = timeline == AnswerTimeline::whole ? KeptOps::all : KeptOps::last;
   const Deadline deadline(r.max_seconds);
   const Memory mem = memory_of(r);
   if (auto room = check_room(r, mem); !room) return room.error();
@@ -679,7 +701,7 @@ Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound, dou
   Best best;
   detail::FirstRun first;
   ListReplay replay;
-  Schedule heuristic = first_list_schedule(r, mem, first, replay, first_replay);
+  Schedule heuristic = first_list_schedule(r, mem, first, replay, timeline);
   if (with_bound) keep_one_f_one_b(r, first, replay.timeline);
   if (!best.offer(std::move(heuristic), std::move(replay.timeline), r, mem, "list")) {
     return internal_error("the list schedule did not replay");
@@ -699,19 +721,23 @@ Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound, dou
   }
   search.exact(graph);
   search.finish();
-  std::vector<PublishedOrder> orders = published_orders(r, mem, deadline);
+  std::vector<PublishedOrder> orders = published_orders(r, mem, deadline, kept);
   a.before_published = SearchedFigures{a.peak_activation_bytes, a.timeline.makespan_s, {}};
   for (const PublishedOrder& o : orders) a.before_published->orders.push_back(o.figures);
-  if (with_bound && r.probe_smaller_budget) probe_smaller_budget(r, deadline, a, graph, orders);
-  adopt_published(r, std::move(orders), deadline, a);
+  if (with_bound && r.probe_smaller_budget) {
+    probe_smaller_budget(r, deadline, a, graph, orders, timeline);
+  }
+  adopt_published(r, std::move(orders), deadline, a, kept);
   trim_and_curve(r, deadline, a, false);
   return a;
 }
 
 // The searches replay with the rule's figures only (Peaks::rule_only); the answer's timeline
-// gets the bytes really held at each device's peak too, from one more replay.
-Status hold_peaks(const ScheduleRequest& r, ScheduleAnswer& a) {
-  auto t = simulate(*r.model, a.schedule, r.num_microbatches, r.static_bytes, Peaks::held);
+// gets the bytes really held at each device's peak too, from one more replay (of its last
+// ops alone with KeptOps::last).
+Status hold_peaks(const ScheduleRequest& r, ScheduleAnswer& a, KeptOps kept = KeptOps::all) {
+  auto t = simulate(*r.model, a.schedule, r.num_microbatches, r.static_bytes, Peaks::held,
+                    Sends::dropped, kept);
   if (!t) return t.error();
   a.timeline = std::move(*t);
   return Ok{};
@@ -734,13 +760,25 @@ Result<ScheduleAnswer> synthesize_schedule(const ScheduleRequest& r, AnswerTimel
     if (auto held = hold_peaks(r, *kept); !held) return held.error();
     return std::move(*kept);
   }
-  auto a = synthesize(r, true);
+  // A caller that weighs the answer by its figures (AnswerTimeline::last_ops) gets them
+  // alone, and its ops are never recorded: not the first list schedule's nor the published
+  // orders' (at pp 512 over 2048 layers, 6.3 million ops each), and an order released while
+  // another was replayed is generated again, not replayed (synthesize). Not where the
+  // request weighs the searches' answer beside an order: its caller reads their ops.
+  const AnswerTimeline made = timeline == AnswerTimeline::last_ops && !r.weighs_searched
+                                  ? AnswerTimeline::last_ops
+                                  : AnswerTimeline::whole;
+  const KeptOps kept = made == AnswerTimeline::whole ? KeptOps::all : KeptOps::last;
+  auto a = synthesize(r, true, 0, made);
   if (!a) return a;
   // Not where the answer's replay held them already: 1F1B's (first_list_schedule) and an
-  // adopted published order's (materialize).
-  if (!a->timeline.peaks_held) {
-    if (auto held = hold_peaks(r, *a); !held) return held.error();
+  // adopted published order's (materialize), with the ops the caller asked for.
+  if (!a->timeline.peaks_held || (kept == KeptOps::all && a->timeline.last_ops_only)) {
+    if (auto held = hold_peaks(r, *a, kept); !held) return held.error();
   }
+  // A search's answer (Best::offer) was replayed whole: its ops go too.
+  if (kept == KeptOps::last && !a->timeline.last_ops_only) keep_last_ops(a->timeline);
+  if (ops_released) *ops_released = a->timeline.last_ops_only;
   // The memo keeps the answer with its timeline's last ops alone (with_last_ops), which a
   // recall replays whole (the same schedule, model and static state: the same timeline, to
   // the bit). The caller keeps this one, and at pp 512 over 2048 layers a timeline is 170 MB.

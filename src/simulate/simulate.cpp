@@ -231,12 +231,14 @@ void keep_last_ops(Timeline& timeline) {
     std::vector<TimedOp> kept = last_ops(d.ops);
     d.ops.swap(kept);
   }
-  timeline.peaks_held = false;
+  timeline.last_ops_only = true;
 }
 
 Timeline with_last_ops(const Timeline& timeline) {
   Timeline out;
   out.makespan_s = timeline.makespan_s;
+  out.peaks_held = timeline.peaks_held;
+  out.last_ops_only = true;
   out.devices.reserve(timeline.devices.size());
   for (const DeviceTimeline& d : timeline.devices) {
     DeviceTimeline& kept = out.devices.emplace_back();
@@ -264,7 +266,7 @@ bool within_memory(const Timeline& timeline, const std::vector<MemoryBreakdown>&
 
 Result<Timeline> simulate(const PipelineModel& model, const Schedule& schedule,
                           int num_microbatches, const std::vector<MemoryBreakdown>& static_bytes,
-                          Peaks peaks, Sends sends) {
+                          Peaks peaks, Sends sends, KeptOps kept) {
   if (auto shape = check_schedule_shape(model, schedule, num_microbatches); !shape) {
     return shape.error();
   }
@@ -272,7 +274,10 @@ Result<Timeline> simulate(const PipelineModel& model, const Schedule& schedule,
   detail::ExecutionEngine engine(model, num_microbatches, sends == Sends::recorded);
   Timeline timeline;
   timeline.devices.resize(P);
-  for (int d = 0; d < P; ++d) timeline.devices[d].ops.reserve(schedule.device_ops[d].size());
+  const bool all_ops = kept == KeptOps::all;
+  for (int d = 0; d < P && all_ops; ++d) {
+    timeline.devices[d].ops.reserve(schedule.device_ops[d].size());
+  }
   std::vector<std::size_t> next(P, 0);
   std::size_t remaining = 0;
   for (const auto& ops : schedule.device_ops) remaining += ops.size();
@@ -293,7 +298,12 @@ Result<Timeline> simulate(const PipelineModel& model, const Schedule& schedule,
       const double start = engine.ready_at(op);
       if (std::isnan(start)) break;  // an input has not arrived
       ++next[d];
-      detail::record_op(timeline, d, engine.execute_at(op, start));
+      const TimedOp ran = engine.execute_at(op, start);
+      if (all_ops) {
+        detail::record_op(timeline, d, ran);
+      } else {
+        detail::record_last_op(timeline, d, ran);
+      }
       --remaining;
       consumers.clear();
       engine.consumer_devices(op, consumers);
@@ -316,6 +326,7 @@ Result<Timeline> simulate(const PipelineModel& model, const Schedule& schedule,
     return internal_error("schedule deadlocks: " + stuck);
   }
   detail::finish_timeline(model, engine, num_microbatches, static_bytes, peaks, timeline);
+  if (!all_ops) keep_last_ops(timeline);
   return timeline;
 }
 

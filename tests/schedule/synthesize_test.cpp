@@ -196,15 +196,80 @@ TEST(ScheduleIlp, AnAdoptedPublishedOrderIsItsOwnReplayWithTheBytesHeld) {
   ASSERT_TRUE(held.ok());
   ASSERT_GT(held->devices[0].peak.activations, 0);  // what a rule-only replay leaves at 0
   test::expect_same_timeline(a.timeline, *held, "the adopted order");
-  // Which replays say so: Peaks::held whole, and neither a rule-only one nor a trimmed one.
+  EXPECT_FALSE(a.timeline.last_ops_only);
+  // Which replays say so: Peaks::held, whole or trimmed to its last ops (which says that as
+  // well), and not a rule-only one.
   const auto rule = simulate(m, a.schedule, 3, r.static_bytes, Peaks::rule_only);
   ASSERT_TRUE(rule.ok());
   EXPECT_FALSE(rule->peaks_held);
   EXPECT_EQ(rule->devices[0].peak.activations, 0);
-  EXPECT_FALSE(with_last_ops(*held).peaks_held);
+  const Timeline copied = with_last_ops(*held);
+  EXPECT_TRUE(copied.peaks_held);
+  EXPECT_TRUE(copied.last_ops_only);
   Timeline trimmed = *held;
   keep_last_ops(trimmed);
-  EXPECT_FALSE(trimmed.peaks_held);
+  EXPECT_TRUE(trimmed.peaks_held);
+  EXPECT_TRUE(trimmed.last_ops_only);
+  // A replay that keeps the last ops alone is the trimmed whole one, to the bit.
+  const auto figures =
+      simulate(m, a.schedule, 3, r.static_bytes, Peaks::held, Sends::dropped, KeptOps::last);
+  ASSERT_TRUE(figures.ok());
+  EXPECT_TRUE(figures->last_ops_only);
+  EXPECT_TRUE(figures->peaks_held);
+  test::expect_same_timeline(*figures, trimmed, "the adopted order's last ops");
+}
+
+// Asked for its figures alone (AnswerTimeline::last_ops, as the tuner asks), the synthesis
+// gives the same answer as asked for the whole timeline: the same schedule, and the whole
+// answer's timeline trimmed to its last ops, with the bytes held; and says the ops are
+// released. Over adopted published orders (the case above) and list answers.
+TEST(ScheduleIlp, FiguresAloneAreTheWholeAnswersFigures) {
+  int orders = 0, lists = 0, exact = 0;
+  for (const std::vector<double>& costs :
+       {std::vector<double>{3, 1, 2, 3}, std::vector<double>{1, 1},
+        std::vector<double>{2, 1, 2, 1}}) {
+    for (bool v : {true, false}) {
+      const PipelineModel m = pipeline(costs, v);
+      for (bool split : {true, false}) {
+        for (int M : {2, 3, 6}) {
+          // The exact program on the one case where it gives the answer (its warm start
+          // reads the best's ops, which a synthesis of figures replays whole for it); the
+          // same case without it adopts ZBVZeroBubble's order.
+          const bool exact_case = costs[0] == 3 && v && !split && M == 3;
+          for (bool with_exact : {false, true}) {
+            if (with_exact && !exact_case) continue;
+            ScheduleRequest r = request(m, M);
+            r.split_backward = split;
+            r.weighs_searched = false;  // as the tuner asks without frozen encoders
+            if (!with_exact) r.exact_max_ops = 0;
+            r.max_order_evaluations = 0;
+            const std::string what = std::to_string(costs.size()) + " stages, V " +
+                                     std::to_string(v) + ", split " + std::to_string(split) +
+                                     ", M " + std::to_string(M) + ", exact " +
+                                     std::to_string(with_exact);
+            bool released = true;
+            const auto whole = synthesize_schedule(r, AnswerTimeline::whole, &released);
+            ASSERT_TRUE(whole.ok()) << what;
+            EXPECT_FALSE(released) << what;
+            EXPECT_FALSE(whole->timeline.last_ops_only) << what;
+            const auto figures = synthesize_schedule(r, AnswerTimeline::last_ops, &released);
+            ASSERT_TRUE(figures.ok()) << what;
+            EXPECT_TRUE(released) << what;
+            EXPECT_EQ(figures->method, whole->method) << what;
+            EXPECT_EQ(figures->schedule.device_ops, whole->schedule.device_ops) << what;
+            EXPECT_TRUE(figures->timeline.peaks_held) << what;
+            test::expect_same_timeline(figures->timeline, with_last_ops(whole->timeline), what);
+            orders += figures->method.rfind("zbv", 0) == 0 || figures->method == "dualpipev";
+            lists += figures->method.rfind("list", 0) == 0;
+            exact += figures->milp_solves > 0;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(orders, 0);
+  EXPECT_GT(lists, 0);
+  EXPECT_GT(exact, 0);
 }
 
 TEST(ScheduleIlp, ChainReachesTheBoundAndStops) {
