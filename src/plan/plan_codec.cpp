@@ -91,6 +91,36 @@ void PlanWriter::number(double v) {
   out_.text += "null";
 }
 
+bool PlanWriter::op_line(PlanText& out, const PlanOp& op) {
+  const double start = rounded(op.start_s, Format::seconds);
+  const double end = rounded(op.end_s, Format::seconds);
+  if (!std::isfinite(start) || !std::isfinite(end)) return false;
+  // Each piece at most 26 characters (a double's digits), the keys' text fixed.
+  std::array<char, 192> line;
+  char* at = line.data();
+  const auto text = [&at](std::string_view s) { at = std::copy(s.begin(), s.end(), at); };
+  const auto whole = [&](std::int64_t v) {
+    const fmt::format_int digits(v);
+    text({digits.data(), digits.size()});
+  };
+  const auto number = [&at, &line](double v) {
+    at = nlohmann::detail::to_chars(at, line.data() + line.size(), v);
+  };
+  text("{\"op\": \"");
+  *at++ = op_letter(op.op.kind);
+  text("\", \"stage\": ");
+  whole(op.op.stage);
+  text(", \"mb\": ");
+  whole(op.op.mb);
+  text(", \"start_s\": ");
+  number(start);
+  text(", \"end_s\": ");
+  number(end);
+  *at++ = '}';
+  out.text.append(line.data(), static_cast<std::size_t>(at - line.data()));
+  return true;
+}
+
 void PlanWriter::string(std::string_view s) {
   const bool plain = std::all_of(
       s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });

@@ -6,8 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -15,6 +18,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "plan/plan_codec_internal.hpp"
 #include "pulse/compile/compile.hpp"
 #include "pulse/compile/plan_builder.hpp"
 #include "pulse/compile/plan_job.hpp"
@@ -238,6 +242,42 @@ TEST(PlanCodec, WritesTheBytesATreePrints) {
                                   "\"start_s\": ",
                                   op.op.stage)),
             std::string::npos);
+}
+
+// An op's line written directly (PlanWriter::op_line) is the one the keys write a member at
+// a time (op_keys through line_object_text): every kind, indices up to the limits, times
+// whole, tiny, huge, between the time quantum's ticks and on them, with digits that print
+// fixed and in exponent form. A time that is not finite is left to the generic path.
+TEST(PlanCodec, AnOpLineWrittenDirectlyIsTheKeysLine) {
+  const std::vector<double> times{0.0,           1.0,       0.5,     3.6e-05,   0.0001184,
+                                  1.23456789e-7, 1e-12,     2.5e-9,  123456.75, 1e6,
+                                  98765.4321,    0.1 + 0.2, 1.0 / 3, 7e-10,     0.000012345678901};
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> scale(-12, 6);
+  std::vector<double> all = times;
+  for (int k = 0; k < 300; ++k) all.push_back(std::pow(10.0, scale(rng)) * (1 + k % 7 / 9.0));
+  int compared = 0;
+  for (OpKind kind :
+       {OpKind::forward, OpKind::backward, OpKind::backward_input, OpKind::backward_weight}) {
+    for (std::size_t k = 0; k < all.size(); ++k) {
+      PlanOp op;
+      op.op = {kind, static_cast<StageId>(k % 3 == 0 ? 4095 : k), static_cast<int>(k * 37 % 65535)};
+      op.start_s = all[k];
+      op.end_s = all[(k * 11 + 5) % all.size()];
+      detail::PlanText direct, keys;
+      ASSERT_TRUE(detail::PlanWriter::op_line(direct, op));
+      detail::PlanWriter::line_object_text(
+          keys, [&](detail::PlanWriter& io) { detail::op_keys(io, op); });
+      ASSERT_EQ(direct.text, keys.text) << "time " << op.start_s;
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 4 * 315);
+  PlanOp endless;
+  endless.end_s = std::numeric_limits<double>::infinity();
+  detail::PlanText none;
+  EXPECT_FALSE(detail::PlanWriter::op_line(none, endless));
+  EXPECT_TRUE(none.text.empty());
 }
 
 TEST(PlanCodec, EveryKeyTheWriterEmitsIsInTheKeyList) {
