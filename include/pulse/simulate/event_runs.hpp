@@ -48,12 +48,15 @@ class TimeRuns {
  private:
   std::vector<double> times_;
   std::vector<std::size_t> starts_{0};  // run r is [starts_[r], starts_[r + 1])
-  // The tournament: next_[r] is run r's next event, head_[r] its time (infinity once the run
-  // is done, and for the leaves past the last run); winner_[1] the run whose head is
-  // earliest, winner_[leaves + r] run r.
+  // The tournament, of losers: loser_[node] is the run that lost the match at `node` and its
+  // head's time (infinity once the run is done, and for the leaves past the last run); the
+  // winner of the root is the run whose head is earliest. next_[r] is run r's next event.
+  struct Entry {
+    double time;
+    std::uint32_t run;
+  };
   std::vector<std::size_t> next_;
-  std::vector<double> head_;
-  std::vector<std::uint32_t> winner_;
+  std::vector<Entry> loser_, up_;  // up_: the build's winners
 };
 
 template <class Event, class InstantEnd>
@@ -64,28 +67,36 @@ void TimeRuns::sweep(Event&& event, InstantEnd&& instant_end) {
   while (leaves < runs) leaves *= 2;
   constexpr double kDone = std::numeric_limits<double>::infinity();
   next_.assign(starts_.begin(), starts_.end() - 1);
-  head_.assign(leaves, kDone);
-  for (std::size_t r = 0; r < runs; ++r) {
-    if (next_[r] < starts_[r + 1]) head_[r] = times_[next_[r]];
-  }
-  winner_.resize(2 * leaves);
-  for (std::size_t r = 0; r < leaves; ++r) winner_[leaves + r] = static_cast<std::uint32_t>(r);
-  const auto match = [this](std::size_t node) {
-    const std::uint32_t a = winner_[2 * node], b = winner_[2 * node + 1];
-    winner_[node] = head_[b] < head_[a] ? b : a;
+  const auto head = [this](std::uint32_t r) {
+    return next_[r] < starts_[r + 1] ? times_[next_[r]] : kDone;
   };
-  for (std::size_t node = leaves - 1; node >= 1; --node) match(node);
-  double now = head_[winner_[1]];
+  // Built bottom up: each node keeps its match's loser and passes the winner up.
+  std::vector<Entry>& loser = loser_;
+  loser.assign(leaves, Entry{kDone, 0});
+  std::vector<Entry>& up = up_;
+  up.resize(2 * leaves);
+  for (std::uint32_t r = 0; r < leaves; ++r) up[leaves + r] = {r < runs ? head(r) : kDone, r};
+  for (std::size_t node = leaves - 1; node >= 1; --node) {
+    const Entry& a = up[2 * node];
+    const Entry& b = up[2 * node + 1];
+    const bool b_wins = b.time < a.time;
+    loser[node] = b_wins ? a : b;
+    up[node] = b_wins ? b : a;
+  }
+  Entry winner = up[1];
   for (std::size_t k = 0; k < total; ++k) {
-    const std::uint32_t r = winner_[1];
+    const double now = winner.time;
+    const std::uint32_t r = winner.run;
     event(r);
-    head_[r] = ++next_[r] < starts_[r + 1] ? times_[next_[r]] : kDone;
-    for (std::size_t node = (leaves + r) / 2; node >= 1; node /= 2) match(node);
-    const double then = head_[winner_[1]];
-    if (!(then == now)) {
-      instant_end();
-      now = then;
+    ++next_[r];
+    winner = {head(r), r};
+    // Replayed from r's leaf up: at each node the winner so far meets that match's loser.
+    // Of two heads at one time either may go first (no instant's order matters).
+    for (std::size_t node = (leaves + r) / 2; node >= 1; node /= 2) {
+      Entry& other = loser[node];
+      if (other.time < winner.time) std::swap(other, winner);
     }
+    if (!(winner.time == now)) instant_end();
   }
 }
 
