@@ -30,24 +30,31 @@ namespace pulse::detail {
 // device, solved up to 65 times each with the warm-up cut, were 10% of the plan).
 double jackson_preemptive(const std::vector<OneMachineJob>& jobs, int M) {
   if (M <= 0 || jobs.empty()) return 0;
+  const double never = std::numeric_limits<double>::infinity();
+  // Each chain keeps the two figures every step reads, its next release and its head's
+  // tail, beside its indices: a step compares them across the chains without reading the
+  // jobs (the jobs are read when a release or a head moves).
   struct Chain {
     std::size_t head, released, end;  // [head, released): released, not done
     double left;                      // the head's work left
+    double head_tail;                 // jobs[head].tail while head < end
+    double next_release;              // jobs[released].release, never once all are released
   };
   std::vector<Chain> chains;
   for (std::size_t c = 0; c < jobs.size(); c += static_cast<std::size_t>(M)) {
     const std::size_t end = std::min(jobs.size(), c + static_cast<std::size_t>(M));
-    chains.push_back({c, c, end, jobs[c].work});
+    chains.push_back({c, c, end, jobs[c].work, jobs[c].tail, jobs[c].release});
   }
-  const double never = std::numeric_limits<double>::infinity();
   double t = 0, value = 0;
   for (;;) {
     Chain* run = nullptr;  // the released head with the largest tail (the first of a tie)
     double next = never;   // the next release after t
     for (Chain& c : chains) {
-      while (c.released < c.end && jobs[c.released].release <= t) ++c.released;
-      if (c.released < c.end) next = std::min(next, jobs[c.released].release);
-      if (c.head < c.released && (!run || jobs[c.head].tail > jobs[run->head].tail)) run = &c;
+      while (c.next_release <= t) {
+        c.next_release = ++c.released < c.end ? jobs[c.released].release : never;
+      }
+      next = std::min(next, c.next_release);
+      if (c.head < c.released && (!run || c.head_tail > run->head_tail)) run = &c;
     }
     if (!run) {
       if (next == never) return value;  // every job done
@@ -62,8 +69,11 @@ double jackson_preemptive(const std::vector<OneMachineJob>& jobs, int M) {
       t = next;
     } else {
       t = finish;
-      value = std::max(value, t + jobs[run->head].tail);
-      if (++run->head < run->end) run->left = jobs[run->head].work;
+      value = std::max(value, t + run->head_tail);
+      if (++run->head < run->end) {
+        run->left = jobs[run->head].work;
+        run->head_tail = jobs[run->head].tail;
+      }
     }
   }
 }
