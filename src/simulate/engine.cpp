@@ -30,6 +30,13 @@ ExecutionEngine::ExecutionEngine(const PipelineModel& model, int num_microbatche
     const DeviceId from = model.layout.device[x.from], to = model.layout.device[x.to];
     hops_.push_back({from, to, x.forward_s, x.backward_s, link(from, to), link(to, from)});
   }
+  receivers_.assign(static_cast<std::size_t>(S) * 3, {});
+  for (StageId s = 0; s < S; ++s) {
+    for (std::size_t t : out_of_[s])
+      receivers_[s * 3].push_back(model.layout.device[model.transfers[t].to]);
+    for (std::size_t t : into_[s])
+      receivers_[s * 3 + 1].push_back(model.layout.device[model.transfers[t].from]);
+  }
   const std::size_t P = model.num_devices();
   device_free_.assign(P, 0.0);
   sends_.assign(P, {});
@@ -103,17 +110,6 @@ std::optional<double> ExecutionEngine::ready_time(const Op& op) const {
   const double t = ready_at(op);
   if (!done(t)) return std::nullopt;
   return t;
-}
-
-void ExecutionEngine::consumer_devices(const Op& op, std::vector<DeviceId>& out) const {
-  out.push_back(model_.layout.device[op.stage]);
-  if (op.kind == OpKind::forward) {
-    for (std::size_t t : out_of_[op.stage])
-      out.push_back(model_.layout.device[model_.transfers[t].to]);
-  } else if (op.kind != OpKind::backward_weight) {
-    for (std::size_t t : into_[op.stage])
-      out.push_back(model_.layout.device[model_.transfers[t].from]);
-  }
 }
 
 TimedOp ExecutionEngine::execute(const Op& op) {

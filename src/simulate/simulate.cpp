@@ -284,7 +284,7 @@ Result<Timeline> simulate(const PipelineModel& model, const Schedule& schedule,
   // Devices whose next op may have become ready: at first all; then, after an op executes,
   // its own device and those it sent to (the only ones whose inputs changed). Times do not
   // depend on this order: each link carries one device's sends, in that device's order.
-  std::vector<DeviceId> work, consumers;
+  std::vector<DeviceId> work;
   std::vector<char> queued(P, 1);
   for (int d = P - 1; d >= 0; --d) work.push_back(d);
   while (!work.empty()) {
@@ -305,9 +305,7 @@ Result<Timeline> simulate(const PipelineModel& model, const Schedule& schedule,
         detail::record_last_op(timeline, d, ran);
       }
       --remaining;
-      consumers.clear();
-      engine.consumer_devices(op, consumers);
-      for (DeviceId e : consumers) {
+      for (DeviceId e : engine.receivers(op)) {
         if (e != d && !queued[e]) {
           queued[e] = 1;
           work.push_back(e);

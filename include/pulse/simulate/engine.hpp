@@ -45,9 +45,15 @@ class ExecutionEngine {
   bool executed(const Op& op) const;
 
   double device_free(DeviceId d) const { return device_free_[d]; }
-  /// Devices whose ops may become ready, or ready earlier, once `op` has executed: its own
-  /// and those it sends to.
-  void consumer_devices(const Op& op, std::vector<DeviceId>& out) const;
+  /// The devices `op` sends to (its outputs forward, its gradients back; none for W), in
+  /// the order of its transfers: with its own, those whose ops may become ready, or ready
+  /// earlier, once it has executed. Listed once per stage and direction.
+  const std::vector<DeviceId>& receivers(const Op& op) const {
+    return receivers_[static_cast<std::size_t>(op.stage) * 3 + (op.kind == OpKind::forward ? 0
+                                                                : op.kind == OpKind::backward_weight
+                                                                    ? 2
+                                                                    : 1)];
+  }
   double compute_time(const Op& op) const;
 
   // Recorded times, for the memory pass. NaN until executed.
@@ -93,6 +99,7 @@ class ExecutionEngine {
   std::vector<std::vector<std::size_t>> out_of_;  // [stage]: transfers with from == stage
   std::vector<std::vector<std::size_t>> into_;    // [stage]: transfers with to == stage
   std::vector<Hop> hops_;                         // [transfer]
+  std::vector<std::vector<DeviceId>> receivers_;  // [stage * 3 + F 0, B or I 1, W 2]
   std::vector<double> device_free_;
   // [link]: when each link a transfer uses is free, one per (sending, receiving) device
   // pair that some transfer uses, numbered as first met (Hop). A table of every pair was
