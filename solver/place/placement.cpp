@@ -54,36 +54,53 @@ class NodeSearch {
     }
   }
 
-  // Local device order, cut into `paths` consecutive paths of `length`.
+  // Local device order, cut into `paths` consecutive paths of `length`: of every order, the
+  // first in permutation order whose score is lowest. Orders are made depth first in that
+  // order, a position at a time, each boundary's time added as its second device is placed
+  // (score's sums, in score's order); a prefix whose score is already not below the best is
+  // left, with every order it begins: a time is never negative, so no order it begins
+  // scores lower. At pp 512 on 64 nodes of 8, the 40320 orders scored for each of 512
+  // segments were 3.1 G instructions of a plan's 120 G.
   std::vector<int> best() const {
     const int n = request_.cluster->devices_per_node;
-    std::vector<int> order(n), best_order;
-    std::iota(order.begin(), order.end(), 0);
-    Score best_score;
-    bool have = false;
-    do {
-      const Score s = score(order);
-      if (!have || s < best_score) {
-        best_score = s;
-        best_order = order;
-        have = true;
-      }
-    } while (std::next_permutation(order.begin(), order.end()));
-    return best_order;
+    Found found;
+    std::vector<int> order(n);
+    std::vector<char> used(n, 0);
+    extend(0, Score{}, order, used, found);
+    return found.order;
   }
 
-  Score score(const std::vector<int>& order) const {
+  struct Found {
+    std::vector<int> order;
+    Score score;
+    bool have = false;
+  };
+
+  // Places position k of `order` (every earlier one placed, scoring `partial`).
+  void extend(int k, const Score& partial, std::vector<int>& order, std::vector<char>& used,
+              Found& found) const {
     const int n = request_.cluster->devices_per_node;
-    Score s;
-    for (int p = 0; p < paths_; ++p) {
-      for (int i = 0; i + 1 < length_; ++i) {
-        const int a = order[p * length_ + i], b = order[p * length_ + i + 1];
-        const double t = times_[(i * n + a) * n + b];
+    if (found.have && !(partial < found.score)) return;
+    if (k == n) {
+      found.order = order;
+      found.score = partial;
+      found.have = true;
+      return;
+    }
+    const int i = k % length_;  // k's place on its path
+    for (int b = 0; b < n; ++b) {
+      if (used[b]) continue;
+      Score s = partial;
+      if (i > 0 && k / length_ < paths_) {
+        const double t = times_[((i - 1) * n + order[k - 1]) * n + b];
         s.worst = std::max(s.worst, t);
         s.total += t;
       }
+      order[k] = b;
+      used[b] = 1;
+      extend(k + 1, s, order, used, found);
+      used[b] = 0;
     }
-    return s;
   }
 
  private:
