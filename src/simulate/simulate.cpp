@@ -330,36 +330,6 @@ Result<Timeline> simulate(const PipelineModel& model, const Schedule& schedule,
 
 namespace detail {
 
-namespace {
-
-// What record_op and record_last_op both count of an op, in the same order: the sums.
-DeviceTimeline& count_op(Timeline& timeline, DeviceId d, const TimedOp& op) {
-  DeviceTimeline& dev = timeline.devices[d];
-  dev.compute_s += op.end_s - op.start_s;
-  dev.send_s += op.busy_until_s - op.end_s;
-  timeline.makespan_s = std::max(timeline.makespan_s, op.busy_until_s);
-  return dev;
-}
-
-}  // namespace
-
-void record_op(Timeline& timeline, DeviceId d, const TimedOp& op) {
-  count_op(timeline, d, op).ops.push_back(op);
-}
-
-void record_last_op(Timeline& timeline, DeviceId d, const TimedOp& op) {
-  std::vector<TimedOp>& ops = count_op(timeline, d, op).ops;
-  // ops holds [the first op of the latest microbatch so far, the last op]: the two that
-  // last_ops would pick from the whole list (its max_element keeps the first of the
-  // largest), from which keep_last_ops picks the same.
-  if (ops.empty()) {
-    ops.assign(2, op);
-    return;
-  }
-  if (op.op.mb > ops[0].op.mb) ops[0] = op;
-  ops[1] = op;
-}
-
 void finish_timeline(const PipelineModel& model, ExecutionEngine& engine, int num_microbatches,
                      const std::vector<MemoryBreakdown>& static_bytes, Peaks peaks,
                      Timeline& timeline) {
