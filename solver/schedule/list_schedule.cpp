@@ -201,10 +201,8 @@ class ListScheduler {
         timeline->devices[d].ops.reserve(schedule.device_ops[d].capacity());
       }
     }
-    // The last ops' bookkeeping (record_last_op's), kept here side by side and put into the
-    // timeline once every op has run: the timeline's devices, each reached through its ops
-    // vector, were the run's costliest loads at pp 512 over 2048 layers (perf).
-    std::vector<LastOps> lasts(timeline && !whole ? P : 0);
+    // With the last ops alone, their bookkeeping side by side (LastOpsRecorder).
+    detail::LastOpsRecorder lasts(timeline && !whole ? P : 0);
     for (std::size_t done = 0; done < total; ++done) {
       const DeviceId d = winner_[1];
       if (d < 0) throw std::logic_error("list_schedule: no operation is ready (deadlock)");
@@ -222,7 +220,7 @@ class ListScheduler {
         if (whole) {
           detail::record_op(*timeline, d, ran);
         } else {
-          lasts[d].record(ran);
+          lasts.record(d, ran);
         }
       }
       advance(d, op);
@@ -236,10 +234,7 @@ class ListScheduler {
     }
     schedule.policy = "list";
     if (makespan_s) *makespan_s = makespan;
-    if (timeline && !whole) {
-      for (DeviceId d = 0; d < P; ++d) lasts[d].put(timeline->devices[d]);
-      timeline->makespan_s = std::max(timeline->makespan_s, makespan);
-    }
+    if (timeline && !whole) lasts.put(*timeline);
     if (timeline) {
       detail::finish_timeline(model_, engine_, num_microbatches_, *replay->static_bytes,
                               replay->peaks, *timeline);
@@ -249,26 +244,6 @@ class ListScheduler {
   }
 
  private:
-  // A device's share of record_last_op's bookkeeping: the same sums in the same order, the
-  // first op of its latest microbatch and its last.
-  struct LastOps {
-    double compute_s = 0, send_s = 0;
-    TimedOp first_of_latest, last;
-    bool any = false;
-    void record(const TimedOp& op) {
-      compute_s += op.end_s - op.start_s;
-      send_s += op.busy_until_s - op.end_s;
-      if (!any || op.op.mb > first_of_latest.op.mb) first_of_latest = op;
-      last = op;
-      any = true;
-    }
-    void put(DeviceTimeline& dev) const {
-      dev.compute_s = compute_s;
-      dev.send_s = send_s;
-      if (any) dev.ops = {first_of_latest, last};
-    }
-  };
-
   struct DeviceQueue {
     std::vector<StageId> stages;
     StageId admitting = 0;  // the device's first stage: a microbatch enters the device there

@@ -278,6 +278,7 @@ Result<Timeline> simulate(const PipelineModel& model, const Schedule& schedule,
   for (int d = 0; d < P && all_ops; ++d) {
     timeline.devices[d].ops.reserve(schedule.device_ops[d].size());
   }
+  detail::LastOpsRecorder lasts(all_ops ? 0 : P);
   std::vector<std::size_t> next(P, 0);
   std::size_t remaining = 0;
   for (const auto& ops : schedule.device_ops) remaining += ops.size();
@@ -302,7 +303,7 @@ Result<Timeline> simulate(const PipelineModel& model, const Schedule& schedule,
       if (all_ops) {
         detail::record_op(timeline, d, ran);
       } else {
-        detail::record_last_op(timeline, d, ran);
+        lasts.record(d, ran);
       }
       --remaining;
       for (DeviceId e : engine.receivers(op)) {
@@ -323,6 +324,7 @@ Result<Timeline> simulate(const PipelineModel& model, const Schedule& schedule,
     }
     return internal_error("schedule deadlocks: " + stuck);
   }
+  if (!all_ops) lasts.put(timeline);
   detail::finish_timeline(model, engine, num_microbatches, static_bytes, peaks, timeline);
   if (!all_ops) keep_last_ops(timeline);
   return timeline;

@@ -330,16 +330,21 @@ TEST(ListSchedule, LastOpsRecordedAsTheyRunAreTheOnesKeptAfter) {
   // with record_op's sums.
   for (const std::vector<int>& mbs :
        {std::vector<int>{0, 2, 1, 2, 1}, std::vector<int>{0, 1, 2}, std::vector<int>{3}}) {
-    Timeline whole, figures;
+    Timeline whole, figures, side;
     whole.devices.resize(1);
     figures.devices.resize(1);
+    side.devices.resize(1);
+    detail::LastOpsRecorder recorder(1);
     double at = 0;
     for (int mb : mbs) {
       const TimedOp op{{OpKind::forward, 0, mb}, at, at + 1.5, at + 1.75};
       at += 2;
       detail::record_op(whole, 0, op);
       detail::record_last_op(figures, 0, op);
+      recorder.record(0, op);
     }
+    recorder.put(side);
+    test::expect_same_timeline(side, figures, "side by side, " + std::to_string(mbs.size()));
     keep_last_ops(figures);
     keep_last_ops(whole);
     const std::vector<TimedOp>& k = figures.devices[0].ops;
