@@ -7,6 +7,8 @@
 #include <functional>
 #include <limits>
 
+#include "pulse/schedule/list_schedule.hpp"
+
 namespace pulse::detail {
 
 namespace {
@@ -90,6 +92,16 @@ double recall_bound(ScheduleMemo* memo, const RoomKey& key,
 
 RoomKey order_replays_key(const PipelineModel& model, bool split_backward, int num_microbatches) {
   return {model, split_backward, num_microbatches, {}};
+}
+
+void keep_one_f_one_b(const ScheduleRequest& r, const std::vector<int>& limits,
+                      const Timeline& replay) {
+  if (!r.memo || limits != default_inflight(r.model->layout, r.num_microbatches)) return;
+  RoomKey key = order_replays_key(*r.model, r.split_backward, r.num_microbatches);
+  auto& table = r.memo->tables().one_f_one_b_replays;
+  if (table.recall(key)) return;
+  table.keep(std::move(key), std::make_shared<const OrderReplay>(
+                                 published_replay(PublishedSchedule::one_f_one_b, replay)));
 }
 
 }  // namespace pulse::detail

@@ -668,23 +668,6 @@ void adopt_published(const ScheduleRequest& r, std::vector<PublishedOrder>&& ord
   adopt(published, a);
 }
 
-// Where the first list schedule is 1F1B's own (published.cpp, one_f_one_b: the default
-// in-flight limits, which no device's memory lowered, and the backward-first policy), its
-// replay is the one the plan's certificate would make for 1F1B (the same schedule and
-// model: the same timeline, to the bit; its figures depend on no memory): kept in the
-// job's memo for it (kept_published_replay). At pp 1024 over 2048 layers the certificate
-// made it again, 0.9 s of list schedule and 0.3 s of replay. Only for syntheses with a
-// bound (a plan's own, not the memory curve's points at a budget).
-void keep_one_f_one_b(const ScheduleRequest& r, const detail::FirstRun& first,
-                      const Timeline& replay) {
-  if (!r.memo || first.limits != default_inflight(r.model->layout, r.num_microbatches)) return;
-  detail::RoomKey key = detail::order_replays_key(*r.model, r.split_backward, r.num_microbatches);
-  auto& table = r.memo->tables().one_f_one_b_replays;
-  if (table.recall(key)) return;
-  table.keep(std::move(key), std::make_shared<const detail::OrderReplay>(
-                                 published_replay(PublishedSchedule::one_f_one_b, replay)));
-}
-
 // The synthesis; without the bound (the memory curve's points need only the makespan), no
 // schedule is proven optimal and every search runs to its budget. `timeline` says what the
 // replays that may become the answer's timeline keep: the first list schedule's
@@ -702,7 +685,7 @@ Result<ScheduleAnswer> synthesize(const ScheduleRequest& r, bool with_bound, dou
   detail::FirstRun first;
   ListReplay replay;
   Schedule heuristic = first_list_schedule(r, mem, first, replay, timeline);
-  if (with_bound) keep_one_f_one_b(r, first, replay.timeline);
+  if (with_bound) detail::keep_one_f_one_b(r, first.limits, replay.timeline);
   if (!best.offer(std::move(heuristic), std::move(replay.timeline), r, mem, "list")) {
     return internal_error("the list schedule did not replay");
   }

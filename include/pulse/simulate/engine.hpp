@@ -172,30 +172,6 @@ inline TimedOp ExecutionEngine::execute_at(const Op& op, double start) {
   return TimedOp{op, start, end, busy};
 }
 
-/// What every event of one run of a device's memory events changes (TimeRuns numbers the
-/// runs): the activations and the skip cache really held, and the memory rule's charge and
-/// its count of microbatches in flight (cost/memory.hpp, residency).
-struct MemoryChange {
-  std::int64_t activations = 0, skips = 0, charged = 0;
-  int inflight = 0;
-};
-
-/// A device's memory events by run, and what each run changes: scratch a caller keeps
-/// across devices.
-struct MemoryRuns {
-  TimeRuns runs;
-  std::vector<MemoryChange> changes;  // [run]
-  void clear() {
-    runs.clear();
-    changes.clear();
-  }
-  /// Ends the run being added (TimeRuns::end_run); each of its events changes `change`.
-  void end_run(const MemoryChange& change) {
-    runs.end_run();
-    changes.push_back(change);
-  }
-};
-
 /// Adds `device`'s activation runs from the engine's recorded times: each of its stages
 /// holds each of the `num_microbatches` from its forward's start to its backward_done, and
 /// the memory rule charges its activations, and on the device's first stage (where a
@@ -203,17 +179,6 @@ struct MemoryRuns {
 /// (skip_bytes_per_microbatch, residency).
 void add_activation_runs(const PipelineModel& model, const ExecutionEngine& engine, DeviceId device,
                          int num_microbatches, std::int64_t skip_bytes, MemoryRuns& out);
-
-/// A device's memory over its runs, read where each instant ends: the rule's charge
-/// (residency: at one instant releases come before allocations, so its peaks are at an
-/// instant's end) and the bytes really held at the first instant where activations and skip
-/// cache together are the most (`any` false where there are no events).
-struct MemorySweep {
-  Residency charged;
-  std::int64_t activations = 0, skips = 0;
-  bool any = false;
-};
-MemorySweep sweep_memory(MemoryRuns& runs);
 
 /// The memory rule's charge on `device` (cost/memory.hpp, residency) from the engine's
 /// recorded times: the same figures residency() gives over the holds of its stages, each of

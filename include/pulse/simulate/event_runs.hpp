@@ -9,6 +9,8 @@
 #include <limits>
 #include <vector>
 
+#include "pulse/cost/memory.hpp"
+
 namespace pulse::detail {
 
 /// Event times added in runs: one stage's forward starts, its releases, one skip hold's
@@ -99,5 +101,40 @@ void TimeRuns::sweep(Event&& event, InstantEnd&& instant_end) {
     if (!(winner.time == now)) instant_end();
   }
 }
+
+/// What every event of one run of a device's memory events changes (TimeRuns numbers the
+/// runs): the activations and the skip cache really held, and the memory rule's charge and
+/// its count of microbatches in flight (cost/memory.hpp, residency).
+struct MemoryChange {
+  std::int64_t activations = 0, skips = 0, charged = 0;
+  int inflight = 0;
+};
+
+/// A device's memory events by run, and what each run changes: scratch a caller keeps
+/// across devices.
+struct MemoryRuns {
+  TimeRuns runs;
+  std::vector<MemoryChange> changes;  // [run]
+  void clear() {
+    runs.clear();
+    changes.clear();
+  }
+  /// Ends the run being added (TimeRuns::end_run); each of its events changes `change`.
+  void end_run(const MemoryChange& change) {
+    runs.end_run();
+    changes.push_back(change);
+  }
+};
+
+/// A device's memory over its runs, read where each instant ends: the rule's charge
+/// (residency: at one instant releases come before allocations, so its peaks are at an
+/// instant's end) and the bytes really held at the first instant where activations and skip
+/// cache together are the most (`any` false where there are no events).
+struct MemorySweep {
+  Residency charged;
+  std::int64_t activations = 0, skips = 0;
+  bool any = false;
+};
+MemorySweep sweep_memory(MemoryRuns& runs);
 
 }  // namespace pulse::detail
