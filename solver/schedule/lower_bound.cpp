@@ -50,7 +50,7 @@ double jackson_preemptive(const std::vector<OneMachineJob>& jobs, int M) {
     Chain* run = nullptr;  // the released head with the largest tail (the first of a tie)
     double next = never;   // the next release after t
     for (Chain& c : chains) {
-      while (c.next_release <= t) {
+      while (c.released < c.end && c.next_release <= t) {
         c.next_release = ++c.released < c.end ? jobs[c.released].release : never;
       }
       next = std::min(next, c.next_release);

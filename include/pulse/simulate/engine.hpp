@@ -47,7 +47,7 @@ class ExecutionEngine {
   double device_free(DeviceId d) const { return device_free_[d]; }
   /// The devices `op` sends to (its outputs forward, its gradients back; none for W), in
   /// the order of its transfers: with its own, those whose ops may become ready, or ready
-  /// earlier, once it has executed. Listed once per stage and direction.
+  /// earlier, once it has executed. Each stage's lists are made once, with the engine.
   const std::vector<DeviceId>& receivers(const Op& op) const {
     return receivers_[static_cast<std::size_t>(op.stage) * 3 + (op.kind == OpKind::forward ? 0
                                                                 : op.kind == OpKind::backward_weight

@@ -63,7 +63,7 @@ class TimeRuns {
 
 template <class Event, class InstantEnd>
 void TimeRuns::sweep(Event&& event, InstantEnd&& instant_end) {
-  const std::size_t runs = num_runs(), total = times_.size();
+  const std::size_t runs = num_runs(), total = starts_.back();  // the ended runs' events
   if (total == 0) return;
   std::size_t leaves = 1;
   while (leaves < runs) leaves *= 2;

@@ -121,23 +121,21 @@ inline void record_last_op(Timeline& timeline, DeviceId d, const TimedOp& op);
 // them: both run for every op it schedules, and at pp 512 over 2048 layers a call of
 // record_last_op across the libraries was 7.7% of a plan's samples (perf).
 
-namespace record {
 // What record_op and record_last_op both count of an op, in the same order: the sums.
-inline DeviceTimeline& count_op(Timeline& timeline, DeviceId d, const TimedOp& op) {
+inline DeviceTimeline& count_recorded_op(Timeline& timeline, DeviceId d, const TimedOp& op) {
   DeviceTimeline& dev = timeline.devices[d];
   dev.compute_s += op.end_s - op.start_s;
   dev.send_s += op.busy_until_s - op.end_s;
   timeline.makespan_s = std::max(timeline.makespan_s, op.busy_until_s);
   return dev;
 }
-}  // namespace record
 
 inline void record_op(Timeline& timeline, DeviceId d, const TimedOp& op) {
-  record::count_op(timeline, d, op).ops.push_back(op);
+  count_recorded_op(timeline, d, op).ops.push_back(op);
 }
 
 inline void record_last_op(Timeline& timeline, DeviceId d, const TimedOp& op) {
-  std::vector<TimedOp>& ops = record::count_op(timeline, d, op).ops;
+  std::vector<TimedOp>& ops = count_recorded_op(timeline, d, op).ops;
   // ops holds [the first op of the latest microbatch so far, the last op]: the two that
   // last_ops would pick from the whole list (its max_element keeps the first of the
   // largest), from which keep_last_ops picks the same.
