@@ -57,6 +57,7 @@ class TimeRuns {
     double time;
     std::uint32_t run;
   };
+  static constexpr double kDone = std::numeric_limits<double>::infinity();
   std::vector<std::size_t> next_;
   std::vector<Entry> loser_, up_;  // up_: the build's winners
 };
@@ -67,7 +68,6 @@ void TimeRuns::sweep(Event&& event, InstantEnd&& instant_end) {
   if (total == 0) return;
   std::size_t leaves = 1;
   while (leaves < runs) leaves *= 2;
-  constexpr double kDone = std::numeric_limits<double>::infinity();
   next_.assign(starts_.begin(), starts_.end() - 1);
   const auto head = [this](std::uint32_t r) {
     return next_[r] < starts_[r + 1] ? times_[next_[r]] : kDone;
